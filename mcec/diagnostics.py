@@ -1,0 +1,124 @@
+"""Diagnostics as data: every phase reports problems as :class:`Diagnostic` values.
+
+Prose for a problem is written where the problem is detected, once; rendering
+(source excerpt, carets, colour, JSON) lives in ``mcec.render``. Codes are stable
+and listed in :data:`CODES` (LANGUAGE.md §8); a code not listed there is a bug.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from mcec.span import Span
+
+
+class Severity(enum.Enum):
+    """How bad a diagnostic is; any ``ERROR`` makes the run exit 1."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+#: Every diagnostic code mcec emits, with a one-line description (LANGUAGE.md §8).
+CODES: dict[str, str] = {
+    "MCE001": "syntax error",
+    "MCE002": "unknown name",
+    "MCE003": "a name declared twice",
+    "MCE004": "state missing or declared twice",
+    "MCE005": "file could not be read",
+    "MCE006": "output could not be written",
+    "MCE010": "bind mismatch",
+    "MCE011": "par branches take different input types",
+    "MCE012": "pipeline body does not have its declared type",
+    "MCE013": "an undeclared error escapes",
+    "MCE014": "catch of an error that cannot happen",
+    "MCE015": "pipelines refer to each other in a cycle",
+    "MCE016": "Python keyword or reserved word used as a name",
+    "MCE017": "unknown type or wrong generic arity",
+    "MCE018": "error type not declared",
+    "MCE019": "par with fewer than two branches, or each limit below 1",
+    "MCE020": "catch handler or orelse fallback does not fit",
+    "MCE100": "mypy reported a problem in the generated code",
+    "W001": "declaration never used",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """A secondary span with a short message (``produces str``, ``first declared here``)."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem: code, severity, message, where, and how to fix it."""
+
+    code: str
+    severity: Severity
+    message: str
+    span: Span
+    labels: tuple[Label, ...] = ()
+    help: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"unregistered diagnostic code {self.code!r}")
+
+    @property
+    def is_error(self) -> bool:
+        """True for errors, False for warnings."""
+        return self.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        """Order diagnostics by file, then position, then code."""
+        return (self.span.path, self.span.start, self.span.end, self.code)
+
+
+def error(
+    code: str,
+    message: str,
+    span: Span,
+    labels: tuple[Label, ...] = (),
+    help: str | None = None,
+) -> Diagnostic:
+    """Shorthand for an error diagnostic."""
+    return Diagnostic(code, Severity.ERROR, message, span, labels, help)
+
+
+def warning(
+    code: str,
+    message: str,
+    span: Span,
+    labels: tuple[Label, ...] = (),
+    help: str | None = None,
+) -> Diagnostic:
+    """Shorthand for a warning diagnostic."""
+    return Diagnostic(code, Severity.WARNING, message, span, labels, help)
+
+
+@dataclass(slots=True)
+class DiagnosticSink:
+    """Collects diagnostics so that a phase can report many problems and keep going."""
+
+    items: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        """Record one diagnostic."""
+        self.items.append(diagnostic)
+
+    def extend(self, diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> None:
+        """Record several diagnostics."""
+        self.items.extend(diagnostics)
+
+    @property
+    def has_errors(self) -> bool:
+        """True when any recorded diagnostic is an error."""
+        return any(d.is_error for d in self.items)
+
+    def sorted(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics in source order, duplicates removed."""
+        unique = dict.fromkeys(self.items)
+        return tuple(sorted(unique, key=Diagnostic.sort_key))

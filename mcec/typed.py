@@ -1,0 +1,236 @@
+"""The checked, typed program: what the checker produces and the code generator
+and the reference interpreter consume.
+
+Every expression node carries its :class:`Sig` (``A -> B ! E`` plus whether it
+changes state) and the span of the syntax it came from. Like the syntax tree,
+everything here is frozen; the checker builds new nodes instead of annotating
+old ones. Only a program without errors is ever turned into a
+:class:`Program`, so consumers may assume every name resolves and every type fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from mcec.span import Span
+from mcec.types import ErrorSet, Type, render_errors
+
+
+@dataclass(frozen=True, slots=True)
+class Sig:
+    """``input -> output ! errors``; ``stateful`` per LANGUAGE.md §5."""
+
+    input: Type
+    output: Type
+    errors: ErrorSet
+    stateful: bool
+
+    def __str__(self) -> str:
+        text = f"{self.input} -> {self.output}"
+        return text if not self.errors else f"{text} ! {render_errors(self.errors)}"
+
+
+@dataclass(frozen=True, slots=True)
+class PyRef:
+    """A Python object the spec names: its resolved path and the spec's spelling.
+
+    ``PyRef("examples.research.impl.plan_action", "impl.plan_action")``: the
+    generated module imports what the spec imports, so ``spelling`` is a valid
+    expression there; ``module``/``attr`` let the interpreter import it.
+    """
+
+    module: str
+    attr: str
+    spelling: str
+
+    @property
+    def path(self) -> str:
+        """The resolved dotted path."""
+        return f"{self.module}.{self.attr}"
+
+
+# ---------------------------------------------------------------- imports
+
+
+@dataclass(frozen=True, slots=True)
+class TFromImport:
+    """``from module import name as alias`` (alias None: bound as ``name``)."""
+
+    module: str
+    names: tuple[tuple[str, str | None], ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TModuleImport:
+    """``import module as alias`` (alias None: plain ``import module``)."""
+
+    module: str
+    alias: str | None
+    span: Span
+
+
+TImport: TypeAlias = TFromImport | TModuleImport
+
+
+# ---------------------------------------------------------------- declarations
+
+DeclKind = Literal["step", "fn", "tool", "pipeline"]
+
+
+@dataclass(frozen=True, slots=True)
+class TStep:
+    """A ``step`` or ``async step``; ``sig.errors`` are the declared errors."""
+
+    name: str
+    is_async: bool
+    sig: Sig
+    impl: PyRef
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TFn:
+    """A pure ``fn``: cannot fail, sees no state."""
+
+    name: str
+    sig: Sig
+    impl: PyRef
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TServer:
+    """``server n = stdio "COMMAND"``."""
+
+    name: str
+    command: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TTool:
+    """``tool n : A -> B ! E = server.tool_name``; ``sig.errors`` include ToolFailed and ToolUnavailable."""
+
+    name: str
+    sig: Sig
+    server: str
+    tool_name: str
+    span: Span
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, slots=True)
+class TRef:
+    """A use of a declaration by name; ``kind`` says which table holds it."""
+
+    name: str
+    kind: DeclKind
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TBind:
+    """A chain ``e1 >>= … >>= en`` (n ≥ 2); a block body is a TBind too (or its single statement)."""
+
+    parts: tuple[TExpr, ...]
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TPar:
+    """``par <…>``; ``merges`` is True when two or more branches are stateful (a merge runs)."""
+
+    branches: tuple[TExpr, ...]
+    merges: bool
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TEach:
+    """``each(limit=k) e``; ``limit`` None means unbounded."""
+
+    body: TExpr
+    limit: int | None
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TLocal:
+    """``local e``."""
+
+    body: TExpr
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TCatch:
+    """``body catch E1 | E2 => handler``; ``errors`` are the caught types."""
+
+    body: TExpr
+    errors: tuple[Type, ...]
+    handler: TExpr
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TOrElse:
+    """``body orelse fallback``."""
+
+    body: TExpr
+    fallback: TExpr
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TIdentity:
+    """The body of an empty block ``{ }``: passes value and state through (needs A ≤ B)."""
+
+    sig: Sig
+    span: Span
+
+
+TExpr: TypeAlias = TRef | TBind | TPar | TEach | TLocal | TCatch | TOrElse | TIdentity
+
+
+@dataclass(frozen=True, slots=True)
+class TPipeline:
+    """A checked pipeline; ``sig.errors`` is the declared set (or the inferred one
+    when the spec omits ``!``)."""
+
+    name: str
+    sig: Sig
+    body: TExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A checked `.mce` file, ready for code generation or interpretation.
+
+    ``state`` is None when the file declares no state (S is then ``None``);
+    ``merge`` is the custom merge of ``state T merge m.f``. Declarations keep
+    source order; ``pipelines`` are ordered so that a pipeline comes after every
+    pipeline it uses (the checker rejects cycles).
+    """
+
+    path: str
+    source_sha256: str
+    imports: tuple[TImport, ...]
+    state: Type | None
+    merge: PyRef | None
+    steps: tuple[TStep, ...]
+    fns: tuple[TFn, ...]
+    servers: tuple[TServer, ...]
+    tools: tuple[TTool, ...]
+    pipelines: tuple[TPipeline, ...]

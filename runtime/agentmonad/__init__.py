@@ -1,0 +1,1 @@
+"""agentmonad: the runtime of compiled .mce pipelines."""
