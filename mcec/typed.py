@@ -144,7 +144,9 @@ class TBind:
 
 @dataclass(frozen=True, slots=True)
 class TPar:
-    """``par <…>``; ``merges`` is True when two or more branches are stateful (a merge runs)."""
+    """``par <…>``; ``merges`` is True when any branch is stateful, so the branch
+    states must be merged (with the file's merge, or the default by-field merge).
+    Whether ``MergeConflict`` is in ``sig.errors`` follows LANGUAGE.md §5 separately."""
 
     branches: tuple[TExpr, ...]
     merges: bool
@@ -154,10 +156,11 @@ class TPar:
 
 @dataclass(frozen=True, slots=True)
 class TEach:
-    """``each(limit=k) e``; ``limit`` None means unbounded."""
+    """``each(limit=k) e``; ``limit`` None means unbounded; ``merges`` as for :class:`TPar`."""
 
     body: TExpr
     limit: int | None
+    merges: bool
     sig: Sig
     span: Span
 
