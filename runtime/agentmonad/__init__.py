@@ -1,1 +1,40 @@
-"""agentmonad: the runtime of compiled .mce pipelines."""
+"""agentmonad: the runtime of compiled ``.mce`` pipelines.
+
+- ``Ok``/``Err``/``Outcome``/``Site``: results and where they came from.
+- ``AgentMonad``: a lazy, stack-safe ``S -> IO (Outcome)`` with ``par``/``each``.
+- ``lift_step``/``lift_fn``: step implementations → Kleisli arrows.
+- ``merge_states``, ``Append``, ``Sum``: merging parallel branches' states.
+- ``Defect`` and the built-in errors ``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``.
+- ``to_tool_result``/``from_tool_result``: the MCP mapping.
+- ``agentmonad.compiled``: what generated code calls.
+"""
+
+from .errors import Defect, MergeConflict, ToolFailed, ToolUnavailable
+from .mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
+from .merge import Append, Merge, Reducer, Sum, merge_states
+from .monad import AgentMonad
+from .outcome import Err, Ok, Outcome, Site
+from .steps import lift_fn, lift_step
+
+__all__ = [
+    "Ok",
+    "Err",
+    "Outcome",
+    "Site",
+    "AgentMonad",
+    "lift_step",
+    "lift_fn",
+    "Defect",
+    "MergeConflict",
+    "ToolFailed",
+    "ToolUnavailable",
+    "Append",
+    "Sum",
+    "Reducer",
+    "Merge",
+    "merge_states",
+    "ToolResult",
+    "TextContent",
+    "to_tool_result",
+    "from_tool_result",
+]

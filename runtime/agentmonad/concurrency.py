@@ -1,0 +1,205 @@
+"""The one concurrency core behind ``par`` and ``each`` (LANGUAGE.md §6).
+
+``run_group`` starts ``count`` branches (lazily, at most ``limit`` at once),
+waits for them, and fails fast: the first ``Err`` observed wins, the other
+branches are cancelled *and awaited* before it returns, so no task outlives the
+group. A ``Defect`` (or any exception escaping a branch) cancels the others the
+same way and propagates, with the Defects other branches raised meanwhile
+attached to ``.others``. An outer cancellation cancels and awaits every branch,
+then propagates. On success the outputs come back in source order and the
+state is ``merge(state, branch_states)``.
+
+Both ``AgentMonad.par``/``each`` and ``agentmonad.compiled.par``/``each`` call it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+from .errors import Defect, MergeConflict
+from .outcome import Err, Ok, Outcome, Site
+
+__all__ = ["run_group", "merge_outcome"]
+
+_S = TypeVar("_S")
+
+Start = Callable[[int], Coroutine[Any, Any, Outcome[Any, Any, Any]]]
+
+
+def _as_defect(exc: Exception, site: Site | None, state: object) -> Defect:
+    if isinstance(exc, Defect):
+        return exc
+    return Defect(site if site is not None else "<par>", state, exc)
+
+
+def merge_outcome(
+    state: _S,
+    values: list[Any],
+    states: Sequence[_S],
+    merge: Callable[[_S, Sequence[_S]], _S] | None,
+    site: Site | None,
+) -> Ok[_S, list[Any]] | Err[_S, MergeConflict]:
+    """Finish a successful group: merge the branch states into one."""
+    if merge is None:
+        return Ok(values, state)
+    try:
+        merged = merge(state, states)
+    except MergeConflict as conflict:
+        return Err(conflict, state, site)
+    except Exception as exc:
+        raise Defect(site if site is not None else "<merge>", state, exc) from exc
+    return Ok(values, merged)
+
+
+async def run_group(
+    state: _S,
+    count: int,
+    start: Start,
+    limit: int | None,
+    merge: Callable[[_S, Sequence[_S]], _S] | None,
+    site: Site | None,
+) -> Outcome[_S, Any, list[Any]]:
+    """Run branches ``start(0) … start(count-1)``; see the module docstring.
+
+    ``start(i)`` is called only when branch ``i`` may begin, so ``each`` over a
+    long list with a limit holds at most ``limit`` coroutines at a time.
+    """
+    if count == 0:
+        return Ok([], state)
+    if limit is None or limit > count:
+        limit = count
+    elif limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+
+    loop = asyncio.get_running_loop()
+    values: list[Any] = [None] * count
+    states: list[Any] = [None] * count
+    running: dict[asyncio.Task[Any], int] = {}
+    finished: deque[asyncio.Task[Any]] = deque()
+    wake: list[asyncio.Future[None]] = [loop.create_future()]
+
+    def on_done(task: asyncio.Task[Any]) -> None:
+        finished.append(task)
+        w = wake[0]
+        if not w.done():
+            w.set_result(None)
+
+    def launch(i: int) -> None:
+        task = loop.create_task(start(i))
+        running[task] = i
+        task.add_done_callback(on_done)
+
+    next_index = 0
+    while next_index < limit:
+        launch(next_index)
+        next_index += 1
+
+    failure: Err[Any, Any] | None = None
+    defect: Defect | None = None
+    fatal: BaseException | None = None  # KeyboardInterrupt, SystemExit, …
+    remaining = count
+    try:
+        while remaining:
+            if not finished:
+                await wake[0]
+                wake[0] = loop.create_future()
+            while finished:
+                task = finished.popleft()
+                i = running.pop(task)
+                remaining -= 1
+                if task.cancelled():
+                    # nobody but us cancels a branch, except the branch itself;
+                    # treat a self-cancelled branch as cancellation of the group
+                    raise asyncio.CancelledError()
+                exc = task.exception()
+                if exc is not None:
+                    if not isinstance(exc, Exception):
+                        fatal = exc
+                    else:
+                        defect = _as_defect(exc, site, state)
+                    break
+                result = task.result()
+                if type(result) is Ok:
+                    values[i] = result.value
+                    states[i] = result.state
+                elif type(result) is Err:
+                    failure = result
+                    break
+                else:
+                    defect = Defect(
+                        site if site is not None else "<par>",
+                        state,
+                        reason=f"a branch returned {result!r}, not an Ok or Err",
+                    )
+                    break
+                if next_index < count:
+                    launch(next_index)
+                    next_index += 1
+            if failure is not None or defect is not None or fatal is not None:
+                break
+    except asyncio.CancelledError:
+        await _cancel_all(running, None, site, state)
+        raise
+    if failure is None and defect is None and fatal is None:
+        return merge_outcome(state, values, states, merge, site)
+    # Fail fast: cancel the siblings and wait for them, keeping every defect.
+    others = await _cancel_all(running, defect, site, state)
+    if fatal is not None:
+        raise fatal
+    if defect is None and others:
+        # A defect is a bug and must not be lost behind an ordinary error.
+        defect = others.pop(0)
+        for d in others:
+            defect.attach(d)
+    if defect is not None:
+        raise defect
+    assert failure is not None
+    return failure
+
+
+async def _cancel_all(
+    running: dict[asyncio.Task[Any], int],
+    primary: Defect | None,
+    site: Site | None,
+    state: object,
+) -> list[Defect]:
+    """Cancel every branch not yet processed and wait until all are done.
+
+    Returns the Defects that those branches raised meanwhile (also attached to
+    ``primary`` when there is one). Repeated outer cancellation does not cut the
+    wait short: the group never returns while a branch still runs.
+    """
+    tasks = list(running)
+    running.clear()
+    for t in tasks:
+        t.cancel()
+    cancelled_again = False
+    pending = set(tasks)
+    while pending:
+        try:
+            _, pending = await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            cancelled_again = True
+    found: list[Defect] = []
+    fatal: BaseException | None = None
+    for t in tasks:
+        if t.cancelled():
+            continue
+        exc = t.exception()
+        if isinstance(exc, Exception):
+            d = _as_defect(exc, site, state)
+            if d is not primary:
+                found.append(d)
+        elif exc is not None and fatal is None:
+            fatal = exc
+    if primary is not None:
+        for d in found:
+            primary.attach(d)
+    if fatal is not None:
+        raise fatal
+    if cancelled_again:
+        raise asyncio.CancelledError()
+    return found

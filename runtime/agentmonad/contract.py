@@ -1,0 +1,94 @@
+"""The step contract (LANGUAGE.md §3), checked in one place.
+
+A step either returns ``Ok``/``Err`` or raises. Raising one of its declared
+error types is an ``Err`` with the state the step received; returning an
+``Err`` whose error is not of a declared type, returning anything that is not
+an ``Outcome``, or raising anything else is a ``Defect``. ``KeyboardInterrupt``,
+``SystemExit`` and ``CancelledError`` are not ``Exception``\\ s and are never
+caught here. Both the interpreter (``AgentMonad``) and generated code (through
+``agentmonad.compiled``) use these two functions, only on their slow paths.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, NoReturn
+
+from .errors import Defect
+from .outcome import Err, Ok, Site
+
+__all__ = ["stop", "raised", "fn_defect"]
+
+
+def _names(errors: tuple[type, ...]) -> str:
+    return " | ".join(t.__name__ for t in errors) if errors else "Never"
+
+
+def stop(
+    result: object, site: Site, errors: tuple[type, ...], *, state: object = None
+) -> Err[Any, Any]:
+    """A step at ``site`` returned ``result``, which is not an ``Ok``.
+
+    An ``Err`` of a declared type comes back with ``site`` attached (a site it
+    already has is kept: it names the innermost failing step). Anything else
+    raises ``Defect``. ``state`` is the state the step received; it is reported
+    only when ``result`` is not an ``Err`` (an ``Err`` carries its own).
+
+    >>> site = Site("plan", "a.mce", 1, 1)
+    >>> stop(Err(KeyError("k"), 0), site, (KeyError,)).site == site
+    True
+    >>> stop(Err("oops", 0), site, (KeyError,))
+    Traceback (most recent call last):
+    ...
+    agentmonad.errors.Defect: defect in step 'plan' at a.mce:1:1: returned Err('oops'), but 'oops' is not a KeyError
+    """
+    if type(result) is Err:
+        if isinstance(result.error, errors):
+            if result.site is None:
+                return Err(result.error, result.state, site)
+            return result
+        raise Defect(
+            site,
+            result.state,
+            result.error if isinstance(result.error, BaseException) else None,
+            reason=(
+                f"returned Err({result.error!r}), but {result.error!r} is not a "
+                f"{_names(errors)}"
+            ),
+        )
+    if type(result) is Ok:  # not a stop at all; callers check Ok first
+        raise TypeError("stop() called with an Ok")
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()  # no "never awaited" warning on top of the defect
+        reason = f"returned an awaitable ({type(result).__name__}); is it an async step?"
+    else:
+        reason = f"returned {result!r}, not an Ok or Err"
+    raise Defect(site, state, reason=reason)
+
+
+def raised(
+    exc: Exception, site: Site, state: object, errors: tuple[type, ...]
+) -> Err[Any, Any]:
+    """The step at ``site`` raised ``exc`` while holding ``state``.
+
+    A declared error becomes ``Err(exc, state, site)``; a ``Defect`` (from a
+    nested run) is re-raised unchanged; anything else raises
+    ``Defect(site, state, exc)``.
+
+    >>> site = Site("plan", "a.mce", 1, 1)
+    >>> raised(KeyError("k"), site, {"s": 1}, (KeyError,)).state
+    {'s': 1}
+    """
+    if isinstance(exc, errors):
+        return Err(exc, state, site)
+    if isinstance(exc, Defect):
+        raise exc
+    raise Defect(site, state, exc) from exc
+
+
+def fn_defect(exc: Exception, where: Site | str, state: object) -> NoReturn:
+    """A pure function (``fn``, a ``map`` callback, a continuation) raised."""
+    if isinstance(exc, Defect):
+        raise exc
+    raise Defect(where, state, exc) from exc

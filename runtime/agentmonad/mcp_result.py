@@ -1,0 +1,151 @@
+"""``Outcome`` ⇄ MCP ``CallToolResult`` (LANGUAGE.md §9), without the ``mcp`` package.
+
+The EitherT layer maps onto MCP's ``isError``. A ``ToolResult`` is a plain dict
+shaped like ``CallToolResult`` (``content``, ``structuredContent``, ``isError``),
+so ``mcp.types.CallToolResult.model_validate(result)`` accepts it as is.
+
+>>> to_tool_result(Ok({"n": 1}, None))
+{'content': [{'type': 'text', 'text': '{"n": 1}'}], 'structuredContent': {'n': 1}, 'isError': False}
+>>> to_tool_result(Ok("hi", None))["structuredContent"]
+{'result': 'hi'}
+>>> from_tool_result(to_tool_result(Ok([1, 2], None)), "s")
+Ok(value=[1, 2], state='s')
+>>> from_tool_result(to_tool_result(Err(KeyError("k"), None)), "s", server="a", tool="b")
+Err(error=ToolFailed(server='a', tool='b', text="KeyError: 'k'"), state='s', site=None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict, TypeVar
+
+from .errors import ToolFailed, ToolUnavailable
+from .outcome import Err, Ok, Outcome
+
+__all__ = ["ToolResult", "TextContent", "to_tool_result", "from_tool_result", "to_jsonable"]
+
+_S = TypeVar("_S")
+
+
+class TextContent(TypedDict):
+    """One ``{"type": "text", "text": ...}`` content block."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ToolResult(TypedDict):
+    """The ``CallToolResult`` shape: what a tool call returns over MCP."""
+
+    content: list[TextContent]
+    structuredContent: dict[str, Any] | None
+    isError: bool
+
+
+def to_jsonable(value: object) -> Any:
+    """pydantic models → ``model_dump(mode="json")``, dataclasses → dicts,
+    containers element-wise, everything else as is."""
+    dump = getattr(value, "model_dump", None)
+    if dump is not None and hasattr(type(value), "model_fields"):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def render_error(error: object) -> str:
+    """The text of an error: ``Type: message`` for exceptions."""
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    text = to_jsonable(error)
+    return text if isinstance(text, str) else json.dumps(text, default=str)
+
+
+def _text(content: list[TextContent]) -> str:
+    return "".join(c["text"] for c in content)
+
+
+def to_tool_result(outcome: Outcome[Any, Any, Any]) -> ToolResult:
+    """``Ok`` → ``structuredContent`` (a non-dict value wrapped as
+    ``{"result": value}``) plus its JSON text; ``Err`` → ``isError: true`` with
+    the error rendered as text (and the failing step's site, when known)."""
+    if type(outcome) is Err:
+        text = render_error(outcome.error)
+        return {
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": None,
+            "isError": True,
+        }
+    assert type(outcome) is Ok, f"not an Outcome: {outcome!r}"
+    data = to_jsonable(outcome.value)
+    text = data if isinstance(data, str) else json.dumps(data, default=str)
+    structured = data if isinstance(data, dict) else {"result": data}
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": structured,
+        "isError": False,
+    }
+
+
+def _field(result: object, name: str) -> Any:
+    if isinstance(result, Mapping):
+        return result.get(name)
+    return getattr(result, name, None)
+
+
+def _content(result: object) -> list[TextContent]:
+    blocks: list[TextContent] = []
+    for block in _field(result, "content") or ():
+        kind = _field(block, "type")
+        if kind == "text":
+            blocks.append({"type": "text", "text": str(_field(block, "text"))})
+    return blocks
+
+
+def from_tool_result(
+    result: object,
+    state: _S,
+    *,
+    server: str = "?",
+    tool: str = "?",
+    output: Any = None,
+) -> Outcome[_S, ToolFailed | ToolUnavailable, Any]:
+    """A ``CallToolResult`` (a dict like ``ToolResult`` or an object with the
+    same attributes, e.g. ``mcp.types.CallToolResult``) → ``Outcome``.
+
+    ``isError`` → ``Err(ToolFailed(server, tool, text), state)``. Otherwise the
+    value depends on ``output``: a pydantic model class validates
+    ``structuredContent`` (failing → ``ToolUnavailable``); ``str`` gives the
+    text content; anything else (``None``, ``Any``) gives ``structuredContent``
+    with a lone ``"result"`` key unwrapped, or the text parsed as JSON when
+    there is no structured content.
+    """
+    content = _content(result)
+    if _field(result, "isError"):
+        return Err(ToolFailed(server, tool, _text(content)), state)
+    structured = _field(result, "structuredContent")
+    if output is str:
+        return Ok(_text(content), state)
+    validate = getattr(output, "model_validate", None)
+    if validate is not None:
+        if structured is None:
+            return Err(ToolUnavailable(server, tool, "result has no structuredContent"), state)
+        try:
+            return Ok(validate(structured), state)
+        except Exception as exc:  # pydantic.ValidationError, without importing pydantic
+            return Err(ToolUnavailable(server, tool, f"result does not validate: {exc}"), state)
+    if structured is not None:
+        if isinstance(structured, Mapping) and set(structured) == {"result"}:
+            return Ok(structured["result"], state)
+        return Ok(structured, state)
+    text = _text(content)
+    try:
+        return Ok(json.loads(text), state)
+    except ValueError:
+        return Ok(text, state)
