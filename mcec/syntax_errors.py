@@ -193,7 +193,7 @@ def _par_glued_bind(source: SourceFile, site: ErrorSite) -> Diagnostic | None:
     bind_start = opener.end + glued.start()
     bind_end = bind_start + 3
     rest = source.text[bind_end : site.start].rstrip()
-    fixed = source.text[opener.start : bind_start] + "> >>=" + rest
+    fixed = re.sub(r"\s+", " ", source.text[opener.start : bind_start] + "> >>=" + rest)
     if "\n" in fixed or len(fixed) > 80:
         fixed_help = "put a space between `>` and `>>=`: write `> >>=`"
     else:
