@@ -1,0 +1,195 @@
+"""Small constructors for the libcst nodes the emitter uses.
+
+libcst's node classes are precise but verbose; these helpers keep the emitter
+readable. Every identifier passed here is either a checked spec name or a name
+from :class:`~mcec.codegen.names.NameAllocator`; string literals are built with
+:func:`string`, which escapes everything, so no spec text reaches the output
+unquoted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+
+def name(identifier: str) -> cst.Name:
+    """A bare identifier."""
+    return cst.Name(identifier)
+
+
+def dotted(path: str) -> cst.Name | cst.Attribute:
+    """``a.b.c`` as nested attribute accesses (each part a checked identifier)."""
+    parts = path.split(".")
+    node: cst.Name | cst.Attribute = cst.Name(parts[0])
+    for part in parts[1:]:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node
+
+
+def string(text: str) -> cst.SimpleString:
+    """A string literal for ``text``; ``ascii()`` escapes quotes, controls and
+    every non-ASCII character (bidi overrides included)."""
+    return cst.SimpleString(ascii(text))
+
+
+def integer(value: int) -> cst.Integer:
+    """An integer literal."""
+    return cst.Integer(str(value))
+
+
+def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
+    """``func(arg, …)``."""
+    return cst.Call(func=func, args=[cst.Arg(value=a) for a in args])
+
+
+def attr(value: cst.BaseExpression, attribute: str) -> cst.Attribute:
+    """``value.attribute``."""
+    return cst.Attribute(value=value, attr=cst.Name(attribute))
+
+
+def subscript(value: cst.BaseExpression, items: Sequence[cst.BaseExpression]) -> cst.Subscript:
+    """``value[a, b, …]``."""
+    return cst.Subscript(
+        value=value, slice=[cst.SubscriptElement(slice=cst.Index(value=item)) for item in items]
+    )
+
+
+def tuple_(items: Sequence[cst.BaseExpression]) -> cst.Tuple:
+    """``(a, b, …)`` (a one-element tuple gets its trailing comma)."""
+    elements = [cst.Element(value=item) for item in items]
+    if len(elements) == 1:
+        elements = [cst.Element(value=items[0], comma=cst.Comma())]
+    return cst.Tuple(elements=elements)
+
+
+def bitor(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
+    """``a | b | …`` (a single item is returned as itself)."""
+    result = items[0]
+    for item in items[1:]:
+        result = cst.BinaryOperation(left=result, operator=cst.BitOr(), right=item)
+    return result
+
+
+def await_(value: cst.BaseExpression) -> cst.Await:
+    """``await value``."""
+    return cst.Await(expression=value)
+
+
+def line(statement: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
+    """One small statement on its own line."""
+    return cst.SimpleStatementLine(body=[statement])
+
+
+def assign(target: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    """``target = value``."""
+    return line(cst.Assign(targets=[cst.AssignTarget(target=cst.Name(target))], value=value))
+
+
+def assign_pair(
+    first: str, second: str, first_value: cst.BaseExpression, second_value: cst.BaseExpression
+) -> cst.SimpleStatementLine:
+    """``first, second = first_value, second_value``."""
+    target = cst.Tuple(
+        elements=[cst.Element(cst.Name(first)), cst.Element(cst.Name(second))], lpar=[], rpar=[]
+    )
+    value = cst.Tuple(elements=[cst.Element(first_value), cst.Element(second_value)], lpar=[], rpar=[])
+    return line(cst.Assign(targets=[cst.AssignTarget(target=target)], value=value))
+
+
+def annotated(target: str, annotation: cst.BaseExpression, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    """``target: annotation = value``."""
+    return line(
+        cst.AnnAssign(target=cst.Name(target), annotation=cst.Annotation(annotation), value=value)
+    )
+
+
+def return_(value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    """``return value``."""
+    return line(cst.Return(value=value))
+
+
+def raise_(value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    """``raise value``."""
+    return line(cst.Raise(exc=value))
+
+
+def if_(test: cst.BaseExpression, body: Sequence[cst.BaseStatement]) -> cst.If:
+    """``if test:`` with a body and no else."""
+    return cst.If(test=test, body=cst.IndentedBlock(body=list(body)))
+
+
+def not_(value: cst.BaseExpression) -> cst.UnaryOperation:
+    """``not value``."""
+    return cst.UnaryOperation(operator=cst.Not(), expression=value)
+
+
+def and_(left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BooleanOperation:
+    """``left and right``."""
+    return cst.BooleanOperation(left=left, operator=cst.And(), right=right)
+
+
+def try_except(
+    body: Sequence[cst.BaseStatement], exc_type: cst.BaseExpression, exc_name: str,
+    handler: Sequence[cst.BaseStatement],
+) -> cst.Try:
+    """``try: body`` / ``except exc_type as exc_name: handler``."""
+    return cst.Try(
+        body=cst.IndentedBlock(body=list(body)),
+        handlers=[
+            cst.ExceptHandler(
+                body=cst.IndentedBlock(body=list(handler)),
+                type=exc_type,
+                name=cst.AsName(name=cst.Name(exc_name)),
+            )
+        ],
+    )
+
+
+def docstring(text: str) -> cst.SimpleStatementLine:
+    """A docstring statement."""
+    return line(cst.Expr(value=string(text)))
+
+
+def async_def(
+    function_name: str,
+    params: Sequence[tuple[str, cst.BaseExpression]],
+    returns: cst.BaseExpression,
+    body: Sequence[cst.BaseStatement],
+) -> cst.FunctionDef:
+    """``async def function_name(p: T, …) -> returns:`` with two blank lines before it."""
+    return cst.FunctionDef(
+        name=cst.Name(function_name),
+        params=cst.Parameters(
+            params=[cst.Param(name=cst.Name(p), annotation=cst.Annotation(t)) for p, t in params]
+        ),
+        body=cst.IndentedBlock(body=list(body)),
+        returns=cst.Annotation(returns),
+        asynchronous=cst.Asynchronous(),
+        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+    )
+
+
+def import_from(module: str, names: Sequence[tuple[str, str | None]]) -> cst.SimpleStatementLine:
+    """``from module import a, b as c``."""
+    aliases = [
+        cst.ImportAlias(
+            name=cst.Name(n), asname=cst.AsName(name=cst.Name(a)) if a is not None and a != n else None
+        )
+        for n, a in names
+    ]
+    return line(cst.ImportFrom(module=dotted(module), names=aliases))
+
+
+def import_module(module: str, alias: str | None) -> cst.SimpleStatementLine:
+    """``import module`` or ``import module as alias``."""
+    return line(
+        cst.Import(
+            names=[
+                cst.ImportAlias(
+                    name=dotted(module), asname=cst.AsName(name=cst.Name(alias)) if alias else None
+                )
+            ]
+        )
+    )

@@ -1,0 +1,504 @@
+"""The emitter: a checked :class:`~mcec.typed.Program` to a libcst module.
+
+Shape of the output (LANGUAGE.md §7, docs/DESIGN.md):
+
+* the spec's own imports, verbatim, plus the runtime names the code uses;
+* one ``SITE_n = Site(step, file, line, column)`` constant per step use, so every
+  failure names where it happened at no cost on the success path;
+* one module-level binding per step/fn implementation, typed with the spec's
+  signature (``plan: Step[S, str, Plan, LLMError] = impl.plan``) — mypy checks
+  each implementation against its declaration there, and tests substitute an
+  implementation by patching that module attribute;
+* one ``async def`` per pipeline. A bind chain is straight-line code: per step a
+  call, an ``isinstance`` check and one assignment; an exception raised by the
+  step is turned into an ``Err``/``Defect`` by a ``try`` around just that call
+  (zero-cost on Python 3.11 when nothing is raised). Groups (``par``, ``each``,
+  ``catch``, ``orelse``, ``local``) become small helper functions that call the
+  runtime's primitives, so nesting in the spec is never nesting in the code.
+  Chains longer than :data:`CHUNK` steps are split into helper functions so no
+  function grows past CPython's comfortable limits.
+
+Every statement that stems from a spec construct is recorded with that
+construct's span, for the source map (:mod:`mcec.codegen.sourcemap`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import libcst as cst
+
+from mcec import typed as t
+from mcec.codegen import cst as c
+from mcec.codegen.names import NameAllocator, shadows_builtin
+from mcec.span import Span
+from mcec.types import Builtin, ClassRef, ErrorSet, Generic, Type, Union, sorted_errors
+
+#: Longest run of steps emitted in one function; longer chains are split.
+CHUNK = 200
+
+RUNTIME = "agentmonad"
+COMPILED = "agentmonad.compiled"
+
+
+class Emitter:
+    """Builds the generated module for one program; use :func:`emit_module`."""
+
+    def __init__(self, program: t.Program) -> None:
+        self.program = program
+        self.spec_file = os.path.basename(program.path)
+        self.names = NameAllocator(_spec_names(program))
+        self._imports: dict[tuple[str, str], str] = {}
+        self._builtins_alias: str | None = None
+        self.site_lines: list[cst.SimpleStatementLine] = []
+        self.functions: list[cst.FunctionDef] = []
+        #: id() of a generated statement -> the span of the spec construct it stems from
+        self.spans: dict[int, Span] = {}
+        self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
+        self.state_type: cst.BaseExpression = (
+            self.type_expr(program.state) if program.state is not None else cst.Name("None")
+        )
+
+    # ------------------------------------------------------------ names
+
+    def runtime(self, attribute: str, module: str = RUNTIME) -> cst.Name:
+        """A runtime (or typing) name, imported once under a collision-free alias."""
+        key = (module, attribute)
+        if key not in self._imports:
+            self._imports[key] = self.names.fresh(attribute)
+        return cst.Name(self._imports[key])
+
+    def builtin(self, identifier: str) -> cst.BaseExpression:
+        """A Python builtin, reached through ``builtins`` when the spec shadows it."""
+        if not (self.names.is_taken(identifier) and shadows_builtin(identifier)):
+            return cst.Name(identifier)
+        if self._builtins_alias is None:
+            self._builtins_alias = self.names.fresh("builtins")
+        return c.attr(cst.Name(self._builtins_alias), identifier)
+
+    def record(self, node: cst.CSTNode, span: Span) -> None:
+        """Remember that ``node`` was generated for the spec text at ``span``."""
+        self._keep.append(node)
+        self.spans[id(node)] = span
+
+    # ------------------------------------------------------------ types
+
+    def type_expr(self, type_: Type) -> cst.BaseExpression:
+        """A spec type as a Python annotation expression."""
+        if isinstance(type_, Builtin):
+            if type_.name == "None":
+                return cst.Name("None")
+            if type_.name in ("Any", "Never"):
+                return self.runtime(type_.name, "typing")
+            return self.builtin(type_.name)
+        if isinstance(type_, Generic):
+            return c.subscript(self.builtin(type_.head), [self.type_expr(a) for a in type_.args])
+        if isinstance(type_, ClassRef):
+            if type_.is_runtime:
+                return self.runtime(type_.path.rsplit(".", 1)[1])
+            return c.dotted(type_.spelling)
+        if isinstance(type_, Union):
+            return c.bitor([self.type_expr(m) for m in type_.members])
+        raise AssertionError(f"no emitter for type {type_!r}")
+
+    def errors_expr(self, errors: ErrorSet) -> cst.BaseExpression:
+        """An error set as the ``E`` of ``Outcome[S, E, A]`` (``Never`` when empty)."""
+        ordered = sorted_errors(errors)
+        if not ordered:
+            return self.runtime("Never", "typing")
+        return c.bitor([self.type_expr(e) for e in ordered])
+
+    def error_classes(self, errors: ErrorSet) -> cst.Tuple:
+        """The classes of an error set, for ``isinstance`` checks at run time."""
+        return c.tuple_([self.type_expr(e) for e in sorted_errors(errors)])
+
+    def outcome(self, sig: t.Sig) -> cst.BaseExpression:
+        """``Outcome[S, E, B]`` for an expression's signature."""
+        return c.subscript(
+            self.runtime("Outcome"), [self.state_type, self.errors_expr(sig.errors), self.type_expr(sig.output)]
+        )
+
+    # ------------------------------------------------------------ sites
+
+    def site(self, step: str, span: Span) -> cst.Name:
+        """A module constant ``SITE_n = Site(step, file, line, column)``."""
+        constant = self.names.fresh(f"SITE_{len(self.site_lines) + 1}")
+        value = c.call(
+            self.runtime("Site"),
+            c.string(step),
+            c.string(self.spec_file),
+            c.integer(span.line),
+            c.integer(span.column),
+        )
+        statement = c.assign(constant, value)
+        self.record(statement, span)
+        self.site_lines.append(statement)
+        return cst.Name(constant)
+
+    # ------------------------------------------------------------ declarations
+
+    def bindings(self) -> list[cst.SimpleStatementLine]:
+        """Typed module-level bindings of every step and fn implementation (and the merge)."""
+        lines: list[cst.SimpleStatementLine] = []
+        for step in self.program.steps:
+            alias = "AsyncStep" if step.is_async else "Step"
+            annotation = c.subscript(
+                self.runtime(alias, COMPILED),
+                [
+                    self.state_type,
+                    self.type_expr(step.sig.input),
+                    self.type_expr(step.sig.output),
+                    self.errors_expr(step.sig.errors),
+                ],
+            )
+            statement = c.annotated(step.name, annotation, c.dotted(step.impl.spelling))
+            self.record(statement, step.span)
+            lines.append(statement)
+        for fn in self.program.fns:
+            annotation = c.subscript(
+                self.runtime("Fn", COMPILED), [self.type_expr(fn.sig.input), self.type_expr(fn.sig.output)]
+            )
+            statement = c.annotated(fn.name, annotation, c.dotted(fn.impl.spelling))
+            self.record(statement, fn.span)
+            lines.append(statement)
+        return lines
+
+    def merge_expr(self) -> cst.BaseExpression:
+        """The merge used by groups with stateful branches."""
+        if self.program.merge is not None:
+            return c.dotted(self.program.merge.spelling)
+        return self.runtime("merge_states")
+
+    # ------------------------------------------------------------ pipelines
+
+    def pipeline(self, pipeline: t.TPipeline) -> None:
+        """Emit ``async def name(state, value)`` for a pipeline (and its helpers)."""
+        doc = f"Pipeline {pipeline.name} ({self.spec_file}:{pipeline.span.line}): {pipeline.sig}."
+        self.chain_function(pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc)
+
+    def function_of(self, expr: t.TExpr, owner: str) -> cst.BaseExpression:
+        """An async callable ``(state, value) -> Outcome`` computing ``expr``."""
+        if isinstance(expr, t.TRef) and expr.kind == "pipeline":
+            return cst.Name(expr.name)
+        helper = self.names.fresh(f"_{owner.lstrip('_')}_{_label(expr)}")
+        if isinstance(expr, (t.TRef, t.TBind)):
+            self.chain_function(helper, expr.sig, _flatten(expr), expr.span, None)
+        else:
+            self.group_function(helper, expr, owner)
+        return cst.Name(helper)
+
+    def chain_function(
+        self, function: str, sig: t.Sig, parts: Sequence[t.TExpr], span: Span, doc: str | None
+    ) -> None:
+        """A function running ``parts`` in sequence, straight-line."""
+        if len(parts) > CHUNK:
+            parts = [self._chunk(function, parts[i : i + CHUNK]) for i in range(0, len(parts), CHUNK)]
+        scope = self.names.child()
+        state, value = scope.fresh("state"), scope.fresh("value")
+        body: list[cst.BaseStatement] = [c.docstring(doc)] if doc else []
+        current = value
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            current = self._chain_part(body, scope, part, state, current, last, function)
+        definition = c.async_def(
+            function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
+        )
+        self.record(definition, span)
+        self.functions.append(definition)
+
+    def _chunk(self, owner: str, parts: Sequence[t.TExpr]) -> t.TExpr:
+        """Emit a helper for a run of steps and return a reference to it."""
+        errors: ErrorSet = frozenset().union(*(p.sig.errors for p in parts))
+        sig = t.Sig(parts[0].sig.input, parts[-1].sig.output, errors, any(p.sig.stateful for p in parts))
+        span = parts[0].span.cover(parts[-1].span)
+        helper = self.names.fresh(f"_{owner.lstrip('_')}_steps")
+        self.chain_function(helper, sig, parts, span, None)
+        return t.TRef(helper, "pipeline", sig, span)
+
+    def _chain_part(
+        self,
+        body: list[cst.BaseStatement],
+        scope: NameAllocator,
+        part: t.TExpr,
+        state: str,
+        value: str,
+        last: bool,
+        owner: str,
+    ) -> str:
+        """Append the statements for one part of a chain; return the name holding its output."""
+        if isinstance(part, t.TIdentity):
+            if last:
+                body.append(c.return_(c.call(self.runtime("Ok"), cst.Name(value), cst.Name(state))))
+            return value
+        if isinstance(part, t.TRef) and part.kind == "fn":
+            return self._fn_call(body, scope, part, state, value, last)
+        if isinstance(part, t.TRef) and part.kind in ("step", "tool"):
+            return self._step_call(body, scope, part, state, value, last)
+        # a pipeline, a chunk or a group: a call that already reports its own failures
+        callee = self.function_of(part, owner)
+        call = c.await_(c.call(callee, cst.Name(state), cst.Name(value)))
+        if last:
+            statement = c.return_(call)
+            self.record(statement, part.span)
+            body.append(statement)
+            return value
+        result = scope.fresh("r")
+        statement = c.assign(result, call)
+        self.record(statement, part.span)
+        body.append(statement)
+        body.append(c.if_(c.not_(self._is_ok(result)), [c.return_(cst.Name(result))]))
+        return self._unpack(body, scope, result, state)
+
+    def _step_call(
+        self,
+        body: list[cst.BaseStatement],
+        scope: NameAllocator,
+        part: t.TRef,
+        state: str,
+        value: str,
+        last: bool,
+    ) -> str:
+        site = self.site(part.name, part.span)
+        result = scope.fresh("r")
+        call: cst.BaseExpression = c.call(cst.Name(part.name), cst.Name(state), cst.Name(value))
+        if self._is_async(part):
+            call = c.await_(call)
+        attempt = c.assign(result, call)
+        self.record(attempt, part.span)
+        errors = self.error_classes(part.sig.errors)
+        body.append(self._guarded([attempt], site, state, errors))
+        failed = c.return_(c.call(self.runtime("stop", COMPILED), cst.Name(result), site, errors))
+        body.append(c.if_(c.not_(self._is_ok(result)), [failed]))
+        if last:
+            body.append(c.return_(cst.Name(result)))
+            return value
+        return self._unpack(body, scope, result, state)
+
+    def _fn_call(
+        self,
+        body: list[cst.BaseStatement],
+        scope: NameAllocator,
+        part: t.TRef,
+        state: str,
+        value: str,
+        last: bool,
+    ) -> str:
+        site = self.site(part.name, part.span)
+        output = scope.fresh("v")
+        attempt = c.assign(output, c.call(cst.Name(part.name), cst.Name(value)))
+        self.record(attempt, part.span)
+        body.append(self._guarded([attempt], site, state, c.tuple_([])))
+        if last:
+            body.append(c.return_(c.call(self.runtime("Ok"), cst.Name(output), cst.Name(state))))
+        return output
+
+    def _guarded(
+        self, statements: list[cst.BaseStatement], site: cst.Name, state: str, errors: cst.Tuple
+    ) -> cst.Try:
+        """``try: statements`` / ``except Exception as exc: return raised(exc, site, state, errors)``."""
+        raised = c.call(self.runtime("raised", COMPILED), cst.Name("exc"), site, cst.Name(state), errors)
+        return c.try_except(statements, self.builtin("Exception"), "exc", [c.return_(raised)])
+
+    def _is_ok(self, result: str) -> cst.Call:
+        return c.call(self.builtin("isinstance"), cst.Name(result), self.runtime("Ok"))
+
+    def _unpack(self, body: list[cst.BaseStatement], scope: NameAllocator, result: str, state: str) -> str:
+        output = scope.fresh("v")
+        body.append(
+            c.assign_pair(
+                state, output, c.attr(cst.Name(result), "state"), c.attr(cst.Name(result), "value")
+            )
+        )
+        return output
+
+    def _is_async(self, part: t.TRef) -> bool:
+        if part.kind == "tool":
+            return True
+        return any(step.is_async for step in self.program.steps if step.name == part.name)
+
+    # ------------------------------------------------------------ groups
+
+    def group_function(self, function: str, expr: t.TExpr, owner: str) -> None:
+        """A helper implementing one ``par``/``each``/``catch``/``orelse``/``local``/``{}``."""
+        scope = self.names.child()
+        state, value = scope.fresh("state"), scope.fresh("value")
+        builders: dict[type, Callable[[t.TExpr, str, str, NameAllocator, str], list[cst.BaseStatement]]] = {
+            t.TPar: self._par_body,  # type: ignore[dict-item]
+            t.TEach: self._each_body,  # type: ignore[dict-item]
+            t.TCatch: self._catch_body,  # type: ignore[dict-item]
+            t.TOrElse: self._orelse_body,  # type: ignore[dict-item]
+            t.TLocal: self._local_body,  # type: ignore[dict-item]
+            t.TIdentity: self._identity_body,  # type: ignore[dict-item]
+        }
+        build = builders.get(type(expr))
+        if build is None:
+            raise AssertionError(f"no emitter for expression {type(expr).__name__}")
+        body = build(expr, state, value, scope, function)
+        definition = c.async_def(
+            function, [(state, self.state_type), (value, self.type_expr(expr.sig.input))], self.outcome(expr.sig), body
+        )
+        self.record(definition, expr.span)
+        self.functions.append(definition)
+
+    def _cast_return(self, sig: t.Sig, result: str) -> cst.SimpleStatementLine:
+        return c.return_(c.call(self.runtime("cast", "typing"), self.outcome(sig), cst.Name(result)))
+
+    def _par_body(
+        self, expr: t.TPar, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        branches = [self.function_of(branch, owner) for branch in expr.branches]
+        merge = self.merge_expr() if expr.merges else cst.Name("None")
+        site = self.site("par", expr.span)
+        result = scope.fresh("result")
+        call = c.call(
+            self.runtime("par", COMPILED), cst.Name(state), cst.Name(value), c.tuple_(branches), merge, site
+        )
+        statement = c.assign(result, c.await_(call))
+        self.record(statement, expr.span)
+        return [statement, self._cast_return(expr.sig, result)]
+
+    def _each_body(
+        self, expr: t.TEach, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        body = self.function_of(expr.body, owner)
+        merge = self.merge_expr() if expr.merges else cst.Name("None")
+        limit = c.integer(expr.limit) if expr.limit is not None else cst.Name("None")
+        site = self.site("each", expr.span)
+        result = scope.fresh("result")
+        call = c.call(
+            self.runtime("each", COMPILED), cst.Name(state), cst.Name(value), body, limit, merge, site
+        )
+        statement = c.assign(result, c.await_(call))
+        self.record(statement, expr.span)
+        return [statement, self._cast_return(expr.sig, result)]
+
+    def _catch_body(
+        self, expr: t.TCatch, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        body = self.function_of(expr.body, owner)
+        handler = self.function_of(expr.handler, owner)
+        result = scope.fresh("result")
+        first = c.assign(result, c.await_(c.call(body, cst.Name(state), cst.Name(value))))
+        self.record(first, expr.body.span)
+        caught = frozenset(expr.errors)
+        error = c.attr(cst.Name(result), "error")
+        test = c.and_(
+            c.call(self.builtin("isinstance"), cst.Name(result), self.runtime("Err")),
+            c.call(self.builtin("isinstance"), error, self.error_classes(caught)),
+        )
+        # the isinstance test narrows ``result.error`` to the caught types for mypy
+        handled = c.return_(c.await_(c.call(handler, c.attr(cst.Name(result), "state"), error)))
+        self.record(handled, expr.handler.span)
+        if expr.body.sig.errors <= expr.sig.errors:  # the handler re-raises all it catches
+            rest = c.return_(cst.Name(result))
+        else:  # mypy cannot see that the caught errors are gone: say so
+            rest = self._cast_return(expr.sig, result)
+        return [first, c.if_(test, [handled]), rest]
+
+    def _orelse_body(
+        self, expr: t.TOrElse, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        body = self.function_of(expr.body, owner)
+        fallback = self.function_of(expr.fallback, owner)
+        result = scope.fresh("result")
+        first = c.assign(result, c.await_(c.call(body, cst.Name(state), cst.Name(value))))
+        self.record(first, expr.body.span)
+        retry = c.return_(c.await_(c.call(fallback, c.attr(cst.Name(result), "state"), cst.Name(value))))
+        self.record(retry, expr.fallback.span)
+        is_err = c.call(self.builtin("isinstance"), cst.Name(result), self.runtime("Err"))
+        return [first, c.if_(is_err, [retry]), c.return_(cst.Name(result))]
+
+    def _local_body(
+        self, expr: t.TLocal, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        body = self.function_of(expr.body, owner)
+        result = scope.fresh("result")
+        first = c.assign(result, c.await_(c.call(body, cst.Name(state), cst.Name(value))))
+        self.record(first, expr.span)
+        r = cst.Name(result)
+        restored_ok = c.return_(c.call(self.runtime("Ok"), c.attr(r, "value"), cst.Name(state)))
+        restored_err = c.return_(
+            c.call(self.runtime("Err"), c.attr(r, "error"), cst.Name(state), c.attr(r, "site"))
+        )
+        return [first, c.if_(self._is_ok(result), [restored_ok]), restored_err]
+
+    def _identity_body(
+        self, expr: t.TIdentity, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        return [c.return_(c.call(self.runtime("Ok"), cst.Name(value), cst.Name(state)))]
+
+    # ------------------------------------------------------------ module
+
+    def module(self, header: Sequence[str]) -> cst.Module:
+        """The whole module: header, imports, sites, bindings, pipelines."""
+        for pipeline in self.program.pipelines:
+            self.pipeline(pipeline)
+        bindings = self.bindings()
+        body: list[cst.BaseStatement] = [c.line(cst.ImportFrom(module=cst.Name("__future__"), names=[cst.ImportAlias(cst.Name("annotations"))]))]
+        body.extend(self._import_lines())
+        for spec_import in self.program.imports:
+            if isinstance(spec_import, t.TFromImport):
+                statement = c.import_from(spec_import.module, spec_import.names)
+            else:
+                statement = c.import_module(spec_import.module, spec_import.alias)
+            self.record(statement, spec_import.span)
+            body.append(statement)
+        top = [*self.site_lines, *bindings]
+        if top:  # one blank line between the imports and the constants
+            first = top[0].with_changes(leading_lines=[cst.EmptyLine()])
+            self.record(first, self.spans[id(top[0])])
+            top[0] = first
+        body.extend(top)
+        body.extend(self.functions)
+        comments = [cst.EmptyLine(comment=cst.Comment(f"# {line}" if line else "#")) for line in header]
+        return cst.Module(body=body, header=comments)
+
+    def _import_lines(self) -> list[cst.SimpleStatementLine]:
+        lines: list[cst.SimpleStatementLine] = []
+        if self._builtins_alias is not None:
+            lines.append(c.import_module("builtins", self._builtins_alias))
+        modules = sorted({module for module, _ in self._imports}, key=lambda m: (m != "typing", m))
+        for module in modules:
+            names = sorted((attr, alias) for (mod, attr), alias in self._imports.items() if mod == module)
+            lines.append(c.import_from(module, names))
+        return lines
+
+
+def _spec_names(program: t.Program) -> set[str]:
+    """Every name the spec binds at module level (they are all reserved)."""
+    names: set[str] = set()
+    for spec_import in program.imports:
+        if isinstance(spec_import, t.TFromImport):
+            names.update(alias or name for name, alias in spec_import.names)
+        else:
+            names.add(spec_import.alias or spec_import.module.split(".")[0])
+    names.update(s.name for s in program.steps)
+    names.update(f.name for f in program.fns)
+    names.update(s.name for s in program.servers)
+    names.update(tool.name for tool in program.tools)
+    names.update(p.name for p in program.pipelines)
+    names.add("annotations")  # from __future__ import annotations binds it
+    return names
+
+
+def _flatten(expr: t.TExpr) -> list[t.TExpr]:
+    """The parts of a chain (a non-bind expression is a chain of one)."""
+    if not isinstance(expr, t.TBind):
+        return [expr]
+    parts: list[t.TExpr] = []
+    stack: list[t.TExpr] = [expr]
+    while stack:  # iterative: a chain may be very long
+        node = stack.pop()
+        if isinstance(node, t.TBind):
+            stack.extend(reversed(node.parts))
+        else:
+            parts.append(node)
+    return parts
+
+
+def _label(expr: t.TExpr) -> str:
+    labels = {t.TPar: "par", t.TEach: "each", t.TCatch: "catch", t.TOrElse: "orelse", t.TLocal: "local"}
+    if isinstance(expr, t.TRef):
+        return expr.name
+    return labels.get(type(expr), "steps")

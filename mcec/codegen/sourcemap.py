@@ -1,0 +1,89 @@
+"""Source maps: which `.mce` span produced which lines of the generated module.
+
+The emitter records, for each statement it builds, the span of the spec
+construct behind it. Black then reflows the text, so line numbers are only
+known afterwards. Black never changes the statement structure, so walking the
+statements of the libcst tree and of ``ast.parse(formatted)`` in the same
+pre-order pairs them up one to one; each recorded statement gets the line range
+it ended up on.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from mcec.span import Span
+
+
+@dataclass(frozen=True, slots=True)
+class MappedRange:
+    """Generated lines ``first..last`` (1-based, inclusive) came from ``span``."""
+
+    first: int
+    last: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMap:
+    """Line ranges of the generated module, each with the spec span it stems from."""
+
+    ranges: tuple[MappedRange, ...]
+
+    def lookup(self, line: int) -> Span | None:
+        """The span of the innermost recorded statement covering ``line``, if any."""
+        best: MappedRange | None = None
+        for entry in self.ranges:
+            if entry.first <= line <= entry.last and (
+                best is None or entry.last - entry.first < best.last - best.first
+            ):
+                best = entry
+        return best.span if best is not None else None
+
+
+def _cst_statements(body: list[cst.BaseStatement] | tuple[cst.BaseStatement, ...]) -> Iterator[cst.CSTNode]:
+    for statement in body:
+        yield statement
+        if isinstance(statement, cst.FunctionDef | cst.If):
+            assert isinstance(statement.body, cst.IndentedBlock)
+            yield from _cst_statements(statement.body.body)
+        elif isinstance(statement, cst.Try):
+            assert isinstance(statement.body, cst.IndentedBlock)
+            yield from _cst_statements(statement.body.body)
+            for handler in statement.handlers:
+                assert isinstance(handler.body, cst.IndentedBlock)
+                yield from _cst_statements(handler.body.body)
+
+
+def _ast_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.AsyncFunctionDef | ast.FunctionDef | ast.If):
+            yield from _ast_statements(statement.body)
+        elif isinstance(statement, ast.Try):
+            yield from _ast_statements(statement.body)
+            for handler in statement.handlers:
+                yield from _ast_statements(handler.body)
+
+
+def build_source_map(module: cst.Module, spans: dict[int, Span], formatted: str) -> SourceMap:
+    """Pair the recorded statements of ``module`` with their lines in ``formatted``."""
+    tree = ast.parse(formatted)
+    ranges: list[MappedRange] = []
+    for node, placed in zip(_cst_statements(module.body), _ast_statements(tree.body), strict=True):
+        span = spans.get(id(node))
+        if span is not None:
+            first = placed.lineno
+            if isinstance(placed, ast.AsyncFunctionDef | ast.FunctionDef):
+                last = placed.body[0].lineno - 1 if placed.body else placed.lineno
+                last = max(first, last)
+                # the whole function is also recorded, as the fallback for its body
+                ranges.append(MappedRange(first, placed.end_lineno or first, span))
+            else:
+                last = placed.end_lineno or first
+            ranges.append(MappedRange(first, last, span))
+    return SourceMap(tuple(ranges))

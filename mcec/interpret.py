@@ -1,0 +1,122 @@
+"""The reference interpreter: runs a checked program with the runtime's combinators.
+
+It is the oracle for the code generator: it maps every expression form of
+LANGUAGE.md §5 straight onto ``AgentMonad`` (``>>=`` is ``then``, ``par`` is
+``AgentMonad.par``, …), with none of the generator's tricks (straight-line
+code, helper functions, chunking). Differential tests run random specs through
+both and demand the same value, error and final state.
+
+Implementations are imported from the spec's modules, unless ``overrides``
+supplies one by step/fn name (tests use this to run a spec on a toolbox).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from functools import reduce
+from typing import Any
+
+from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
+
+from mcec import typed as t
+from mcec.pyobjects import error_classes, resolve_path
+from mcec.span import Span
+
+Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]
+
+
+class Interpreter:
+    """Evaluates the pipelines of one checked program."""
+
+    def __init__(self, program: t.Program, overrides: Mapping[str, Callable[..., Any]] | None = None) -> None:
+        self.program = program
+        self.file = os.path.basename(program.path)
+        self.overrides = dict(overrides or {})
+        self.steps = {s.name: s for s in program.steps}
+        self.fns = {f.name: f for f in program.fns}
+        self.pipelines = {p.name: p for p in program.pipelines}
+        self._pipeline_arrows: dict[str, Arrow] = {}
+        merge = resolve_path(program.merge.path) if program.merge is not None else merge_states
+        self.merge: Callable[[Any, Any], Any] = merge  # type: ignore[assignment]
+
+    async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
+        """Run one pipeline from ``state`` on ``value``; Defects propagate."""
+        return await self.pipeline_arrow(pipeline)(value).run(state)
+
+    def pipeline_arrow(self, name: str) -> Arrow:
+        """The Kleisli arrow of a pipeline (built once, lazily: pipelines may share callees)."""
+        if name not in self._pipeline_arrows:
+            self._pipeline_arrows[name] = self.arrow(self.pipelines[name].body)
+        return self._pipeline_arrows[name]
+
+    def site(self, name: str, span: Span) -> Site:
+        """Where a step use sits in the spec (same form as the generated code's)."""
+        return Site(name, self.file, span.line, span.column)
+
+    def implementation(self, name: str, path: str) -> Callable[..., Any]:
+        """A step's or fn's implementation: an override, or the spec's Python object."""
+        if name in self.overrides:
+            return self.overrides[name]
+        impl = resolve_path(path)
+        if not callable(impl):
+            raise TypeError(f"{path} is not callable")
+        return impl
+
+    def arrow(self, expr: t.TExpr) -> Arrow:
+        """The Kleisli arrow ``A -> AgentMonad[S, E, B]`` of an expression."""
+        if isinstance(expr, t.TRef):
+            return self._ref(expr)
+        if isinstance(expr, t.TBind):
+            arrows = [self.arrow(part) for part in expr.parts]
+            first, rest = arrows[0], arrows[1:]
+            return lambda v: reduce(lambda m, k: m.then(k), rest, first(v))
+        if isinstance(expr, t.TPar):
+            branches = [self.arrow(b) for b in expr.branches]
+            merge = self.merge if expr.merges else None
+            site = self.site("par", expr.span)
+            return lambda v: AgentMonad.par([b(v) for b in branches], merge=merge, site=site)
+        if isinstance(expr, t.TEach):
+            body = self.arrow(expr.body)
+            merge = self.merge if expr.merges else None
+            site = self.site("each", expr.span)
+            limit = expr.limit
+            return lambda vs: AgentMonad.each(vs, body, limit=limit, merge=merge, site=site)
+        if isinstance(expr, t.TLocal):
+            inner = self.arrow(expr.body)
+            return lambda v: inner(v).local()
+        if isinstance(expr, t.TCatch):
+            body, handler = self.arrow(expr.body), self.arrow(expr.handler)
+            caught = error_classes(frozenset(expr.errors))
+            return lambda v: body(v).catch(caught, handler)
+        if isinstance(expr, t.TOrElse):
+            body, fallback = self.arrow(expr.body), self.arrow(expr.fallback)
+            return lambda v: body(v).orelse(fallback(v))
+        if isinstance(expr, t.TIdentity):
+            return AgentMonad.pure
+        raise AssertionError(f"no interpretation for {type(expr).__name__}")
+
+    def _ref(self, ref: t.TRef) -> Arrow:
+        site = self.site(ref.name, ref.span)
+        if ref.kind == "step":
+            step = self.steps[ref.name]
+            impl = self.implementation(step.name, step.impl.path)
+            errors = error_classes(step.sig.errors)
+            return lift_step(impl, name=step.name, errors=errors, site=site, is_async=step.is_async)
+        if ref.kind == "fn":
+            fn = self.fns[ref.name]
+            return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
+        if ref.kind == "pipeline":
+            return lambda v: self.pipeline_arrow(ref.name)(v)
+        raise NotImplementedError(f"the interpreter does not run {ref.kind}s yet")
+
+
+async def interpret(
+    program: t.Program,
+    pipeline: str,
+    state: Any,
+    value: Any,
+    overrides: Mapping[str, Callable[..., Any]] | None = None,
+) -> Outcome[Any, Any, Any]:
+    """Run ``pipeline`` of ``program`` with the reference interpreter."""
+    return await Interpreter(program, overrides).run(pipeline, state, value)
