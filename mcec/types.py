@@ -7,12 +7,16 @@ spec wrote the name, for messages and for the generated code's annotations.
 
 The compatibility relation ``≤`` lives beside the representation in this module
 (see :func:`flows`); every phase that asks "may X flow where Y is expected" uses
-that one function.
+that one function, and "the same type" (``par`` inputs) is :func:`same`, built
+on it.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 BuiltinName = Literal["str", "int", "float", "bool", "bytes", "None", "Any", "Never"]
@@ -133,3 +137,140 @@ def render_errors(errors: ErrorSet) -> str:
     """An error set in `.mce` syntax: ``LLMError | ToolError``, or ``Never`` when empty."""
     ordered = sorted_errors(errors)
     return " | ".join(str(e) for e in ordered) if ordered else "Never"
+
+
+# ---------------------------------------------------------------- compatibility
+
+
+class Compat(enum.Enum):
+    """The three answers of ``X ≤ Y`` (LANGUAGE.md §4).
+
+    Only :attr:`NO` is ever reported; :attr:`UNKNOWN` is left to mypy, which
+    sees the real classes when it checks the generated code.
+    """
+
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+
+def _all(answers: Iterable[Compat]) -> Compat:
+    """Three-valued conjunction: NO wins, then UNKNOWN, else YES (empty: YES)."""
+    unknown = False
+    for answer in answers:
+        if answer is Compat.NO:
+            return Compat.NO
+        if answer is Compat.UNKNOWN:
+            unknown = True
+    return Compat.UNKNOWN if unknown else Compat.YES
+
+
+def _any(answers: Iterable[Compat]) -> Compat:
+    """Three-valued disjunction: YES wins, then UNKNOWN, else NO (empty: NO)."""
+    unknown = False
+    for answer in answers:
+        if answer is Compat.YES:
+            return Compat.YES
+        if answer is Compat.UNKNOWN:
+            unknown = True
+    return Compat.UNKNOWN if unknown else Compat.NO
+
+
+#: Builtin pairs ``(X, Y)`` with ``X ≤ Y`` besides equality: ``bool`` is a subclass
+#: of ``int``, and mypy promotes ``int`` to ``float`` (rule 7 of :func:`flows`).
+_BUILTIN_WIDENINGS: frozenset[tuple[str, str]] = frozenset(
+    {("bool", "int"), ("bool", "float"), ("int", "float")}
+)
+
+
+def flows(actual: Type, expected: Type) -> Compat:
+    """May a value of type ``actual`` flow where ``expected`` is expected (``actual ≤ expected``)?
+
+    The rules, tried in this order (LANGUAGE.md §4):
+
+    1. Equal types: YES (imported classes are equal when their resolved paths are).
+    2. ``Never ≤ Y``: YES, for every Y (Never has no values).
+    3. ``Any`` on either side: YES.
+    4. ``X1 | … | Xn ≤ Y``: every ``Xi ≤ Y`` (NO if one is NO, else UNKNOWN if
+       one is UNKNOWN, else YES).
+    5. ``X ≤ Y1 | … | Yn``: ``X ≤`` some ``Yi`` (YES if one is YES, else UNKNOWN
+       if one is UNKNOWN, else NO).
+    6. ``X ≤ Never``: NO (X is not Never, by rules 1–2).
+    7. Two builtins: YES only for ``bool ≤ int``, ``bool ≤ float`` and
+       ``int ≤ float`` (Python's subclass and mypy's numeric promotion); otherwise NO.
+    8. Two different imported classes: UNKNOWN — one may subclass the other, and
+       mcec does not import user code. Except for the runtime's built-in errors
+       (``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``), which mcec knows:
+       two different built-in errors are unrelated (NO), and a built-in error is
+       never a subclass of a user's class (NO); a user's class may subclass a
+       built-in error (UNKNOWN).
+    9. An imported class and a builtin or generic type, either way round:
+       UNKNOWN (the class may subclass ``str``, or be a protocol ``list`` meets);
+       NO if the class is a built-in error.
+    10. ``tuple[X1, …, Xn] ≤ tuple[Y1, …, Ym]``: NO if n ≠ m, else every ``Xi ≤ Yi``.
+    11. ``list``, ``set``, ``dict`` are invariant: every argument pair must be the
+        same type (:func:`same`: ``≤`` both ways).
+    12. Anything else (a builtin against a generic, two different generic heads): NO.
+
+    Results are cached: types are immutable and hashable.
+    """
+    if actual is expected:
+        return Compat.YES
+    return _flows(actual, expected)
+
+
+@lru_cache(maxsize=1 << 16)
+def _flows(actual: Type, expected: Type) -> Compat:
+    # Rules 1-3.
+    if actual == expected or actual == NEVER or actual == ANY or expected == ANY:
+        return Compat.YES
+    # Rule 4 before rule 5, so that X1|X2 ≤ Y1|Y2 asks each Xi against the whole union.
+    if isinstance(actual, Union):
+        return _all(flows(member, expected) for member in actual.members)
+    if isinstance(expected, Union):
+        return _any(flows(actual, member) for member in expected.members)
+    # Rule 6.
+    if expected == NEVER:
+        return Compat.NO
+    # Rules 8 and 9.
+    if isinstance(actual, ClassRef) or isinstance(expected, ClassRef):
+        return _class_flows(actual, expected)
+    # Rule 7.
+    if isinstance(actual, Builtin) and isinstance(expected, Builtin):
+        return Compat.YES if (actual.name, expected.name) in _BUILTIN_WIDENINGS else Compat.NO
+    # Rules 10-11.
+    if isinstance(actual, Generic) and isinstance(expected, Generic):
+        if actual.head != expected.head or len(actual.args) != len(expected.args):
+            return Compat.NO
+        if actual.head == "tuple":
+            return _all(flows(a, e) for a, e in zip(actual.args, expected.args))
+        return _all(same(a, e) for a, e in zip(actual.args, expected.args))
+    # Rule 12.
+    return Compat.NO
+
+
+def _class_flows(actual: Type, expected: Type) -> Compat:
+    """Rules 8 and 9 of :func:`flows`: at least one side is an imported class."""
+    actual_runtime = isinstance(actual, ClassRef) and actual.is_runtime
+    expected_runtime = isinstance(expected, ClassRef) and expected.is_runtime
+    if actual_runtime:
+        # The runtime never imports user code, so its classes subclass no user
+        # class, no builtin but Exception, and not each other.
+        return Compat.NO
+    if expected_runtime and not isinstance(actual, ClassRef):
+        return Compat.NO
+    return Compat.UNKNOWN
+
+
+def same(first: Type, second: Type) -> Compat:
+    """Are ``first`` and ``second`` the same type: ``first ≤ second`` and ``second ≤ first``?
+
+    Used for invariant generic arguments and for LANGUAGE.md's "the same type"
+    (the inputs of ``par`` branches).
+    """
+    return _all((flows(first, second), flows(second, first)))
+
+
+def error_union(errors: ErrorSet) -> Type:
+    """An error set as one type (``Never`` when empty), for asking :func:`flows` about it."""
+    return union(tuple(errors))

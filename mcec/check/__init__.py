@@ -1,0 +1,61 @@
+"""The checker: name resolution and type checking, from syntax to the typed IR.
+
+``check(module, source)`` is the whole API. It binds and types the declarations
+(:mod:`mcec.check.names`, over the scopes of :mod:`mcec.check.env`), infers every
+pipeline body callees first (:mod:`mcec.check.pipelines`, :mod:`mcec.check.expr`),
+then warns about unused declarations. It never stops at the first problem: all
+diagnostics are collected (their prose is in :mod:`mcec.check.report`) and
+returned sorted, and a :class:`~mcec.typed.Program` is built only when none of
+them is an error.
+
+Checking recurses over nested expressions (chains are flat and iterate); run
+it inside :func:`mcec.deep.with_deep_stack` for arbitrarily deep specs, as the
+CLI does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from mcec import syntax
+from mcec.check.names import DeclarationChecker, unused_warnings
+from mcec.check.pipelines import PipelineChecker
+from mcec.diagnostics import Diagnostic, DiagnosticSink
+from mcec.span import SourceFile
+from mcec.typed import Program
+
+__all__ = ["CheckResult", "check"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The checked program (None iff any diagnostic is an error) and every diagnostic, sorted."""
+
+    program: Program | None
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def check(module: syntax.Module, source: SourceFile) -> CheckResult:
+    """Resolve names and check types of ``module``, parsed from ``source``."""
+    sink = DiagnosticSink()
+    declarations = DeclarationChecker(module, sink)
+    declared = declarations.run()
+    pipelines = PipelineChecker(declared, declarations, sink).run()
+    sink.extend(unused_warnings(module, declared))
+    diagnostics = sink.sorted()
+    if any(d.is_error for d in diagnostics):
+        return CheckResult(None, diagnostics)
+    program = Program(
+        path=module.path,
+        source_sha256=hashlib.sha256(source.text.encode("utf-8")).hexdigest(),
+        imports=tuple(declared.imports),
+        state=declared.state,
+        merge=declared.merge,
+        steps=tuple(declared.steps.values()),
+        fns=tuple(declared.fns.values()),
+        servers=tuple(declared.servers.values()),
+        tools=tuple(declared.tools.values()),
+        pipelines=tuple(pipelines),
+    )
+    return CheckResult(program, diagnostics)

@@ -1,0 +1,287 @@
+"""The checker's environment: what every name of a `.mce` file refers to.
+
+One namespace holds everything a file binds at top level (LANGUAGE.md §3: names
+are visible in the whole file): imported names, module aliases, the roots of
+plain ``import a.b`` statements, and the declared steps, fns, tools, pipelines
+and servers, plus the predeclared built-in error types. They share one
+namespace because they become names of one generated Python module.
+
+The :class:`Env` resolves names (types, implementation references) and records
+which bindings were used, for W001. It reports nothing itself: resolution
+returns a :class:`Failure` describing the problem, and the caller decides which
+diagnostic that is in its situation (MCE002 for an implementation, MCE017 for a
+type).
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass, field
+
+from mcec import syntax
+from mcec.span import Span
+from mcec.typed import PyRef
+from mcec.types import (
+    BUILTIN_ERRORS,
+    BUILTIN_NAMES,
+    GENERIC_ARITY,
+    ANY,
+    Builtin,
+    ClassRef,
+    Generic,
+    GenericName,
+    Type,
+    runtime_error,
+    union,
+)
+
+
+class Kind(enum.Enum):
+    """What a top-level name is bound to; ``value`` is the word used in messages."""
+
+    FROM_IMPORT = "imported name"
+    MODULE = "module"
+    MODULE_ROOT = "imported module"
+    STEP = "step"
+    FN = "fn"
+    TOOL = "tool"
+    PIPELINE = "pipeline"
+    SERVER = "server"
+    BUILTIN_ERROR = "built-in error type"
+
+
+#: The builtin types by name, and the generic heads by name (typed lookups).
+_BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_NAMES}
+_GENERIC_HEADS: dict[str, GenericName] = {head: head for head in GENERIC_ARITY}
+
+#: Kinds a pipeline body may refer to by name.
+CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.PIPELINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """One top-level name: its kind, where it is declared, and (for imports) its target.
+
+    ``target`` is the resolved dotted path: ``a.b.X`` for ``from a.b import X``,
+    ``a.b`` for ``import a.b as m``, ``a`` for the root of ``import a.b``, and
+    ``agentmonad.X`` for a built-in error. ``span`` is None only for built-ins.
+    """
+
+    name: str
+    kind: Kind
+    span: Span | None
+    target: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a name did not resolve: ``message`` and an optional ``help``, at ``span``."""
+
+    message: str
+    span: Span
+    help: str | None = None
+
+
+def suggest(name: str, candidates: list[str] | set[str] | tuple[str, ...]) -> str | None:
+    """A help line naming the candidates closest to ``name`` (difflib), or None."""
+    matches = difflib.get_close_matches(name, sorted(candidates), n=3, cutoff=0.6)
+    if not matches:
+        return None
+    if len(matches) == 1:
+        return f"did you mean `{matches[0]}`?"
+    return "did you mean one of " + ", ".join(f"`{m}`" for m in matches) + "?"
+
+
+@dataclass(slots=True)
+class Env:
+    """Bindings of a file, the modules it imports plainly, and which were used."""
+
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    #: Full dotted paths of plain ``import a.b`` statements (resolvable as ``a.b.X``).
+    plain_modules: set[str] = field(default_factory=set)
+    #: Names of bindings used by some resolution.
+    used: set[str] = field(default_factory=set)
+    #: Plain-imported module paths used by some resolution.
+    used_modules: set[str] = field(default_factory=set)
+
+    @classmethod
+    def with_builtins(cls) -> Env:
+        """An environment holding only the predeclared built-in error types."""
+        env = cls()
+        for name in BUILTIN_ERRORS:
+            env.bindings[name] = Binding(name, Kind.BUILTIN_ERROR, None, runtime_error(name).path)
+        return env
+
+    def bind(self, binding: Binding) -> Binding | None:
+        """Add ``binding``; if its name is taken, keep the first and return it."""
+        existing = self.bindings.get(binding.name)
+        if existing is not None:
+            return existing
+        self.bindings[binding.name] = binding
+        return None
+
+    def lookup(self, name: str) -> Binding | None:
+        """The binding of ``name`` (marking it used), or None."""
+        binding = self.bindings.get(name)
+        if binding is not None:
+            self.used.add(name)
+        return binding
+
+    def names_of(self, kinds: tuple[Kind, ...]) -> list[str]:
+        """Every bound name of one of ``kinds`` (for suggestions)."""
+        return [b.name for b in self.bindings.values() if b.kind in kinds]
+
+    # ------------------------------------------------------------ dotted paths
+
+    def resolve_path(self, qual: syntax.QualName) -> tuple[str, str] | Failure:
+        """Resolve an imported Python object to ``(module, attr)``.
+
+        ``X`` must be a from-imported name; ``m.X`` goes through a module alias
+        (or a from-imported module); ``a.b.X`` needs a plain ``import a.b``.
+        """
+        parts = [p.text for p in qual.parts]
+        first = qual.parts[0]
+        binding = self.bindings.get(first.text)
+        if len(parts) == 1:
+            if binding is None:
+                return Failure(
+                    f"unknown name `{first.text}`",
+                    first.span,
+                    suggest(first.text, self.names_of((Kind.FROM_IMPORT,))),
+                )
+            if binding.kind is not Kind.FROM_IMPORT:
+                return Failure(
+                    f"`{first.text}` is a {binding.kind.value}, not an imported Python name",
+                    first.span,
+                    f"import it: `from MODULE import {first.text}`",
+                )
+            self.used.add(first.text)
+            module, _, attr = binding.target.rpartition(".")
+            return module, attr
+        if binding is not None and binding.kind in (Kind.MODULE, Kind.FROM_IMPORT):
+            self.used.add(first.text)
+            return ".".join([binding.target, *parts[1:-1]]), parts[-1]
+        if binding is not None and binding.kind is Kind.MODULE_ROOT:
+            module = ".".join(parts[:-1])
+            imported = self._plain_module_of(module)
+            if imported is not None:
+                self.used.add(first.text)
+                self.used_modules.add(imported)
+                return module, parts[-1]
+            return Failure(
+                f"module `{module}` is not imported",
+                qual.span,
+                f"add `import {module}`",
+            )
+        if binding is not None:
+            return Failure(
+                f"`{first.text}` is a {binding.kind.value}, not a module",
+                first.span,
+            )
+        module = ".".join(parts[:-1])
+        return Failure(
+            f"unknown name `{first.text}`",
+            first.span,
+            suggest(first.text, self.names_of((Kind.MODULE, Kind.MODULE_ROOT, Kind.FROM_IMPORT)))
+            or f"import the module: `import {module}`",
+        )
+
+    def _plain_module_of(self, module: str) -> str | None:
+        """The plainly imported module that makes ``module`` reachable, if any."""
+        if module in self.plain_modules:
+            return module
+        # `import a.b` makes `a.b.c.X` an attribute chain of a.b; the longest wins.
+        candidates = [m for m in self.plain_modules if module.startswith(m + ".")]
+        return max(candidates, key=len) if candidates else None
+
+    def resolve_impl(self, qual: syntax.QualName) -> PyRef | Failure:
+        """Resolve the ``= m.f`` of a step or fn (or a state's merge) to a :class:`PyRef`."""
+        resolved = self.resolve_path(qual)
+        if isinstance(resolved, Failure):
+            return resolved
+        module, attr = resolved
+        return PyRef(module, attr, qual.dotted)
+
+    # ------------------------------------------------------------------ types
+
+    def resolve_type(self, expr: syntax.TypeExpr, failures: list[Failure]) -> Type:
+        """The :class:`Type` written as ``expr``.
+
+        Problems are appended to ``failures`` and the offending part becomes
+        ``Any``, so that one bad type does not cause further diagnostics.
+        """
+        if isinstance(expr, syntax.TypeUnion):
+            return union([self.resolve_type(m, failures) for m in expr.members])
+        if isinstance(expr, syntax.TypeApply):
+            return self._resolve_apply(expr, failures)
+        return self._resolve_name(expr.name, failures)
+
+    def _resolve_name(self, qual: syntax.QualName, failures: list[Failure]) -> Type:
+        if len(qual.parts) == 1:
+            text = qual.parts[0].text
+            builtin = _BUILTINS.get(text)
+            if builtin is not None:
+                return builtin
+            generic = _GENERIC_HEADS.get(text)
+            if generic is not None:
+                failures.append(_arity_failure(generic, 0, qual.span))
+                return ANY
+            binding = self.bindings.get(text)
+            if binding is None:
+                failures.append(
+                    Failure(
+                        f"unknown type `{text}`",
+                        qual.span,
+                        suggest(text, [*BUILTIN_NAMES, *self.names_of((Kind.FROM_IMPORT, Kind.BUILTIN_ERROR))]),
+                    )
+                )
+                return ANY
+            if binding.kind is Kind.BUILTIN_ERROR:
+                self.used.add(text)
+                return runtime_error(text)
+            if binding.kind is not Kind.FROM_IMPORT:
+                failures.append(
+                    Failure(
+                        f"`{text}` is a {binding.kind.value}, not a type",
+                        qual.span,
+                        "a type is a builtin, a generic, or a class imported with `from … import`",
+                    )
+                )
+                return ANY
+        resolved = self.resolve_path(qual)
+        if isinstance(resolved, Failure):
+            failures.append(Failure(resolved.message.replace("unknown name", "unknown type"), resolved.span, resolved.help))
+            return ANY
+        module, attr = resolved
+        return ClassRef(f"{module}.{attr}", qual.dotted)
+
+    def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
+        args = tuple(self.resolve_type(a, failures) for a in expr.args)
+        head = _GENERIC_HEADS.get(expr.head.dotted)
+        if head is None:
+            failures.append(
+                Failure(
+                    f"`{expr.head.dotted}` is not a generic type",
+                    expr.head.span,
+                    "the generic types are `list[T]`, `set[T]`, `dict[K, V]` and `tuple[A, …]`",
+                )
+            )
+            return ANY
+        arity = GENERIC_ARITY[head]
+        if (arity is None and not args) or (arity is not None and len(args) != arity):
+            failures.append(_arity_failure(head, len(args), expr.span))
+            return ANY
+        return Generic(head, args)
+
+
+def _arity_failure(head: GenericName, given: int, span: Span) -> Failure:
+    """The MCE017 failure for ``head`` applied to ``given`` arguments."""
+    arity = GENERIC_ARITY[head]
+    wanted = "at least one argument" if arity is None else f"{arity} argument{'s' if arity != 1 else ''}"
+    example = {"list": "list[T]", "set": "set[T]", "dict": "dict[K, V]", "tuple": "tuple[A, B]"}[head]
+    return Failure(
+        f"`{head}` takes {wanted}, but {given} {'was' if given == 1 else 'were'} given",
+        span,
+        f"write `{example}`",
+    )

@@ -1,0 +1,297 @@
+"""Inference for pipeline bodies: every expression form of LANGUAGE.md §5.
+
+:class:`ExprChecker` turns a syntax expression into a typed one, bottom-up,
+giving every node its :class:`~mcec.typed.Sig`. It keeps going after a
+problem: a name that does not resolve becomes a *poisoned* reference of type
+``Any -> Any ! Any``, which fits everywhere (``Any`` flows both ways, and an
+``Any`` error is caught by every ``catch`` and declared by every ``!``), so one
+mistake yields one diagnostic rather than a cascade.
+
+Chains are folded left to right without recursion (:meth:`ExprChecker._fold`),
+threading the value type, the union of error sets and statefulness; nested
+binds and block statements are flattened into one :class:`~mcec.typed.TBind`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mcec import syntax
+from mcec.check import report
+from mcec.check.env import CALLABLE_KINDS, Kind, suggest
+from mcec.check.names import Declared, DeclarationChecker
+from mcec.check.report import Situation
+from mcec.diagnostics import DiagnosticSink
+from mcec.span import Span
+from mcec.typed import (
+    DeclKind,
+    Sig,
+    TBind,
+    TCatch,
+    TEach,
+    TExpr,
+    TIdentity,
+    TLocal,
+    TOrElse,
+    TPar,
+    TRef,
+)
+from mcec.types import ANY, MERGE_CONFLICT, Compat, Generic, Type, flows, render_errors, same, union
+
+#: The signature of something that failed to resolve: fits everywhere, see the module docstring.
+POISONED = Sig(ANY, ANY, frozenset({ANY}), False)
+
+_KIND_WORD: dict[Kind, DeclKind] = {Kind.STEP: "step", Kind.FN: "fn", Kind.TOOL: "tool", Kind.PIPELINE: "pipeline"}
+
+
+def describe(expr: syntax.Expr) -> str:
+    """How messages name an expression: a reference by its name, a group by its form."""
+    if isinstance(expr, syntax.Ref):
+        return f"`{expr.name.text}`"
+    if isinstance(expr, syntax.Bind):
+        return f"the chain ending in {describe(expr.parts[-1])}"
+    if isinstance(expr, syntax.Par):
+        return "the `par` group"
+    if isinstance(expr, syntax.Each):
+        return "the `each`"
+    if isinstance(expr, syntax.Local):
+        return "the `local`"
+    if isinstance(expr, syntax.Catch):
+        return "the `catch`"
+    return "the `orelse`"
+
+
+class ExprChecker:
+    """Infers the types of expressions against a file's declarations.
+
+    ``pipeline_sig`` gives the signature of a pipeline referred to by name (its
+    body is checked first, since pipelines are checked callees first).
+    """
+
+    def __init__(
+        self,
+        declared: Declared,
+        declarations: DeclarationChecker,
+        sink: DiagnosticSink,
+        pipeline_sig: Callable[[str], Sig],
+    ) -> None:
+        self.declared = declared
+        self.declarations = declarations
+        self.sink = sink
+        self.pipeline_sig = pipeline_sig
+        self.custom_merge = declared.custom_merge
+
+    # ------------------------------------------------------------ dispatch
+
+    def infer(self, expr: syntax.Expr) -> TExpr:
+        """The typed form of ``expr``; problems are reported, never raised."""
+        if isinstance(expr, syntax.Ref):
+            return self._ref(expr)
+        if isinstance(expr, syntax.Bind):
+            return self._chain(list(expr.parts), expr.span)
+        if isinstance(expr, syntax.Par):
+            return self._par(expr)
+        if isinstance(expr, syntax.Each):
+            return self._each(expr)
+        if isinstance(expr, syntax.Local):
+            body = self.infer(expr.body)
+            return TLocal(body, Sig(body.sig.input, body.sig.output, body.sig.errors, False), expr.span)
+        if isinstance(expr, syntax.Catch):
+            return self._catch(expr)
+        return self._orelse(expr)
+
+    def infer_body(self, body: syntax.Expr | syntax.Block, declared_input: Type) -> TExpr:
+        """A pipeline body; an empty block is the identity on ``declared_input``."""
+        if isinstance(body, syntax.Block):
+            if not body.statements:
+                return TIdentity(Sig(declared_input, declared_input, frozenset(), False), body.span)
+            return self._chain([s.expr for s in body.statements], body.span)
+        return self.infer(body)
+
+    # ------------------------------------------------------------ references
+
+    def _ref(self, expr: syntax.Ref) -> TRef:
+        name = expr.name.text
+        binding = self.declared.env.lookup(name)
+        if binding is None:
+            help = suggest(name, self.declared.env.names_of(CALLABLE_KINDS))
+            self.sink.add(report.unknown(f"unknown name `{name}`", expr.span, help))
+            return TRef(name, "fn", POISONED, expr.span)
+        kind = _KIND_WORD.get(binding.kind)
+        if kind is None:
+            self.sink.add(report.not_callable(name, binding.kind.value, expr.span))
+            return TRef(name, "fn", POISONED, expr.span)
+        if kind == "step":
+            sig = self.declared.steps[name].sig
+        elif kind == "fn":
+            sig = self.declared.fns[name].sig
+        elif kind == "tool":
+            sig = self.declared.tools[name].sig
+        else:
+            sig = self.pipeline_sig(name)
+        return TRef(name, kind, sig, expr.span)
+
+    # ------------------------------------------------------------ chains
+
+    def _flatten(self, exprs: list[syntax.Expr]) -> list[syntax.Expr]:
+        """Inline nested binds (``(a >>= b) >>= c``, block statements that are chains):
+        bind is associative, and one flat chain is what codegen wants."""
+        flat: list[syntax.Expr] = []
+        stack = list(reversed(exprs))
+        while stack:
+            item = stack.pop()
+            if isinstance(item, syntax.Bind):
+                stack.extend(reversed(item.parts))
+            else:
+                flat.append(item)
+        return flat
+
+    def _chain(self, exprs: list[syntax.Expr], span: Span) -> TExpr:
+        parts = self._flatten(exprs)
+        typed = [self.infer(p) for p in parts]
+        if len(typed) == 1:
+            return typed[0]
+        return TBind(tuple(typed), self._fold(parts, typed), span)
+
+    def _fold(self, parts: list[syntax.Expr], typed: list[TExpr]) -> Sig:
+        """Thread a chain left to right: each output must flow into the next input (MCE010)."""
+        first = typed[0].sig
+        output = first.output
+        errors = set(first.errors)
+        stateful = first.stateful
+        for index in range(1, len(typed)):
+            sig = typed[index].sig
+            if flows(output, sig.input) is Compat.NO:
+                producer, consumer = parts[index - 1], parts[index]
+                self.sink.add(
+                    report.mismatch(
+                        Situation.BIND,
+                        actual=output,
+                        expected=sig.input,
+                        producer=(describe(producer), producer.span),
+                        consumer=(describe(consumer), consumer.span),
+                        primary=consumer.span,
+                    )
+                )
+            output = sig.output
+            if sig.errors:
+                errors |= sig.errors
+            stateful = stateful or sig.stateful
+        return Sig(first.input, output, frozenset(errors), stateful)
+
+    # ------------------------------------------------------------ par and each
+
+    def _par(self, expr: syntax.Par) -> TPar:
+        if len(expr.branches) < 2:
+            self.sink.add(report.par_too_small(len(expr.branches), expr.keyword))
+        branches = tuple(self.infer(b) for b in expr.branches)
+        # The group's input is the first branch input that says something (not Any);
+        # every branch must take that same type (MCE011).
+        chosen = next((i for i, b in enumerate(branches) if b.sig.input != ANY), 0)
+        input_type = branches[chosen].sig.input if branches else ANY
+        for index, branch in enumerate(branches):
+            if index != chosen and same(branch.sig.input, input_type) is Compat.NO:
+                first, this = expr.branches[chosen], expr.branches[index]
+                self.sink.add(
+                    report.mismatch(
+                        Situation.PAR_INPUT,
+                        actual=branch.sig.input,
+                        expected=input_type,
+                        producer=(describe(first), first.span),
+                        consumer=(describe(this), this.span),
+                        primary=this.span,
+                    )
+                )
+        errors: set[Type] = set()
+        for branch in branches:
+            errors |= branch.sig.errors
+        stateful_count = sum(1 for b in branches if b.sig.stateful)
+        if stateful_count >= 2 and not self.custom_merge:
+            errors.add(MERGE_CONFLICT)
+        output = Generic("tuple", tuple(b.sig.output for b in branches)) if branches else ANY
+        sig = Sig(input_type, output, frozenset(errors), stateful_count > 0)
+        return TPar(branches, stateful_count > 0, sig, expr.span)
+
+    def _each(self, expr: syntax.Each) -> TEach:
+        if expr.limit is not None and expr.limit < 1:
+            self.sink.add(report.limit_too_small(expr.limit, expr.limit_span or expr.keyword))
+        body = self.infer(expr.body)
+        errors = body.sig.errors
+        if body.sig.stateful and not self.custom_merge:
+            errors = errors | {MERGE_CONFLICT}
+        sig = Sig(Generic("list", (body.sig.input,)), Generic("list", (body.sig.output,)), errors, body.sig.stateful)
+        return TEach(body, expr.limit, body.sig.stateful, sig, expr.span)
+
+    # ------------------------------------------------------------ catch and orelse
+
+    def _catch(self, expr: syntax.Catch) -> TCatch:
+        body = self.infer(expr.body)
+        caught = self.declarations.errors_of(expr.errors, "in `catch`")
+        handler = self.infer(expr.handler)
+        body_errors = body.sig.errors
+        for caught_type, span in caught:
+            # A caught type can match an error e of the body if e ≤ caught might hold.
+            if not any(flows(e, caught_type) is not Compat.NO for e in body_errors):
+                self.sink.add(
+                    report.impossible_catch(
+                        caught_type, span, expr.body.span, render_errors(body_errors) if body_errors else None
+                    )
+                )
+        caught_types = tuple(dict.fromkeys(t for t, _ in caught))
+        caught_union = union(caught_types)
+        errors_span = expr.errors[0].span.cover(expr.errors[-1].span) if expr.errors else expr.keyword
+        if caught_types and flows(caught_union, handler.sig.input) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    Situation.CATCH_INPUT,
+                    actual=caught_union,
+                    expected=handler.sig.input,
+                    producer=("the caught errors", errors_span),
+                    consumer=(describe(expr.handler), expr.handler.span),
+                    primary=expr.handler.span,
+                )
+            )
+        if flows(handler.sig.output, body.sig.output) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    Situation.CATCH_OUTPUT,
+                    actual=handler.sig.output,
+                    expected=body.sig.output,
+                    producer=(describe(expr.body), expr.body.span),
+                    consumer=(describe(expr.handler), expr.handler.span),
+                    primary=expr.handler.span,
+                )
+            )
+        # Only errors certainly matched are removed; one that might not match stays.
+        remaining = {e for e in body_errors if not any(flows(e, c) is Compat.YES for c in caught_types)}
+        errors = frozenset(remaining | handler.sig.errors)
+        sig = Sig(body.sig.input, body.sig.output, errors, body.sig.stateful or handler.sig.stateful)
+        return TCatch(body, caught_types, handler, sig, expr.span)
+
+    def _orelse(self, expr: syntax.OrElse) -> TOrElse:
+        body = self.infer(expr.body)
+        fallback = self.infer(expr.fallback)
+        if flows(body.sig.input, fallback.sig.input) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    Situation.ORELSE_INPUT,
+                    actual=body.sig.input,
+                    expected=fallback.sig.input,
+                    producer=(describe(expr.body), expr.body.span),
+                    consumer=(describe(expr.fallback), expr.fallback.span),
+                    primary=expr.fallback.span,
+                )
+            )
+        if flows(fallback.sig.output, body.sig.output) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    Situation.ORELSE_OUTPUT,
+                    actual=fallback.sig.output,
+                    expected=body.sig.output,
+                    producer=(describe(expr.body), expr.body.span),
+                    consumer=(describe(expr.fallback), expr.fallback.span),
+                    primary=expr.fallback.span,
+                )
+            )
+        sig = Sig(body.sig.input, body.sig.output, fallback.sig.errors, body.sig.stateful or fallback.sig.stateful)
+        return TOrElse(body, fallback, sig, expr.span)

@@ -1,0 +1,295 @@
+"""Pipelines: their dependency order, cycles, and their declared signatures.
+
+A pipeline may use other pipelines by name, and a pipeline without ``!`` has
+its errors inferred, so pipelines are checked callees first. The order comes
+from Tarjan's strongly connected components (iterative, so a long dependency
+chain cannot overflow the stack); a component with more than one pipeline, or
+a pipeline that uses itself, is a cycle (MCE015). Members of a cycle are still
+checked, each seeing the others' declared types (errors: declared, or none), so
+their other problems are reported too.
+
+After inference, a body is compared with the declaration: input and output
+(MCE012) and escaping errors (MCE013, pointing at the step that introduces
+the error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcec import syntax
+from mcec.check import report
+from mcec.check.env import Kind
+from mcec.check.expr import ExprChecker
+from mcec.check.names import DeclarationChecker, Declared, DeclaredPipeline
+from mcec.check.report import Situation
+from mcec.diagnostics import DiagnosticSink
+from mcec.span import Span
+from mcec.typed import Sig, TBind, TCatch, TEach, TExpr, TIdentity, TLocal, TOrElse, TPar, TPipeline, TRef
+from mcec.types import MERGE_CONFLICT, Compat, Type, error_union, flows, render_errors, sorted_errors
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A use of pipeline ``callee`` inside the body of pipeline ``caller``."""
+
+    caller: str
+    callee: str
+    span: Span
+
+
+def pipeline_references(declared: Declared) -> dict[str, list[Reference]]:
+    """For each pipeline, its references to pipelines, in source order (an explicit-stack walk)."""
+    env = declared.env
+    result: dict[str, list[Reference]] = {}
+    for name, pipeline in declared.pipelines.items():
+        found: list[Reference] = []
+        body = pipeline.decl.body
+        stack: list[syntax.Expr] = (
+            [s.expr for s in reversed(body.statements)] if isinstance(body, syntax.Block) else [body]
+        )
+        while stack:
+            expr = stack.pop()
+            if isinstance(expr, syntax.Ref):
+                binding = env.bindings.get(expr.name.text)
+                if binding is not None and binding.kind is Kind.PIPELINE:
+                    found.append(Reference(name, expr.name.text, expr.span))
+            elif isinstance(expr, syntax.Bind):
+                stack.extend(reversed(expr.parts))
+            elif isinstance(expr, syntax.Par):
+                stack.extend(reversed(expr.branches))
+            elif isinstance(expr, (syntax.Each, syntax.Local)):
+                stack.append(expr.body)
+            elif isinstance(expr, syntax.Catch):
+                stack.extend((expr.handler, expr.body))
+            else:
+                stack.extend((expr.fallback, expr.body))
+        result[name] = found
+    return result
+
+
+def components(names: list[str], references: dict[str, list[Reference]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, callees before callers.
+
+    Iterative; DFS starts follow ``names`` (source order), so the result is deterministic.
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    result: list[list[str]] = []
+    counter = 0
+    for root in names:
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            node, position = work.pop()
+            if position == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            edges = references.get(node, [])
+            if position < len(edges):
+                work.append((node, position + 1))
+                callee = edges[position].callee
+                if callee not in index:
+                    work.append((callee, 0))
+                elif callee in on_stack:
+                    low[node] = min(low[node], index[callee])
+                continue
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                result.append(list(reversed(component)))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return result
+
+
+def _cycle_path(component: list[str], references: dict[str, list[Reference]]) -> list[Reference]:
+    """One cycle through the component's first member, as the references that form it."""
+    members = set(component)
+    start = component[0]
+    # Breadth-first search back to `start` gives the shortest cycle through it.
+    previous: dict[str, Reference] = {}
+    frontier = [start]
+    while frontier:
+        following: list[str] = []
+        for node in frontier:
+            for ref in references.get(node, []):
+                if ref.callee not in members:
+                    continue
+                if ref.callee == start:
+                    path = [ref]
+                    while path[0].caller != start:
+                        path.insert(0, previous[path[0].caller])
+                    return path
+                if ref.callee not in previous:
+                    previous[ref.callee] = ref
+                    following.append(ref.callee)
+        frontier = following
+    raise AssertionError("a strongly connected component without a cycle")
+
+
+class PipelineChecker:
+    """Checks every pipeline body in dependency order and builds the typed pipelines."""
+
+    def __init__(self, declared: Declared, declarations: DeclarationChecker, sink: DiagnosticSink) -> None:
+        self.declared = declared
+        self.sink = sink
+        self.sigs: dict[str, Sig] = {}
+        self.exprs = ExprChecker(declared, declarations, sink, self.sig_of)
+
+    def sig_of(self, name: str) -> Sig:
+        """A pipeline's signature: inferred if already checked, else (in a cycle) as declared."""
+        sig = self.sigs.get(name)
+        if sig is not None:
+            return sig
+        pipeline = self.declared.pipelines[name]
+        return Sig(pipeline.input, pipeline.output, pipeline.errors or frozenset(), False)
+
+    def run(self) -> list[TPipeline]:
+        """Report cycles, then check each pipeline, callees first."""
+        references = pipeline_references(self.declared)
+        order = components(list(self.declared.pipelines), references)
+        for component in order:
+            cyclic = len(component) > 1 or any(r.callee == component[0] for r in references[component[0]])
+            if cyclic:
+                path = _cycle_path(component, references)
+                self.sink.add(report.cycle([r.caller for r in path], [r.span for r in path]))
+        result: list[TPipeline] = []
+        for component in order:
+            for name in component:
+                result.append(self._pipeline(self.declared.pipelines[name]))
+        return result
+
+    def _pipeline(self, pipeline: DeclaredPipeline) -> TPipeline:
+        decl = pipeline.decl
+        body = self.exprs.infer_body(decl.body, pipeline.input)
+        self._check_ends(pipeline, body)
+        if pipeline.errors is None:
+            errors = body.sig.errors
+        else:
+            errors = pipeline.errors
+            self._check_errors(pipeline, body)
+        sig = Sig(pipeline.input, pipeline.output, errors, body.sig.stateful)
+        self.sigs[decl.name.text] = sig
+        return TPipeline(decl.name.text, sig, body, decl.span)
+
+    def _check_ends(self, pipeline: DeclaredPipeline, body: TExpr) -> None:
+        """MCE012: the declared input must flow into the body, the body's output into the declared one."""
+        decl = pipeline.decl
+        name = decl.name.text
+        if isinstance(body, TIdentity):
+            if flows(pipeline.input, pipeline.output) is Compat.NO:
+                self.sink.add(
+                    report.mismatch(
+                        Situation.EMPTY_BODY,
+                        actual=pipeline.input,
+                        expected=pipeline.output,
+                        producer=("", body.span),
+                        consumer=(name, decl.output.span),
+                        primary=body.span,
+                    )
+                )
+            return
+        if flows(pipeline.input, body.sig.input) is Compat.NO:
+            first = _first_span(body)
+            self.sink.add(
+                report.mismatch(
+                    Situation.PIPELINE_INPUT,
+                    actual=pipeline.input,
+                    expected=body.sig.input,
+                    producer=(name, decl.input.span),
+                    consumer=("", first),
+                    primary=decl.input.span,
+                )
+            )
+        if flows(body.sig.output, pipeline.output) is Compat.NO:
+            last = _last_span(body)
+            self.sink.add(
+                report.mismatch(
+                    Situation.PIPELINE_OUTPUT,
+                    actual=body.sig.output,
+                    expected=pipeline.output,
+                    producer=("", last),
+                    consumer=(name, decl.output.span),
+                    primary=decl.output.span,
+                )
+            )
+
+    def _check_errors(self, pipeline: DeclaredPipeline, body: TExpr) -> None:
+        """MCE013: every error the body may raise must fit an error the pipeline declares."""
+        declared = pipeline.errors or frozenset()
+        allowed = error_union(declared)
+        decl = pipeline.decl
+        assert decl.errors is not None
+        for error_type in sorted_errors(body.sig.errors):
+            if flows(error_type, allowed) is not Compat.NO:
+                continue
+            origin = find_origin(body, error_type)
+            fixed = render_errors(declared | {error_type})
+            self.sink.add(
+                report.escaping_error(
+                    error_type,
+                    decl.name.text,
+                    origin,
+                    decl.errors.span,
+                    render_errors(declared),
+                    fixed,
+                )
+            )
+
+
+def _first_span(expr: TExpr) -> Span:
+    """The span of the first part of a chain (what takes the pipeline's input)."""
+    while isinstance(expr, TBind):
+        expr = expr.parts[0]
+    return expr.span
+
+
+def _last_span(expr: TExpr) -> Span:
+    """The span of the last part of a chain (what produces the pipeline's output)."""
+    while isinstance(expr, TBind):
+        expr = expr.parts[-1]
+    return expr.span
+
+
+def find_origin(expr: TExpr, error_type: Type) -> tuple[str, Span]:
+    """Where ``error_type`` enters ``expr``'s error set: the first reference (in
+    source order) that raises it, or the ``par``/``each`` that adds ``MergeConflict``.
+
+    Returns a description for the label and the span. Iterative: chains are long.
+    """
+    while True:
+        if isinstance(expr, TRef):
+            return f"`{expr.name}`", expr.span
+        if isinstance(expr, TBind):
+            expr = next(p for p in expr.parts if error_type in p.sig.errors)
+        elif isinstance(expr, TPar):
+            branch = next((b for b in expr.branches if error_type in b.sig.errors), None)
+            if branch is None:
+                assert error_type == MERGE_CONFLICT
+                return "this `par` (its stateful branches' states may not merge)", expr.span
+            expr = branch
+        elif isinstance(expr, TEach):
+            if error_type not in expr.body.sig.errors:
+                return "this `each` (its runs' states may not merge)", expr.span
+            expr = expr.body
+        elif isinstance(expr, TLocal):
+            expr = expr.body
+        elif isinstance(expr, TCatch):
+            expr = expr.handler if error_type in expr.handler.sig.errors else expr.body
+        elif isinstance(expr, TOrElse):
+            expr = expr.fallback
+        else:
+            return "this expression", expr.span
+

@@ -1,0 +1,307 @@
+"""Every diagnostic the checker emits, written once.
+
+The checking code decides *that* something is wrong and calls one of these
+functions with the facts (names, types, spans); the wording lives here. Type
+mismatches share one function, :func:`mismatch`, whose :class:`Situation` says
+where the mismatch happened, so the same failed ``≤`` reads differently in a
+bind, a ``par``, a ``catch`` handler or a pipeline's declared type (Gleam's
+``UnifyErrorSituation``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from mcec.diagnostics import Diagnostic, Label, error, warning
+from mcec.span import Span
+from mcec.types import Type
+
+
+@dataclass(frozen=True, slots=True)
+class _Wording:
+    """Templates for one situation; ``{a}`` is the actual type, ``{e}`` the expected
+    type, ``{p}`` the producer's description, ``{c}`` the consumer's."""
+
+    code: str
+    message: str
+    producer_label: str
+    consumer_label: str
+    help: str
+
+
+class Situation(enum.Enum):
+    """Where a value or type failed to fit (the ``value`` is the wording)."""
+
+    BIND = _Wording(
+        "MCE010",
+        "{c} expects {e}, but {p} produces {a}",
+        "produces {a}",
+        "expects {e}",
+        "the output of each step is the input of the next; adapt it with a `fn` from {a} to {e}",
+    )
+    PAR_INPUT = _Wording(
+        "MCE011",
+        "`par` branches take different input types: {p} takes {e}, {c} takes {a}",
+        "takes {e}",
+        "takes {a}",
+        "every branch of a `par` receives the same input value; adapt this branch with a `fn` before it",
+    )
+    CATCH_INPUT = _Wording(
+        "MCE020",
+        "the `catch` handler {c} takes {e}, but it is given the caught error {a}",
+        "catches {a}",
+        "takes {e}",
+        "a handler receives the error value, so its input must accept every caught type",
+    )
+    CATCH_OUTPUT = _Wording(
+        "MCE020",
+        "the `catch` handler {c} produces {a}, but {p} produces {e}",
+        "produces {e}",
+        "produces {a}",
+        "a handler replaces the failed computation, so it must produce what that computation would",
+    )
+    ORELSE_INPUT = _Wording(
+        "MCE020",
+        "the `orelse` fallback {c} takes {e}, but it is given the input of {p}, which is {a}",
+        "takes {a}",
+        "takes {e}",
+        "a fallback runs on the original input, so it must take what {p} takes",
+    )
+    ORELSE_OUTPUT = _Wording(
+        "MCE020",
+        "the `orelse` fallback {c} produces {a}, but {p} produces {e}",
+        "produces {e}",
+        "produces {a}",
+        "a fallback replaces the failed computation, so it must produce what that computation would",
+    )
+    PIPELINE_INPUT = _Wording(
+        "MCE012",
+        "pipeline `{p}` declares input {a}, but its body takes {e}",
+        "declared input {a}",
+        "takes {e}",
+        "change the declared input type, or begin the body with a step that takes {a}",
+    )
+    PIPELINE_OUTPUT = _Wording(
+        "MCE012",
+        "pipeline `{c}` declares output {e}, but its body produces {a}",
+        "produces {a}",
+        "declared output {e}",
+        "change the declared output type, or end the body with a step that produces {e}",
+    )
+    EMPTY_BODY = _Wording(
+        "MCE012",
+        "pipeline `{c}` has an empty body, which passes its input through, but {a} does not flow into its output {e}",
+        "passes {a} through",
+        "declared output {e}",
+        "an empty block `{{ }}` is the identity: declare the same input and output type, or add statements",
+    )
+
+
+def mismatch(
+    situation: Situation,
+    *,
+    actual: Type,
+    expected: Type,
+    producer: tuple[str, Span],
+    consumer: tuple[str, Span],
+    primary: Span,
+) -> Diagnostic:
+    """A type that does not fit, in ``situation``.
+
+    ``producer`` and ``consumer`` are ``(description, span)`` of the two sides; in
+    a bind the producer makes a value of type ``actual`` and the consumer expects
+    ``expected``; the situation's wording says what the sides are elsewhere.
+    """
+    wording = situation.value
+    values = {"a": str(actual), "e": str(expected), "p": producer[0], "c": consumer[0]}
+    return error(
+        wording.code,
+        wording.message.format(**values),
+        primary,
+        (
+            Label(producer[1], wording.producer_label.format(**values)),
+            Label(consumer[1], wording.consumer_label.format(**values)),
+        ),
+        wording.help.format(**values),
+    )
+
+
+def _quoted(names: list[str] | tuple[str, ...]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+# ---------------------------------------------------------------- names
+
+
+def unknown(message: str, span: Span, help: str | None, *, code: str = "MCE002") -> Diagnostic:
+    """MCE002 (a name) or MCE017 (a type) that did not resolve; prose from resolution."""
+    return error(code, message, span, (), help)
+
+
+def duplicate(name: str, span: Span, first: Span) -> Diagnostic:
+    """MCE003: ``name`` is bound a second time at ``span``."""
+    return error(
+        "MCE003",
+        f"`{name}` is declared twice",
+        span,
+        (Label(first, "first declared here"),),
+        "every top-level name of a `.mce` file must be distinct; rename one of them",
+    )
+
+
+def builtin_redeclared(name: str, span: Span) -> Diagnostic:
+    """MCE003: a built-in error type is imported or declared again."""
+    return error(
+        "MCE003",
+        f"`{name}` is a built-in error type and cannot be declared again",
+        span,
+        (),
+        f"`{name}` comes from the runtime and needs neither an import nor an `error` declaration; remove this",
+    )
+
+
+def duplicate_error(type_: Type, span: Span, first: Span) -> Diagnostic:
+    """MCE003: ``error T`` declared twice."""
+    return error(
+        "MCE003",
+        f"error type `{type_}` is declared twice",
+        span,
+        (Label(first, "first declared here"),),
+        "each error type is declared once; remove this declaration",
+    )
+
+
+def missing_state(step: str, span: Span, others: list[Span]) -> Diagnostic:
+    """MCE004: the file has steps but no ``state``."""
+    return error(
+        "MCE004",
+        f"step `{step}` needs a state, but this file declares no `state`",
+        span,
+        tuple(Label(s, "this step needs it too") for s in others),
+        "declare the state type that every step receives and returns: `state T`",
+    )
+
+
+def second_state(span: Span, first: Span) -> Diagnostic:
+    """MCE004: a second ``state`` declaration."""
+    return error(
+        "MCE004",
+        "the state is declared twice",
+        span,
+        (Label(first, "first declared here"),),
+        "a file has at most one `state`; remove one of them",
+    )
+
+
+def undeclared_error(type_: Type, span: Span, where: str) -> Diagnostic:
+    """MCE018: an error type in ``!`` or ``catch`` without an ``error`` declaration."""
+    return error(
+        "MCE018",
+        f"`{type_}` is used as an error type {where}, but it is not declared with `error`",
+        span,
+        (),
+        f"declare it: `error {type_}`",
+    )
+
+
+def par_too_small(count: int, span: Span) -> Diagnostic:
+    """MCE019: a ``par`` with fewer than two branches."""
+    return error(
+        "MCE019",
+        f"a `par` needs at least two branches, but this one has {count}",
+        span,
+        (),
+        "write the single branch on its own, without `par < >`",
+    )
+
+
+def limit_too_small(limit: int, span: Span) -> Diagnostic:
+    """MCE019: ``each(limit=k)`` with ``k < 1``."""
+    return error(
+        "MCE019",
+        f"the `each` limit must be at least 1, but it is {limit}",
+        span,
+        (),
+        "write `each(limit=1)` to run one at a time, or omit the limit to run all at once",
+    )
+
+
+def not_callable(name: str, kind: str, span: Span) -> Diagnostic:
+    """MCE002: a pipeline body names something that is not a step, fn, tool or pipeline."""
+    return error(
+        "MCE002",
+        f"`{name}` is a {kind}, not a step, fn, tool or pipeline",
+        span,
+        (),
+        "a pipeline body is made of declared steps, fns, tools and pipelines",
+    )
+
+
+def unknown_server(name: str, span: Span, help: str | None) -> Diagnostic:
+    """MCE002: a tool names a server that is not declared."""
+    return error(
+        "MCE002",
+        f"unknown server `{name}`",
+        span,
+        (),
+        help or f'declare it: `server {name} = stdio "COMMAND"`',
+    )
+
+
+def unused(kind: str, name: str, span: Span) -> Diagnostic:
+    """W001: a declaration nothing uses."""
+    verb = "imported" if kind in ("import", "module") else "declared"
+    return warning(
+        "W001",
+        f"{kind} `{name}` is {verb} but never used",
+        span,
+        (),
+        "remove it, or use it",
+    )
+
+
+# ---------------------------------------------------------------- errors and pipelines
+
+
+def escaping_error(
+    error_type: Type, pipeline: str, origin: tuple[str, Span], declared: Span, declared_text: str, fixed: str
+) -> Diagnostic:
+    """MCE013: ``error_type`` escapes ``pipeline``, introduced at ``origin``."""
+    return error(
+        "MCE013",
+        f"error `{error_type}` escapes pipeline `{pipeline}`, which does not declare it",
+        origin[1],
+        (Label(origin[1], f"{origin[0]} may fail with `{error_type}`"), Label(declared, f"declares {declared_text}")),
+        f"handle it with `catch {error_type} => …`, or add it to the pipeline's errors: `! {fixed}`",
+    )
+
+
+def impossible_catch(caught: Type, span: Span, body: Span, body_errors: str | None) -> Diagnostic:
+    """MCE014: a ``catch`` of an error its body cannot raise."""
+    if body_errors is None:
+        message = f"`{caught}` cannot be caught here: the expression before `catch` cannot fail"
+        label = "cannot fail"
+    else:
+        message = f"`{caught}` cannot be caught here: the expression before `catch` fails only with {body_errors}"
+        label = f"may fail with {body_errors}"
+    return error("MCE014", message, span, (Label(body, label),), f"remove `{caught}` from this `catch`")
+
+
+def cycle(names: list[str], references: list[Span]) -> Diagnostic:
+    """MCE015: pipelines ``names[0] -> names[1] -> … -> names[0]`` refer to each other."""
+    path = " -> ".join([*names, names[0]])
+    if len(names) == 1:
+        message = f"pipeline `{names[0]}` refers to itself: {path}"
+    else:
+        message = f"pipelines {_quoted(names)} refer to each other in a cycle: {path}"
+    labels = tuple(
+        Label(span, f"`{names[i]}` uses `{names[(i + 1) % len(names)]}` here") for i, span in enumerate(references)
+    )
+    return error(
+        "MCE015",
+        message,
+        references[0],
+        labels,
+        "a pipeline cannot run itself, directly or through others; break the cycle",
+    )
