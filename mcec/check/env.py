@@ -50,6 +50,11 @@ class Kind(enum.Enum):
     SERVER = "server"
     BUILTIN_ERROR = "built-in error type"
 
+    @property
+    def article(self) -> str:
+        """The kind with its indefinite article, for messages: "a step", "an imported name"."""
+        return ("an " if self.value[0] in "aeiou" else "a ") + self.value
+
 
 #: The builtin types by name, and the generic heads by name (typed lookups).
 _BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_NAMES}
@@ -148,11 +153,12 @@ class Env:
                 return Failure(
                     f"unknown name `{first.text}`",
                     first.span,
-                    suggest(first.text, self.names_of((Kind.FROM_IMPORT,))),
+                    suggest(first.text, self.names_of((Kind.FROM_IMPORT,)))
+                    or f"import it (`from MODULE import {first.text}`) or name it through a module (`m.{first.text}`)",
                 )
             if binding.kind is not Kind.FROM_IMPORT:
                 return Failure(
-                    f"`{first.text}` is a {binding.kind.value}, not an imported Python name",
+                    f"`{first.text}` is {binding.kind.article}, not an imported Python name",
                     first.span,
                     f"import it: `from MODULE import {first.text}`",
                 )
@@ -176,7 +182,7 @@ class Env:
             )
         if binding is not None:
             return Failure(
-                f"`{first.text}` is a {binding.kind.value}, not a module",
+                f"`{first.text}` is {binding.kind.article}, not a module",
                 first.span,
             )
         module = ".".join(parts[:-1])
@@ -243,7 +249,7 @@ class Env:
             if binding.kind is not Kind.FROM_IMPORT:
                 failures.append(
                     Failure(
-                        f"`{text}` is a {binding.kind.value}, not a type",
+                        f"`{text}` is {binding.kind.article}, not a type",
                         qual.span,
                         "a type is a builtin, a generic, or a class imported with `from … import`",
                     )

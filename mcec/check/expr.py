@@ -119,7 +119,7 @@ class ExprChecker:
             return TRef(name, "fn", POISONED, expr.span)
         kind = _KIND_WORD.get(binding.kind)
         if kind is None:
-            self.sink.add(report.not_callable(name, binding.kind.value, expr.span))
+            self.sink.add(report.not_callable(name, binding.kind.article, expr.span))
             return TRef(name, "fn", POISONED, expr.span)
         if kind == "step":
             sig = self.declared.steps[name].sig

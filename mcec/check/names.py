@@ -188,10 +188,11 @@ class DeclarationChecker:
 
     def _state(self, decl: syntax.StateDecl, spans: list[Span]) -> None:
         spans.append(decl.span)
+        state = self.type_of(decl.type)  # resolved even when rejected: its import is used
         if len(spans) > 1:
             self.sink.add(report.second_state(decl.span, spans[0]))
             return
-        self.declared.state = self.type_of(decl.type)
+        self.declared.state = state
         if decl.merge is not None:
             self.declared.merge = self._impl(decl.merge)
 
@@ -235,7 +236,7 @@ class DeclarationChecker:
             else:
                 self.sink.add(
                     report.unknown(
-                        f"`{decl.server.text}` is a {binding.kind.value}, not a server",
+                        f"`{decl.server.text}` is {binding.kind.article}, not a server",
                         decl.server.span,
                         suggest(decl.server.text, servers),
                     )

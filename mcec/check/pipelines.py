@@ -263,26 +263,26 @@ def _last_span(expr: TExpr) -> Span:
     return expr.span
 
 
-def find_origin(expr: TExpr, error_type: Type) -> tuple[str, Span]:
+def find_origin(expr: TExpr, error_type: Type) -> tuple[report.Origin, str, Span]:
     """Where ``error_type`` enters ``expr``'s error set: the first reference (in
     source order) that raises it, or the ``par``/``each`` that adds ``MergeConflict``.
 
-    Returns a description for the label and the span. Iterative: chains are long.
+    Returns what kind of origin it is, a description and the span. Iterative: chains are long.
     """
     while True:
         if isinstance(expr, TRef):
-            return f"`{expr.name}`", expr.span
+            return report.Origin.REFERENCE, f"`{expr.name}`", expr.span
         if isinstance(expr, TBind):
             expr = next(p for p in expr.parts if error_type in p.sig.errors)
         elif isinstance(expr, TPar):
             branch = next((b for b in expr.branches if error_type in b.sig.errors), None)
             if branch is None:
                 assert error_type == MERGE_CONFLICT
-                return "this `par` (its stateful branches' states may not merge)", expr.span
+                return report.Origin.PAR, "", expr.span
             expr = branch
         elif isinstance(expr, TEach):
             if error_type not in expr.body.sig.errors:
-                return "this `each` (its runs' states may not merge)", expr.span
+                return report.Origin.EACH, "", expr.span
             expr = expr.body
         elif isinstance(expr, TLocal):
             expr = expr.body
@@ -291,5 +291,5 @@ def find_origin(expr: TExpr, error_type: Type) -> tuple[str, Span]:
         elif isinstance(expr, TOrElse):
             expr = expr.fallback
         else:
-            return "this expression", expr.span
+            return report.Origin.REFERENCE, "this expression", expr.span
 

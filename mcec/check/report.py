@@ -228,10 +228,11 @@ def limit_too_small(limit: int, span: Span) -> Diagnostic:
 
 
 def not_callable(name: str, kind: str, span: Span) -> Diagnostic:
-    """MCE002: a pipeline body names something that is not a step, fn, tool or pipeline."""
+    """MCE002: a pipeline body names something that is not a step, fn, tool or pipeline
+    (``kind`` with its article: "a module")."""
     return error(
         "MCE002",
-        f"`{name}` is a {kind}, not a step, fn, tool or pipeline",
+        f"`{name}` is {kind}, not a step, fn, tool or pipeline",
         span,
         (),
         "a pipeline body is made of declared steps, fns, tools and pipelines",
@@ -264,16 +265,34 @@ def unused(kind: str, name: str, span: Span) -> Diagnostic:
 # ---------------------------------------------------------------- errors and pipelines
 
 
+class Origin(enum.Enum):
+    """What introduces an error into an error set (for MCE013's label)."""
+
+    REFERENCE = "{what} may fail with `{error}`"
+    PAR = "merging the states of these stateful branches may fail with `{error}`"
+    EACH = "merging the states of these stateful runs may fail with `{error}`"
+
+
 def escaping_error(
-    error_type: Type, pipeline: str, origin: tuple[str, Span], declared: Span, declared_text: str, fixed: str
+    error_type: Type,
+    pipeline: str,
+    origin: tuple[Origin, str, Span],
+    declared: Span,
+    declared_text: str,
+    fixed: str,
 ) -> Diagnostic:
-    """MCE013: ``error_type`` escapes ``pipeline``, introduced at ``origin``."""
+    """MCE013: ``error_type`` escapes ``pipeline``; ``origin`` is ``(kind, description, span)``
+    of what introduces it, where the diagnostic points."""
+    kind, what, span = origin
+    help = f"handle it with `catch {error_type} => …`, or add it to the pipeline's errors: `! {fixed}`"
+    if kind is not Origin.REFERENCE:
+        help += "; or make the branches stateless with `local`, or declare a custom `state T merge m.f`"
     return error(
         "MCE013",
         f"error `{error_type}` escapes pipeline `{pipeline}`, which does not declare it",
-        origin[1],
-        (Label(origin[1], f"{origin[0]} may fail with `{error_type}`"), Label(declared, f"declares {declared_text}")),
-        f"handle it with `catch {error_type} => …`, or add it to the pipeline's errors: `! {fixed}`",
+        span,
+        (Label(span, kind.value.format(what=what, error=error_type)), Label(declared, f"declares {declared_text}")),
+        help,
     )
 
 
