@@ -82,7 +82,9 @@ def raised(
     """
     if isinstance(exc, errors):
         return Err(exc, state, site)
-    if isinstance(exc, Defect):
+    if isinstance(exc, Defect) or not isinstance(exc, Exception):
+        # a nested run's Defect passes unchanged; KeyboardInterrupt, SystemExit
+        # and CancelledError are never converted, even if handed to us
         raise exc
     raise Defect(site, state, exc) from exc
 
