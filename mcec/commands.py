@@ -1,0 +1,249 @@
+"""The code-producing commands: ``mcec compile``, ``mcec build`` and ``mcec run``.
+
+Each follows the pattern of ``mcec.cli``: ``add_<name>`` declares the
+arguments, ``run_<name>(args, out) -> int`` does the work and returns the exit
+status (0 success, 1 diagnostics or a failed run, 2 usage or I/O).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from mcec.build import BuildState, Fingerprint, dependency_hashes, sha256_file
+from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
+from mcec.compiler import CompileResult, compile_source
+from mcec.diagnostics import Diagnostic, error
+from mcec.mypy_check import GeneratedFile, run_mypy
+from mcec.output import OutputError, output_path, write_module
+from mcec.render import DEFAULT_LIMIT
+from mcec.span import Span
+
+Subparsers = argparse._SubParsersAction  # type: ignore[type-arg]
+
+
+def _ensure_importable_cwd() -> None:
+    """Specs name modules relative to the project root (the working directory), as
+    ``python -m`` would; make them importable for mypy's and run's sake."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def _write_problem(spec: Path, message: str) -> Diagnostic:
+    return error("MCE006", message, Span(str(spec), 0, 0, 1, 1, 1, 1))
+
+
+def _spec_modules(result: CompileResult) -> list[str]:
+    assert result.program is not None
+    return [imp.module for imp in result.program.imports]
+
+
+def _compile_one(
+    spec: Path, out_dir: Path | None, reporter: Reporter
+) -> tuple[CompileResult | None, Path | None, bool]:
+    """Compile one spec and write its module; returns (result, target, io_failed)."""
+    source, problem = load_source(spec)
+    if problem is not None:
+        reporter.add([problem], source)
+        return None, None, problem.code == "MCE005"
+    assert source is not None
+    result = compile_source(source)
+    reporter.add(result.diagnostics, source)
+    if result.generated is None:
+        return result, None, False
+    target = output_path(spec, out_dir)
+    try:
+        write_module(target, result.generated.code)
+    except OutputError as exc:
+        reporter.add([_write_problem(spec, str(exc))])
+        return result, None, True
+    return result, target, False
+
+
+# ---------------------------------------------------------------- mcec compile
+
+
+def add_compile(subparsers: Subparsers) -> None:
+    """``mcec compile FILE... [-o DIR] [--no-mypy] [--format text|json]``."""
+    command = subparsers.add_parser(
+        "compile", help="compile specs to Python modules", description="Compile `.mce` specs to `name_mce.py` modules."
+    )
+    command.add_argument("files", nargs="+", metavar="FILE", help="a .mce file (or a folder: every spec below it)")
+    command.add_argument("-o", "--output-dir", type=Path, default=None, metavar="DIR", help="write DIR/name_mce.py")
+    command.add_argument("--no-mypy", action="store_true", help="skip type-checking the output with mypy")
+    command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
+    command.set_defaults(func=run_compile)
+
+
+def run_compile(args: argparse.Namespace, out: TextIO) -> int:
+    """Compile each spec, write its module atomically, then run mypy on the outputs."""
+    _ensure_importable_cwd()
+    reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
+    out_dir: Path | None = args.output_dir
+    if out_dir is not None and not out_dir.is_dir():
+        reporter.add([_write_problem(out_dir, f"output folder `{out_dir}` does not exist")])
+        reporter.flush()
+        return EXIT_USAGE
+    files, problems = collect_specs(args.files)
+    reporter.add(problems)
+    io_failed = bool(problems)
+    written: list[GeneratedFile] = []
+    for spec in files:
+        result, target, failed = _compile_one(spec, out_dir, reporter)
+        io_failed = io_failed or failed
+        if result is not None and result.generated is not None and target is not None:
+            written.append(GeneratedFile(target, str(spec), result.generated.source_map))
+            if args.format == "text":
+                print(f"compiled {spec} -> {target}", file=sys.stderr)
+    if written and not args.no_mypy:
+        reporter.add(run_mypy(written))
+    reporter.flush()
+    if io_failed:
+        return EXIT_USAGE
+    return EXIT_ERRORS if reporter.has_errors else EXIT_OK
+
+
+# ---------------------------------------------------------------- mcec build
+
+
+def add_build(subparsers: Subparsers) -> None:
+    """``mcec build [DIR] [--no-mypy] [--format text|json] [--force]``."""
+    command = subparsers.add_parser(
+        "build",
+        help="compile every spec below a folder, skipping unchanged ones",
+        description="Compile every `*.mce` below DIR whose source or dependencies changed since the last build.",
+    )
+    command.add_argument("folder", nargs="?", default=".", metavar="DIR", help="the folder to build (default: .)")
+    command.add_argument("--no-mypy", action="store_true", help="skip type-checking the output with mypy")
+    command.add_argument("--force", action="store_true", help="rebuild everything")
+    command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
+    command.set_defaults(func=run_build)
+
+
+def _fingerprint(spec: Path, modules: list[str]) -> Fingerprint:
+    target = output_path(spec, None)
+    return Fingerprint(sha256_file(spec), dependency_hashes(modules), sha256_file(target))
+
+
+def _imported_modules(spec: Path) -> list[str] | None:
+    """The modules a spec imports, from a quick parse (None when it does not parse)."""
+    from mcec.compiler import check_source
+
+    source, problem = load_source(spec)
+    if source is None or problem is not None:
+        return None
+    result = check_source(source)
+    if result.program is None:
+        return None
+    return [imp.module for imp in result.program.imports]
+
+
+def run_build(args: argparse.Namespace, out: TextIO) -> int:
+    """Build a folder: compile what changed, mypy the outputs together, one summary line."""
+    _ensure_importable_cwd()
+    folder = Path(args.folder)
+    reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
+    if not folder.is_dir():
+        reporter.add([_write_problem(folder, f"no such folder: `{folder}`")])
+        reporter.flush()
+        return EXIT_USAGE
+    started = time.perf_counter()
+    state = BuildState(folder)
+    specs = sorted(p for p in folder.rglob("*.mce") if p.is_file() and ".mcec" not in p.parts)
+    stale: list[Path] = []
+    for spec in specs:
+        key = spec.relative_to(folder)
+        modules = _imported_modules(spec) if not args.force else None
+        if modules is not None and state.is_current(key, _fingerprint(spec, modules)) and not args.force:
+            continue
+        stale.append(spec)
+    show_progress = len(stale) > 3 and args.format == "text"
+    written: list[tuple[Path, GeneratedFile, list[str]]] = []
+    failed: set[Path] = set()
+    for index, spec in enumerate(stale, start=1):
+        if show_progress:
+            print(f"[{index}/{len(stale)}] {spec}", file=sys.stderr, flush=True)
+        before = len(reporter.diagnostics)
+        result, target, _io = _compile_one(spec, None, reporter)
+        if any(d.is_error for d in reporter.diagnostics[before:]) or result is None or target is None:
+            failed.add(spec)
+            state.forget(spec.relative_to(folder))
+            continue
+        assert result.generated is not None
+        written.append((spec, GeneratedFile(target, str(spec), result.generated.source_map), _spec_modules(result)))
+    if written and not args.no_mypy:
+        findings = run_mypy([generated for _, generated, _ in written])
+        reporter.add(findings)
+        bad_specs = {d.span.path for d in findings if d.is_error}
+        for spec, _, _ in written:
+            if str(spec) in bad_specs:
+                failed.add(spec)
+    for spec, _, modules in written:
+        if spec not in failed:
+            state.record(spec.relative_to(folder), _fingerprint(spec, modules))
+        else:
+            state.forget(spec.relative_to(folder))
+    state.save()
+    reporter.flush()
+    built = len(stale) - len(failed)
+    elapsed = time.perf_counter() - started
+    summary = (
+        f"mcec build: {built} compiled, {len(specs) - len(stale)} up to date, "
+        f"{len(failed)} failed ({len(specs)} specs, {elapsed:.2f}s)"
+    )
+    print(summary, file=sys.stderr if args.format == "json" else out)
+    return EXIT_ERRORS if failed or reporter.has_errors else EXIT_OK
+
+
+# ---------------------------------------------------------------- mcec run
+
+
+def add_run(subparsers: Subparsers) -> None:
+    """``mcec run FILE PIPELINE --input JSON [--state JSON]``."""
+    command = subparsers.add_parser(
+        "run",
+        help="compile a spec in memory and run one pipeline",
+        description="Compile a spec in memory, run PIPELINE on --input, print the Outcome as JSON.",
+    )
+    command.add_argument("file", metavar="FILE", help="the .mce spec")
+    command.add_argument("pipeline", metavar="PIPELINE", help="the pipeline to run")
+    command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
+    command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
+    command.set_defaults(func=run_run)
+
+
+def run_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run one pipeline; exit 0 on Ok, 1 on Err (or a Defect), 2 on bad input."""
+    from mcec.runner import RunError, dumps, load_module, prepare, run_pipeline
+
+    _ensure_importable_cwd()
+    spec = Path(args.file)
+    reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
+    source, problem = load_source(spec)
+    if problem is not None:
+        reporter.add([problem], source)
+        reporter.flush()
+        return EXIT_USAGE if problem.code == "MCE005" else EXIT_ERRORS
+    assert source is not None
+    result = compile_source(source)
+    if result.program is None or result.generated is None:
+        reporter.add(result.diagnostics, source)
+        reporter.flush()
+        return EXIT_ERRORS
+    try:
+        value, state = prepare(result.program, args.pipeline, args.input, args.state)
+        module = load_module(result.program, result.generated)
+    except RunError as exc:
+        print(f"mcec run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    report = run_pipeline(module, args.pipeline, state, value)
+    out.write(dumps(report.payload) + "\n")
+    return report.status
+
+
+__all__ = ["add_build", "add_compile", "add_run", "run_build", "run_compile", "run_run"]

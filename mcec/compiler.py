@@ -1,0 +1,57 @@
+"""The compiler facade: text in, diagnostics and (when clean) Python out.
+
+``compile_source`` chains the phases — parse, check, generate — as pure
+functions over a :class:`~mcec.span.SourceFile`; nothing here touches files.
+It runs them inside :func:`mcec.deep.with_deep_stack`, so deeply nested specs
+cannot overflow the stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcec.check import check
+from mcec.codegen import Generated, generate
+from mcec.deep import with_deep_stack
+from mcec.diagnostics import Diagnostic
+from mcec.parser import parse
+from mcec.span import SourceFile
+from mcec.typed import Program
+
+
+@dataclass(frozen=True, slots=True)
+class CompileResult:
+    """What compiling one spec produced: always diagnostics; a program and code when error-free."""
+
+    source: SourceFile
+    diagnostics: tuple[Diagnostic, ...]
+    program: Program | None
+    generated: Generated | None
+
+    @property
+    def ok(self) -> bool:
+        """True when no error was reported (warnings allowed)."""
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def check_source(source: SourceFile) -> CompileResult:
+    """Parse and check, without generating code."""
+    return with_deep_stack(lambda: _run(source, emit=False))
+
+
+def compile_source(source: SourceFile) -> CompileResult:
+    """Parse, check and generate."""
+    return with_deep_stack(lambda: _run(source, emit=True))
+
+
+def _run(source: SourceFile, *, emit: bool) -> CompileResult:
+    parsed = parse(source)
+    diagnostics = list(parsed.diagnostics)
+    if parsed.module is None or any(d.is_error for d in diagnostics):
+        return CompileResult(source, tuple(diagnostics), None, None)
+    checked = check(parsed.module, source)
+    diagnostics.extend(checked.diagnostics)
+    if checked.program is None:
+        return CompileResult(source, tuple(diagnostics), None, None)
+    generated = generate(checked.program) if emit else None
+    return CompileResult(source, tuple(diagnostics), checked.program, generated)
