@@ -22,6 +22,7 @@ the checker may still run.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib.resources
 import json
 import keyword
@@ -466,11 +467,18 @@ def parse(source: SourceFile) -> ParseResult:
         # A byte-order mark is allowed at the very start; a space keeps offsets equal.
         text = " " + text[1:]
     ctx = _Context(source)
+    # Parsing allocates many small objects that all stay alive; the cyclic GC
+    # would rescan them again and again (superlinear on big files), and a syntax
+    # tree has no cycles to collect. So it is paused while parsing.
+    gc_was_enabled = gc.isenabled()
     with _LOCK:
         _CURRENT.append(ctx)
+        gc.disable()
         try:
             decls = _parse_segments(ctx, text)
         finally:
+            if gc_was_enabled:
+                gc.enable()
             _CURRENT.pop()
     diagnostics = tuple(sorted(dict.fromkeys(ctx.diagnostics), key=Diagnostic.sort_key))
     if ctx.failed:
