@@ -428,6 +428,16 @@ async def _run_group(node: _Group, state: Any) -> Outcome[Any, Any, Any]:
     return out
 
 
+class _InlineStep:
+    """Marker: the next leaf is the step ``spec`` applied to ``arg``, set up by
+    the unwinding loop without allocating a ``_Step`` node."""
+
+    __slots__ = ()
+
+
+_INLINE = _InlineStep()
+
+
 async def _interpret(prog: AgentMonad[Any, Any, Any], state: Any) -> Outcome[Any, Any, Any]:
     """Run ``prog`` from ``state`` with an explicit continuation stack.
 
@@ -443,6 +453,8 @@ async def _interpret(prog: AgentMonad[Any, Any, Any], state: Any) -> Outcome[Any
     value: Any = None
     error: Any = None
     site: Site | None = None
+    spec: Any = None
+    arg: Any = None
     while True:
         # -- descend to a leaf -------------------------------------------------
         t = type(cur)
@@ -451,12 +463,14 @@ async def _interpret(prog: AgentMonad[Any, Any, Any], state: Any) -> Outcome[Any
             cur = cur.m
             t = type(cur)
         if t is _Step:
-            spec = cur.spec
+            spec, arg = cur.spec, cur.value
+            t = _InlineStep
+        if t is _InlineStep:
             try:
                 if spec.is_async:
-                    r = await spec.impl(state, cur.value)
+                    r = await spec.impl(state, arg)
                 else:
-                    r = spec.impl(state, cur.value)
+                    r = spec.impl(state, arg)
             except Exception as exc:
                 e = raised(exc, spec.site, state, spec.errors)
                 error, state, site, failed = e.error, e.state, e.site, True
@@ -510,10 +524,22 @@ async def _interpret(prog: AgentMonad[Any, Any, Any], state: Any) -> Outcome[Any
                 frame = pop()
                 tf = type(frame)
                 if tf is _Bind:
+                    k = frame.k
+                    tk = type(k)
+                    # Fast paths for lifted steps and fns: no node allocated.
+                    if tk is StepSpec:
+                        spec, arg, cur = k, value, _INLINE
+                        break
+                    if tk is FnSpec:
+                        try:
+                            value = k.impl(value)
+                        except Exception as exc:
+                            fn_defect(exc, k.site, state)
+                        continue
                     try:
-                        cur = frame.k(value)
+                        cur = k(value)
                     except Exception as exc:
-                        fn_defect(exc, _name(frame.k), state)
+                        fn_defect(exc, _name(k), state)
                     break
                 if tf is _Map:
                     try:
