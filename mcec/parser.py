@@ -55,9 +55,7 @@ RESERVED_WORDS: Final = frozenset(
 
 #: A line starting with one of these (in column 1) begins a declaration: where the
 #: parser re-synchronises after a syntax error.
-_RESYNC = re.compile(
-    r"^(?:from|import|state|error|async|step|fn|pipeline|server|tool)(?![A-Za-z0-9_])", re.MULTILINE
-)
+_RESYNC = re.compile(r"^(?:from|import|state|error|async|step|fn|pipeline|server|tool)(?![A-Za-z0-9_])", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +135,17 @@ def _span(first: _Part, last: _Part) -> Span:
     The one place where Lark positions become :class:`Span` values.
     """
     ctx = _ctx()
+    if ctx.base == 0 and isinstance(first, Token) and isinstance(last, Token) and first.line is not None:
+        # Fast path: the lexer already counted lines and columns (1-based, end exclusive).
+        return Span(
+            ctx.source.path,
+            _start(first),
+            _end(last),
+            first.line,
+            first.column or 1,
+            last.end_line or first.line,
+            last.end_column or 1,
+        )
     start = ctx.base + _start(first) if isinstance(first, Token) else first.span.start
     end = ctx.base + _end(last) if isinstance(last, Token) else last.span.end
     return ctx.source.span(start, end)
@@ -163,9 +172,7 @@ def _check_name(name: s.Name, what: str) -> None:
             )
         )
     elif unicodedata.normalize("NFKC", name.text) != name.text:
-        _ctx().diagnostics.append(
-            error("MCE016", f"`{name.text}` is not a name Python keeps as written", name.span)
-        )
+        _ctx().diagnostics.append(error("MCE016", f"`{name.text}` is not a name Python keeps as written", name.span))
 
 
 class _Builder(lark.Transformer[Token, Any]):
@@ -339,9 +346,7 @@ class _Builder(lark.Transformer[Token, Any]):
         name, input_type, output_type = nodes[0], nodes[1], nodes[2]
         errors = next((n for n in nodes if isinstance(n, s.ErrorList)), None)
         _check_name(name, "a tool name")
-        return s.ToolDecl(
-            name, input_type, output_type, errors, nodes[-2], nodes[-1], _span(children[0], children[-1])
-        )
+        return s.ToolDecl(name, input_type, output_type, errors, nodes[-2], nodes[-1], _span(children[0], children[-1]))
 
     def pipeline_decl(self, children: list[_Part]) -> s.PipelineDecl:
         nodes = _nodes(children)
