@@ -219,6 +219,10 @@ def flows(actual: Type, expected: Type) -> Compat:
     return _flows(actual, expected)
 
 
+# Recursion here (and in the checker) goes through list comprehensions, never
+# generator expressions: CPython walks the chain of suspended generators when an
+# exception (StopIteration, GeneratorExit) is raised inside one, so recursing
+# through generators costs time proportional to the depth at every level.
 @lru_cache(maxsize=1 << 16)
 def _flows(actual: Type, expected: Type) -> Compat:
     # Rules 1-3.
@@ -226,9 +230,9 @@ def _flows(actual: Type, expected: Type) -> Compat:
         return Compat.YES
     # Rule 4 before rule 5, so that X1|X2 ≤ Y1|Y2 asks each Xi against the whole union.
     if isinstance(actual, Union):
-        return _all(flows(member, expected) for member in actual.members)
+        return _all([flows(member, expected) for member in actual.members])
     if isinstance(expected, Union):
-        return _any(flows(actual, member) for member in expected.members)
+        return _any([flows(actual, member) for member in expected.members])
     # Rule 6.
     if expected == NEVER:
         return Compat.NO
@@ -243,8 +247,8 @@ def _flows(actual: Type, expected: Type) -> Compat:
         if actual.head != expected.head or len(actual.args) != len(expected.args):
             return Compat.NO
         if actual.head == "tuple":
-            return _all(flows(a, e) for a, e in zip(actual.args, expected.args))
-        return _all(same(a, e) for a, e in zip(actual.args, expected.args))
+            return _all([flows(a, e) for a, e in zip(actual.args, expected.args)])
+        return _all([same(a, e) for a, e in zip(actual.args, expected.args)])
     # Rule 12.
     return Compat.NO
 
@@ -268,6 +272,8 @@ def same(first: Type, second: Type) -> Compat:
     Used for invariant generic arguments and for LANGUAGE.md's "the same type"
     (the inputs of ``par`` branches).
     """
+    if first is second:
+        return Compat.YES
     return _all((flows(first, second), flows(second, first)))
 
 

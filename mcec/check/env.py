@@ -263,7 +263,7 @@ class Env:
         return ClassRef(f"{module}.{attr}", qual.dotted)
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
-        args = tuple(self.resolve_type(a, failures) for a in expr.args)
+        args = tuple([self.resolve_type(a, failures) for a in expr.args])  # no generator: see types._flows
         head = _GENERIC_HEADS.get(expr.head.dotted)
         if head is None:
             failures.append(

@@ -184,10 +184,16 @@ class ExprChecker:
     def _par(self, expr: syntax.Par) -> TPar:
         if len(expr.branches) < 2:
             self.sink.add(report.par_too_small(len(expr.branches), expr.keyword))
-        branches = tuple(self.infer(b) for b in expr.branches)
+        # A list, not a generator: recursing through suspended generators costs
+        # time proportional to the nesting depth at each level (see types._flows).
+        branches = tuple([self.infer(b) for b in expr.branches])
         # The group's input is the first branch input that says something (not Any);
         # every branch must take that same type (MCE011).
-        chosen = next((i for i, b in enumerate(branches) if b.sig.input != ANY), 0)
+        chosen = 0
+        for index, branch in enumerate(branches):
+            if branch.sig.input != ANY:
+                chosen = index
+                break
         input_type = branches[chosen].sig.input if branches else ANY
         for index, branch in enumerate(branches):
             if index != chosen and same(branch.sig.input, input_type) is Compat.NO:
@@ -205,10 +211,10 @@ class ExprChecker:
         errors: set[Type] = set()
         for branch in branches:
             errors |= branch.sig.errors
-        stateful_count = sum(1 for b in branches if b.sig.stateful)
+        stateful_count = len([b for b in branches if b.sig.stateful])
         if stateful_count >= 2 and not self.custom_merge:
             errors.add(MERGE_CONFLICT)
-        output = Generic("tuple", tuple(b.sig.output for b in branches)) if branches else ANY
+        output = Generic("tuple", tuple([b.sig.output for b in branches])) if branches else ANY
         sig = Sig(input_type, output, frozenset(errors), stateful_count > 0)
         return TPar(branches, stateful_count > 0, sig, expr.span)
 

@@ -1,0 +1,108 @@
+"""Benchmark of the checker: time of ``mcec.check.check`` alone (parsing excluded).
+
+Shapes, each at 1,000, 10,000 and 100,000 steps:
+
+- ``chain``: one pipeline ``s0 >>= s1 >>= …`` over a few alternating steps;
+- ``wide_par``: one ``par < … >`` with that many branches;
+- ``deep``: that many nested ``par <local (…), f>`` groups (nesting depth = steps / 2).
+
+Run ``python benchmarks/checker_bench.py [--quick]``; ``main()`` returns the
+figures as a dict (seconds and steps per second per shape and size, plus the
+10×-growth ratios) so tests or CI can assert on them. Everything runs inside
+:func:`mcec.deep.with_deep_stack`, as the CLI runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+
+from mcec.check import check
+from mcec.deep import with_deep_stack
+from mcec.parser import parse
+from mcec.span import SourceFile
+from mcec.syntax import Module
+
+HEADER = """from bench.impl import S, E1, E2
+import bench.impl as impl
+state S
+error E1
+error E2
+step a : int -> str ! E1 = impl.a
+step b : str -> int ! E2 = impl.b
+fn   f : int -> int = impl.f
+fn   g : int -> tuple[int, int] = impl.g
+"""
+
+
+def chain(n: int) -> str:
+    """A pipeline of ``n`` steps in one flat chain."""
+    parts = ["a" if i % 2 == 0 else "b" for i in range(n - n % 2)]
+    return HEADER + f"pipeline p : int -> int ! E1 | E2 = {' >>= '.join(parts)};\n"
+
+
+def wide_par(n: int) -> str:
+    """One ``par`` with ``n`` branches (alternating steps and fns)."""
+    branches = ", ".join("f" if i % 2 else "(a >>= b)" for i in range(n // 2 + 1))
+    return HEADER + f"pipeline p : int -> tuple = par <{branches}>;\n".replace(
+        "tuple", "tuple[" + ", ".join(["int"] * (n // 2 + 1)) + "]"
+    )
+
+
+def deep(n: int) -> str:
+    """``n // 2`` nested ``par <local (…), f>`` groups around one ``f``."""
+    depth = n // 2
+    expr = "f"
+    out = "int"
+    for _ in range(depth):
+        expr = f"par <local ({expr}), f>"
+        out = f"tuple[{out}, int]"
+    return HEADER + f"pipeline p : int -> {out} = {expr};\n"
+
+
+SHAPES: dict[str, Callable[[int], str]] = {"chain": chain, "wide_par": wide_par, "deep": deep}
+
+
+def _parse(text: str) -> tuple[Module, SourceFile]:
+    source = SourceFile("bench.mce", text)
+    parsed = parse(source)
+    assert parsed.module is not None and not parsed.diagnostics, parsed.diagnostics[:3]
+    return parsed.module, source
+
+
+def _time_check(module: Module, source: SourceFile, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = check(module, source)
+        best = min(best, time.perf_counter() - start)
+        assert result.program is not None, result.diagnostics[:3]
+    return best
+
+
+def main(quick: bool = False) -> dict[str, object]:
+    """Run the benchmark; ``quick`` stops at 10,000 steps. Returns the figures."""
+    sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+    figures: dict[str, object] = {}
+
+    def run() -> None:
+        for shape, make in SHAPES.items():
+            rows: dict[str, dict[str, float]] = {}
+            for size in sizes:
+                module, source = _parse(make(size))
+                seconds = _time_check(module, source, repeat=3 if size < 100_000 else 2)
+                rows[str(size)] = {"seconds": round(seconds, 4), "steps_per_second": round(size / seconds)}
+            ratios = [
+                round(rows[str(big)]["seconds"] / rows[str(small)]["seconds"], 2)
+                for small, big in zip(sizes, sizes[1:])
+            ]
+            figures[shape] = {"sizes": rows, "growth_per_10x": ratios}
+
+    with_deep_stack(run)
+    return figures
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(quick="--quick" in sys.argv[1:]), indent=2))
