@@ -222,6 +222,14 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [add_check]
 
 
+def _code_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    """The commands that generate or run code (``mcec.commands``); imported here,
+    not at module level, because that module builds on this one."""
+    from mcec.commands import add_build, add_compile, add_run
+
+    return [add_compile, add_build, add_run]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with every sub-command of :data:`COMMANDS`."""
     from mcec import __version__
@@ -229,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcec", description="The Monadic Context Engineering compiler.")
     parser.add_argument("--version", action="version", version=f"mcec {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in COMMANDS:
+    for add in [*COMMANDS, *_code_commands()]:
         add(subparsers)
     return parser
 

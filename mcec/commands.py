@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeAlias
 
 from mcec.build import BuildState, Fingerprint, dependency_hashes, sha256_file
 from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
@@ -23,7 +23,7 @@ from mcec.output import OutputError, output_path, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
 
-Subparsers = argparse._SubParsersAction  # type: ignore[type-arg]
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _ensure_importable_cwd() -> None:

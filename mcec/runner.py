@@ -68,7 +68,7 @@ def prepare(program: Program, pipeline: str, input_json: str, state_json: str | 
         raise RunError(f"no pipeline named {pipeline!r} (pipelines: {known})")
     try:
         input_type = python_type(declared[pipeline].sig.input)
-        state_type = python_type(program.state) if program.state is not None else type(None)
+        state_type: Any = python_type(program.state) if program.state is not None else type(None)
     except ResolveError as exc:
         raise RunError(str(exc)) from exc
     value = _validated(input_type, input_json, "--input")
@@ -78,7 +78,7 @@ def prepare(program: Program, pipeline: str, input_json: str, state_json: str | 
         state = None
     else:
         try:
-            state = state_type()
+            state = state_type()  # the declared state class, built with its defaults
         except Exception as exc:
             raise RunError(f"the state type cannot be built without arguments ({exc}); pass --state") from exc
     return value, state

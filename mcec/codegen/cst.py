@@ -188,7 +188,8 @@ def import_module(module: str, alias: str | None) -> cst.SimpleStatementLine:
         cst.Import(
             names=[
                 cst.ImportAlias(
-                    name=dotted(module), asname=cst.AsName(name=cst.Name(alias)) if alias else None
+                    name=dotted(module),
+                    asname=cst.AsName(name=cst.Name(alias)) if alias and alias != module else None,
                 )
             ]
         )

@@ -268,7 +268,10 @@ class Emitter:
         self.record(attempt, part.span)
         errors = self.error_classes(part.sig.errors)
         body.append(self._guarded([attempt], site, state, errors))
-        failed = c.return_(c.call(self.runtime("stop", COMPILED), cst.Name(result), site, errors))
+        stop = c.call(self.runtime("stop", COMPILED), cst.Name(result), site, errors)
+        # the state the step received, for the Defect when it returned a non-Outcome
+        stop = stop.with_changes(args=[*stop.args, cst.Arg(cst.Name(state), keyword=cst.Name("state"))])
+        failed = c.return_(stop)
         body.append(c.if_(c.not_(self._is_ok(result)), [failed]))
         if last:
             body.append(c.return_(cst.Name(result)))
@@ -435,7 +438,8 @@ class Emitter:
         for pipeline in self.program.pipelines:
             self.pipeline(pipeline)
         bindings = self.bindings()
-        body: list[cst.BaseStatement] = [c.line(cst.ImportFrom(module=cst.Name("__future__"), names=[cst.ImportAlias(cst.Name("annotations"))]))]
+        future = cst.ImportFrom(module=cst.Name("__future__"), names=[cst.ImportAlias(cst.Name("annotations"))])
+        body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         body.extend(self._import_lines())
         for spec_import in self.program.imports:
             if isinstance(spec_import, t.TFromImport):

@@ -11,7 +11,7 @@ it ended up on.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -45,7 +45,7 @@ class SourceMap:
         return best.span if best is not None else None
 
 
-def _cst_statements(body: list[cst.BaseStatement] | tuple[cst.BaseStatement, ...]) -> Iterator[cst.CSTNode]:
+def _cst_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.CSTNode]:
     for statement in body:
         yield statement
         if isinstance(statement, cst.FunctionDef | cst.If):

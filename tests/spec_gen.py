@@ -1,0 +1,126 @@
+"""Random well-typed `.mce` specs over the toolbox (tests/toolbox.py), for
+differential and fault tests. Every expression is ``int -> int``; the
+generator tracks each expression's error set and statefulness exactly as
+LANGUAGE.md §5 defines them, so it only writes ``catch`` clauses that can
+fire (no MCE014)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+HEADER = """\
+from toolbox import TState, Odd, Neg
+import toolbox as tb
+
+state TState
+error Odd
+error Neg
+
+step inc : int -> int = tb.inc
+step note : int -> int = tb.note
+step remember : int -> int = tb.remember
+step even_only : int -> int ! Odd = tb.even_only
+step no_negatives : int -> int ! Neg = tb.no_negatives
+async step slow_inc : int -> int ! Neg = tb.slow_inc
+step crash : int -> int = tb.crash
+fn double : int -> int = tb.double
+fn negate : int -> int = tb.negate
+fn recover : Odd | Neg -> int = tb.recover
+fn recover_conflict : MergeConflict -> int = tb.recover_conflict
+fn spread : int -> list[int] = tb.spread
+fn total : list[int] -> int = tb.total
+fn add_pair : tuple[int, int] -> int = tb.add_pair
+fn add_triple : tuple[int, int, int] -> int = tb.add_triple
+"""
+
+#: name -> (errors, stateful)
+ATOMS: dict[str, tuple[frozenset[str], bool]] = {
+    "inc": (frozenset(), True),
+    "note": (frozenset(), True),
+    "remember": (frozenset(), True),
+    "even_only": (frozenset({"Odd"}), True),
+    "no_negatives": (frozenset({"Neg"}), True),
+    "slow_inc": (frozenset({"Neg"}), True),
+    "crash": (frozenset(), True),
+    "double": (frozenset(), False),
+    "negate": (frozenset(), False),
+}
+
+
+@dataclass(frozen=True)
+class Gen:
+    """A generated expression: its text (a term: safe to use anywhere), errors, statefulness."""
+
+    text: str
+    errors: frozenset[str]
+    stateful: bool
+
+
+@st.composite
+def expressions(draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], ...] = ()) -> Gen:
+    """An ``int -> int`` expression, at most ``depth`` levels deep."""
+    kinds = ["atom"] * 3 + (["pipeline"] if pipelines else [])
+    if depth > 0:
+        kinds += ["bind", "bind", "par2", "par3", "each", "catch", "orelse", "local"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "atom":
+        name = draw(st.sampled_from(sorted(ATOMS)))
+        errors, stateful = ATOMS[name]
+        return Gen(name, errors, stateful)
+    if kind == "pipeline":
+        name, gen = draw(st.sampled_from(pipelines))
+        return Gen(name, gen.errors, gen.stateful)
+    sub = expressions(depth - 1, pipelines)
+    if kind == "bind":
+        parts = draw(st.lists(sub, min_size=2, max_size=4))
+        return Gen(
+            "(" + " >>= ".join(p.text for p in parts) + ")",
+            frozenset().union(*(p.errors for p in parts)),
+            any(p.stateful for p in parts),
+        )
+    if kind in ("par2", "par3"):
+        n = 2 if kind == "par2" else 3
+        branches = draw(st.lists(sub, min_size=n, max_size=n))
+        errors = frozenset().union(*(b.errors for b in branches))
+        if sum(b.stateful for b in branches) >= 2:
+            errors |= {"MergeConflict"}
+        joiner = "add_pair" if n == 2 else "add_triple"
+        text = "(par <" + ", ".join(b.text for b in branches) + "> >>= " + joiner + ")"
+        return Gen(text, errors, any(b.stateful for b in branches))
+    if kind == "each":
+        body = draw(sub)
+        limit = draw(st.sampled_from(["", "(limit=1)", "(limit=2)", "(limit=5)"]))
+        errors = body.errors | ({"MergeConflict"} if body.stateful else frozenset())
+        return Gen(f"(spread >>= each{limit} {body.text} >>= total)", errors, body.stateful)
+    if kind == "catch":
+        body = draw(sub)
+        if "MergeConflict" in body.errors and draw(st.booleans()):
+            return Gen(f"({body.text} catch MergeConflict => recover_conflict)", body.errors - {"MergeConflict"}, body.stateful)
+        catchable = sorted(body.errors & {"Odd", "Neg"})
+        if not catchable:
+            return body
+        caught = draw(st.lists(st.sampled_from(catchable), min_size=1, max_size=len(catchable), unique=True))
+        text = f"({body.text} catch {' | '.join(caught)} => recover)"
+        return Gen(text, body.errors - set(caught), body.stateful)
+    if kind == "orelse":
+        first, second = draw(sub), draw(sub)
+        return Gen(f"({first.text} orelse {second.text})", second.errors, first.stateful or second.stateful)
+    body = draw(sub)  # local
+    return Gen(f"(local {body.text})", body.errors, False)
+
+
+@st.composite
+def specs(draw: st.DrawFn, max_depth: int = 3) -> str:
+    """A whole spec: a few helper pipelines and a ``main : int -> int``."""
+    pipelines: list[tuple[str, Gen]] = []
+    lines = [HEADER]
+    for index in range(draw(st.integers(0, 2))):
+        gen = draw(expressions(draw(st.integers(0, max_depth - 1)), tuple(pipelines)))
+        name = f"sub_{index}"
+        lines.append(f"pipeline {name} : int -> int = {gen.text};")
+        pipelines.append((name, gen))
+    main = draw(expressions(draw(st.integers(1, max_depth)), tuple(pipelines)))
+    lines.append(f"pipeline main : int -> int = {main.text};")
+    return "\n".join(lines) + "\n"

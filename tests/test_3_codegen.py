@@ -1,0 +1,134 @@
+"""Code generation: golden modules, determinism, black-stability, the shape of
+the output (no injected statements), name collisions, and mypy --strict."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import black
+import pytest
+from toolbox import TState
+
+from agentmonad import Ok
+from mcec.codegen import HEADER_PREFIX
+from mcec.compiler import compile_source
+from mcec.interpret import Interpreter
+from mcec.render import render_text
+from mcec.runner import load_module
+from mcec.span import SourceFile
+
+CASES = Path(__file__).parent / "cases" / "codegen"
+SPECS = sorted(CASES.glob("*.mce"))
+
+
+def generate(path: Path) -> str:
+    source = SourceFile(path.name, path.read_text(encoding="utf-8"))
+    result = compile_source(source)
+    assert result.generated is not None, render_text(result.diagnostics, {path.name: source}, color=False)
+    return result.generated.code
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[p.stem for p in SPECS])
+def test_golden_module(spec: Path, golden) -> None:  # type: ignore[no-untyped-def]
+    golden(spec.with_suffix(".py.txt"), generate(spec))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[p.stem for p in SPECS])
+def test_output_is_deterministic_and_black_stable(spec: Path) -> None:
+    first, second = generate(spec), generate(spec)
+    assert first == second
+    assert black.format_str(first, mode=black.Mode()) == first
+    assert first.startswith(HEADER_PREFIX)
+    compile(first, str(spec), "exec")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[p.stem for p in SPECS])
+def test_top_level_statements_are_only_imports_constants_and_functions(spec: Path) -> None:
+    tree = ast.parse(generate(spec))
+    for statement in tree.body:
+        assert isinstance(
+            statement, ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign | ast.AsyncFunctionDef
+        ), ast.dump(statement)
+        if isinstance(statement, ast.Assign):  # SITE_n = Site("step", "file", line, col)
+            value = statement.value
+            assert isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            assert all(isinstance(arg, ast.Constant) for arg in value.args)
+        if isinstance(statement, ast.AnnAssign):  # step: Step[...] = module.impl
+            assert isinstance(statement.value, ast.Attribute | ast.Name)
+
+
+def _load(spec: Path):  # type: ignore[no-untyped-def]
+    source = SourceFile(spec.name, spec.read_text(encoding="utf-8"))
+    result = compile_source(source)
+    assert result.program is not None and result.generated is not None
+    return result.program, load_module(result.program, result.generated)
+
+
+@pytest.mark.parametrize("value", [-7, -2, 0, 1, 2, 5, 8, 13])
+def test_groups_and_collisions_run_like_the_interpreter(value: int) -> None:
+    for name, pipeline in (("groups.mce", "main"), ("collisions.mce", "stop"), ("chain.mce", "main")):
+        program, module = _load(CASES / name)
+        compiled = asyncio.run(getattr(module, pipeline)(TState(), value))
+        interpreted = asyncio.run(Interpreter(program).run(pipeline, TState(), value))
+        assert compiled == interpreted
+        assert type(compiled) is type(interpreted)
+
+
+def test_spec_without_state_passes_none() -> None:
+    _, module = _load(CASES / "nostate.mce")
+    assert asyncio.run(module.twice(None, 3)) == Ok(-12, None)
+    assert asyncio.run(module.nothing(None, 3)) == Ok(3, None)
+
+
+def test_empty_spec_compiles_to_a_module_without_pipelines() -> None:
+    code = generate(CASES / "empty.mce")
+    tree = ast.parse(code)
+    assert not [s for s in tree.body if isinstance(s, ast.AsyncFunctionDef)]
+
+
+def test_a_step_can_be_substituted_without_editing_generated_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, module = _load(CASES / "chain.mce")
+
+    def fake_inc(state: TState, value: int) -> Ok[TState, int]:
+        return Ok(value + 101, state)
+
+    monkeypatch.setattr(module, "inc", fake_inc)
+    # 0 -> fake inc 101 -> even_only fails on odd
+    outcome = asyncio.run(module.main(TState(), 1))
+    assert outcome.value == 2 * (51 + 1)  # type: ignore[union-attr]
+
+
+def test_long_chains_are_split_into_helpers_and_still_run() -> None:
+    steps = " >>= ".join(["inc"] * 450)
+    spec = (
+        "import toolbox as tb\nfrom toolbox import TState\nstate TState\n"
+        f"step inc : int -> int = tb.inc\npipeline long : int -> int = {steps};\n"
+    )
+    source = SourceFile("long.mce", spec)
+    result = compile_source(source)
+    assert result.program is not None and result.generated is not None
+    module = load_module(result.program, result.generated)
+    outcome = asyncio.run(module.long(TState(), 0))
+    assert outcome == Ok(450, TState(count=450))
+    functions = [s for s in ast.parse(result.generated.code).body if isinstance(s, ast.AsyncFunctionDef)]
+    assert len(functions) > 1  # 450 steps do not sit in one function
+
+
+def test_generated_modules_pass_mypy_strict(tmp_path: Path) -> None:
+    for spec in SPECS:
+        (tmp_path / f"{spec.stem}_mce.py").write_text(generate(spec), encoding="utf-8")
+    env = {**os.environ, "MYPYPATH": str(Path(__file__).parent)}
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    completed = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", *files],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr

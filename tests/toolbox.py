@@ -1,0 +1,133 @@
+"""A fixed toolbox of step implementations for generated-spec tests.
+
+Steps over ``int`` values and a small state with reducer-annotated fields
+(``log`` appends, ``count`` sums) and one plain field (``last``), so parallel
+groups can merge cleanly or conflict. Some steps fail (returning ``Err`` or
+raising a declared error), some are async and yield to the event loop, some
+change state. Failures happen before any await, and async steps yield a
+value-dependent number of times, so which failure a ``par`` observes first is
+decided by scheduling order alone — the same in the compiled code and the
+interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import Annotated, Never
+
+from agentmonad import Append, Err, MergeConflict, Ok, Outcome, Sum
+
+
+@dataclass(frozen=True)
+class TState:
+    """The toolbox's state."""
+
+    log: Annotated[tuple[str, ...], Append] = ()
+    count: Annotated[int, Sum] = 0
+    last: int = 0
+
+
+class Odd(Exception):
+    """Raised (as Err) for odd values by ``even_only``."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Odd and other.args == self.args
+
+    def __hash__(self) -> int:
+        return hash(self.args)
+
+
+class Neg(Exception):
+    """Raised by ``no_negatives``."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Neg and other.args == self.args
+
+    def __hash__(self) -> int:
+        return hash(self.args)
+
+
+def inc(state: TState, value: int) -> Outcome[TState, Never, int]:
+    """+1, counting the call."""
+    return Ok(value + 1, replace(state, count=state.count + 1))
+
+
+def note(state: TState, value: int) -> Outcome[TState, Never, int]:
+    """Logs the value, passes it on."""
+    return Ok(value, replace(state, log=(*state.log, f"note {value}")))
+
+
+def remember(state: TState, value: int) -> Outcome[TState, Never, int]:
+    """Stores the value in ``last`` (parallel rememberers of different values conflict)."""
+    return Ok(value, replace(state, last=value))
+
+
+def even_only(state: TState, value: int) -> Outcome[TState, Odd, int]:
+    """Fails with Odd (returned Err) for odd values."""
+    if value % 2:
+        return Err(Odd(value), replace(state, log=(*state.log, f"odd {value}")))
+    return Ok(value // 2, state)
+
+
+def no_negatives(state: TState, value: int) -> Outcome[TState, Neg, int]:
+    """Raises Neg for negative values."""
+    if value < 0:
+        raise Neg(value)
+    return Ok(value - 3, state)
+
+
+async def slow_inc(state: TState, value: int) -> Outcome[TState, Neg, int]:
+    """Async: yields ``value % 3`` times, then +1 and logs."""
+    for _ in range(value % 3):
+        await asyncio.sleep(0)
+    if value < -50:
+        raise Neg(value)
+    return Ok(value + 1, replace(state, log=(*state.log, f"slow {value}")))
+
+
+def double(value: int) -> int:
+    """A pure fn."""
+    return value * 2
+
+
+def negate(value: int) -> int:
+    """A pure fn."""
+    return -value
+
+
+def recover(error: Odd | Neg) -> int:
+    """Handler: turn an error into a value."""
+    return 1000 + int(error.args[0]) if error.args else 1000
+
+
+def spread(value: int) -> list[int]:
+    """int -> list for each: a few values derived from the input."""
+    return [value + i for i in range(abs(value) % 4)]
+
+
+def total(values: list[int]) -> int:
+    """list -> int after each."""
+    return sum(values)
+
+
+def add_pair(values: tuple[int, int]) -> int:
+    """tuple -> int after a par of two."""
+    return values[0] + values[1]
+
+
+def add_triple(values: tuple[int, int, int]) -> int:
+    """tuple -> int after a par of three."""
+    return values[0] + values[1] + values[2]
+
+
+def recover_conflict(error: MergeConflict) -> int:
+    """Handler for MergeConflict."""
+    return -1
+
+
+def crash(state: TState, value: int) -> Outcome[TState, Never, int]:
+    """A buggy step: raises an undeclared exception (a Defect) on 13."""
+    if value == 13:
+        raise ValueError("thirteen")
+    return Ok(value, state)
