@@ -73,14 +73,14 @@ def run_mypy(files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR) -> tup
 def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
     by_path = {os.path.normpath(str(f.path)): f for f in files}
     diagnostics: list[Diagnostic] = []
-    pending: tuple[GeneratedFile, int, str, Span] | None = None
+    pending: tuple[GeneratedFile, int, str, Span, str | None] | None = None
     notes: list[str] = []
 
     def flush() -> None:
         if pending is not None:
-            generated, line, message, span = pending
+            generated, line, message, span, hint = pending
             where = f"in the generated {generated.path}:{line}"
-            help_text = "; ".join([*notes, where]) if notes else where
+            help_text = "; ".join([*([hint] if hint else []), *notes, where])
             diagnostics.append(error("MCE100", f"mypy: {message}", span, help=help_text))
 
     for raw in output.splitlines():
@@ -97,7 +97,8 @@ def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
             continue
         flush()
         notes = []
-        span = generated.source_map.lookup(line) or Span(generated.spec_path, 0, 0, 1, 1, 1, 1)
-        pending = (generated, line, match["message"].strip(), span)
+        entry = generated.source_map.entry(line)
+        span = entry.span if entry is not None else Span(generated.spec_path, 0, 0, 1, 1, 1, 1)
+        pending = (generated, line, match["message"].strip(), span, entry.hint if entry is not None else None)
     flush()
     return diagnostics

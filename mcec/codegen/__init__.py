@@ -55,4 +55,4 @@ def generate(program: Program) -> Generated:
     emitter = Emitter(program)
     module = emitter.module(header_lines(program))
     formatted = black.format_str(module.code, mode=_BLACK_MODE)
-    return Generated(formatted, build_source_map(module, emitter.spans, formatted))
+    return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))

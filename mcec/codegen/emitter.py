@@ -33,7 +33,7 @@ from mcec import typed as t
 from mcec.codegen import cst as c
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
-from mcec.types import Builtin, ClassRef, ErrorSet, Generic, Type, Union, sorted_errors
+from mcec.types import Builtin, ClassRef, ErrorSet, Generic, Type, Union, render_errors, sorted_errors
 
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200
@@ -55,7 +55,9 @@ class Emitter:
         self.functions: list[cst.FunctionDef] = []
         #: id() of a generated statement -> the span of the spec construct it stems from
         self.spans: dict[int, Span] = {}
+        self.hints: dict[int, str] = {}
         self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
+        self.tool_users = _tool_users(program)
         self.state_type: cst.BaseExpression = (
             self.type_expr(program.state) if program.state is not None else cst.Name("None")
         )
@@ -77,10 +79,13 @@ class Emitter:
             self._builtins_alias = self.names.fresh("builtins")
         return c.attr(cst.Name(self._builtins_alias), identifier)
 
-    def record(self, node: cst.CSTNode, span: Span) -> None:
-        """Remember that ``node`` was generated for the spec text at ``span``."""
+    def record(self, node: cst.CSTNode, span: Span, hint: str | None = None) -> None:
+        """Remember that ``node`` was generated for the spec text at ``span``
+        (``hint`` explains, in spec terms, what a mypy finding there means)."""
         self._keep.append(node)
         self.spans[id(node)] = span
+        if hint is not None:
+            self.hints[id(node)] = hint
 
     # ------------------------------------------------------------ types
 
@@ -164,6 +169,40 @@ class Emitter:
             lines.append(statement)
         return lines
 
+    def tool_bindings(self) -> list[cst.SimpleStatementLine]:
+        """Servers as ``StdioServer`` constants and tools as typed async steps
+        (``web_search: AsyncStep[S, A, B, E] = tool(search, "web_search", B)``)."""
+        lines: list[cst.SimpleStatementLine] = []
+        tools_module = f"{RUNTIME}.tools"
+        used_servers = {tool.server for tool in self.program.tools}
+        for server in self.program.servers:
+            if server.name not in used_servers:
+                continue
+            value = c.call(self.runtime("StdioServer", tools_module), c.string(server.name), c.string(server.command))
+            statement = c.assign(server.name, value)
+            self.record(statement, server.span)
+            lines.append(statement)
+        for tool in self.program.tools:
+            annotation = c.subscript(
+                self.runtime("AsyncStep", COMPILED),
+                [
+                    self.state_type,
+                    self.type_expr(tool.sig.input),
+                    self.type_expr(tool.sig.output),
+                    self.errors_expr(tool.sig.errors),
+                ],
+            )
+            value = c.call(
+                self.runtime("tool", tools_module),
+                cst.Name(tool.server),
+                c.string(tool.tool_name),
+                self.type_expr(tool.sig.output),
+            )
+            statement = c.annotated(tool.name, annotation, value)
+            self.record(statement, tool.span)
+            lines.append(statement)
+        return lines
+
     def merge_expr(self) -> cst.BaseExpression:
         """The merge used by groups with stateful branches."""
         if self.program.merge is not None:
@@ -173,9 +212,34 @@ class Emitter:
     # ------------------------------------------------------------ pipelines
 
     def pipeline(self, pipeline: t.TPipeline) -> None:
-        """Emit ``async def name(state, value)`` for a pipeline (and its helpers)."""
+        """Emit ``async def name(state, value)`` for a pipeline (and its helpers).
+
+        A pipeline that reaches MCP tools runs its body inside ``tool_scope()``:
+        the outermost run starts servers on first use and shuts them down when
+        it ends, also on failure and cancellation (LANGUAGE.md §9).
+        """
         doc = f"Pipeline {pipeline.name} ({self.spec_file}:{pipeline.span.line}): {pipeline.sig}."
-        self.chain_function(pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc)
+        if pipeline.name not in self.tool_users:
+            self.chain_function(pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc)
+            return
+        body = self.names.fresh(f"_{pipeline.name}_body")
+        self.chain_function(body, pipeline.sig, _flatten(pipeline.body), pipeline.span, None)
+        scope = self.names.child()
+        state, value = scope.fresh("state"), scope.fresh("value")
+        run = c.return_(c.await_(c.call(cst.Name(body), cst.Name(state), cst.Name(value))))
+        scoped = cst.With(
+            items=[cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools")))],
+            body=cst.IndentedBlock(body=[run]),
+            asynchronous=cst.Asynchronous(),
+        )
+        definition = c.async_def(
+            pipeline.name,
+            [(state, self.state_type), (value, self.type_expr(pipeline.sig.input))],
+            self.outcome(pipeline.sig),
+            [c.docstring(doc), scoped],
+        )
+        self.record(definition, pipeline.span)
+        self.functions.append(definition)
 
     def function_of(self, expr: t.TExpr, owner: str) -> cst.BaseExpression:
         """An async callable ``(state, value) -> Outcome`` computing ``expr``."""
@@ -272,6 +336,13 @@ class Emitter:
         # the state the step received, for the Defect when it returned a non-Outcome
         stop = stop.with_changes(args=[*stop.args, cst.Arg(cst.Name(state), keyword=cst.Name("state"))])
         failed = c.return_(stop)
+        kind = "tool" if part.kind == "tool" else "step"
+        self.record(
+            failed,
+            part.span,
+            f"{kind} `{part.name}` may fail with {render_errors(part.sig.errors)}; "
+            "each of these must be among the errors the enclosing pipeline declares after `!`",
+        )
         body.append(c.if_(c.not_(self._is_ok(result)), [failed]))
         if last:
             body.append(c.return_(cst.Name(result)))
@@ -437,7 +508,7 @@ class Emitter:
         """The whole module: header, imports, sites, bindings, pipelines."""
         for pipeline in self.program.pipelines:
             self.pipeline(pipeline)
-        bindings = self.bindings()
+        bindings = [*self.bindings(), *self.tool_bindings()]
         future = cst.ImportFrom(module=cst.Name("__future__"), names=[cst.ImportAlias(cst.Name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         body.extend(self._import_lines())
@@ -484,6 +555,38 @@ def _spec_names(program: t.Program) -> set[str]:
     names.update(p.name for p in program.pipelines)
     names.add("annotations")  # from __future__ import annotations binds it
     return names
+
+
+def _refs(expr: t.TExpr) -> list[t.TRef]:
+    """Every name an expression uses (iteratively: expressions may nest deeply)."""
+    found: list[t.TRef] = []
+    stack: list[t.TExpr] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, t.TRef):
+            found.append(node)
+        elif isinstance(node, t.TBind):
+            stack.extend(node.parts)
+        elif isinstance(node, t.TPar):
+            stack.extend(node.branches)
+        elif isinstance(node, t.TEach | t.TLocal):
+            stack.append(node.body)
+        elif isinstance(node, t.TCatch):
+            stack.extend((node.body, node.handler))
+        elif isinstance(node, t.TOrElse):
+            stack.extend((node.body, node.fallback))
+    return found
+
+
+def _tool_users(program: t.Program) -> set[str]:
+    """The pipelines that call an MCP tool, directly or through other pipelines
+    (``program.pipelines`` lists callees before callers)."""
+    users: set[str] = set()
+    for pipeline in program.pipelines:
+        refs = _refs(pipeline.body)
+        if any(r.kind == "tool" or (r.kind == "pipeline" and r.name in users) for r in refs):
+            users.add(pipeline.name)
+    return users
 
 
 def _flatten(expr: t.TExpr) -> list[t.TExpr]:

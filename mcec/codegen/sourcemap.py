@@ -26,6 +26,7 @@ class MappedRange:
     first: int
     last: int
     span: Span
+    hint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,19 +37,24 @@ class SourceMap:
 
     def lookup(self, line: int) -> Span | None:
         """The span of the innermost recorded statement covering ``line``, if any."""
+        entry = self.entry(line)
+        return entry.span if entry is not None else None
+
+    def entry(self, line: int) -> MappedRange | None:
+        """The innermost recorded statement covering ``line``, if any."""
         best: MappedRange | None = None
         for entry in self.ranges:
             if entry.first <= line <= entry.last and (
                 best is None or entry.last - entry.first < best.last - best.first
             ):
                 best = entry
-        return best.span if best is not None else None
+        return best
 
 
 def _cst_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.CSTNode]:
     for statement in body:
         yield statement
-        if isinstance(statement, cst.FunctionDef | cst.If):
+        if isinstance(statement, cst.FunctionDef | cst.If | cst.With):
             assert isinstance(statement.body, cst.IndentedBlock)
             yield from _cst_statements(statement.body.body)
         elif isinstance(statement, cst.Try):
@@ -62,7 +68,7 @@ def _cst_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.CSTNode]:
 def _ast_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     for statement in body:
         yield statement
-        if isinstance(statement, ast.AsyncFunctionDef | ast.FunctionDef | ast.If):
+        if isinstance(statement, ast.AsyncFunctionDef | ast.FunctionDef | ast.If | ast.AsyncWith):
             yield from _ast_statements(statement.body)
         elif isinstance(statement, ast.Try):
             yield from _ast_statements(statement.body)
@@ -70,12 +76,15 @@ def _ast_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _ast_statements(handler.body)
 
 
-def build_source_map(module: cst.Module, spans: dict[int, Span], formatted: str) -> SourceMap:
+def build_source_map(
+    module: cst.Module, spans: dict[int, Span], formatted: str, hints: dict[int, str] | None = None
+) -> SourceMap:
     """Pair the recorded statements of ``module`` with their lines in ``formatted``."""
     tree = ast.parse(formatted)
     ranges: list[MappedRange] = []
     for node, placed in zip(_cst_statements(module.body), _ast_statements(tree.body), strict=True):
         span = spans.get(id(node))
+        hint = (hints or {}).get(id(node))
         if span is not None:
             first = placed.lineno
             if isinstance(placed, ast.AsyncFunctionDef | ast.FunctionDef):
@@ -85,5 +94,5 @@ def build_source_map(module: cst.Module, spans: dict[int, Span], formatted: str)
                 ranges.append(MappedRange(first, placed.end_lineno or first, span))
             else:
                 last = placed.end_lineno or first
-            ranges.append(MappedRange(first, last, span))
+            ranges.append(MappedRange(first, last, span, hint))
     return SourceMap(tuple(ranges))

@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 from .concurrency import run_group
-from .contract import raised, stop
+from .contract import raised
+from .contract import stop as _stop
 from .outcome import Err, Ok, Outcome, Site
 
 __all__ = ["Step", "AsyncStep", "Fn", "Branch", "stop", "raised", "par", "each"]
@@ -37,6 +38,21 @@ AsyncStep: TypeAlias = Callable[[_S, _A], Awaitable[Ok[_S, _B] | Err[_S, _E]]]
 Fn: TypeAlias = Callable[[_A], _B]
 Branch: TypeAlias = Callable[[_S, _A], Coroutine[Any, Any, Outcome[_S, Any, Any]]]
 """A ``par`` branch or ``each`` body: an ``async def (state, value) -> Outcome``."""
+
+
+def stop(
+    result: Err[_S, _E], site: Site, errors: tuple[type, ...], *, state: object = None
+) -> Err[_S, _E]:
+    """A step returned something other than ``Ok`` (see ``contract.stop``).
+
+    Statically ``result`` is the step's ``Err[S, E]`` (generated code calls this
+    after ``isinstance(r, Ok)`` failed), and it comes back with that type, so
+    mypy checks the step's errors ``E`` against the pipeline's declared ones —
+    which settles what the checker must leave open when two user error classes
+    might be related. At run time anything is accepted: a non-``Outcome``
+    result, or an ``Err`` of an undeclared type, raises ``Defect``.
+    """
+    return _stop(result, site, errors, state=state)
 
 
 async def par(
