@@ -222,12 +222,20 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [add_check]
 
 
-def _code_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
-    """The commands that generate or run code (``mcec.commands``); imported here,
-    not at module level, because that module builds on this one."""
-    from mcec.commands import add_build, add_compile, add_run
+#: Modules that add more sub-commands; each has a ``COMMANDS`` list of
+#: ``add_<name>`` functions. They build on this module, so they are imported
+#: lazily, when the parser is built.
+COMMAND_MODULES: list[str] = ["mcec.commands"]
 
-    return [add_compile, add_build, add_run]
+
+def _code_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    """The ``add_<name>`` functions of every module in :data:`COMMAND_MODULES`."""
+    import importlib
+
+    adders: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
+    for name in COMMAND_MODULES:
+        adders.extend(importlib.import_module(name).COMMANDS)
+    return adders
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -246,4 +246,7 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     return report.status
 
 
-__all__ = ["add_build", "add_compile", "add_run", "run_build", "run_compile", "run_run"]
+#: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).
+COMMANDS = [add_compile, add_build, add_run]
+
+__all__ = ["COMMANDS", "add_build", "add_compile", "add_run", "run_build", "run_compile", "run_run"]
