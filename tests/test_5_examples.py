@@ -1,0 +1,134 @@
+"""The shipped examples, compiled and run (research has its own tests with its MCP server)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentmonad import Err, MergeConflict, Ok
+from mcec.compiler import compile_source
+from mcec.interpret import Interpreter
+from mcec.runner import load_module
+from mcec.span import SourceFile
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(spec: str) -> tuple[Any, Any]:
+    path = ROOT / spec
+    source = SourceFile(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    result = compile_source(source)
+    assert result.ok and result.program is not None and result.generated is not None
+    return result.program, load_module(result.program, result.generated)
+
+
+@pytest.fixture(scope="module")
+def briefing() -> tuple[Any, Any]:
+    return load("examples/briefing/briefing.mce")
+
+
+@pytest.fixture(scope="module")
+def meta() -> tuple[Any, Any]:
+    return load("examples/meta/meta.mce")
+
+
+def test_briefing_runs_sources_in_parallel_and_merges_logs_in_source_order(briefing: tuple[Any, Any]) -> None:
+    from examples.briefing.impl import BriefingState, Request
+
+    _, module = briefing
+    started = time.perf_counter()
+    outcome = asyncio.run(module.briefing(BriefingState(), Request("Oslo")))
+    elapsed = time.perf_counter() - started
+    assert isinstance(outcome, Ok)
+    assert outcome.value.degraded == ()
+    assert "Sunny in Oslo" in outcome.value.text
+    # Append merges each branch's additions in branch order, whatever finished first
+    assert outcome.state == BriefingState(log=("fetched news", "fetched weather", "fetched stocks"), fetches=3)
+    assert elapsed < 0.5  # 10 + 20 + 5 ms sources ran concurrently, not one after another
+
+
+def test_briefing_degrades_when_a_source_is_down(briefing: tuple[Any, Any]) -> None:
+    from examples.briefing.impl import BriefingState, Request
+
+    _, module = briefing
+    outcome = asyncio.run(module.briefing(BriefingState(), Request("Oslo", down=("news", "stocks"))))
+    assert isinstance(outcome, Ok)
+    assert outcome.value.degraded == ("news", "stocks")
+    assert outcome.state == BriefingState(log=("fetched weather",), fetches=1)
+
+
+def test_strict_briefing_fails_fast_with_the_state_at_failure(briefing: tuple[Any, Any]) -> None:
+    from examples.briefing.impl import BriefingState, Request, SourceDown
+
+    program, module = briefing
+    outcome = asyncio.run(module.strict_briefing(BriefingState(), Request("Oslo", down=("weather",))))
+    assert isinstance(outcome, Err) and isinstance(outcome.error, SourceDown)
+    assert outcome.error.source == "weather"
+    assert outcome.site is not None and outcome.site.step == "weather"
+    assert outcome.state == BriefingState()
+    interpreted = asyncio.run(Interpreter(program).run("strict_briefing", BriefingState(), Request("Oslo", down=("weather",))))
+    assert isinstance(interpreted, Err) and isinstance(interpreted.error, SourceDown)
+    assert (interpreted.error.source, interpreted.state, interpreted.site) == ("weather", outcome.state, outcome.site)
+
+
+def test_meta_agent_plans_runs_specialists_and_combines(meta: tuple[Any, Any]) -> None:
+    from examples.meta.impl import MetaState, Task
+
+    _, module = meta
+    outcome = asyncio.run(module.solve(MetaState(), Task(goal="monads and agents and tools and python")))
+    assert isinstance(outcome, Ok)
+    assert [s.title for s in outcome.value.sections] == ["Monads", "Agents", "Tools", "Python"]
+    assert outcome.state.specialists_run == 4
+    assert outcome.state.notes == tuple(f"investigated {t}" for t in ("monads", "agents", "tools", "python"))
+
+
+def test_meta_agent_runs_at_most_three_specialists_at_once(meta: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from examples.meta import impl
+    from examples.meta.impl import MetaState, Task
+
+    _, module = meta
+    running, peak = 0, 0
+    original = impl.investigate
+
+    async def observed(state: Any, sub: Any) -> Any:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            return await original(state, sub)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(module, "investigate", observed)
+    goal = " and ".join(f"topic{i}" for i in range(10))
+    outcome = asyncio.run(module.solve(MetaState(), Task(goal=goal)))
+    assert isinstance(outcome, Ok) and len(outcome.value.sections) == 10
+    assert peak == 3
+
+
+def test_meta_agent_failure_names_the_specialist(meta: tuple[Any, Any]) -> None:
+    from examples.meta.impl import MetaState, SpecialistError, Task
+
+    _, module = meta
+    outcome = asyncio.run(module.solve(MetaState(), Task(goal="monads and impossible things")))
+    assert isinstance(outcome, Err) and isinstance(outcome.error, SpecialistError)
+    assert outcome.site is not None and outcome.site.step == "investigate"
+
+
+def test_meta_conflicting_specialists_give_merge_conflict(meta: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from examples.meta.impl import Finding, MetaState, Task
+
+    _, module = meta
+
+    async def rewriting(state: Any, sub: Any) -> Any:
+        # rewrites history instead of appending to it: the Append reducer refuses
+        return Ok(Finding(topic=sub.topic, fact="x"), state.model_copy(update={"notes": (sub.topic,)}))
+
+    monkeypatch.setattr(module, "investigate", rewriting)
+    outcome = asyncio.run(module.solve(MetaState(notes=("start",)), Task(goal="a and b")))
+    assert isinstance(outcome, Err) and isinstance(outcome.error, MergeConflict)
+    assert outcome.state == MetaState(notes=("start",))
