@@ -6,7 +6,9 @@ branches are cancelled *and awaited* before it returns, so no task outlives the
 group. A ``Defect`` (or any exception escaping a branch) cancels the others the
 same way and propagates, with the Defects other branches raised meanwhile
 attached to ``.others``. An outer cancellation cancels and awaits every branch,
-then propagates. On success the outputs come back in source order and the
+then propagates — unless a branch raised a Defect (before or while being
+cancelled): a bug beats a cancellation, as in ``asyncio.TaskGroup``, so it is
+never lost. On success the outputs come back in source order and the
 state is ``merge(state, branch_states)``.
 
 Both ``AgentMonad.par``/``each`` and ``agentmonad.compiled.par``/``each`` call it.
@@ -141,23 +143,37 @@ async def run_group(
             if failure is not None or defect is not None or fatal is not None:
                 break
     except asyncio.CancelledError:
-        await _cancel_all(running, None, site, state)
+        # Cancelled from outside (or a branch cancelled itself): cancel and
+        # await every branch. A Defect a branch raised meanwhile — or had
+        # raised before we got to process it — is a bug and beats the
+        # cancellation (as in ``asyncio.TaskGroup``): it must not be lost.
+        others, _ = await _cancel_all(running, None, site, state)
+        if others:
+            raise _first_with_others(others)
         raise
     if failure is None and defect is None and fatal is None:
         return merge_outcome(state, values, states, merge, site)
     # Fail fast: cancel the siblings and wait for them, keeping every defect.
-    others = await _cancel_all(running, defect, site, state)
+    others, cancelled_again = await _cancel_all(running, defect, site, state)
     if fatal is not None:
         raise fatal
     if defect is None and others:
-        # A defect is a bug and must not be lost behind an ordinary error.
-        defect = others.pop(0)
-        for d in others:
-            defect.attach(d)
+        # A defect is a bug and must not be lost behind an ordinary error
+        # (nor behind an outer cancellation that arrived meanwhile).
+        defect = _first_with_others(others)
     if defect is not None:
         raise defect
+    if cancelled_again:
+        raise asyncio.CancelledError()
     assert failure is not None
     return failure
+
+
+def _first_with_others(defects: list[Defect]) -> Defect:
+    first = defects[0]
+    for d in defects[1:]:
+        first.attach(d)
+    return first
 
 
 async def _cancel_all(
@@ -165,12 +181,14 @@ async def _cancel_all(
     primary: Defect | None,
     site: Site | None,
     state: object,
-) -> list[Defect]:
+) -> tuple[list[Defect], bool]:
     """Cancel every branch not yet processed and wait until all are done.
 
-    Returns the Defects that those branches raised meanwhile (also attached to
-    ``primary`` when there is one). Repeated outer cancellation does not cut the
-    wait short: the group never returns while a branch still runs.
+    Returns the Defects that those branches raised (also attached to
+    ``primary`` when there is one) and whether the group itself was cancelled
+    meanwhile. Repeated outer cancellation does not cut the wait short: the
+    group never returns while a branch still runs. A branch's
+    ``KeyboardInterrupt``/``SystemExit`` is re-raised.
     """
     tasks = list(running)
     running.clear()
@@ -200,6 +218,4 @@ async def _cancel_all(
             primary.attach(d)
     if fatal is not None:
         raise fatal
-    if cancelled_again:
-        raise asyncio.CancelledError()
-    return found
+    return found, cancelled_again
