@@ -21,6 +21,7 @@ St(log=('a', 'b'), calls=3, answer='x')
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
 import typing
 from collections.abc import Callable, Sequence
@@ -64,13 +65,26 @@ class Append(Reducer):
         self, field: str, base: Any, values: Sequence[Any], states: Sequence[Any]
     ) -> Any:
         n = len(base)
-        merged = base
+        suffixes = []
         for v in values:
             if len(v) < n or v[:n] != base:
                 # a branch rewrote history instead of appending to it
                 raise MergeConflict(field, values, states)
             if len(v) > n:
-                merged = merged + v[n:]
+                suffixes.append(v[n:])
+        if not suffixes:
+            return base
+        # One concatenation, not one per branch: ``each`` over 10,000 logging
+        # branches would otherwise copy the growing log 10,000 times (O(n²)).
+        if type(base) is tuple:
+            return base + tuple(itertools.chain.from_iterable(suffixes))
+        if type(base) is list:
+            return base + list(itertools.chain.from_iterable(suffixes))
+        if type(base) is str:
+            return base + "".join(suffixes)
+        merged = base
+        for suffix in suffixes:
+            merged = merged + suffix
         return merged
 
 
