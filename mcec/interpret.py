@@ -7,7 +7,7 @@ code, helper functions, chunking). Differential tests run random specs through
 both and demand the same value, error and final state.
 
 Implementations are imported from the spec's modules, unless ``overrides``
-supplies one by step/fn name (tests use this to run a spec on a toolbox).
+supplies one by step/fn/tool name (tests use this to run a spec on a toolbox).
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from functools import reduce
 from typing import Any
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
+from agentmonad.tools import StdioServer, tool, tool_scope
 
 from mcec import typed as t
-from mcec.pyobjects import error_classes, resolve_path
+from mcec.pyobjects import error_classes, python_type, resolve_path
 from mcec.span import Span
 
 Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]
@@ -36,13 +37,20 @@ class Interpreter:
         self.steps = {s.name: s for s in program.steps}
         self.fns = {f.name: f for f in program.fns}
         self.pipelines = {p.name: p for p in program.pipelines}
+        self.tools = {tool.name: tool for tool in program.tools}
+        self.servers = {server.name: server for server in program.servers}
         self._pipeline_arrows: dict[str, Arrow] = {}
         merge = resolve_path(program.merge.path) if program.merge is not None else merge_states
         self.merge: Callable[[Any, Any], Any] = merge  # type: ignore[assignment]
 
     async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
-        """Run one pipeline from ``state`` on ``value``; Defects propagate."""
-        return await self.pipeline_arrow(pipeline)(value).run(state)
+        """Run one pipeline from ``state`` on ``value``; Defects propagate.
+
+        The run is a tool scope (LANGUAGE.md §9): MCP servers start at first use
+        and stop when the run ends (a caller's enclosing scope keeps them up).
+        """
+        async with tool_scope():
+            return await self.pipeline_arrow(pipeline)(value).run(state)
 
     def pipeline_arrow(self, name: str) -> Arrow:
         """The Kleisli arrow of a pipeline (built once, lazily: pipelines may share callees)."""
@@ -108,6 +116,15 @@ class Interpreter:
             return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
         if ref.kind == "pipeline":
             return lambda v: self.pipeline_arrow(ref.name)(v)
+        if ref.kind == "tool":
+            decl = self.tools[ref.name]
+            if decl.name in self.overrides:
+                impl = self.overrides[decl.name]
+            else:
+                server = self.servers[decl.server]
+                impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
+            errors = error_classes(decl.sig.errors)
+            return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
         raise NotImplementedError(f"the interpreter does not run {ref.kind}s yet")
 
 

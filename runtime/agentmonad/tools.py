@@ -1,0 +1,503 @@
+"""MCP tools as typed async steps (LANGUAGE.md §9).
+
+A spec's ``server n = stdio "CMD"`` becomes ``n = StdioServer("n", "CMD")`` and
+``tool t : A -> B = n.name`` becomes ``t = tool(n, "name", B)``, an async step
+that sends its input as the tool's arguments and turns the ``CallToolResult``
+into an ``Outcome``. Every pipeline that reaches a tool runs its body inside
+``tool_scope()``.
+
+Scopes, sessions and cleanup
+----------------------------
+The *outermost* ``tool_scope()`` of a run owns the MCP sessions (a
+``ContextVar`` holds it, so concurrent ``par`` branches, which copy the
+context, see the same scope; nested scopes are no-ops). A server starts at its
+first use in the scope: the process is spawned in the current working
+directory with the current environment, then ``initialize`` and ``tools/list``
+run. Each server gets one background task that owns its ``stdio_client`` and
+``ClientSession`` for the scope's whole life (the SDK's task groups and cancel
+scopes must be entered and left by the same task); calls from any task of the
+run share that session, so concurrent calls to one server overlap. When the
+outermost scope exits — normally, on an error, a ``Defect`` or a cancellation
+— every owner task is cancelled and awaited, which makes the SDK close the
+server's stdin and, after a grace period, terminate its process group. No child
+process outlives the scope.
+
+A caller that runs several pipelines in a row can open a scope itself to keep
+the servers up across the calls::
+
+    async with tool_scope():
+        first = await research_mce.answer(AgentState(), "what is a monad")
+        second = await research_mce.answer(AgentState(), "what is mcp")
+
+Errors and timeouts
+-------------------
+``isError: true`` → ``Err(ToolFailed(server, tool, text))``. The server cannot be
+started, exits, does not list the tool, breaks the protocol, does not answer in
+time, or returns a result that does not validate as the declared output →
+``Err(ToolUnavailable(server, tool, reason))``. A call never hangs: it waits at
+most ``timeout`` seconds for its answer (the tool's ``timeout=``, else the
+scope's, else ``$MCEC_TOOL_TIMEOUT``, else 30), and a server gets
+``start_timeout`` seconds to start (the scope's, else
+``$MCEC_TOOL_START_TIMEOUT``, else 30). A call that times out or is cancelled
+(e.g. a ``par`` sibling failed) is abandoned with a ``notifications/cancelled``
+to the server. A server's stderr is kept in a temporary file; its last lines
+are quoted in the reason when the server fails.
+
+This module imports the ``mcp`` package only when a server is first used, so
+``import agentmonad.tools`` needs nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypeVar, cast
+
+from .errors import ToolFailed, ToolUnavailable
+from .mcp_result import from_tool_result, to_jsonable
+from .outcome import Err, Ok, Outcome
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult
+
+__all__ = [
+    "StdioServer",
+    "ToolStep",
+    "tool",
+    "tool_scope",
+    "call_tool",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_START_TIMEOUT",
+    "TIMEOUT_ENV",
+    "START_TIMEOUT_ENV",
+]
+
+_S = TypeVar("_S")
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+#: Seconds a tool call may wait for its answer, unless configured otherwise.
+DEFAULT_TIMEOUT = 30.0
+#: Seconds a server may take to start (spawn, ``initialize``, ``tools/list``).
+DEFAULT_START_TIMEOUT = 30.0
+#: Environment variable overriding :data:`DEFAULT_TIMEOUT` (seconds, > 0).
+TIMEOUT_ENV = "MCEC_TOOL_TIMEOUT"
+#: Environment variable overriding :data:`DEFAULT_START_TIMEOUT` (seconds, > 0).
+START_TIMEOUT_ENV = "MCEC_TOOL_START_TIMEOUT"
+
+#: How much of a failed server's stderr a reason quotes.
+_STDERR_TAIL = 800
+
+ToolStep: TypeAlias = Callable[[_S, _A], Awaitable[Ok[_S, _B] | Err[_S, ToolFailed | ToolUnavailable]]]
+"""The type of a tool step: ``async (state, A) -> Outcome[S, ToolFailed | ToolUnavailable, B]``."""
+
+
+@dataclass(frozen=True, slots=True)
+class StdioServer:
+    """An MCP server reached over stdio: ``server name = stdio "command"``.
+
+    ``command`` is split like a POSIX shell would (``shlex.split``) but never
+    run through a shell. Two equal ``StdioServer`` values are the same server:
+    in one scope they share one process and session.
+
+    >>> StdioServer("search", "python -m examples.research.search_server").argv
+    ('python', '-m', 'examples.research.search_server')
+    """
+
+    name: str
+    command: str
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The command line as a program and its arguments."""
+        return tuple(shlex.split(self.command))
+
+
+class _Unavailable(Exception):
+    """Internal: why a call could not get an answer (becomes ``ToolUnavailable``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------- settings
+
+
+def _env_seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:  # also rejects NaN
+        raise _Unavailable(f"${name} must be a positive number of seconds, not {raw!r}")
+    return value
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line account of an exception, looking inside exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# ---------------------------------------------------------------- connections
+
+
+class _Connection:
+    """One server in one scope: a background task owning the process and session."""
+
+    def __init__(self, server: StdioServer, start_timeout: float) -> None:
+        self.server = server
+        self.start_timeout = start_timeout
+        self.session: ClientSession | None = None
+        self.tools: tuple[str, ...] = ()
+        #: Set once the connection is usable or has failed for good.
+        self.failure: str | None = None
+        self._ready = asyncio.Event()
+        self._closing = False
+        self._cancel: Callable[[], None] | None = None
+        # O_APPEND: the child's writes always land at the end, whatever our offset.
+        self._stderr = cast(TextIO, tempfile.TemporaryFile(mode="a+", encoding="utf-8", errors="replace"))
+        self.task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp server {server.name}")
+
+    def stderr_tail(self) -> str:
+        """The end of what the server wrote to stderr (read without moving the shared offset)."""
+        try:
+            fd = self._stderr.fileno()
+            size = os.fstat(fd).st_size
+            start = max(0, size - _STDERR_TAIL)
+            data = os.pread(fd, size - start, start).decode("utf-8", errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return ("…" if start else "") + data
+
+    def _fail(self, reason: str) -> None:
+        if self.failure is None:
+            tail = self.stderr_tail()
+            self.failure = f"{reason}; its stderr ends with: {tail}" if tail else reason
+        self.session = None
+        self._ready.set()
+
+    async def _own(self) -> None:
+        """Start the server, keep the session open until the scope closes, then stop it."""
+        try:
+            import anyio
+            from mcp import ClientSession, StdioServerParameters, stdio_client
+        except ImportError as exc:
+            self._fail(f"the `mcp` package is needed to call MCP tools ({exc}); pip install 'mcec[mcp]'")
+            return
+        argv = self.server.argv
+        if not argv:
+            self._fail("the server's command line is empty")
+            return
+        params = StdioServerParameters(
+            command=argv[0], args=list(argv[1:]), env=dict(os.environ), cwd=os.getcwd()
+        )
+        try:
+            with anyio.CancelScope() as cancel_scope:
+                self._cancel = cancel_scope.cancel
+                if self._closing:
+                    cancel_scope.cancel()
+                async with stdio_client(params, errlog=self._stderr) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        try:
+                            with anyio.fail_after(self.start_timeout):
+                                await session.initialize()
+                                names = await _list_tool_names(session)
+                        except TimeoutError:
+                            self._fail(
+                                f"the server did not start (initialize, tools/list) within {self.start_timeout:g}s"
+                            )
+                            return
+                        self.session, self.tools = session, names
+                        self._ready.set()
+                        # Serve calls (they run in the callers' tasks) until the scope closes.
+                        await anyio.sleep_forever()
+        except Exception as exc:
+            self._fail(_start_failure(self.server, exc))
+        finally:
+            if self.failure is None:
+                self.failure = "the run's tool scope has closed"
+            self.session = None
+            self._ready.set()
+            self._stderr.close()
+
+    async def ready(self) -> ClientSession:
+        """The session, once the server has started; ``_Unavailable`` when it cannot."""
+        await self._ready.wait()
+        if self.session is None:
+            raise _Unavailable(self.failure or "the server is not running")
+        return self.session
+
+    def lost(self, reason: str) -> None:
+        """The connection broke during a call: later calls fail at once with ``reason``."""
+        self._fail(reason)
+
+    def close(self) -> None:
+        """Ask the owner task to stop the server (it is awaited by the scope)."""
+        self._closing = True
+        if self._cancel is not None:
+            self._cancel()
+
+
+def _start_failure(server: StdioServer, exc: BaseException) -> str:
+    leaves = list(_leaves(exc))
+    if any(isinstance(e, FileNotFoundError) for e in leaves):
+        return f"cannot start `{server.command}`: command not found"
+    if any(isinstance(e, OSError) for e in leaves):
+        return f"cannot start `{server.command}`: {_describe(exc)}"
+    if any(_is_connection_closed(e) for e in leaves):
+        return "the server exited during start-up"
+    return f"the server failed during start-up: {_describe(exc)}"
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _is_connection_closed(exc: BaseException) -> bool:
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    return isinstance(exc, MCPError) and exc.error.code == CONNECTION_CLOSED
+
+
+async def _list_tool_names(session: ClientSession) -> tuple[str, ...]:
+    """Every tool the server lists, following pagination."""
+    from mcp.types import PaginatedRequestParams
+
+    names: list[str] = []
+    listing = await session.list_tools()
+    while True:
+        names.extend(t.name for t in listing.tools)
+        if not listing.next_cursor:
+            return tuple(names)
+        listing = await session.list_tools(params=PaginatedRequestParams(cursor=listing.next_cursor))
+
+
+# ---------------------------------------------------------------- scopes
+
+
+@dataclass
+class _Scope:
+    """The sessions of one run (the outermost ``tool_scope``)."""
+
+    timeout: float | None
+    start_timeout: float | None
+    connections: dict[StdioServer, _Connection] = field(default_factory=dict)
+
+    def connection(self, server: StdioServer) -> _Connection:
+        # No await between the lookup and the insert: concurrent first calls share one start.
+        found = self.connections.get(server)
+        if found is None:
+            start = self.start_timeout or _env_seconds(START_TIMEOUT_ENV, DEFAULT_START_TIMEOUT)
+            found = self.connections[server] = _Connection(server, start)
+        return found
+
+    async def close(self) -> None:
+        """Stop every server and wait until each is gone, even if cancelled meanwhile."""
+        for connection in self.connections.values():
+            connection.close()
+        pending = {c.task for c in self.connections.values()}
+        cancelled = False
+        while pending:
+            try:
+                # asyncio.wait never cancels what it waits for: a second cancellation
+                # of this task must not cut the servers' shutdown short.
+                await asyncio.wait(pending)
+            except asyncio.CancelledError:
+                cancelled = True
+            pending = {t for t in pending if not t.done()}
+        if cancelled:
+            raise asyncio.CancelledError
+
+
+_SCOPE: ContextVar[_Scope | None] = ContextVar("agentmonad_tool_scope", default=None)
+
+
+@asynccontextmanager
+async def tool_scope(*, timeout: float | None = None, start_timeout: float | None = None) -> AsyncIterator[None]:
+    """The run scope of MCP sessions (see the module docstring).
+
+    The outermost scope starts servers at first use, shares one session per
+    server among all calls inside it, and stops every server when it exits,
+    whatever the reason. Nested scopes do nothing (their settings are ignored).
+    ``timeout`` / ``start_timeout`` (seconds) set the defaults of this run's
+    calls and server starts, over ``$MCEC_TOOL_TIMEOUT`` /
+    ``$MCEC_TOOL_START_TIMEOUT``.
+    """
+    if _SCOPE.get() is not None:
+        yield
+        return
+    for value in (timeout, start_timeout):
+        if value is not None and not value > 0:
+            raise ValueError(f"tool_scope timeouts must be positive, got {value!r}")
+    scope = _Scope(timeout, start_timeout)
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+        await scope.close()
+
+
+# ---------------------------------------------------------------- calls
+
+
+async def _call(
+    server: StdioServer, name: str, arguments: dict[str, Any], timeout: float | None
+) -> CallToolResult:
+    """One ``tools/call`` on the current scope's session; ``_Unavailable`` when there is no answer."""
+    scope = _SCOPE.get()
+    if scope is None:
+        # Outside any run: a scope for this one call, so the server does not leak.
+        async with tool_scope():
+            return await _call(server, name, arguments, timeout)
+    connection = scope.connection(server)
+    session = await connection.ready()
+    if name not in connection.tools:
+        listed = ", ".join(sorted(connection.tools)) or "none"
+        raise _Unavailable(f"the server has no tool {name!r} (it lists: {listed})")
+    seconds = timeout or scope.timeout or _env_seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT)
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    try:
+        return await session.call_tool(name, arguments, read_timeout_seconds=seconds)
+    except MCPError as exc:
+        if exc.error.code == REQUEST_TIMEOUT:
+            raise _Unavailable(f"no answer within {seconds:g}s") from exc
+        if exc.error.code == CONNECTION_CLOSED:
+            connection.lost("the server closed the connection (it exited or crashed)")
+            raise _Unavailable(connection.failure or "the server closed the connection") from exc
+        raise _Unavailable(f"protocol error {exc.error.code}: {exc.error.message}") from exc
+    except RuntimeError as exc:
+        # The SDK checks structuredContent against the tool's outputSchema.
+        raise _Unavailable(f"invalid result: {exc}") from exc
+    except (ValueError, TypeError) as exc:  # a malformed result (pydantic.ValidationError is a ValueError)
+        raise _Unavailable(f"malformed result: {_describe(exc)}") from exc
+
+
+def _arguments(value: object) -> dict[str, Any]:
+    """A step's input as tool arguments: a pydantic model's JSON dump, or a dict."""
+    data = to_jsonable(value)
+    if not isinstance(data, dict):
+        raise TypeError(
+            f"MCP tool arguments must be a pydantic model or a dict, not {type(value).__name__}"
+        )
+    return {str(k): v for k, v in data.items()}
+
+
+def _validation_text(exc: Exception) -> str:
+    """A pydantic ``ValidationError`` in one line (``loc: message; …``), anything else as is."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            return "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors()
+            )
+        except Exception:
+            pass
+    return _describe(exc)
+
+
+def _decode(
+    result: CallToolResult, state: _S, server: str, name: str, output: Any
+) -> Outcome[_S, ToolFailed | ToolUnavailable, Any]:
+    """A ``CallToolResult`` as an ``Outcome``, validated against ``output``."""
+    wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if wire.get("isError") or output is str or output is Any or output is object:
+        return from_tool_result(wire, state, server=server, tool=name, output=output)
+    model_validate = getattr(output, "model_validate", None)
+    if model_validate is not None:
+        data = wire.get("structuredContent")
+        if data is None:
+            reason = f"the result has no structuredContent to read as {getattr(output, '__name__', output)}"
+            return Err(ToolUnavailable(server, name, reason), state)
+        validate: Callable[[Any], Any] = model_validate
+    else:
+        # Another type (int, list[str], …): pydantic, which mcp depends on, validates it.
+        from pydantic import TypeAdapter
+
+        outcome = from_tool_result(wire, state, server=server, tool=name, output=Any)
+        assert type(outcome) is Ok
+        data, validate = outcome.value, TypeAdapter(output).validate_python
+    try:
+        return Ok(validate(data), state)
+    except Exception as exc:  # pydantic.ValidationError (or a validator's own error)
+        return Err(ToolUnavailable(server, name, f"the result does not validate: {_validation_text(exc)}"), state)
+
+
+async def call_tool(
+    server: StdioServer,
+    name: str,
+    arguments: Mapping[str, Any] | object,
+    output: Any = Any,
+    *,
+    timeout: float | None = None,
+) -> Any:
+    """Call tool ``name`` on ``server`` from inside a step; returns the result or raises.
+
+    For steps that choose a tool at run time (a planner's tool call). Uses the
+    current run's session (starting the server if needed; outside any
+    ``tool_scope`` the server lives for this call only). ``arguments`` is a dict
+    or a pydantic model; ``output`` decodes the result as ``tool`` does
+    (a pydantic model, ``str``, or ``Any`` for the structured content).
+
+    Raises ``ToolFailed`` (``isError: true``) or ``ToolUnavailable`` (cannot
+    start, unknown tool, no answer in time, invalid result). Both are built-in
+    error types, so a step that declares them may simply let them propagate:
+    raising a declared error is the same as returning ``Err`` (LANGUAGE.md §3).
+    """
+    try:
+        result = await _call(server, name, _arguments(arguments), timeout)
+    except _Unavailable as exc:
+        raise ToolUnavailable(server.name, name, exc.reason) from None
+    outcome = _decode(result, None, server.name, name, output)
+    if type(outcome) is Err:
+        raise outcome.error
+    assert type(outcome) is Ok
+    return outcome.value
+
+
+def tool(
+    server: StdioServer, tool_name: str, output: Any, *, timeout: float | None = None
+) -> ToolStep[_S, _A, _B]:
+    """The async step of ``tool n : A -> B = server.tool_name``.
+
+    It sees no state (it returns the state it got), sends its input — a
+    pydantic model (``model_dump(mode="json")``) or a dict — as the arguments,
+    and decodes the result as ``output``: a pydantic model is validated from
+    ``structuredContent``, ``str`` is the text content, ``Any`` the structured
+    content (a lone ``result`` key unwrapped) or else the text. Failures are
+    values: ``Err(ToolFailed)`` for ``isError: true``, ``Err(ToolUnavailable)``
+    for everything else (see the module docstring). ``timeout`` overrides the
+    run's call timeout for this tool.
+    """
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"tool timeout must be positive, got {timeout!r}")
+
+    async def step(state: _S, value: _A) -> Ok[_S, _B] | Err[_S, ToolFailed | ToolUnavailable]:
+        try:
+            result = await _call(server, tool_name, _arguments(value), timeout)
+        except _Unavailable as exc:
+            return Err(ToolUnavailable(server.name, tool_name, exc.reason), state)
+        return _decode(result, state, server.name, tool_name, output)
+
+    step.__name__ = step.__qualname__ = f"tool_{tool_name}"
+    step.__doc__ = f"MCP tool {server.name}.{tool_name} (`{server.command}`)."
+    return step
