@@ -1,0 +1,324 @@
+"""The benchmark harness: every benchmark of the project, one table, one JSON file.
+
+    python -m benchmarks [--quick] [--json PATH] [--only NAMES] [--huge-steps N] [--fresh]
+
+Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``codegen_bench``
+(issue #5) and ``peers`` (issue #6), prints each one's detail, then ONE
+markdown summary table with a target and ✓/✗ column, and writes every figure
+to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
+reported as an error row; the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "peers")
+Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
+
+
+def machine() -> dict[str, Any]:
+    """The machine and the versions the figures were taken with."""
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    from benchmarks.peers import versions
+
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in load],
+        "git_commit": commit,
+        "versions": versions(),
+    }
+
+
+def _mark(ok: bool | None) -> str:
+    return "" if ok is None else ("✓" if ok else "✗")
+
+
+# ------------------------------------------------------------ rows per benchmark
+
+
+def rows_runtime(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``runtime_bench``."""
+    rows: list[Row] = []
+    for key in ("chain_sync", "chain_async"):
+        c = r[key]
+        rows.append(("runtime", f"{key} 1,000 steps: AgentMonad / straight-line", f"{c['ratio']:.2f}", "≤ 5", _mark(c["ratio"] <= 5)))
+    p = r["par_1000x50ms"]
+    rows.append(("runtime", "AgentMonad.par 1,000 × 50 ms: wall / 50 ms", f"{p['ratio']:.2f}", "≤ 1.5", _mark(p["ratio"] <= 1.5)))
+    return rows
+
+
+def rows_frontend(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``frontend_bench``."""
+    rows: list[Row] = []
+    for lines, s in r["sizes"].items():
+        rows.append(("frontend", f"parse {int(lines):,} lines: lines/s", f"{s['lines_per_second']:,}", "", ""))
+    for step, g in r["growth"].items():
+        rows.append(("frontend", f"parse time growth {step}", f"{g:.2f}", "≤ 12", _mark(g <= 12)))
+    return rows
+
+
+def rows_checker(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``checker_bench``."""
+    rows: list[Row] = []
+    for shape, s in r.items():
+        largest = list(s["sizes"])[-1]
+        rows.append(("checker", f"{shape} {int(largest):,} steps: steps/s", f"{s['sizes'][largest]['steps_per_second']:,}", "", ""))
+        worst = max(s["growth_per_10x"])
+        rows.append(("checker", f"{shape}: worst growth per 10×", f"{worst:.2f}", "≤ 12", _mark(worst <= 12)))
+    return rows
+
+
+def rows_codegen(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``codegen_bench`` (issue #5)."""
+    rows: list[Row] = []
+    for key, label in (("overhead_sync", "sync"), ("overhead_async", "async")):
+        o = r[key]
+        rows.append((
+            "codegen #5",
+            f"{o['steps']:,}-step compiled pipeline ({label} steps) / hand-written floor",
+            f"{o['ratio']:.3f}",
+            "≤ 1.3",
+            _mark(o["target_met"]),
+        ))
+    c = r["compile"]
+    for n, row in c["sizes"].items():
+        s = row["seconds"]
+        rows.append((
+            "codegen #5",
+            f"compile {int(n):,} steps (parse+check+generate+black), s",
+            f"{s['total']:.2f} (black {row['black_share']:.0%})",
+            "",
+            "",
+        ))
+        if "mypy_seconds" in row:
+            rows.append(("codegen #5", f"mypy --strict on {int(n):,}-step output (cold), s", f"{row['mypy_seconds']:.2f}", "", ""))
+    for step, g in c["growth_total"].items():
+        rows.append(("codegen #5", f"compile time growth {step}", f"{g:.2f}", "≤ 12 (linear)", _mark(g <= 12)))
+    for step, g in c.get("growth_mypy", {}).items():
+        rows.append(("codegen #5", f"mypy time growth {step}", f"{g:.2f}", "≤ 12 (linear)", _mark(g <= 12)))
+    if "huge" in r:
+        h = r["huge"]
+        if h.get("ok"):
+            s = h["seconds"]
+            rows.append((
+                "codegen #5",
+                f"{h['steps']:,} steps: compile s / run s",
+                f"{s['total']:.0f} (black {h['black_share']:.0%}) / {s['run']:.2f}",
+                "compiles and runs",
+                "✓",
+            ))
+        else:
+            rows.append(("codegen #5", f"{h['steps']:,} steps compile and run", h.get("error", "failed"), "compiles and runs", "✗"))
+    return rows
+
+
+def rows_peers(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``peers`` (issue #6)."""
+    rows: list[Row] = []
+    for case, c in r["chain"].items():
+        us = c["us_per_step"]
+        if "mcec" in us:
+            ratio = c["ratio_to_floor"]["mcec"]
+            rows.append(("peers #6", f"chain {case}: mcec µs/step (× floor)", f"{us['mcec']:.3f} ({ratio:.2f}×)", "≤ 1.3× floor", _mark(ratio <= 1.3)))
+        if "mcec" in us and "lcel" in us:
+            x = us["lcel"] / us["mcec"]
+            api = "ainvoke" if case.startswith("async") else "invoke"
+            rows.append(("peers #6", f"chain {case}: LCEL {api} / mcec per step", f"{x:.1f}×", "≥ 20×", _mark(x >= 20)))
+        for system in ("agentmonad", "closure", "returns", "langgraph"):
+            if system in us:
+                rows.append(("peers #6", f"chain {case}: {system} µs/step (× floor)", f"{us[system]:.3f} ({c['ratio_to_floor'][system]:.2f}×)", "", ""))
+            elif system in c["errors"]:
+                rows.append(("peers #6", f"chain {case}: {system}", c["errors"][system], "", ""))
+    for system, d in r["depth"].items():
+        if "skipped" in d:
+            rows.append(("peers #6", f"depth: {system}", d["skipped"], "", ""))
+            continue
+        failures = [f"{n}: {a['error']}" for n, a in d["attempts"].items() if not a.get("ok")]
+        value = f"{d['deepest_ok']:,}" + (f" ({failures[0]})" if failures else "")
+        if system == "mcec":
+            wanted = max(int(n) for n in d["attempts"]) if not failures else None
+            target_n = 100_000 if wanted is None or wanted >= 100_000 else wanted
+            rows.append(("peers #6", "depth: mcec deepest chain run", value, f"{target_n:,}, no crash", _mark(d["deepest_ok"] >= target_n)))
+        else:
+            rows.append(("peers #6", f"depth: {system} deepest chain run", value, "", ""))
+    f = r["groups"]["fanout"]
+    for name, ratio in f["ratio_to_50ms"].items():
+        mcec = name.startswith("mcec")
+        rows.append(("peers #6", f"fan-out {f['branches']:,} × 50 ms: {name} wall / 50 ms", f"{ratio:.2f}", "≤ 1.3" if mcec else "", _mark(ratio <= 1.3) if mcec else ""))
+    for name, ff in r["groups"]["failfast"].items():
+        mcec = name.startswith("mcec")
+        value = f"{ff['ms']:.1f} ms, {ff['cancelled_at_result']}/{ff['siblings']} cancelled"
+        ok = ff["failed_with_boom"] and ff["all_cancelled"] and ff["ms"] <= 50
+        rows.append(("peers #6", f"fail-fast: {name}", value, "≤ 50 ms, all cancelled" if mcec else "", _mark(ok) if mcec else ""))
+    if "compiler" in r:
+        for n, c in r["compiler"]["sizes"].items():
+            us = c["us_per_step"]
+            rows.append((
+                "peers #6",
+                f"compiler {int(n):,} steps, µs/step: parse/check/generate/black (mypy)",
+                f"{us['parse']}/{us['check']}/{us['emit']}/{us['black']} ({c['mypy_us_per_step']})",
+                "",
+                "",
+            ))
+    return rows
+
+
+# ------------------------------------------------------------ running
+
+
+def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str, Any]) -> dict[str, Any]:
+    quick = level != "full"
+    smoke = level == "smoke"
+    if name == "runtime":
+        from benchmarks import runtime_bench
+
+        return runtime_bench.main(quick=quick)
+    if name == "frontend":
+        from benchmarks import frontend_bench
+
+        return frontend_bench.main(quick=quick, sizes=[100, 1_000] if smoke else None)
+    if name == "checker":
+        from benchmarks import checker_bench
+
+        return checker_bench.main(quick=quick, sizes=[100, 1_000] if smoke else None)
+    if name == "codegen":
+        from benchmarks import codegen_bench
+
+        out = codegen_bench.main(quick=quick, smoke=smoke, huge_steps=args.huge_steps)
+        codegen_bench.print_detail(out)
+        return out
+    if name == "peers":
+        from benchmarks import peers
+
+        codegen = results.get("codegen") if isinstance(results.get("codegen"), dict) else None
+        out = peers.main(quick=quick, smoke=smoke, codegen=codegen if codegen and "error" not in codegen else None)
+        peers.print_detail(out)
+        return out
+    raise ValueError(name)
+
+
+ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
+    "runtime": rows_runtime,
+    "frontend": rows_frontend,
+    "checker": rows_checker,
+    "codegen": rows_codegen,
+    "peers": rows_peers,
+}
+
+
+def table(results: dict[str, Any]) -> str:
+    """THE summary table (markdown) of every benchmark that ran."""
+    lines = ["| benchmark | measure | value | target | met |", "|---|---|---|---|---|"]
+    for name in BENCHMARKS:
+        if name not in results:
+            continue
+        r = results[name]
+        if "error" in r:
+            lines.append(f"| {name} | (benchmark failed) | {r['error']} | | ✗ |")
+            continue
+        try:
+            rows = ROWS[name](r)
+        except Exception as exc:  # a figure missing: say so rather than crash the report
+            rows = [(name, "(table rows failed)", f"{type(exc).__name__}: {exc}", "", "✗")]
+        lines += [f"| {' | '.join(cell.replace('|', '/') for cell in row)} |" for row in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmarks selected by ``argv``; print detail and the table; write JSON."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny N everywhere (minutes, not an hour)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest sizes (the test suite's smoke run)")
+    parser.add_argument("--json", default=str(HERE / "results.json"), help="where to write the figures")
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {','.join(BENCHMARKS)}")
+    parser.add_argument("--huge-steps", type=int, default=None, help="size of the compile-and-run pipeline (default 100000; 0 skips)")
+    parser.add_argument("--fresh", action="store_true", help="empty the compiled-module cache first")
+    args = parser.parse_args(argv)
+    level = "smoke" if args.smoke else "quick" if args.quick else "full"
+    selected = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = set(selected) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    if args.fresh:
+        from benchmarks.workloads import cache_dir
+
+        shutil.rmtree(cache_dir(), ignore_errors=True)
+
+    results: dict[str, Any] = {"machine": machine(), "level": level, "seconds": {}}
+    print(f"# mcec benchmarks ({level})\n")
+    print(
+        "Measurements are interleaved (A/B/A/B, order rotating per round) and reported as medians, "
+        "so load from other processes on this shared machine hits every side alike; CPU-bound "
+        "micro-benchmarks use this process's CPU time, wall-clock workloads use perf_counter.\n"
+    )
+    print(f"machine: {json.dumps(results['machine'])}\n")
+    for name in BENCHMARKS:
+        if name not in selected:
+            continue
+        print(f"\n## {name}\n", flush=True)
+        started = time.perf_counter()
+        try:
+            results[name] = _run_one(name, level, args, results)
+            if name in ("frontend", "checker"):
+                print(json.dumps(results[name], indent=2))
+        except Exception as exc:  # one broken benchmark must not hide the others
+            traceback.print_exc(file=sys.stdout)
+            results[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]}
+        results["seconds"][name] = round(time.perf_counter() - started, 1)
+        sys.stdout.flush()
+
+    summary = table(results)
+    results["table"] = summary
+    print("\n## Summary\n")
+    print(summary)
+    print(f"\n(seconds per benchmark: {results['seconds']})")
+    Path(args.json).write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    print(f"figures written to {args.json}")
+    return results
+
+
+def quiet_main(argv: list[str]) -> tuple[dict[str, Any], str]:
+    """:func:`main` with its output captured (for tests)."""
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        results = main(argv)
+    return results, buffer.getvalue()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Smoke run of the benchmark harness (``python -m benchmarks``) at tiny sizes.
+
+Checks that every benchmark runs and that the summary table and the JSON
+carry the expected keys. No wall-clock assertions: the figures of a smoke run
+on a busy machine mean nothing. Peers that are not installed are skipped by
+the harness itself (``benchmarks.peers.PEERS_AVAILABLE``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+run = pytest.importorskip("benchmarks.run")
+
+
+def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCEC_BENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "results.json"
+    results, text = run.quiet_main(["--smoke", "--huge-steps", "0", "--json", str(out)])
+
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    for key in ("machine", "level", "seconds", "table", *run.BENCHMARKS):
+        assert key in figures, key
+    for name in run.BENCHMARKS:
+        assert "error" not in figures[name], (name, figures[name])
+    assert figures["level"] == "smoke"
+    assert {"nproc", "cpu", "python", "versions"} <= set(figures["machine"])
+
+    codegen = figures["codegen"]
+    assert {"overhead_sync", "overhead_async", "compile"} <= set(codegen)
+    assert {"ratio", "us_per_step", "ratio_to_floor"} <= set(codegen["overhead_sync"])
+
+    peers = figures["peers"]
+    assert {"chain", "depth", "groups", "versions"} <= set(peers)
+    chain = peers["chain"]["sync_10"]
+    assert {"floor", "mcec", "agentmonad", "closure"} <= set(chain["us_per_step"])
+    for peer, module in (("lcel", "langchain_core"), ("returns", "returns"), ("langgraph", "langgraph")):
+        if peers["peers_available"][peer]:
+            assert peer in chain["us_per_step"] or peer in chain["errors"], peer
+        else:
+            assert chain["errors"][peer] == "not installed", peer
+    assert peers["depth"]["mcec"]["deepest_ok"] > 0
+    assert {"fanout", "failfast"} <= set(peers["groups"])
+    assert "mcec_each" in peers["groups"]["failfast"]
+
+    table = figures["table"]
+    assert table.startswith("| benchmark | measure | value | target | met |")
+    assert "## Summary" in text and table in text
+    for label in ("runtime", "frontend", "checker", "codegen #5", "peers #6"):
+        assert f"| {label} |" in table, label
