@@ -1,18 +1,22 @@
 """Step implementations for examples/research/research.mce.
 
 The "LLM" is a deterministic rule-based stand-in so that the example runs
-offline and its tests are exact; the tools are MCP-shaped (a name, JSON
-arguments, a result with text content) and live in an in-process registry.
+offline and its tests are exact. The tools are real: they live on the MCP
+server ``examples/research/search_server.py``, which the spec declares as
+``server search``. The spec's ``tool`` declarations call it as typed steps;
+``execute_tool`` calls whichever tool the planner chose, by name, through
+``agentmonad.tools.call_tool`` on the same server (an equal ``StdioServer``
+value), so both share the run's session.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentmonad import Err, Ok, Outcome
+from agentmonad import Err, Ok, Outcome, ToolFailed, ToolUnavailable
+from agentmonad.tools import StdioServer, call_tool
 
 
 class AgentState(BaseModel):
@@ -26,7 +30,7 @@ class AgentState(BaseModel):
 
 
 class ToolCall(BaseModel):
-    """An MCP-shaped tool call: the tool's name and its JSON arguments."""
+    """A planned MCP tool call: the tool's name and its JSON arguments."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -35,7 +39,7 @@ class ToolCall(BaseModel):
 
 
 class ToolResult(BaseModel):
-    """What a tool returned."""
+    """What a tool returned, as text for the answer."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -43,39 +47,34 @@ class ToolResult(BaseModel):
     text: str
 
 
+class SearchArgs(BaseModel):
+    """The arguments of the server's ``search`` tool."""
+
+    query: str
+
+
+class SearchHits(BaseModel):
+    """The structured result of the server's ``search`` tool."""
+
+    query: str
+    hits: list[str]
+
+
+class AddArgs(BaseModel):
+    """The arguments of the server's ``add`` tool."""
+
+    a: int
+    b: int
+
+
 class LLMError(Exception):
     """The (stand-in) language model could not do what was asked."""
 
 
-class ToolError(Exception):
-    """A tool call failed: unknown tool, or the tool reported an error."""
-
-
-_FACTS = {
-    "monad": "A monad sequences computations that carry context: state, errors, effects.",
-    "mcp": "The Model Context Protocol connects agents to tools over JSON-RPC.",
-    "python": "Python is a programming language that lets you work quickly.",
-}
-
-
-async def _search(arguments: dict[str, str]) -> str:
-    await asyncio.sleep(0)  # a real tool would do I/O here
-    query = arguments.get("query", "").lower()
-    hits = [fact for key, fact in sorted(_FACTS.items()) if key in query]
-    return " ".join(hits) if hits else f"No results for {query!r}."
-
-
-async def _calculate(arguments: dict[str, str]) -> str:
-    await asyncio.sleep(0)
-    left, right = int(arguments["a"]), int(arguments["b"])
-    return str(left + right)
-
-
-#: The tool server: tool name -> async implementation.
-TOOLS: dict[str, Callable[[dict[str, str]], Awaitable[str]]] = {
-    "search": _search,
-    "add": _calculate,
-}
+#: The server of ``server search = stdio "…"`` in research.mce. It must equal
+#: the spec's declaration (tests check it), so that in one run the planner's
+#: calls and the typed tools share one process and session.
+SEARCH_SERVER = StdioServer("search", "python -m examples.research.search_server")
 
 
 def plan_action(state: AgentState, question: str) -> Outcome[AgentState, LLMError, ToolCall]:
@@ -94,16 +93,28 @@ def plan_action(state: AgentState, question: str) -> Outcome[AgentState, LLMErro
     return Ok(call, state.model_copy(update={"question": text, "history": history}))
 
 
-async def execute_tool(state: AgentState, call: ToolCall) -> Outcome[AgentState, ToolError, ToolResult]:
-    """Run the planned tool call against the tool server."""
-    tool = TOOLS.get(call.tool)
-    if tool is None:
-        raise ToolError(f"unknown tool {call.tool!r} (the server has: {', '.join(sorted(TOOLS))})")
-    text = await tool(call.arguments)
+def _as_text(value: Any) -> str:
+    """A tool's structured result as text: search hits joined, anything else as is."""
+    if isinstance(value, dict) and "hits" in value:
+        hits = [str(hit) for hit in value["hits"]]
+        return " ".join(hits) if hits else f"No results for {str(value.get('query', '')).lower()!r}."
+    return str(value)
+
+
+async def execute_tool(
+    state: AgentState, call: ToolCall
+) -> Outcome[AgentState, ToolFailed | ToolUnavailable, ToolResult]:
+    """Run the planned call on the search server.
+
+    ``call_tool`` raises ``ToolFailed``/``ToolUnavailable`` (for ``guess``: the
+    server does not list it); they are declared errors of this step, so raising
+    them is ``Err(error, state)`` with the state this step received.
+    """
+    value = await call_tool(SEARCH_SERVER, call.tool, call.arguments)
     updated = state.model_copy(
         update={"history": (*state.history, f"tool: {call.tool}"), "tool_calls": state.tool_calls + 1}
     )
-    return Ok(ToolResult(tool=call.tool, text=text), updated)
+    return Ok(ToolResult(tool=call.tool, text=_as_text(value)), updated)
 
 
 def synthesize_answer(state: AgentState, result: ToolResult) -> Outcome[AgentState, LLMError, str]:
@@ -115,3 +126,8 @@ def synthesize_answer(state: AgentState, result: ToolResult) -> Outcome[AgentSta
 def format_output(answer: str) -> str:
     """Final presentation."""
     return f"Answer: {answer}"
+
+
+def hits_text(hits: SearchHits) -> str:
+    """Search hits as one line."""
+    return _as_text(hits.model_dump())

@@ -580,11 +580,17 @@ def _refs(expr: t.TExpr) -> list[t.TRef]:
 
 def _tool_users(program: t.Program) -> set[str]:
     """The pipelines that call an MCP tool, directly or through other pipelines
-    (``program.pipelines`` lists callees before callers)."""
+    (``program.pipelines`` lists callees before callers). In a spec that
+    declares a server, an async step counts too: it may call a tool chosen at
+    run time (``agentmonad.tools.call_tool``), which should share the run's session."""
     users: set[str] = set()
+    async_steps = {s.name for s in program.steps if s.is_async} if program.servers else set()
     for pipeline in program.pipelines:
         refs = _refs(pipeline.body)
-        if any(r.kind == "tool" or (r.kind == "pipeline" and r.name in users) for r in refs):
+        if any(
+            r.kind == "tool" or (r.kind == "pipeline" and r.name in users) or (r.kind == "step" and r.name in async_steps)
+            for r in refs
+        ):
             users.add(pipeline.name)
     return users
 

@@ -1,0 +1,122 @@
+"""``mcec serve``: a spec's pipelines as MCP tools, tested with the SDK's own client.
+
+The server is a real subprocess (``python -m mcec serve mcp_servers/served.mce``,
+run from ``tests/``) and the client is ``mcp.ClientSession`` over
+``stdio_client``; one server answers all the calls of the main test, which
+also shows that it survives bad arguments and Defects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, TextContent
+from pydantic import TypeAdapter
+
+from mcec.compiler import compile_source
+from mcec.runner import load_module
+from mcec.serve import ServeError, pipeline_tools
+from mcec.span import SourceFile
+from mcp_servers.pipelines import Query
+
+TESTS = Path(__file__).resolve().parent
+SPEC = "mcp_servers/served.mce"
+
+
+def text(result: CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def test_serve_over_stdio() -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcec", "serve", SPEC], env=dict(os.environ), cwd=str(TESTS)
+    )
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            seen["tools"] = {t.name: t for t in (await session.list_tools()).tools}
+            seen["ok"] = await session.call_tool("ask", {"question": "hi", "times": 2})
+            seen["err"] = await session.call_tool("ask", {"question": "refuse"})
+            seen["invalid"] = await session.call_tool("ask", {"question": 3, "times": "many"})
+            seen["defect"] = await session.call_tool("broken", {"question": "x"})
+            seen["value"] = await session.call_tool("loud", {"value": "hey"})
+            seen["no_value"] = await session.call_tool("loud", {"text": "hey"})
+            seen["each"] = await session.call_tool("twice", {"value": [{"question": "a"}, {"question": "b"}]})
+            seen["unknown"] = await session.call_tool("nope", {})
+            seen["again"] = await session.call_tool("ask", {"question": "still alive"})
+        return seen
+
+    seen = asyncio.run(main())
+
+    tools = seen["tools"]
+    assert sorted(tools) == ["ask", "broken", "loud", "twice"]
+    # A is a model: its fields are the arguments, the schema is the model's
+    assert tools["ask"].input_schema == Query.model_json_schema()
+    assert tools["ask"].output_schema is not None and tools["ask"].output_schema["title"] == "Answer"
+    # otherwise: one argument `value`, with definitions hoisted to the root
+    assert tools["loud"].input_schema == {
+        "type": "object",
+        "required": ["value"],
+        "additionalProperties": False,
+        "properties": {"value": {"type": "string"}},
+    }
+    twice = tools["twice"].input_schema
+    assert twice["properties"]["value"]["items"] == {"$ref": "#/$defs/Query"}
+    assert twice["$defs"]["Query"] == TypeAdapter(Query).json_schema()
+
+    ok = seen["ok"]
+    # each call starts from a fresh Counter(): calls is 1, every time
+    assert not ok.is_error and ok.structured_content == {"text": "hi hi", "calls": 1}
+    assert '"hi hi"' in text(ok)
+    err = seen["err"]
+    assert err.is_error and text(err).startswith("Refused: will not answer 'refuse'")
+    assert "served.mce" in text(err)  # the failing step's site
+    invalid = seen["invalid"]
+    assert invalid.is_error and text(invalid).startswith("invalid arguments for ask:")
+    assert "question" in text(invalid) and "times" in text(invalid)
+    defect = seen["defect"]
+    assert defect.is_error and "defect" in text(defect) and "ZeroDivisionError" in text(defect)
+    assert seen["value"].structured_content == {"result": "HEY!"} and text(seen["value"]) == "HEY!"
+    assert seen["no_value"].is_error and "unexpected argument(s) text" in text(seen["no_value"])
+    assert seen["each"].structured_content == {"result": [{"text": "a", "calls": 1}, {"text": "b", "calls": 1}]}
+    assert seen["unknown"].is_error and "unknown tool 'nope'" in text(seen["unknown"])
+    assert seen["again"].structured_content == {"text": "still alive", "calls": 1}
+
+
+def test_serve_rejects_a_bad_spec_before_serving(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.mce"
+    bad.write_text("pipeline p : int -> str = nowhere;\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mcec", "serve", str(bad)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""  # stdout is the protocol's: diagnostics go to stderr
+    assert "MCE002" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_pipeline_selection() -> None:
+    """``--pipeline`` chooses which pipelines become tools (checked in-process)."""
+    source = SourceFile(SPEC, (TESTS / SPEC).read_text(encoding="utf-8"))
+    result = compile_source(source)
+    assert result.program is not None and result.generated is not None
+    module = load_module(result.program, result.generated)
+    assert [t.name for t in pipeline_tools(result.program, module, ["loud", "ask"])] == ["loud", "ask"]
+    assert len(pipeline_tools(result.program, module)) == 4
+    try:
+        pipeline_tools(result.program, module, ["ask", "nope"])
+    except ServeError as exc:
+        assert "no pipeline named 'nope'" in str(exc) and "ask, broken, loud, twice" in str(exc)
+    else:
+        raise AssertionError("an unknown pipeline was accepted")
