@@ -12,6 +12,9 @@ from pathlib import Path
 
 import black
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from spec_gen import specs
 from toolbox import TState
 
 from agentmonad import Ok
@@ -132,3 +135,29 @@ def test_generated_modules_pass_mypy_strict(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+# ---------------------------------------------------------------- layout: black's output without running black
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs())
+def test_layout_matches_black_on_random_specs(spec: str) -> None:
+    from mcec.codegen import header_lines
+    from mcec.codegen.emitter import Emitter
+    from mcec.codegen.layout import black_module, layout
+
+    result = compile_source(SourceFile("random.mce", spec))
+    assert result.program is not None
+    module = Emitter(result.program).module(header_lines(result.program))
+    assert layout(module) == black_module(module.code)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=40))
+def test_string_literals_are_quoted_as_black_quotes_them(text: str) -> None:
+    from mcec.codegen.layout import black_module, black_string
+
+    literal = black_string(text)
+    assert eval(literal) == text
+    assert black_module(f"x = {literal}\n") == f"x = {literal}\n"

@@ -9,29 +9,35 @@ unquoted.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import libcst as cst
 
+from mcec.codegen.layout import black_string
 
+
+@functools.lru_cache(maxsize=4096)
 def name(identifier: str) -> cst.Name:
-    """A bare identifier."""
+    """A bare identifier. Nodes are immutable, so one node per identifier is
+    shared by every use: building libcst nodes (with their validation) is the
+    main cost of generating long pipelines."""
     return cst.Name(identifier)
 
 
 def dotted(path: str) -> cst.Name | cst.Attribute:
     """``a.b.c`` as nested attribute accesses (each part a checked identifier)."""
     parts = path.split(".")
-    node: cst.Name | cst.Attribute = cst.Name(parts[0])
+    node: cst.Name | cst.Attribute = name(parts[0])
     for part in parts[1:]:
-        node = cst.Attribute(value=node, attr=cst.Name(part))
+        node = cst.Attribute(value=node, attr=name(part))
     return node
 
 
 def string(text: str) -> cst.SimpleString:
-    """A string literal for ``text``; ``ascii()`` escapes quotes, controls and
-    every non-ASCII character (bidi overrides included)."""
-    return cst.SimpleString(ascii(text))
+    """A string literal for ``text``: ``ascii()`` escapes quotes, controls and
+    every non-ASCII character (bidi overrides included), quoted as black would."""
+    return cst.SimpleString(black_string(text))
 
 
 def integer(value: int) -> cst.Integer:
@@ -39,14 +45,26 @@ def integer(value: int) -> cst.Integer:
     return cst.Integer(str(value))
 
 
+@functools.lru_cache(maxsize=65536)
+def _positional(value: cst.BaseExpression) -> cst.Arg:
+    # nodes hash by identity, and shared names make shared arguments possible
+    return cst.Arg(value=value)
+
+
 def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
     """``func(arg, …)``."""
-    return cst.Call(func=func, args=[cst.Arg(value=a) for a in args])
+    return cst.Call(func=func, args=[_positional(a) for a in args])
+
+
+def keyword_arg(keyword: str, value: cst.BaseExpression) -> cst.Arg:
+    """``keyword=value`` (no spaces around ``=``, as black writes it)."""
+    tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return cst.Arg(value=value, keyword=name(keyword), equal=tight)
 
 
 def attr(value: cst.BaseExpression, attribute: str) -> cst.Attribute:
     """``value.attribute``."""
-    return cst.Attribute(value=value, attr=cst.Name(attribute))
+    return cst.Attribute(value=value, attr=name(attribute))
 
 
 def subscript(value: cst.BaseExpression, items: Sequence[cst.BaseExpression]) -> cst.Subscript:
@@ -84,7 +102,7 @@ def line(statement: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
 
 def assign(target: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
     """``target = value``."""
-    return line(cst.Assign(targets=[cst.AssignTarget(target=cst.Name(target))], value=value))
+    return line(cst.Assign(targets=[cst.AssignTarget(target=name(target))], value=value))
 
 
 def assign_pair(
@@ -92,7 +110,7 @@ def assign_pair(
 ) -> cst.SimpleStatementLine:
     """``first, second = first_value, second_value``."""
     target = cst.Tuple(
-        elements=[cst.Element(cst.Name(first)), cst.Element(cst.Name(second))], lpar=[], rpar=[]
+        elements=[cst.Element(name(first)), cst.Element(name(second))], lpar=[], rpar=[]
     )
     value = cst.Tuple(elements=[cst.Element(first_value), cst.Element(second_value)], lpar=[], rpar=[])
     return line(cst.Assign(targets=[cst.AssignTarget(target=target)], value=value))
@@ -141,7 +159,7 @@ def try_except(
             cst.ExceptHandler(
                 body=cst.IndentedBlock(body=list(handler)),
                 type=exc_type,
-                name=cst.AsName(name=cst.Name(exc_name)),
+                name=cst.AsName(name=name(exc_name)),
             )
         ],
     )

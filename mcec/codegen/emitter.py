@@ -56,10 +56,11 @@ class Emitter:
         #: id() of a generated statement -> the span of the spec construct it stems from
         self.spans: dict[int, Span] = {}
         self.hints: dict[int, str] = {}
+        self._error_tuples: dict[ErrorSet, cst.Tuple] = {}
         self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
         self.tool_users = _tool_users(program)
         self.state_type: cst.BaseExpression = (
-            self.type_expr(program.state) if program.state is not None else cst.Name("None")
+            self.type_expr(program.state) if program.state is not None else c.name("None")
         )
 
     # ------------------------------------------------------------ names
@@ -69,15 +70,15 @@ class Emitter:
         key = (module, attribute)
         if key not in self._imports:
             self._imports[key] = self.names.fresh(attribute)
-        return cst.Name(self._imports[key])
+        return c.name(self._imports[key])
 
     def builtin(self, identifier: str) -> cst.BaseExpression:
         """A Python builtin, reached through ``builtins`` when the spec shadows it."""
         if not (self.names.is_taken(identifier) and shadows_builtin(identifier)):
-            return cst.Name(identifier)
+            return c.name(identifier)
         if self._builtins_alias is None:
             self._builtins_alias = self.names.fresh("builtins")
-        return c.attr(cst.Name(self._builtins_alias), identifier)
+        return c.attr(c.name(self._builtins_alias), identifier)
 
     def record(self, node: cst.CSTNode, span: Span, hint: str | None = None) -> None:
         """Remember that ``node`` was generated for the spec text at ``span``
@@ -93,7 +94,7 @@ class Emitter:
         """A spec type as a Python annotation expression."""
         if isinstance(type_, Builtin):
             if type_.name == "None":
-                return cst.Name("None")
+                return c.name("None")
             if type_.name in ("Any", "Never"):
                 return self.runtime(type_.name, "typing")
             return self.builtin(type_.name)
@@ -115,8 +116,11 @@ class Emitter:
         return c.bitor([self.type_expr(e) for e in ordered])
 
     def error_classes(self, errors: ErrorSet) -> cst.Tuple:
-        """The classes of an error set, for ``isinstance`` checks at run time."""
-        return c.tuple_([self.type_expr(e) for e in sorted_errors(errors)])
+        """The classes of an error set, for ``isinstance`` checks at run time
+        (one shared node per set: long chains repeat the same few sets)."""
+        if errors not in self._error_tuples:
+            self._error_tuples[errors] = c.tuple_([self.type_expr(e) for e in sorted_errors(errors)])
+        return self._error_tuples[errors]
 
     def outcome(self, sig: t.Sig) -> cst.BaseExpression:
         """``Outcome[S, E, B]`` for an expression's signature."""
@@ -139,7 +143,7 @@ class Emitter:
         statement = c.assign(constant, value)
         self.record(statement, span)
         self.site_lines.append(statement)
-        return cst.Name(constant)
+        return c.name(constant)
 
     # ------------------------------------------------------------ declarations
 
@@ -194,7 +198,7 @@ class Emitter:
             )
             value = c.call(
                 self.runtime("tool", tools_module),
-                cst.Name(tool.server),
+                c.name(tool.server),
                 c.string(tool.tool_name),
                 self.type_expr(tool.sig.output),
             )
@@ -226,7 +230,7 @@ class Emitter:
         self.chain_function(body, pipeline.sig, _flatten(pipeline.body), pipeline.span, None)
         scope = self.names.child()
         state, value = scope.fresh("state"), scope.fresh("value")
-        run = c.return_(c.await_(c.call(cst.Name(body), cst.Name(state), cst.Name(value))))
+        run = c.return_(c.await_(c.call(c.name(body), c.name(state), c.name(value))))
         scoped = cst.With(
             items=[cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools")))],
             body=cst.IndentedBlock(body=[run]),
@@ -244,13 +248,13 @@ class Emitter:
     def function_of(self, expr: t.TExpr, owner: str) -> cst.BaseExpression:
         """An async callable ``(state, value) -> Outcome`` computing ``expr``."""
         if isinstance(expr, t.TRef) and expr.kind == "pipeline":
-            return cst.Name(expr.name)
+            return c.name(expr.name)
         helper = self.names.fresh(f"_{owner.lstrip('_')}_{_label(expr)}")
         if isinstance(expr, (t.TRef, t.TBind)):
             self.chain_function(helper, expr.sig, _flatten(expr), expr.span, None)
         else:
             self.group_function(helper, expr, owner)
-        return cst.Name(helper)
+        return c.name(helper)
 
     def chain_function(
         self, function: str, sig: t.Sig, parts: Sequence[t.TExpr], span: Span, doc: str | None
@@ -293,7 +297,7 @@ class Emitter:
         """Append the statements for one part of a chain; return the name holding its output."""
         if isinstance(part, t.TIdentity):
             if last:
-                body.append(c.return_(c.call(self.runtime("Ok"), cst.Name(value), cst.Name(state))))
+                body.append(c.return_(c.call(self.runtime("Ok"), c.name(value), c.name(state))))
             return value
         if isinstance(part, t.TRef) and part.kind == "fn":
             return self._fn_call(body, scope, part, state, value, last)
@@ -301,7 +305,7 @@ class Emitter:
             return self._step_call(body, scope, part, state, value, last)
         # a pipeline, a chunk or a group: a call that already reports its own failures
         callee = self.function_of(part, owner)
-        call = c.await_(c.call(callee, cst.Name(state), cst.Name(value)))
+        call = c.await_(c.call(callee, c.name(state), c.name(value)))
         if last:
             statement = c.return_(call)
             self.record(statement, part.span)
@@ -311,7 +315,7 @@ class Emitter:
         statement = c.assign(result, call)
         self.record(statement, part.span)
         body.append(statement)
-        body.append(c.if_(c.not_(self._is_ok(result)), [c.return_(cst.Name(result))]))
+        body.append(c.if_(c.not_(self._is_ok(result)), [c.return_(c.name(result))]))
         return self._unpack(body, scope, result, state)
 
     def _step_call(
@@ -325,16 +329,16 @@ class Emitter:
     ) -> str:
         site = self.site(part.name, part.span)
         result = scope.fresh("r")
-        call: cst.BaseExpression = c.call(cst.Name(part.name), cst.Name(state), cst.Name(value))
+        call: cst.BaseExpression = c.call(c.name(part.name), c.name(state), c.name(value))
         if self._is_async(part):
             call = c.await_(call)
         attempt = c.assign(result, call)
         self.record(attempt, part.span)
         errors = self.error_classes(part.sig.errors)
         body.append(self._guarded([attempt], site, state, errors))
-        stop = c.call(self.runtime("stop", COMPILED), cst.Name(result), site, errors)
+        stop = c.call(self.runtime("stop", COMPILED), c.name(result), site, errors)
         # the state the step received, for the Defect when it returned a non-Outcome
-        stop = stop.with_changes(args=[*stop.args, cst.Arg(cst.Name(state), keyword=cst.Name("state"))])
+        stop = stop.with_changes(args=[*stop.args, c.keyword_arg("state", c.name(state))])
         failed = c.return_(stop)
         kind = "tool" if part.kind == "tool" else "step"
         self.record(
@@ -345,7 +349,7 @@ class Emitter:
         )
         body.append(c.if_(c.not_(self._is_ok(result)), [failed]))
         if last:
-            body.append(c.return_(cst.Name(result)))
+            body.append(c.return_(c.name(result)))
             return value
         return self._unpack(body, scope, result, state)
 
@@ -360,28 +364,28 @@ class Emitter:
     ) -> str:
         site = self.site(part.name, part.span)
         output = scope.fresh("v")
-        attempt = c.assign(output, c.call(cst.Name(part.name), cst.Name(value)))
+        attempt = c.assign(output, c.call(c.name(part.name), c.name(value)))
         self.record(attempt, part.span)
         body.append(self._guarded([attempt], site, state, c.tuple_([])))
         if last:
-            body.append(c.return_(c.call(self.runtime("Ok"), cst.Name(output), cst.Name(state))))
+            body.append(c.return_(c.call(self.runtime("Ok"), c.name(output), c.name(state))))
         return output
 
     def _guarded(
         self, statements: list[cst.BaseStatement], site: cst.Name, state: str, errors: cst.Tuple
     ) -> cst.Try:
         """``try: statements`` / ``except Exception as exc: return raised(exc, site, state, errors)``."""
-        raised = c.call(self.runtime("raised", COMPILED), cst.Name("exc"), site, cst.Name(state), errors)
+        raised = c.call(self.runtime("raised", COMPILED), c.name("exc"), site, c.name(state), errors)
         return c.try_except(statements, self.builtin("Exception"), "exc", [c.return_(raised)])
 
     def _is_ok(self, result: str) -> cst.Call:
-        return c.call(self.builtin("isinstance"), cst.Name(result), self.runtime("Ok"))
+        return c.call(self.builtin("isinstance"), c.name(result), self.runtime("Ok"))
 
     def _unpack(self, body: list[cst.BaseStatement], scope: NameAllocator, result: str, state: str) -> str:
         output = scope.fresh("v")
         body.append(
             c.assign_pair(
-                state, output, c.attr(cst.Name(result), "state"), c.attr(cst.Name(result), "value")
+                state, output, c.attr(c.name(result), "state"), c.attr(c.name(result), "value")
             )
         )
         return output
@@ -416,17 +420,17 @@ class Emitter:
         self.functions.append(definition)
 
     def _cast_return(self, sig: t.Sig, result: str) -> cst.SimpleStatementLine:
-        return c.return_(c.call(self.runtime("cast", "typing"), self.outcome(sig), cst.Name(result)))
+        return c.return_(c.call(self.runtime("cast", "typing"), self.outcome(sig), c.name(result)))
 
     def _par_body(
         self, expr: t.TPar, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         branches = [self.function_of(branch, owner) for branch in expr.branches]
-        merge = self.merge_expr() if expr.merges else cst.Name("None")
+        merge = self.merge_expr() if expr.merges else c.name("None")
         site = self.site("par", expr.span)
         result = scope.fresh("result")
         call = c.call(
-            self.runtime("par", COMPILED), cst.Name(state), cst.Name(value), c.tuple_(branches), merge, site
+            self.runtime("par", COMPILED), c.name(state), c.name(value), c.tuple_(branches), merge, site
         )
         statement = c.assign(result, c.await_(call))
         self.record(statement, expr.span)
@@ -436,12 +440,12 @@ class Emitter:
         self, expr: t.TEach, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         body = self.function_of(expr.body, owner)
-        merge = self.merge_expr() if expr.merges else cst.Name("None")
-        limit = c.integer(expr.limit) if expr.limit is not None else cst.Name("None")
+        merge = self.merge_expr() if expr.merges else c.name("None")
+        limit = c.integer(expr.limit) if expr.limit is not None else c.name("None")
         site = self.site("each", expr.span)
         result = scope.fresh("result")
         call = c.call(
-            self.runtime("each", COMPILED), cst.Name(state), cst.Name(value), body, limit, merge, site
+            self.runtime("each", COMPILED), c.name(state), c.name(value), body, limit, merge, site
         )
         statement = c.assign(result, c.await_(call))
         self.record(statement, expr.span)
@@ -453,19 +457,19 @@ class Emitter:
         body = self.function_of(expr.body, owner)
         handler = self.function_of(expr.handler, owner)
         result = scope.fresh("result")
-        first = c.assign(result, c.await_(c.call(body, cst.Name(state), cst.Name(value))))
+        first = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
         self.record(first, expr.body.span)
         caught = frozenset(expr.errors)
-        error = c.attr(cst.Name(result), "error")
+        error = c.attr(c.name(result), "error")
         test = c.and_(
-            c.call(self.builtin("isinstance"), cst.Name(result), self.runtime("Err")),
+            c.call(self.builtin("isinstance"), c.name(result), self.runtime("Err")),
             c.call(self.builtin("isinstance"), error, self.error_classes(caught)),
         )
         # the isinstance test narrows ``result.error`` to the caught types for mypy
-        handled = c.return_(c.await_(c.call(handler, c.attr(cst.Name(result), "state"), error)))
+        handled = c.return_(c.await_(c.call(handler, c.attr(c.name(result), "state"), error)))
         self.record(handled, expr.handler.span)
         if expr.body.sig.errors <= expr.sig.errors:  # the handler re-raises all it catches
-            rest = c.return_(cst.Name(result))
+            rest = c.return_(c.name(result))
         else:  # mypy cannot see that the caught errors are gone: say so
             rest = self._cast_return(expr.sig, result)
         return [first, c.if_(test, [handled]), rest]
@@ -476,31 +480,31 @@ class Emitter:
         body = self.function_of(expr.body, owner)
         fallback = self.function_of(expr.fallback, owner)
         result = scope.fresh("result")
-        first = c.assign(result, c.await_(c.call(body, cst.Name(state), cst.Name(value))))
+        first = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
         self.record(first, expr.body.span)
-        retry = c.return_(c.await_(c.call(fallback, c.attr(cst.Name(result), "state"), cst.Name(value))))
+        retry = c.return_(c.await_(c.call(fallback, c.attr(c.name(result), "state"), c.name(value))))
         self.record(retry, expr.fallback.span)
-        is_err = c.call(self.builtin("isinstance"), cst.Name(result), self.runtime("Err"))
-        return [first, c.if_(is_err, [retry]), c.return_(cst.Name(result))]
+        is_err = c.call(self.builtin("isinstance"), c.name(result), self.runtime("Err"))
+        return [first, c.if_(is_err, [retry]), c.return_(c.name(result))]
 
     def _local_body(
         self, expr: t.TLocal, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         body = self.function_of(expr.body, owner)
         result = scope.fresh("result")
-        first = c.assign(result, c.await_(c.call(body, cst.Name(state), cst.Name(value))))
+        first = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
         self.record(first, expr.span)
-        r = cst.Name(result)
-        restored_ok = c.return_(c.call(self.runtime("Ok"), c.attr(r, "value"), cst.Name(state)))
+        r = c.name(result)
+        restored_ok = c.return_(c.call(self.runtime("Ok"), c.attr(r, "value"), c.name(state)))
         restored_err = c.return_(
-            c.call(self.runtime("Err"), c.attr(r, "error"), cst.Name(state), c.attr(r, "site"))
+            c.call(self.runtime("Err"), c.attr(r, "error"), c.name(state), c.attr(r, "site"))
         )
         return [first, c.if_(self._is_ok(result), [restored_ok]), restored_err]
 
     def _identity_body(
         self, expr: t.TIdentity, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
-        return [c.return_(c.call(self.runtime("Ok"), cst.Name(value), cst.Name(state)))]
+        return [c.return_(c.call(self.runtime("Ok"), c.name(value), c.name(state)))]
 
     # ------------------------------------------------------------ module
 
@@ -509,7 +513,7 @@ class Emitter:
         for pipeline in self.program.pipelines:
             self.pipeline(pipeline)
         bindings = [*self.bindings(), *self.tool_bindings()]
-        future = cst.ImportFrom(module=cst.Name("__future__"), names=[cst.ImportAlias(cst.Name("annotations"))])
+        future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         body.extend(self._import_lines())
         for spec_import in self.program.imports:

@@ -1,0 +1,208 @@
+"""Black-formatted text for the emitter's libcst module, without running black
+over the whole file.
+
+Black costs about a millisecond per line, and a long pipeline generates tens
+of thousands of lines that are already in black's style: the emitter builds
+only short statements with single spaces, double-quoted strings (see
+:func:`black_string`), no redundant parentheses and no trailing commas. So this
+module prints statement by statement, and hands to black only what it would
+change: a statement (or a compound statement's header) whose line is too long.
+It gives black that piece alone, with the line length reduced by the piece's
+indentation, which is how black measures it inside the file.
+
+The result is exactly what ``black.format_str`` would produce for the whole
+module; the tests check that on every golden module and on random specs
+(``black.format_str(output) == output``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import black
+import libcst as cst
+from black.mode import TargetVersion
+
+LINE_LENGTH = 88
+_EMPTY = cst.Module(body=[])
+_PASS = cst.SimpleStatementLine(body=[cst.Pass()])
+
+
+def _mode(line_length: int) -> black.Mode:
+    return black.Mode(target_versions={TargetVersion.PY311}, line_length=line_length)
+
+
+def black_module(code: str) -> str:
+    """Run black on a whole module (the reference the fast path must match)."""
+    return black.format_str(code, mode=_mode(LINE_LENGTH))
+
+
+def black_string(text: str) -> str:
+    """A string literal for ``text`` in the form black would leave it.
+
+    ``ascii()`` escapes quotes, controls and every non-ASCII character (so no
+    spec text can end the literal or hide in it); then the quotes are chosen
+    the way black's ``normalize_string_quotes`` does: double quotes unless that
+    needs more escaped quotes.
+    """
+    literal = ascii(text)
+    if literal[0] == '"':
+        return literal  # repr chose double quotes: the text has ' and no "
+    body = literal[1:-1]
+    if '"' not in body:
+        return f'"{body.replace(chr(92) + chr(39), chr(39))}"'
+    # both kinds of quote: keep single quotes when switching needs more escapes
+    new_body = body.replace("\\'", "'").replace('"', '\\"')
+    if new_body.count("\\\"") > body.count("\\'"):
+        return literal
+    return f'"{new_body}"'
+
+
+# ---------------------------------------------------------------- a fast printer
+# libcst's own code generation walks every whitespace node and costs about as
+# much as black; the emitter uses a small, fixed set of node types, printed here
+# directly in the form libcst and black agree on. Anything else falls back to
+# libcst, so the printer can never silently print a node wrongly.
+
+
+def _expr(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name | cst.SimpleString | cst.Integer):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_expr(node.value)}.{node.attr.value}"
+    if isinstance(node, cst.Call) and not node.lpar:
+        return f"{_expr(node.func)}({', '.join(_arg(a) for a in node.args)})"
+    if isinstance(node, cst.Subscript) and all(isinstance(e.slice, cst.Index) for e in node.slice):
+        items = ", ".join(_expr(e.slice.value) for e in node.slice if isinstance(e.slice, cst.Index))
+        return f"{_expr(node.value)}[{items}]"
+    if isinstance(node, cst.Tuple):
+        elements = [_expr(e.value) for e in node.elements]
+        if not node.lpar:  # bare tuple: an assignment's targets or values
+            return ", ".join(elements)
+        return f"({elements[0]},)" if len(elements) == 1 else f"({', '.join(elements)})"
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return f"{_expr(node.left)} | {_expr(node.right)}"
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return f"not {_expr(node.expression)}"
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return f"{_expr(node.left)} and {_expr(node.right)}"
+    if isinstance(node, cst.Await):
+        return f"await {_expr(node.expression)}"
+    return _EMPTY.code_for_node(node)
+
+
+def _arg(arg: cst.Arg) -> str:
+    if arg.keyword is not None:
+        return f"{arg.keyword.value}={_expr(arg.value)}"
+    return _expr(arg.value)
+
+
+def _small(statement: cst.BaseSmallStatement) -> str:
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        return f"{_expr(statement.targets[0].target)} = {_expr(statement.value)}"
+    if isinstance(statement, cst.AnnAssign) and statement.value is not None:
+        target, annotation = _expr(statement.target), _expr(statement.annotation.annotation)
+        return f"{target}: {annotation} = {_expr(statement.value)}"
+    if isinstance(statement, cst.Return) and statement.value is not None:
+        return f"return {_expr(statement.value)}"
+    if isinstance(statement, cst.Expr):
+        return _expr(statement.value)
+    return _EMPTY.code_for_node(statement).rstrip("\n")
+
+
+def _line(statement: cst.SimpleStatementLine) -> str:
+    if len(statement.body) == 1:
+        return _small(statement.body[0])
+    return _EMPTY.code_for_node(statement.with_changes(leading_lines=[])).rstrip("\n")
+
+
+def _indent(lines: Sequence[str], depth: int) -> list[str]:
+    prefix = "    " * depth
+    return [prefix + line if line else line for line in lines]
+
+
+def _fits(text: str, depth: int) -> bool:
+    lines = text.splitlines()
+    return len(lines) == 1 and len(lines[0]) + 4 * depth <= LINE_LENGTH
+
+
+def _blacken(text: str, depth: int) -> list[str]:
+    """Format one statement as black would at ``depth`` levels of indentation."""
+    return black.format_str(text, mode=_mode(max(LINE_LENGTH - 4 * depth, 1))).splitlines()
+
+
+def _header_text(statement: cst.BaseCompoundStatement) -> str | None:
+    """The one-line header the fast printer can write, or None."""
+    if isinstance(statement, cst.If) and statement.orelse is None:
+        return f"if {_expr(statement.test)}:"
+    if isinstance(statement, cst.With) and len(statement.items) == 1 and statement.items[0].asname is None:
+        prefix = "async with" if statement.asynchronous is not None else "with"
+        return f"{prefix} {_expr(statement.items[0].item)}:"
+    if isinstance(statement, cst.FunctionDef) and not statement.decorators and statement.returns is not None:
+        params = statement.params
+        if params.posonly_params or params.kwonly_params or params.star_arg is not cst.MaybeSentinel.DEFAULT or params.star_kwarg:
+            return None
+        if any(p.annotation is None or p.default is not None for p in params.params):
+            return None
+        listed = ", ".join(f"{p.name.value}: {_expr(p.annotation.annotation)}" for p in params.params)  # type: ignore[union-attr]
+        prefix = "async def" if statement.asynchronous is not None else "def"
+        return f"{prefix} {statement.name.value}({listed}) -> {_expr(statement.returns.annotation)}:"
+    return None
+
+
+def _header(statement: cst.BaseCompoundStatement, depth: int) -> list[str]:
+    """The header line(s) of a compound statement (``def …:``, ``if …:``, …)."""
+    fast = _header_text(statement)
+    if fast is not None and len(fast) + 4 * depth <= LINE_LENGTH:
+        return [fast]
+    stub = statement.with_changes(body=cst.IndentedBlock(body=[_PASS]), leading_lines=[])
+    text = _EMPTY.code_for_node(stub)
+    lines = text.splitlines()[:-1]  # drop the `pass`
+    if len(lines) == 1 and len(lines[0]) + 4 * depth <= LINE_LENGTH:
+        return lines
+    return _blacken(text, depth)[:-1]
+
+
+def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -> None:
+    for statement in body:
+        for _ in getattr(statement, "leading_lines", ()):
+            out.append("")
+        if isinstance(statement, cst.SimpleStatementLine):
+            text = _line(statement)
+            lines = [text] if _fits(text, depth) else _blacken(text + "\n", depth)
+            out.extend(_indent(lines, depth))
+        elif isinstance(statement, cst.FunctionDef | cst.If | cst.With):
+            out.extend(_indent(_header(statement, depth), depth))
+            assert isinstance(statement.body, cst.IndentedBlock)
+            _statements(statement.body.body, depth + 1, out)
+        elif isinstance(statement, cst.Try):
+            out.append("    " * depth + "try:")
+            assert isinstance(statement.body, cst.IndentedBlock)
+            _statements(statement.body.body, depth + 1, out)
+            for handler in statement.handlers:
+                if handler.type is not None and isinstance(handler.name, cst.AsName) and isinstance(
+                    handler.name.name, cst.Name
+                ):
+                    header = f"except {_expr(handler.type)} as {handler.name.name.value}:"
+                else:
+                    stub = cst.Try(
+                        body=cst.IndentedBlock(body=[_PASS]),
+                        handlers=[handler.with_changes(body=cst.IndentedBlock(body=[_PASS]))],
+                    )
+                    header = _EMPTY.code_for_node(stub).splitlines()[2]
+                if len(header) + 4 * depth > LINE_LENGTH:
+                    raise AssertionError("generated except clause too long")  # names are short
+                out.append("    " * depth + header)
+                assert isinstance(handler.body, cst.IndentedBlock)
+                _statements(handler.body.body, depth + 1, out)
+        else:
+            raise AssertionError(f"layout cannot print {type(statement).__name__}")
+
+
+def layout(module: cst.Module) -> str:
+    """The module's text, formatted as black would format it."""
+    out: list[str] = []
+    for line in module.header:
+        out.append(line.comment.value if line.comment is not None else "")
+    _statements(module.body, 0, out)
+    return "\n".join(out) + "\n"
