@@ -38,6 +38,16 @@ def is_generated(path: Path) -> bool:
         return False
 
 
+def _remove_stale_temporaries(target: Path) -> None:
+    """Delete temporary files a killed earlier write of ``target`` left behind
+    (only names of the form mcec itself creates: ``.name_mce.py.XXXX.tmp``)."""
+    for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+        try:
+            leftover.unlink()
+        except OSError:
+            pass  # not ours to fight over; the new write uses a fresh name
+
+
 def write_module(target: Path, code: str) -> bool:
     """Atomically write ``code`` to ``target``; return False when it was already identical.
 
@@ -61,6 +71,7 @@ def write_module(target: Path, code: str) -> bool:
     folder = target.parent
     if not folder.is_dir():
         raise OutputError(f"output folder {folder} does not exist")
+    _remove_stale_temporaries(target)
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
