@@ -296,8 +296,11 @@ def test_scope_lifetime_and_cancellation(tmp_path: Path) -> None:
 
 
 def test_runtime_imports_no_mcp() -> None:
-    """``import agentmonad`` and ``agentmonad.tools`` stay free of third-party packages."""
+    """``import agentmonad`` and ``agentmonad.tools`` stay free of third-party packages,
+    and the compiler imports ``mcp`` only when a command serves or calls tools."""
     code = "import sys, agentmonad, agentmonad.tools; assert 'mcp' not in sys.modules and 'anyio' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    code = "import sys, mcec.cli, mcec.serve, mcec.interpret; mcec.cli.build_parser(); assert 'mcp' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
