@@ -13,10 +13,11 @@ interpreter.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Never
 
-from agentmonad import Append, Err, MergeConflict, Ok, Outcome, Sum
+from agentmonad import Append, Err, MergeConflict, Ok, Outcome, Sum, merge_states
 
 
 @dataclass(frozen=True)
@@ -130,4 +131,30 @@ def crash(state: TState, value: int) -> Outcome[TState, Never, int]:
     """A buggy step: raises an undeclared exception (a Defect) on 13."""
     if value == 13:
         raise ValueError("thirteen")
+    return Ok(value, state)
+
+
+# -- for the runtime-fault tests (tests/test_7_*.py) ---------------------------
+
+
+def merge_raising(base: TState, branches: Sequence[TState]) -> TState:
+    """A buggy custom merge: raises an arbitrary exception (a Defect)."""
+    raise RuntimeError("merge bug")
+
+
+def merge_conflicting(base: TState, branches: Sequence[TState]) -> TState:
+    """A strict custom merge: any branch that changed ``last`` is a conflict."""
+    if any(b.last != base.last for b in branches):
+        raise MergeConflict("last", [b.last for b in branches], list(branches))
+    return merge_states(base, branches)
+
+
+def many(value: int) -> list[int]:
+    """int -> list for each: ``range(value)`` (long lists for big groups)."""
+    return list(range(value))
+
+
+async def hang(state: TState, value: int) -> Outcome[TState, Never, int]:
+    """Async: never finishes on its own (an hour's sleep)."""
+    await asyncio.sleep(3600)
     return Ok(value, state)
