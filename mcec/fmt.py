@@ -1,0 +1,785 @@
+"""``mcec fmt``: the canonical layout of `.mce` files (what black is to Python).
+
+The core is pure: :func:`format_source` takes a :class:`~mcec.span.SourceFile`
+and returns the formatted text (or the syntax errors that stop it); only
+:func:`run_fmt` touches files. Like black, every result is self-checked before
+it is returned: the output must parse to the same tree (spans aside, compared
+by :func:`tree_key`), keep every comment in order, and format to itself. A
+failed self-check raises :class:`FormatError`, and the command then refuses to
+write the file (exit 3) instead of changing what the spec means.
+
+The canonical style
+-------------------
+
+* One declaration per line, in source order (nothing is sorted or moved), with
+  single spaces between tokens: ``step n : A -> B ! E = m.f``,
+  ``from m import A, B as C``, ``list[str]``, ``A | B``, ``each(limit=3) e``.
+* Runs of ``step``/``async step``/``fn``/``tool`` declarations not separated by
+  a blank line are a table: their ``:`` columns line up, and so do their ``=``
+  columns (a signature too long to reach the ``=`` column within
+  :data:`ALIGN_LIMIT` characters keeps a single space and does not widen the
+  others). Consecutive ``server`` declarations align their ``=``.
+* Blank lines the author wrote between declarations, statements and comments
+  are kept, at most one; none at the start of the file or of a block. The file
+  ends with exactly one newline (an empty spec stays empty); line endings are
+  ``\\n`` and a byte-order mark is dropped.
+* Block pipelines indent statements by 4 spaces, one statement per line, ``}``
+  on its own line; an empty block is ``{}``. The optional word ``step`` before
+  a statement is kept or left out as written (it is part of the tree).
+* An expression stays on one line when it fits in :data:`LINE_LENGTH` columns
+  and no comment sits inside it. Otherwise ``pipeline … =`` ends its line and
+  the expression goes on the next, indented; a ``par`` group too long for its
+  line puts one branch per line (comma after each but the last, ``>`` back at
+  the group's indentation); ``>>=``, ``catch`` and ``orelse`` continuation lines
+  start with their operator, 4 spaces in; parentheses are only those the
+  grammar needs (redundant ones are dropped), broken as ``(`` … ``)`` when long.
+* Comments are never dropped or reordered. A comment alone on its line stays on
+  its own line, indented like the code that follows it (one level in before a
+  closing ``}`` or ``>``); a comment after code stays at the end of that line,
+  two spaces after it. A comment inside a construct that is printed on one
+  line (say, between ``step`` and its name) moves to its own line just above.
+  Comment text is kept as written, minus trailing whitespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import dataclasses
+import difflib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO, TypeAlias
+
+from mcec import syntax as s
+from mcec.deep import with_deep_stack
+from mcec.diagnostics import Diagnostic
+from mcec.parser import parse
+from mcec.span import SourceFile, Span
+
+__all__ = [
+    "ALIGN_LIMIT",
+    "COMMANDS",
+    "FormatError",
+    "FormatResult",
+    "LINE_LENGTH",
+    "add_fmt",
+    "format_source",
+    "format_text",
+    "run_fmt",
+    "tree_key",
+]
+
+#: Expressions are broken over several lines when they would pass this column.
+LINE_LENGTH = 100
+#: A declaration table aligns ``=`` only up to this column.
+ALIGN_LIMIT = 72
+INDENT = 4
+
+_BLANK_LINE = re.compile(r"\n[ \t\f\r\v]*\n")
+
+
+class FormatError(Exception):
+    """The formatter's self-check failed: its output would not mean the same
+    spec. This is a bug in mcec; the file is left untouched."""
+
+
+@dataclass(frozen=True, slots=True)
+class FormatResult:
+    """The outcome of formatting one spec.
+
+    ``text`` is the formatted spec, or ``None`` when the spec does not parse;
+    ``diagnostics`` are the syntax errors that stopped it.
+    """
+
+    source: SourceFile
+    text: str | None
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def changed(self) -> bool:
+        """True when the formatted text differs from the file as read."""
+        return self.text is not None and self.text != self.source.text
+
+
+# ---------------------------------------------------------------- comparing trees
+
+
+def tree_key(node: object) -> object:
+    """A comparable value for a syntax tree that ignores every span and the path.
+
+    Two specs mean the same when their ``tree_key``\\s are equal; comments are
+    compared separately (by text, in order), since their positions change.
+
+    >>> from mcec.span import SourceFile
+    >>> a = parse(SourceFile("a.mce", "fn f : int -> int = m.f")).module
+    >>> b = parse(SourceFile("b.mce", "fn f:int->int\\n  = m.f  # hi")).module
+    >>> tree_key(a) == tree_key(b)
+    True
+    """
+    if isinstance(node, s.Module):
+        return ("Module", tuple(tree_key(d) for d in node.decls))
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        items: list[object] = [type(node).__name__]
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, Span) or (value is None and f.name.endswith("span")):
+                continue
+            items.append(tree_key(value))
+        return tuple(items)
+    if isinstance(node, tuple):
+        return tuple(tree_key(item) for item in node)
+    return node
+
+
+def _comment_texts(module: s.Module) -> list[str]:
+    return [c.text.rstrip() for c in module.comments]
+
+
+# ---------------------------------------------------------------- printing pieces
+
+
+def _qual(name: s.QualName) -> str:
+    return name.dotted
+
+
+def _type(t: s.TypeExpr) -> str:
+    if isinstance(t, s.TypeName):
+        return _qual(t.name)
+    if isinstance(t, s.TypeApply):
+        return f"{_qual(t.head)}[{', '.join(_type(a) for a in t.args)}]"
+    return " | ".join(_type(m) for m in t.members)
+
+
+def _errors(errors: s.ErrorList | None) -> str:
+    return "" if errors is None else " ! " + " | ".join(_type(e) for e in errors.errors)
+
+
+def _signature(input_type: s.TypeExpr, output_type: s.TypeExpr, errors: s.ErrorList | None) -> str:
+    return f"{_type(input_type)} -> {_type(output_type)}{_errors(errors)}"
+
+
+_Aligned: TypeAlias = s.StepDecl | s.FnDecl | s.ToolDecl
+
+
+def _table_parts(decl: _Aligned) -> tuple[str, str, str]:
+    """(head, signature, implementation) of a table declaration."""
+    if isinstance(decl, s.StepDecl):
+        head = f"{'async step' if decl.is_async else 'step'} {decl.name.text}"
+        return head, _signature(decl.input, decl.output, decl.errors), _qual(decl.impl)
+    if isinstance(decl, s.FnDecl):
+        return f"fn {decl.name.text}", _signature(decl.input, decl.output, None), _qual(decl.impl)
+    head = f"tool {decl.name.text}"
+    return head, _signature(decl.input, decl.output, decl.errors), f"{decl.server.text}.{decl.tool_name.text}"
+
+
+# ---------------------------------------------------------------- output lines
+
+
+@dataclass(slots=True)
+class _Line:
+    """One output line of code, before comments are placed.
+
+    ``first``/``last`` are the source offsets of the line's first token and the
+    end of its last token from the tree: a comment between them was inside the
+    line; one after ``last`` on the same source line trails it. ``item`` lines
+    start a declaration or statement (blank lines may precede them); ``close``
+    lines hold a closing bracket (comments before them are indented one level
+    more); ``opens`` lines end with an opening bracket (no blank line follows).
+    """
+
+    indent: int
+    text: str
+    first: int
+    last: int
+    kind: str = "cont"
+    opens: bool = False
+
+    @property
+    def comment_indent(self) -> int:
+        """Where a comment placed just before this line is indented."""
+        return self.indent + INDENT if self.kind == "close" else self.indent
+
+
+# ---------------------------------------------------------------- the formatter
+
+
+class _Formatter:
+    """Lays out one parsed module; comments are placed afterwards by :meth:`render`."""
+
+    def __init__(self, module: s.Module, text: str) -> None:
+        self.module = module
+        self.text = text
+        self.comments = sorted(module.comments, key=lambda c: c.span.start)
+        self.comment_starts = [c.span.start for c in self.comments]
+        self.comment_ends_by_start = {c.span.start: c.span.start + len(c.text) for c in self.comments}
+        self.comment_starts_by_end = {c.span.start + len(c.text): c.span.start for c in self.comments}
+        self._flat: dict[int, str] = {}
+        self._breaks: dict[int, bool] = {}
+
+    # -- helpers
+
+    def has_comment(self, lo: int, hi: int) -> bool:
+        """True when a comment starts in the source range ``[lo, hi)``."""
+        index = bisect.bisect_left(self.comment_starts, lo)
+        return index < len(self.comment_starts) and self.comment_starts[index] < hi
+
+    def bracket_after(self, offset: int, bracket: str) -> int:
+        """The offset of ``bracket`` as the next token at or after ``offset`` (or ``offset``).
+
+        Parentheses leave no node in the tree, but the grammar needs them
+        wherever the formatter prints them, so the source has them too; their
+        real offsets keep comments next to them where they were.
+        """
+        index = offset
+        while index < len(self.text):
+            if self.text[index].isspace():
+                index += 1
+            elif index in self.comment_ends_by_start:
+                index = self.comment_ends_by_start[index]
+            else:
+                break
+        return index if self.text.startswith(bracket, index) else offset
+
+    def bracket_before(self, offset: int, bracket: str) -> int:
+        """The offset of ``bracket`` as the token just before ``offset`` (or ``offset``)."""
+        index = offset
+        while index > 0:
+            if index in self.comment_starts_by_end:
+                index = self.comment_starts_by_end[index]
+            elif self.text[index - 1].isspace():
+                index -= 1
+            else:
+                break
+        return index - 1 if index > 0 and self.text[index - 1] == bracket else offset
+
+    def gap_has_blank(self, lo: int, hi: int) -> bool:
+        """True when the source between ``lo`` and ``hi`` contains an empty line."""
+        return hi > lo and _BLANK_LINE.search(self.text, lo, hi) is not None
+
+    # -- expressions on one line
+
+    def flat(self, e: s.Expr) -> str:
+        """``e`` on one line, with only the parentheses the grammar needs."""
+        key = id(e)
+        cached = self._flat.get(key)
+        if cached is not None:
+            return cached
+        if isinstance(e, s.Ref):
+            text = e.name.text
+        elif isinstance(e, s.Bind):
+            text = " >>= ".join(self.flat_term(p) for p in e.parts)
+        elif isinstance(e, s.Par):
+            text = "par <" + ", ".join(self.flat(b) for b in e.branches) + ">"
+        elif isinstance(e, s.Each):
+            text = self.each_prefix(e) + self.flat_term(e.body)
+        elif isinstance(e, s.Local):
+            text = "local " + self.flat_term(e.body)
+        elif isinstance(e, s.Catch):
+            text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
+        else:
+            text = f"{self.flat(e.body)} orelse {self.flat_or_operand(e.fallback)}"
+        self._flat[key] = text
+        return text
+
+    def flat_term(self, e: s.Expr) -> str:
+        return f"({self.flat(e)})" if _needs_term_parens(e) else self.flat(e)
+
+    def flat_catch_body(self, e: s.Expr) -> str:
+        return f"({self.flat(e)})" if isinstance(e, s.OrElse) else self.flat(e)
+
+    def flat_or_operand(self, e: s.Expr) -> str:
+        return f"({self.flat(e)})" if isinstance(e, s.OrElse) else self.flat(e)
+
+    @staticmethod
+    def each_prefix(e: s.Each) -> str:
+        return "each " if e.limit is None else f"each(limit={e.limit}) "
+
+    @staticmethod
+    def catch_clause(e: s.Catch) -> str:
+        return "catch " + " | ".join(_type(t) for t in e.errors) + " => "
+
+    # -- must an expression break?
+
+    def must_break(self, e: s.Expr) -> bool:
+        """True when a comment sits at one of ``e``'s line-break points (or a child's).
+
+        Such a comment can only stay where it is if the expression is broken
+        there; comments elsewhere inside one-line constructs move above the line.
+        """
+        key = id(e)
+        cached = self._breaks.get(key)
+        if cached is not None:
+            return cached
+        if isinstance(e, s.Ref):
+            result = False
+        elif isinstance(e, s.Bind):
+            result = any(self.must_break(p) for p in e.parts) or any(
+                self.has_comment(a.span.end, b.span.start) for a, b in zip(e.parts, e.parts[1:])
+            )
+        elif isinstance(e, s.Par):
+            bounds = [e.keyword.end, *(x for b in e.branches for x in (b.span.start, b.span.end)), e.span.end]
+            result = any(self.must_break(b) for b in e.branches) or any(
+                self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
+            )
+        elif isinstance(e, (s.Each, s.Local)):
+            result = self.must_break(e.body)
+        elif isinstance(e, s.Catch):
+            result = (
+                self.must_break(e.body)
+                or self.must_break(e.handler)
+                or self.has_comment(e.body.span.end, e.keyword.start)
+            )
+        else:
+            result = (
+                self.must_break(e.body)
+                or self.must_break(e.fallback)
+                or self.has_comment(e.body.span.end, e.keyword.start)
+            )
+        self._breaks[key] = result
+        return result
+
+    # -- expressions over lines
+
+    def layout(self, e: s.Expr, indent: int, column: int, tail: int) -> list[_Line]:
+        """``e`` as lines; the first continues the current line at ``column``.
+
+        ``indent`` is the indentation of the line ``e`` starts on; ``tail`` is
+        how many characters will follow ``e`` on its last line.
+        """
+        if not self.must_break(e):
+            text = self.flat(e)
+            if column + len(text) + tail <= LINE_LENGTH:
+                return [_Line(indent, text, e.span.start, e.span.end)]
+        return self.broken(e, indent, column, tail)
+
+    def layout_term(self, e: s.Expr, indent: int, column: int, tail: int) -> list[_Line]:
+        return self.layout_group(e, indent, column, tail) if _needs_term_parens(e) else self.layout(e, indent, column, tail)
+
+    def layout_group(self, e: s.Expr, indent: int, column: int, tail: int) -> list[_Line]:
+        """``( e )``: on one line when it fits, else ``(`` / ``e`` indented / ``)``."""
+        if not self.must_break(e):
+            text = f"({self.flat(e)})"
+            if column + len(text) + tail <= LINE_LENGTH:
+                return [_Line(indent, text, e.span.start, e.span.end)]
+        inner = self.layout(e, indent + INDENT, indent + INDENT, 0)
+        inner[0].indent = indent + INDENT
+        opening = self.bracket_before(e.span.start, "(")
+        closing = self.bracket_after(e.span.end, ")")
+        return [
+            _Line(indent, "(", opening, opening + 1, opens=True),
+            *inner,
+            _Line(indent, ")", closing, closing + 1, kind="close"),
+        ]
+
+    def broken(self, e: s.Expr, indent: int, column: int, tail: int) -> list[_Line]:
+        """``e`` over several lines (the style's rules per construct)."""
+        deeper = indent + INDENT
+        if isinstance(e, s.Ref):
+            return [_Line(indent, e.name.text, e.span.start, e.span.end)]
+        if isinstance(e, s.Bind):
+            lines = self.layout_term(e.parts[0], indent, column, 0)
+            for index, part in enumerate(e.parts[1:], start=1):
+                last = index == len(e.parts) - 1
+                lines.extend(self.prefixed(">>= ", part, deeper, tail if last else 0, term=True))
+            return lines
+        if isinstance(e, s.Par):
+            lines = [_Line(indent, "par <", e.span.start, e.keyword.end, opens=True)]
+            for index, branch in enumerate(e.branches):
+                last = index == len(e.branches) - 1
+                branch_lines = self.layout(branch, deeper, deeper, 0 if last else 1)
+                branch_lines[0].indent = deeper
+                if not last:
+                    branch_lines[-1].text += ","
+                lines.extend(branch_lines)
+            lines.append(_Line(indent, ">", e.span.end - 1, e.span.end, kind="close"))
+            return lines
+        if isinstance(e, (s.Each, s.Local)):
+            prefix = self.each_prefix(e) if isinstance(e, s.Each) else "local "
+            lines = self.layout_term(e.body, indent, column + len(prefix), tail)
+            lines[0].text = prefix + lines[0].text
+            lines[0].first = e.span.start
+            return lines
+        if isinstance(e, s.Catch):
+            body = (
+                self.layout_group(e.body, indent, column, 0)
+                if isinstance(e.body, s.OrElse)
+                else self.layout(e.body, indent, column, 0)
+            )
+            clause = self.prefixed(self.catch_clause(e), e.handler, deeper, tail, term=True)
+            clause[0].first = e.keyword.start
+            return body + clause
+        body = self.layout(e.body, indent, column, 0)
+        if isinstance(e.fallback, s.OrElse):
+            fallback = self.layout_group(e.fallback, deeper, deeper + len("orelse "), tail)
+        else:
+            fallback = self.layout(e.fallback, deeper, deeper + len("orelse "), tail)
+        fallback[0].text = "orelse " + fallback[0].text
+        fallback[0].indent = deeper
+        fallback[0].first = e.keyword.start
+        return body + fallback
+
+    def prefixed(self, prefix: str, e: s.Expr, indent: int, tail: int, *, term: bool) -> list[_Line]:
+        """A continuation line ``prefix e`` at ``indent``."""
+        column = indent + len(prefix)
+        lines = self.layout_term(e, indent, column, tail) if term else self.layout(e, indent, column, tail)
+        lines[0].text = prefix + lines[0].text
+        lines[0].indent = indent
+        return lines
+
+    # -- declarations
+
+    def declarations(self) -> list[_Line]:
+        """Every declaration's lines, with the tables aligned."""
+        decls = self.module.decls
+        lines: list[_Line] = []
+        index = 0
+        while index < len(decls):
+            decl = decls[index]
+            if isinstance(decl, (s.StepDecl, s.FnDecl, s.ToolDecl, s.ServerDecl)):
+                group_type = s.ServerDecl if isinstance(decl, s.ServerDecl) else _Aligned
+                end = index + 1
+                while end < len(decls) and _same_table(decls[end], group_type) and not self.gap_has_blank(
+                    decls[end - 1].span.end, decls[end].span.start
+                ):
+                    end += 1
+                group = decls[index:end]
+                if group_type is s.ServerDecl:
+                    lines.extend(self.server_table([d for d in group if isinstance(d, s.ServerDecl)]))
+                else:
+                    lines.extend(self.table([d for d in group if isinstance(d, (s.StepDecl, s.FnDecl, s.ToolDecl))]))
+                index = end
+                continue
+            lines.extend(self.declaration(decl))
+            index += 1
+        return lines
+
+    def table(self, group: list[_Aligned]) -> list[_Line]:
+        parts = [_table_parts(d) for d in group]
+        colon = max(len(head) for head, _, _ in parts)
+        fitting = [len(sig) for _, sig, _ in parts if colon + 3 + len(sig) <= ALIGN_LIMIT]
+        equals = max(fitting, default=0)
+        lines = []
+        for decl, (head, sig, impl) in zip(group, parts):
+            text = f"{head.ljust(colon)} : {sig.ljust(equals)} = {impl}"
+            lines.append(_Line(0, text, decl.span.start, decl.span.end, kind="item"))
+        return lines
+
+    def server_table(self, group: list[s.ServerDecl]) -> list[_Line]:
+        width = max(len(d.name.text) for d in group)
+        lines = []
+        for decl in group:
+            literal = self.text[decl.command_span.start : decl.command_span.end]
+            text = f"server {decl.name.text.ljust(width)} = stdio {literal}"
+            lines.append(_Line(0, text, decl.span.start, decl.span.end, kind="item"))
+        return lines
+
+    def declaration(self, decl: s.Decl) -> list[_Line]:
+        if isinstance(decl, s.PipelineDecl):
+            return self.pipeline(decl)
+        if isinstance(decl, s.FromImport):
+            names = ", ".join(n.name.text + (f" as {n.alias.text}" if n.alias else "") for n in decl.names)
+            text = f"from {_qual(decl.module)} import {names}"
+        elif isinstance(decl, s.ModuleImport):
+            text = f"import {_qual(decl.module)}" + (f" as {decl.alias.text}" if decl.alias else "")
+        elif isinstance(decl, s.StateDecl):
+            text = f"state {_type(decl.type)}" + (f" merge {_qual(decl.merge)}" if decl.merge else "")
+        elif isinstance(decl, s.ErrorDecl):
+            text = f"error {_type(decl.type)}"
+        else:  # pragma: no cover - tables are handled by the caller
+            raise FormatError(f"unexpected declaration {type(decl).__name__}")
+        return [_Line(0, text, decl.span.start, decl.span.end, kind="item")]
+
+    def pipeline(self, decl: s.PipelineDecl) -> list[_Line]:
+        header = f"pipeline {decl.name.text} : {_signature(decl.input, decl.output, decl.errors)}"
+        header_end = (decl.errors or decl.output).span.end
+        body = decl.body
+        if isinstance(body, s.Block):
+            if not body.statements and not self.has_comment(header_end, body.span.end):
+                return [_Line(0, header + " {}", decl.span.start, decl.span.end, kind="item")]
+            lines = [_Line(0, header + " {", decl.span.start, header_end, kind="item", opens=True)]
+            for statement in body.statements:
+                prefix = "step " if statement.has_step_keyword else ""
+                part: list[_Line] = self.layout(statement.expr, INDENT, INDENT + len(prefix), 1)
+                part[0].text = prefix + part[0].text
+                part[0].indent = INDENT
+                part[0].first = statement.span.start
+                part[0].kind = "item"
+                part[-1].text += ";"
+                lines.extend(part)
+            lines.append(_Line(0, "}", body.span.end - 1, body.span.end, kind="close"))
+            return lines
+        flat_ok = not self.must_break(body) and not self.has_comment(header_end, body.span.start)
+        if flat_ok:
+            text = f"{header} = {self.flat(body)};"
+            if len(text) <= LINE_LENGTH:
+                return [_Line(0, text, decl.span.start, body.span.end, kind="item")]
+        lines = [_Line(0, header + " =", decl.span.start, header_end, kind="item", opens=True)]
+        part = self.layout(body, INDENT, INDENT, 1)
+        part[0].indent = INDENT
+        part[-1].text += ";"
+        return lines + part
+
+    # -- comments and blank lines
+
+    def render(self, lines: list[_Line]) -> str:
+        """Place the comments among ``lines`` and join everything into the file's text."""
+        out: list[str] = []
+        comments = self.comments
+        next_comment = 0
+        prev_end: int | None = None  # source end of the last thing emitted
+        prev_line: _Line | None = None  # the last code line emitted (and whether it got a trailing comment)
+        prev_index = -1
+        prev_trailing = False
+        after_opener = False
+
+        def blank_before(start: int, allowed: bool) -> None:
+            nonlocal after_opener
+            if (
+                allowed
+                and not after_opener
+                and prev_end is not None
+                and out
+                and self.gap_has_blank(prev_end, start)
+            ):
+                out.append("")
+
+        def own_line(comment: s.Comment, indent: int, start: int, allowed: bool) -> None:
+            nonlocal prev_end, after_opener
+            blank_before(start, allowed)
+            out.append(" " * indent + comment.text.rstrip())
+            prev_end = max(prev_end or 0, comment.span.end)
+            after_opener = False
+
+        def trails(comment: s.Comment) -> bool:
+            return (
+                prev_line is not None
+                and not prev_trailing
+                and comment.span.start >= prev_line.last
+                and "\n" not in self.text[prev_line.last : comment.span.start]
+            )
+
+        def attach_trailing(comment: s.Comment) -> None:
+            nonlocal prev_end, prev_trailing
+            out[prev_index] += "  " + comment.text.rstrip()
+            prev_end = max(prev_end or 0, comment.span.end)
+            prev_trailing = True
+
+        for line in lines:
+            allowed = line.kind in ("item", "close")
+            # comments before the line: trailing the previous line, or on their own
+            while next_comment < len(comments) and comments[next_comment].span.start < line.first:
+                comment = comments[next_comment]
+                if trails(comment):
+                    attach_trailing(comment)
+                else:
+                    own_line(comment, line.comment_indent, comment.span.start, allowed)
+                next_comment += 1
+            # comments inside the line: hoisted above it
+            while next_comment < len(comments) and comments[next_comment].span.start < line.last:
+                own_line(comments[next_comment], line.comment_indent, line.first, line.kind == "item")
+                next_comment += 1
+            blank_before(line.first, line.kind == "item")
+            out.append(" " * line.indent + line.text)
+            prev_index = len(out) - 1
+            prev_line = line
+            prev_trailing = False
+            prev_end = max(prev_end or 0, line.last)
+            after_opener = line.opens
+        while next_comment < len(comments):
+            comment = comments[next_comment]
+            if trails(comment):
+                attach_trailing(comment)
+            else:
+                own_line(comment, 0, comment.span.start, True)
+            next_comment += 1
+        return "\n".join(out) + "\n" if out else ""
+
+
+def _needs_term_parens(e: s.Expr) -> bool:
+    """Where the grammar wants a term (bind parts, handlers, ``each``/``local`` bodies)."""
+    return isinstance(e, (s.Bind, s.Catch, s.OrElse))
+
+
+def _same_table(decl: s.Decl, group_type: object) -> bool:
+    if group_type is s.ServerDecl:
+        return isinstance(decl, s.ServerDecl)
+    return isinstance(decl, (s.StepDecl, s.FnDecl, s.ToolDecl))
+
+
+# ---------------------------------------------------------------- the pure entry points
+
+
+def _format_module(module: s.Module, text: str) -> str:
+    formatter = _Formatter(module, text)
+    return formatter.render(formatter.declarations())
+
+
+def _self_check(source: SourceFile, module: s.Module, formatted: str) -> None:
+    """Black's safety net: the output parses to the same tree, keeps every comment, and is stable."""
+    again = parse(SourceFile(source.path, formatted))
+    if again.module is None:
+        first = next((d for d in again.diagnostics if d.is_error), None)
+        reason = f": {first.message} at line {first.span.line}" if first is not None else ""
+        raise FormatError(f"the formatted text of {source.path} does not parse{reason}")
+    if tree_key(again.module) != tree_key(module):
+        raise FormatError(f"formatting {source.path} would change its meaning")
+    if _comment_texts(again.module) != _comment_texts(module):
+        raise FormatError(f"formatting {source.path} would lose or reorder comments")
+    if _format_module(again.module, formatted) != formatted:
+        raise FormatError(f"formatting {source.path} is not stable (a second run changes it again)")
+
+
+def format_source(source: SourceFile) -> FormatResult:
+    """Format one spec: its canonical text, or the syntax errors that prevent it.
+
+    Pure (no I/O) and self-checked; raises :class:`FormatError` when the
+    self-check fails (a bug). A spec that parses to a tree is formatted even if
+    it has other problems (``mcec check`` reports those).
+
+    >>> from mcec.span import SourceFile
+    >>> print(format_source(SourceFile("x.mce", "fn f:int->int=m.f  # pure")).text, end="")
+    fn f : int -> int = m.f  # pure
+    """
+
+    def run() -> FormatResult:
+        parsed = parse(source)
+        if parsed.module is None:
+            return FormatResult(source, None, parsed.diagnostics)
+        # Offsets count a byte-order mark as one character, so the text is used as
+        # read; the mark itself is never printed (it is not a token).
+        formatted = _format_module(parsed.module, source.text)
+        _self_check(source, parsed.module, formatted)
+        return FormatResult(source, formatted, ())
+
+    return with_deep_stack(run)
+
+
+def format_text(text: str, path: str = "<text>") -> str:
+    """The canonical form of ``text``; raises ``ValueError`` when it does not parse.
+
+    >>> format_text("pipeline p:int->int{a;step b>>=c;}")
+    'pipeline p : int -> int {\\n    a;\\n    step b >>= c;\\n}\\n'
+    """
+    result = format_source(SourceFile(path, text))
+    if result.text is None:
+        first = result.diagnostics[0] if result.diagnostics else None
+        raise ValueError(first.message if first is not None else f"{path} does not parse")
+    return result.text
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step, keeping its permissions."""
+    folder = path.parent
+    mode = path.stat().st_mode & 0o7777
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def add_fmt(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``mcec fmt PATH... [--check] [--diff]``."""
+    command = subparsers.add_parser(
+        "fmt",
+        help="rewrite specs in the canonical layout",
+        description="Rewrite `.mce` specs in the canonical layout (folders are searched recursively). "
+        "Exit 0 when nothing is wrong; 1 when a spec does not parse, or with --check when a file would change; "
+        "2 for usage or I/O problems; 3 when the formatter's self-check refused a file (a bug).",
+    )
+    command.add_argument("paths", nargs="+", metavar="PATH", help="a .mce file, or a folder searched recursively")
+    command.add_argument("--check", action="store_true", help="write nothing; list the files that would change")
+    command.add_argument("--diff", action="store_true", help="write nothing; print a unified diff of the changes")
+    command.set_defaults(func=run_fmt)
+
+
+def run_fmt(args: argparse.Namespace, out: TextIO) -> int:
+    """Format each spec named (or found below a folder); see :func:`add_fmt` for exit statuses."""
+    from mcec.cli import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
+
+    dry_run = bool(args.check or args.diff)
+    reporter = Reporter(out, "text", None, _color_wanted(out))
+    files, problems = collect_specs(args.paths)
+    reporter.add(problems)
+    io_failed = bool(problems)
+    internal = False
+    unparsable = 0
+    changed: list[Path] = []
+    unchanged = 0
+    for path in files:
+        source, problem = load_source(path)
+        if problem is not None or source is None:
+            reporter.add([problem] if problem is not None else [], source)
+            io_failed = io_failed or (problem is not None and problem.code == "MCE005")
+            continue
+        try:
+            result = format_source(source)
+        except FormatError as exc:
+            print(f"mcec fmt: internal error, {path} left unchanged: {exc}", file=sys.stderr)
+            internal = True
+            continue
+        if result.text is None:
+            reporter.add(result.diagnostics, source)
+            unparsable += 1
+            continue
+        if not result.changed:
+            unchanged += 1
+            continue
+        changed.append(path)
+        if args.diff:
+            out.writelines(
+                difflib.unified_diff(
+                    source.text.splitlines(keepends=True),
+                    result.text.splitlines(keepends=True),
+                    f"{path} (original)",
+                    f"{path} (formatted)",
+                )
+            )
+        if args.check:
+            out.write(f"would reformat {path}\n")
+        elif not args.diff:
+            try:
+                _write_atomically(path, result.text)
+            except OSError as exc:
+                print(f"mcec fmt: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+                io_failed = True
+                continue
+            print(f"reformatted {path}", file=sys.stderr)
+    if reporter.diagnostics:
+        reporter.flush()
+    failed = unparsable
+    verb = "would be reformatted" if dry_run else "reformatted"
+    summary = [f"{len(changed)} file{'s' if len(changed) != 1 else ''} {verb}"]
+    summary.append(f"{unchanged} file{'s' if unchanged != 1 else ''} left unchanged")
+    if failed:
+        summary.append(f"{failed} file{'s' if failed != 1 else ''} could not be formatted")
+    print(", ".join(summary) + ".", file=sys.stderr)
+    if internal:
+        return EXIT_INTERNAL
+    if io_failed:
+        return EXIT_USAGE
+    if reporter.has_errors or (args.check and changed):
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+#: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).
+COMMANDS = [add_fmt]
