@@ -225,7 +225,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
 #: Modules that add more sub-commands; each has a ``COMMANDS`` list of
 #: ``add_<name>`` functions. They build on this module, so they are imported
 #: lazily, when the parser is built.
-COMMAND_MODULES: list[str] = ["mcec.commands", "mcec.fmt", "mcec.serve"]
+COMMAND_MODULES: list[str] = ["mcec.commands", "mcec.fmt", "mcec.graph", "mcec.serve"]
 
 
 def _code_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:

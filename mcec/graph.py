@@ -1,0 +1,491 @@
+"""``mcec graph``: a checked pipeline as a picture (Mermaid, Graphviz DOT, SVG).
+
+The core is pure: :func:`build_graph` turns a checked
+:class:`~mcec.typed.Program` into a small graph model, and :func:`to_mermaid` /
+:func:`to_dot` print it; only :func:`run_graph` (the command) reads files or
+runs Graphviz. Output is deterministic: node ids are numbered in the order the
+pipeline is written, and pipelines appear in source order.
+
+What the picture shows, per pipeline (one box titled with its signature):
+
+* an ``input`` and an ``output`` node carrying the pipeline's types;
+* one node per step, fn, tool or pipeline use, labelled with its name and its
+  type ``A -> B ! E`` (steps are boxes, fns rounded, tools hexagons, pipelines
+  double-bordered);
+* binds as plain edges; ``par`` and ``each`` as a fork node and a join node
+  around their branches (``each(limit=k)`` shows its limit);
+* ``local e`` as an inner box ("local: state restored");
+* ``catch`` and ``orelse`` as dashed *recovery* edges from every node whose
+  error they handle to the handler or fallback, labelled with the errors;
+* every error that escapes as a red edge to one ``failure`` node, labelled with
+  the errors that node may fail with (a ``MergeConflict`` leaves from the join
+  of the ``par``/``each`` whose merge may raise it).
+
+Labels are escaped for each format (Mermaid entity codes, DOT string escapes),
+so no name or type can change the structure of the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TextIO
+
+from mcec import typed as t
+from mcec.types import MERGE_CONFLICT, ErrorSet, render_errors
+
+__all__ = [
+    "COMMANDS",
+    "Cluster",
+    "Edge",
+    "Graph",
+    "GraphvizMissing",
+    "Node",
+    "PipelineGraph",
+    "add_graph",
+    "build_graph",
+    "run_graph",
+    "to_dot",
+    "to_mermaid",
+    "to_svg",
+]
+
+NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "pipeline", "fork", "join", "pass"]
+EdgeKind = Literal["flow", "recover", "fail"]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node: its id (unique in the graph), kind and label lines."""
+
+    id: str
+    kind: NodeKind
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """An edge; ``recover`` edges are dashed (catch/orelse), ``fail`` edges go to the failure node."""
+
+    source: str
+    target: str
+    kind: EdgeKind
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A box of nodes: a whole pipeline, or a ``local`` inside one."""
+
+    id: str
+    title: str
+    nodes: tuple[Node, ...]
+    clusters: tuple[Cluster, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineGraph:
+    """One pipeline's picture: its box (with every node) and its edges."""
+
+    name: str
+    box: Cluster
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """The pictures of the pipelines asked for, in source order."""
+
+    pipelines: tuple[PipelineGraph, ...]
+
+
+# ---------------------------------------------------------------- building
+
+
+@dataclass(slots=True)
+class _Frag:
+    """A drawn expression: where it is entered, where it leaves on success, and
+    which nodes may fail with which errors (not yet handled)."""
+
+    entry: str
+    exits: list[str]
+    failures: list[tuple[str, ErrorSet]]
+
+
+@dataclass(slots=True)
+class _Box:
+    id: str
+    title: str
+    nodes: list[Node] = field(default_factory=list)
+    boxes: list[_Box] = field(default_factory=list)
+
+    def freeze(self) -> Cluster:
+        return Cluster(self.id, self.title, tuple(self.nodes), tuple(b.freeze() for b in self.boxes))
+
+
+class _Builder:
+    """Draws one pipeline; ids are ``p<index>_<n>`` in drawing order."""
+
+    def __init__(self, index: int, pipeline: t.TPipeline) -> None:
+        self.prefix = f"p{index}"
+        self.count = 0
+        self.edges: list[Edge] = []
+        self.root = _Box(self.prefix, f"pipeline {pipeline.name} : {pipeline.sig}")
+        self.stack = [self.root]
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"{self.prefix}_{self.count}"
+
+    def node(self, kind: NodeKind, *lines: str) -> str:
+        node = Node(self.fresh(), kind, lines)
+        self.stack[-1].nodes.append(node)
+        return node.id
+
+    def edge(self, source: str, target: str, kind: EdgeKind = "flow", label: str | None = None) -> None:
+        self.edges.append(Edge(source, target, kind, label))
+
+    def connect(self, sources: Iterable[str], target: str, label: str | None = None) -> None:
+        for source in sources:
+            self.edge(source, target, "flow", label)
+
+    def draw(self, e: t.TExpr) -> _Frag:
+        """Draw ``e``; dispatch by node type."""
+        if isinstance(e, t.TRef):
+            ref = self.node(e.kind, e.name, str(e.sig))
+            return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
+        if isinstance(e, t.TBind):
+            parts = [self.draw(p) for p in e.parts]
+            for before, after in zip(parts, parts[1:]):
+                self.connect(before.exits, after.entry)
+            return _Frag(parts[0].entry, parts[-1].exits, [f for p in parts for f in p.failures])
+        if isinstance(e, (t.TPar, t.TEach)):
+            return self.draw_group(e)
+        if isinstance(e, t.TLocal):
+            box = _Box(self.fresh(), "local: state restored")
+            self.stack[-1].boxes.append(box)
+            self.stack.append(box)
+            try:
+                return self.draw(e.body)
+            finally:
+                self.stack.pop()
+        if isinstance(e, t.TCatch):
+            body = self.draw(e.body)
+            handler = self.draw(e.handler)
+            caught = frozenset(e.errors)
+            left: list[tuple[str, ErrorSet]] = []
+            for source, errors in body.failures:
+                handled = errors & caught
+                if handled:
+                    self.edge(source, handler.entry, "recover", render_errors(handled))
+                if errors - caught:
+                    left.append((source, errors - caught))
+            return _Frag(body.entry, body.exits + handler.exits, left + handler.failures)
+        if isinstance(e, t.TOrElse):
+            body = self.draw(e.body)
+            fallback = self.draw(e.fallback)
+            for source, errors in body.failures:
+                self.edge(source, fallback.entry, "recover", render_errors(errors))
+            return _Frag(body.entry, body.exits + fallback.exits, fallback.failures)
+        if isinstance(e, t.TIdentity):
+            node = self.node("pass", "(no steps)", str(e.sig))
+            return _Frag(node, [node], [])
+        raise TypeError(f"mcec graph cannot draw {type(e).__name__}")  # a new IR node: a bug here
+
+    def draw_group(self, e: t.TPar | t.TEach) -> _Frag:
+        if isinstance(e, t.TPar):
+            fork = self.node("fork", "par", str(e.sig))
+            branches = [self.draw(b) for b in e.branches]
+            join = self.node("join", "join")
+            for branch in branches:
+                self.edge(fork, branch.entry)
+                self.connect(branch.exits, join)
+        else:
+            head = "each" if e.limit is None else f"each(limit={e.limit})"
+            fork = self.node("fork", head, str(e.sig))
+            branches = [self.draw(e.body)]
+            join = self.node("join", "collect")
+            self.edge(fork, branches[0].entry, label="every item")
+            self.connect(branches[0].exits, join)
+        failures = [f for b in branches for f in b.failures]
+        if e.merges and MERGE_CONFLICT in e.sig.errors:
+            failures.append((join, frozenset({MERGE_CONFLICT})))
+        return _Frag(fork, [join], failures)
+
+    def finish(self, pipeline: t.TPipeline) -> PipelineGraph:
+        start = self.node("input", f"input: {pipeline.sig.input}")
+        body = self.draw(pipeline.body)
+        end = self.node("output", f"output: {pipeline.sig.output}")
+        self.edge(start, body.entry)
+        self.connect(body.exits, end)
+        merged: dict[str, ErrorSet] = {}
+        for source, errors in body.failures:
+            merged[source] = merged.get(source, frozenset()) | errors
+        if merged:
+            everything = frozenset().union(*merged.values())
+            failure = self.node("failure", f"failure: {render_errors(everything)}")
+            for source, errors in merged.items():
+                self.edge(source, failure, "fail", render_errors(errors))
+        rank = {"flow": 0, "recover": 1, "fail": 2}
+        edges = sorted(self.edges, key=lambda e: (rank[e.kind], _number(e.source), _number(e.target)))
+        return PipelineGraph(pipeline.name, self.root.freeze(), tuple(edges))
+
+
+def _number(node_id: str) -> int:
+    """The drawing order of a node id ``p<i>_<n>``."""
+    return int(node_id.rsplit("_", 1)[1])
+
+
+def build_graph(program: t.Program, pipeline: str | None = None) -> Graph:
+    """The pictures of every pipeline of ``program`` (in source order), or of one.
+
+    Raises ``KeyError`` when ``pipeline`` is not one of the program's pipelines.
+    """
+    pipelines = sorted(program.pipelines, key=lambda p: p.span.start)
+    if pipeline is not None:
+        chosen = [p for p in pipelines if p.name == pipeline]
+        if not chosen:
+            raise KeyError(pipeline)
+        pipelines = chosen
+    graphs = []
+    for index, item in enumerate(pipelines):
+        graphs.append(_Builder(index, item).finish(item))
+    return Graph(tuple(graphs))
+
+
+# ---------------------------------------------------------------- Mermaid
+
+_MERMAID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,:()[]!=/+*'-")
+
+_MERMAID_SHAPES: dict[NodeKind, tuple[str, str]] = {
+    "input": ('(["', '"])'),
+    "output": ('(["', '"])'),
+    "failure": ('>"', '"]'),
+    "step": ('["', '"]'),
+    "fn": ('("', '")'),
+    "tool": ('{{"', '"}}'),
+    "pipeline": ('[["', '"]]'),
+    "fork": ('(("', '"))'),
+    "join": ('(("', '"))'),
+    "pass": ('["', '"]'),
+}
+
+
+def _mermaid_text(text: str) -> str:
+    """``text`` safe inside a quoted Mermaid label: everything else becomes an entity code."""
+    return "".join(ch if ch in _MERMAID_SAFE else f"#{ord(ch)};" for ch in text)
+
+
+def _mermaid_label(lines: Iterable[str]) -> str:
+    return "<br/>".join(_mermaid_text(line) for line in lines)
+
+
+def to_mermaid(graph: Graph) -> str:
+    """The graph as a Mermaid flowchart (renders in GitHub Markdown)."""
+    out = ["flowchart TD"]
+    edges: list[Edge] = [e for p in graph.pipelines for e in p.edges]
+    if not graph.pipelines:
+        out.append('    empty["(no pipelines)"]')
+
+    def box(cluster: Cluster, depth: int) -> None:
+        pad = "    " * depth
+        out.append(f'{pad}subgraph {cluster.id}["{_mermaid_text(cluster.title)}"]')
+        out.append(f"{pad}    direction TB")
+        for node in cluster.nodes:
+            left, right = _MERMAID_SHAPES[node.kind]
+            out.append(f"{pad}    {node.id}{left}{_mermaid_label(node.lines)}{right}")
+        for inner in cluster.clusters:
+            box(inner, depth + 1)
+        out.append(f"{pad}end")
+
+    for pipeline in graph.pipelines:
+        box(pipeline.box, 1)
+    arrows = {"flow": "-->", "recover": "-.->", "fail": "-->"}
+    for edge in edges:
+        label = f'|"{_mermaid_text(edge.label)}"|' if edge.label else ""
+        out.append(f"    {edge.source} {arrows[edge.kind]}{label} {edge.target}")
+    failures = [n.id for p in graph.pipelines for n in _all_nodes(p.box) if n.kind == "failure"]
+    joins = [n.id for p in graph.pipelines for n in _all_nodes(p.box) if n.kind in ("fork", "join")]
+    if failures:
+        out.append("    classDef failure fill:#fdecea,stroke:#c62828,color:#b71c1c")
+        out.append(f"    class {','.join(failures)} failure")
+    if joins:
+        out.append("    classDef group fill:#263238,stroke:#263238,color:#ffffff")
+        out.append(f"    class {','.join(joins)} group")
+    red = [str(i) for i, e in enumerate(edges) if e.kind == "fail"]
+    if red:
+        out.append(f"    linkStyle {','.join(red)} stroke:#c62828,color:#b71c1c")
+    return "\n".join(out) + "\n"
+
+
+def _all_nodes(cluster: Cluster) -> list[Node]:
+    nodes = list(cluster.nodes)
+    for inner in cluster.clusters:
+        nodes.extend(_all_nodes(inner))
+    return nodes
+
+
+# ---------------------------------------------------------------- Graphviz
+
+_DOT_SHAPES: dict[NodeKind, str] = {
+    "input": 'shape=oval, style=filled, fillcolor="#eceff1"',
+    "output": 'shape=oval, style=filled, fillcolor="#eceff1"',
+    "failure": 'shape=octagon, color="#c62828", fontcolor="#b71c1c", style=filled, fillcolor="#fdecea"',
+    "step": "shape=box",
+    "fn": 'shape=box, style="rounded"',
+    "tool": "shape=hexagon",
+    "pipeline": "shape=box, peripheries=2",
+    "fork": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',
+    "join": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',
+    "pass": "shape=box, style=dotted",
+}
+
+
+def _dot_string(text: str) -> str:
+    """A DOT double-quoted string: backslashes and quotes escaped, no raw line breaks."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(" " if ord(ch) < 32 or ch in "\u2028\u2029" else ch for ch in escaped)
+    return f'"{escaped}"'
+
+
+def to_dot(graph: Graph) -> str:
+    """The graph in Graphviz DOT (``dot -Tsvg`` renders it)."""
+    out = [
+        "digraph mce {",
+        '    graph [rankdir=TB, fontname="Helvetica", fontsize=12];',
+        '    node [fontname="Helvetica", fontsize=11];',
+        '    edge [fontname="Helvetica", fontsize=10];',
+    ]
+    if not graph.pipelines:
+        out.append('    empty [label="(no pipelines)", shape=plaintext];')
+
+    def box(cluster: Cluster, depth: int, dashed: bool) -> None:
+        pad = "    " * depth
+        out.append(f"{pad}subgraph cluster_{cluster.id} {{")
+        out.append(f"{pad}    label={_dot_string(cluster.title)};")
+        if dashed:
+            out.append(f"{pad}    style=dashed;")
+        for node in cluster.nodes:
+            label = "\\n".join(_dot_string(line)[1:-1] for line in node.lines)
+            out.append(f'{pad}    {node.id} [label="{label}", {_DOT_SHAPES[node.kind]}];')
+        for inner in cluster.clusters:
+            box(inner, depth + 1, True)
+        out.append(f"{pad}}}")
+
+    for pipeline in graph.pipelines:
+        box(pipeline.box, 1, False)
+    for pipeline in graph.pipelines:
+        for edge in pipeline.edges:
+            attributes = []
+            if edge.label:
+                attributes.append(f"label={_dot_string(edge.label)}")
+            if edge.kind == "recover":
+                attributes.append("style=dashed")
+            elif edge.kind == "fail":
+                attributes.append('color="#c62828", fontcolor="#b71c1c"')
+            suffix = f" [{', '.join(attributes)}]" if attributes else ""
+            out.append(f"    {edge.source} -> {edge.target}{suffix};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+class GraphvizMissing(Exception):
+    """Graphviz's ``dot`` program is not installed (or not on ``PATH``)."""
+
+
+def to_svg(graph: Graph, dot_program: str | None = None) -> str:
+    """Render the graph to SVG with Graphviz's ``dot``.
+
+    Raises :class:`GraphvizMissing` when ``dot`` cannot be found, and
+    ``RuntimeError`` with dot's message when it fails.
+    """
+    program = dot_program or shutil.which("dot")
+    if program is None:
+        raise GraphvizMissing("dot")
+    try:
+        done = subprocess.run(
+            [program, "-Tsvg"], input=to_dot(graph), capture_output=True, text=True, timeout=120, check=False
+        )
+    except OSError as exc:
+        raise GraphvizMissing(str(exc)) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError("dot did not finish within 120 seconds") from exc
+    if done.returncode != 0:
+        raise RuntimeError((done.stderr or done.stdout).strip() or f"dot exited with status {done.returncode}")
+    return done.stdout
+
+
+# ---------------------------------------------------------------- the command
+
+_NO_DOT = (
+    "mcec graph: --format svg needs Graphviz's `dot` program, which is not installed (or not on PATH).\n"
+    "Install Graphviz (Debian/Ubuntu: `apt-get install graphviz`; macOS: `brew install graphviz`; "
+    "see https://graphviz.org/download/), or use `--format dot` or `--format mermaid` instead."
+)
+
+
+def add_graph(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``mcec graph FILE [--pipeline NAME] [--format mermaid|dot|svg]``."""
+    command = subparsers.add_parser(
+        "graph",
+        help="draw a spec's pipelines (Mermaid, DOT or SVG)",
+        description="Print a picture of the pipelines of a checked spec: Mermaid (default; renders on GitHub), "
+        "Graphviz DOT, or SVG (runs Graphviz's `dot`). Exit 0 on success, 1 when the spec does not check, "
+        "2 for usage problems (unknown pipeline, unreadable file, `dot` missing).",
+    )
+    command.add_argument("file", metavar="FILE", help="the .mce spec")
+    command.add_argument("--pipeline", metavar="NAME", default=None, help="draw only this pipeline")
+    command.add_argument("--format", choices=("mermaid", "dot", "svg"), default="mermaid", help="output format")
+    command.set_defaults(func=run_graph)
+
+
+def run_graph(args: argparse.Namespace, out: TextIO) -> int:
+    """Check the spec, then print its picture on ``out`` (diagnostics go to stderr)."""
+    from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, load_source
+    from mcec.compiler import check_source
+    from mcec.render import DEFAULT_LIMIT
+
+    reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
+    source, problem = load_source(Path(args.file))
+    if problem is not None or source is None:
+        reporter.add([problem] if problem is not None else [], source)
+        reporter.flush()
+        return EXIT_USAGE if problem is None or problem.code == "MCE005" else EXIT_ERRORS
+    result = check_source(source)
+    if result.program is None:
+        reporter.add(result.diagnostics, source)
+        reporter.flush()
+        return EXIT_ERRORS
+    try:
+        graph = build_graph(result.program, args.pipeline)
+    except KeyError:
+        names = ", ".join(p.name for p in sorted(result.program.pipelines, key=lambda p: p.span.start))
+        print(
+            f"mcec graph: no pipeline named `{args.pipeline}` in {args.file}; "
+            + (f"its pipelines are: {names}" if names else "it has no pipelines"),
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.format == "mermaid":
+        out.write(to_mermaid(graph))
+    elif args.format == "dot":
+        out.write(to_dot(graph))
+    else:
+        try:
+            out.write(to_svg(graph))
+        except GraphvizMissing:
+            print(_NO_DOT, file=sys.stderr)
+            return EXIT_USAGE
+        except RuntimeError as exc:
+            print(f"mcec graph: Graphviz's dot failed: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return EXIT_OK
+
+
+#: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).
+COMMANDS = [add_graph]
