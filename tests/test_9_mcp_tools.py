@@ -318,3 +318,28 @@ def test_timeout_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     with pytest.raises(ValueError):
         tool(StdioServer("s", "true"), "t", str, timeout=0)
+
+
+def test_abandoned_run_closes_quietly() -> None:
+    """A run's coroutine dropped mid-flight and closed from another context
+    (as garbage collection does) neither raises nor awaits in its scope's exit."""
+    import contextvars
+    from collections.abc import Generator
+
+    class Pause:
+        def __await__(self) -> Generator[None, None, None]:
+            yield  # suspends without needing an event loop
+
+    async def run() -> None:
+        async with tool_scope():
+            await Pause()
+
+    problems: list[BaseException | None] = []
+    hook, sys.unraisablehook = sys.unraisablehook, lambda u: problems.append(u.exc_value)
+    try:
+        coro = run()
+        contextvars.copy_context().run(coro.send, None)  # suspended inside the scope, in its own context
+        coro.close()
+    finally:
+        sys.unraisablehook = hook
+    assert problems == []

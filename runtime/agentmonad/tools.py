@@ -308,10 +308,14 @@ class _Scope:
             found = self.connections[server] = _Connection(server, start)
         return found
 
-    async def close(self) -> None:
-        """Stop every server and wait until each is gone, even if cancelled meanwhile."""
+    def abandon(self) -> None:
+        """Tell every server to stop, without waiting (the caller cannot await)."""
         for connection in self.connections.values():
             connection.close()
+
+    async def close(self) -> None:
+        """Stop every server and wait until each is gone, even if cancelled meanwhile."""
+        self.abandon()
         pending = {c.task for c in self.connections.values()}
         cancelled = False
         while pending:
@@ -348,11 +352,23 @@ async def tool_scope(*, timeout: float | None = None, start_timeout: float | Non
             raise ValueError(f"tool_scope timeouts must be positive, got {value!r}")
     scope = _Scope(timeout, start_timeout)
     token = _SCOPE.set(scope)
+    abandoned = False
     try:
         yield
+    except GeneratorExit:
+        abandoned = True
+        raise
     finally:
-        _SCOPE.reset(token)
-        await scope.close()
+        try:
+            _SCOPE.reset(token)
+        except ValueError:
+            pass  # closed from another context, which never saw this scope
+        if abandoned:
+            # The run's coroutine was dropped and is being closed (e.g. garbage
+            # collected): it may not await any more, so the servers are only told to stop.
+            scope.abandon()
+        else:
+            await scope.close()
 
 
 # ---------------------------------------------------------------- calls
