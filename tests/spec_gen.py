@@ -6,6 +6,7 @@ fire (no MCE014)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
@@ -124,3 +125,61 @@ def specs(draw: st.DrawFn, max_depth: int = 3) -> str:
     main = draw(expressions(draw(st.integers(1, max_depth)), tuple(pipelines)))
     lines.append(f"pipeline main : int -> int = {main.text};")
     return "\n".join(lines) + "\n"
+
+
+# -- fault plans (tests/test_7_fault_injection.py) ------------------------------
+
+#: toolbox name -> (is_async, declared error class name or None, is a fn)
+FAULTABLE: dict[str, tuple[bool, str | None, bool]] = {
+    "inc": (False, None, False),
+    "note": (False, None, False),
+    "remember": (False, None, False),
+    "crash": (False, None, False),
+    "even_only": (False, "Odd", False),
+    "no_negatives": (False, "Neg", False),
+    "slow_inc": (True, "Neg", False),
+    "double": (False, None, True),
+    "negate": (False, None, True),
+}
+
+STEP_FAULTS = ("undeclared", "err-undeclared", "returns-none", "cancel-self", "cancel-outer")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Inject ``kind`` into a step when ``value % modulus == residue`` (so both
+    implementations see the same faults for the same (step, value))."""
+
+    kind: str
+    modulus: int
+    residue: int
+    delay: int = 0
+
+
+@st.composite
+def faults_for(draw: st.DrawFn, name: str) -> Fault:
+    """A fault that fits the toolbox entry ``name``: fns can only raise; only
+    steps with a declared error raise it; only the async step can be delayed."""
+    is_async, declared, is_fn = FAULTABLE[name]
+    kinds: list[str] = ["undeclared"] if is_fn else list(STEP_FAULTS)
+    if declared is not None:
+        kinds += ["declared"] * 2
+    if is_async:
+        kinds += ["delay"] * 2
+    kind = draw(st.sampled_from(kinds))
+    modulus = draw(st.integers(1, 3))
+    residue = draw(st.integers(0, modulus - 1))
+    delay = draw(st.integers(1, 4)) if kind == "delay" else 0
+    return Fault(kind, modulus, residue, delay)
+
+
+@st.composite
+def fault_plans(draw: st.DrawFn, spec: str | None = None) -> dict[str, Fault]:
+    """Faults for up to three toolbox entries (those ``spec`` uses, if given)."""
+    candidates = sorted(FAULTABLE)
+    if spec is not None:
+        body = spec[len(HEADER) :]
+        used = [n for n in candidates if re.search(rf"\b{n}\b", body)]
+        candidates = used or candidates
+    names = draw(st.lists(st.sampled_from(candidates), unique=True, min_size=1, max_size=3))
+    return {name: draw(faults_for(name)) for name in names}
