@@ -113,7 +113,16 @@ def _innermost_open(stack: tuple[StackItem, ...]) -> str | None:
     return None
 
 
+def _attribute_word(stack: tuple[StackItem, ...]) -> StackItem | None:
+    """A reserved word just read after a dot, where it is an attribute name (`impl.merge`), not a keyword."""
+    if len(stack) >= 2 and stack[-2].kind == "DOT" and stack[-1].kind in KEYWORDS:
+        return stack[-1]
+    return None
+
+
 def _last_token(stack: tuple[StackItem, ...]) -> StackItem | None:
+    if _attribute_word(stack) is not None:
+        return None  # a name, not a keyword: nothing to say about what follows it
     return stack[-1] if stack and (stack[-1].kind in SPELLING or stack[-1].kind in KEYWORDS) else None
 
 
@@ -274,6 +283,16 @@ def describe_unexpected(source: SourceFile, site: ErrorSite) -> Diagnostic:
             f"`{word}` is a reserved word and cannot be used as a name",
             span,
             help=f"choose another name, such as `{word}_`",
+        )
+    attribute = _attribute_word(site.stack)
+    if attribute is not None and attribute.kind in _DECL_START:
+        # `m.f.` at the end of a line, then `pipeline p …`: the keyword was taken as the last part of the name.
+        word = KEYWORDS[attribute.kind]
+        return error(
+            "MCE001",
+            f"expected a name after `.`, found `{word}`",
+            source.span(attribute.start, attribute.end),
+            help=f"`{word}` was read as the last part of a dotted name; a dotted name does not end with `.`",
         )
     if "GT" in site.expected and _innermost_open(site.stack) == "PAR":
         glued = _par_glued_bind(source, site)

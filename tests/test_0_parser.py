@@ -126,3 +126,16 @@ def test_deep_parentheses_and_pars_parse() -> None:
 def test_long_chain_is_one_node() -> None:
     body = _only_pipeline_body(" >>= ".join(["a"] * 100_000))
     assert isinstance(body, s.Bind) and len(body.parts) == 100_000
+
+
+def test_fast_constructors_build_ordinary_equal_objects() -> None:
+    from mcec.parser import _fast_constructor
+
+    make_span = _fast_constructor(Span)
+    span = make_span("a.mce", 1, 4, 1, 2, 1, 5)
+    assert type(span) is Span and span == Span("a.mce", 1, 4, 1, 2, 1, 5)
+    assert hash(span) == hash(Span("a.mce", 1, 4, 1, 2, 1, 5))
+    name = _fast_constructor(s.Name)("x", span)
+    assert name == s.Name("x", span)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        name.text = "y"  # type: ignore[misc]

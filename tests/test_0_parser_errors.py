@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcec.cli import load_source
+from mcec import syntax as s
 from mcec.diagnostics import Diagnostic
 from mcec.parser import parse
 from mcec.render import render_json, render_summary, render_text
@@ -45,6 +46,7 @@ EXPECTED_CODES = {
     "missing_file": {"MCE005"},
     "reserved_word_name": {"MCE016"},
     "python_keyword_name": {"MCE016"},
+    "python_keyword_attribute": {"MCE016"},
 }
 
 
@@ -81,3 +83,29 @@ def test_python_keyword_keeps_the_tree() -> None:
     result = parse(SourceFile("t.mce", "fn class : A -> B = m.f"))
     assert result.module is not None
     assert [d.code for d in result.diagnostics] == ["MCE016"]
+
+
+def test_reserved_words_are_attribute_names_after_a_dot() -> None:
+    text = "state S merge impl.merge\nstep s : A -> A = impl.state\nfn f : A -> A = m.error.step\n"
+    result = parse(SourceFile("t.mce", text))
+    assert result.diagnostics == () and result.module is not None
+    dotted = [d.merge.dotted if isinstance(d, s.StateDecl) and d.merge else d.impl.dotted for d in result.module.decls]  # type: ignore[union-attr]
+    assert dotted == ["impl.merge", "impl.state", "m.error.step"]
+
+
+def test_reserved_words_stay_reserved_as_declared_names() -> None:
+    for text in ("step merge : A -> A = impl.merge", "fn error : A -> A = m.f", "import m as state"):
+        result = parse(SourceFile("t.mce", text))
+        assert result.module is None
+        assert [d.code for d in result.diagnostics] == ["MCE016"], text
+
+
+def test_python_keyword_after_a_dot_is_mce016_and_keeps_the_tree() -> None:
+    result = parse(SourceFile("t.mce", "step s : A -> A = impl.class"))
+    assert result.module is not None
+    assert [(d.code, d.span.column) for d in result.diagnostics] == [("MCE016", 24)]
+    assert "attribute name" in result.diagnostics[0].message
+
+
+def test_soft_keywords_after_a_dot_are_fine() -> None:
+    assert parse(SourceFile("t.mce", "fn f : A -> A = m.match\nfn g : A -> A = m.type")).diagnostics == ()
