@@ -16,7 +16,8 @@ A rendered diagnostic looks like this::
       = help: …
 
 The primary span is underlined with ``^``, secondary labels with ``-`` and
-their message; a span running over several lines is underlined to the end of
+their message; a label on exactly the primary span has its message written
+after the ``^`` instead (like rustc), so no text is underlined twice. A span running over several lines is underlined to the end of
 its first line. Tabs are expanded to :data:`TAB_WIDTH` columns for both the
 source line and the underline, so carets stay aligned. Very long lines are
 shown as a window around the underline.
@@ -85,13 +86,22 @@ def _marks_for(span: Span, line: int, source: SourceFile, char: str, message: st
     return _Mark(span.column, end, char, message, primary)
 
 
+def _same_place(first: Span, second: Span) -> bool:
+    """True when two spans cover the same text of the same file."""
+    return (first.path, first.start, first.end) == (second.path, second.start, second.end)
+
+
 def _excerpt(diagnostic: Diagnostic, source: SourceFile, style: _Style) -> list[str]:
     """The gutter, source lines and underlines of one diagnostic."""
     by_line: dict[int, list[_Mark]] = {}
     primary = diagnostic.span
-    by_line.setdefault(primary.line, []).append(_marks_for(primary, primary.line, source, "^", "", True))
+    # A label on exactly the primary span is said next to the carets (`^^^ message`), as rustc
+    # does, rather than underlining the same text twice.
+    on_primary = [label.message for label in diagnostic.labels if _same_place(label.span, primary)]
+    primary_mark = _marks_for(primary, primary.line, source, "^", "; ".join(on_primary), True)
+    by_line.setdefault(primary.line, []).append(primary_mark)
     for label in diagnostic.labels:
-        if label.span.path != primary.path:
+        if label.span.path != primary.path or _same_place(label.span, primary):
             continue  # a label in another file has no line here; its location is in the JSON
         mark = _marks_for(label.span, label.span.line, source, "-", label.message, False)
         by_line.setdefault(label.span.line, []).append(mark)

@@ -73,3 +73,21 @@ def test_json_keys_and_order() -> None:
 def test_missing_source_shows_path_only() -> None:
     d = error("MCE005", "cannot read", SourceFile("gone.mce", "").span(0, 0))
     assert render_text([d], {}, color=False) == "error[MCE005]: cannot read\n --> gone.mce\n\n"
+
+
+def test_label_on_the_primary_span_is_written_after_the_carets() -> None:
+    source = SourceFile("s.mce", "pipeline p : A -> B = a >>= b;\n")
+    span = source.span(22, 23)
+    diagnostic = error("MCE010", "mismatch", span, labels=(Label(source.span(22, 23), "gives A"), Label(source.span(28, 29), "takes B")))
+    text = render_text([diagnostic], {"s.mce": source}, color=False)
+    assert text == (
+        "error[MCE010]: mismatch\n"
+        " --> s.mce:1:23\n"
+        "  |\n"
+        "1 | pipeline p : A -> B = a >>= b;\n"
+        "  |                       ^ gives A\n"
+        "  |                             - takes B\n"
+        "\n"
+    )
+    # The JSON keeps every label.
+    assert [label["message"] for label in json.loads(render_json(diagnostic))["labels"]] == ["gives A", "takes B"]
