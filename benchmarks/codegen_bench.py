@@ -116,6 +116,7 @@ def bench_compile(sizes: list[int], mypy: bool, repeats: dict[int, int]) -> dict
             "seconds": {k: round(v, 4) for k, v in phases.items()} | {"total": round(total, 4)},
             "us_per_step": {k: round(v / n * 1e6, 1) for k, v in phases.items()} | {"total": round(total / n * 1e6, 1)},
             "black_share": round(phases["black"] / total, 3),
+            "formatter": runs[0].formatter,
         }
         if mypy and generated is not None:
             row["mypy_seconds"] = round(_mypy_seconds(generated), 3)
@@ -175,6 +176,7 @@ def huge(n: int) -> dict[str, Any]:
             "run": round(t_run, 4),
         },
         "black_share": round(times.black / times.total, 3),
+        "formatter": times.formatter,
         "ok": True,
     }
 
@@ -242,8 +244,9 @@ def print_detail(results: dict[str, Any]) -> None:
         if "profile" in r:
             print(f"\nProfile of the compiled pipeline (target missed):\n```\n{r['profile']}\n```")
     c = results["compile"]
-    print("\n### compile time (seconds; wall clock, median of repeats)\n")
-    print("| steps | parse | check | emit (libcst) | black | source map | total | µs/step | black share | mypy --strict (cold) |")
+    first = next(iter(c["sizes"].values()))
+    print(f"\n### compile time (seconds; wall clock, median of repeats; formatting = {first.get('formatter')})\n")
+    print("| steps | parse | check | emit (libcst) | formatting | source map | total | µs/step | formatting share | mypy --strict (cold) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n, row in c["sizes"].items():
         s = row["seconds"]

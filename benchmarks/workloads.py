@@ -112,28 +112,50 @@ class PhaseTimes:
     black: float
     sourcemap: float
     lines: int
+    formatter: str = "black"
 
     @property
     def total(self) -> float:
-        """parse + check + generate (libcst) + black + source map: all of ``compile_source``."""
+        """parse + check + generate (libcst) + formatting + source map: all of ``compile_source``."""
         return self.parse + self.check + self.emit + self.black + self.sourcemap
+
+
+def _formatter() -> tuple[str, Callable[[Any], str]]:
+    """The formatting step ``mcec.codegen.generate`` runs, whichever it is.
+
+    ``black.format_str`` over the module's text, or — when the code generator
+    has one — ``mcec.codegen.layout`` (black's output without running black on
+    the whole file). Returns its name and ``fn(libcst module) -> text``.
+    """
+    import mcec.codegen as codegen
+
+    layout = getattr(codegen, "layout", None)
+    if layout is not None:
+        return "mcec layout (black only on long lines)", layout
+    import black
+    from black.mode import TargetVersion
+
+    mode = getattr(codegen, "_BLACK_MODE", None) or black.Mode(target_versions={TargetVersion.PY311})
+    return "black.format_str", lambda module: black.format_str(module.code, mode=mode)
 
 
 def compile_phases(text: str, path: str = "bench.mce", *, deep: bool = True) -> tuple[PhaseTimes, Any]:
     """Compile ``text`` phase by phase (as ``mcec.codegen.generate`` does), timing each.
 
-    Returns the times and the ``Generated`` (code + source map). Runs inside
+    The "black" phase is whatever formatting ``generate`` does (see
+    :func:`_formatter`; its name is in ``PhaseTimes.formatter``). Returns the
+    times and the ``Generated`` (code + source map). Runs inside
     ``with_deep_stack`` as the compiler facade does.
     """
-    import black
-
     from mcec.check import check
-    from mcec.codegen import _BLACK_MODE, Generated, header_lines
+    from mcec.codegen import Generated, header_lines
     from mcec.codegen.emitter import Emitter
     from mcec.codegen.sourcemap import build_source_map
     from mcec.deep import with_deep_stack
     from mcec.parser import parse
     from mcec.span import SourceFile
+
+    name, format_module = _formatter()
 
     def run() -> tuple[PhaseTimes, Any]:
         source = SourceFile(path, text)
@@ -146,13 +168,12 @@ def compile_phases(text: str, path: str = "bench.mce", *, deep: bool = True) -> 
         assert checked.program is not None, checked.diagnostics[:3]
         emitter = Emitter(checked.program)
         module = emitter.module(header_lines(checked.program))
-        raw = module.code
         t3 = time.perf_counter()
-        code = black.format_str(raw, mode=_BLACK_MODE)
+        code = format_module(module)
         t4 = time.perf_counter()
         generated = Generated(code, build_source_map(module, emitter.spans, code, emitter.hints))
         t5 = time.perf_counter()
-        times = PhaseTimes(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, code.count("\n"))
+        times = PhaseTimes(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, code.count("\n"), name)
         return times, generated
 
     return with_deep_stack(run) if deep else run()
