@@ -1,0 +1,149 @@
+"""A pytest plugin: every `.mce` spec of a project checked as a test.
+
+Installed with mcec (entry point ``pytest11: mcec``). Collection rules:
+
+* Off by default, so installing mcec never changes what another project's
+  ``pytest`` collects. Turn it on with ``--mce`` or, for the project, the ini
+  option ``mce = true`` (``[tool.pytest.ini_options]`` in pyproject.toml).
+* A spec named on the command line (``pytest app/flow.mce``) is always
+  collected.
+* Otherwise a ``*.mce`` file is collected when pytest's own walk reaches it
+  (so ``testpaths``, ``--ignore``, ``norecursedirs`` apply as usual) and it
+  matches none of the ``mce_ignore`` glob patterns (ini, one per line; matched
+  against the path relative to the rootdir, ``**`` allowed), e.g.
+  ``mce_ignore = ["tests/cases/**"]`` for intentionally broken specs.
+
+Each spec is one item, ``path/spec.mce::mce``, marked ``mce`` (select with
+``-m mce``). It fails when the spec does not check, showing mcec's rendered
+diagnostics (no traceback). With ``--mce-mypy`` (or ``mce_mypy = true``) the
+spec is also compiled and ``mypy --strict`` runs on the generated module,
+written to a temporary folder (the project's own ``*_mce.py`` files are never
+touched; mypy resolves the spec's imports from the working directory, like
+``mcec compile``), with mypy's cache under pytest's cache folder.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["MceCheckFailed", "MceFile", "MceItem"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register ``--mce``, ``--mce-mypy`` and the ini options ``mce``, ``mce_mypy``, ``mce_ignore``."""
+    group = parser.getgroup("mce", "mcec: check .mce specs")
+    group.addoption("--mce", action="store_true", default=None, help="collect *.mce specs as tests (ini: mce)")
+    group.addoption(
+        "--mce-mypy",
+        action="store_true",
+        default=None,
+        help="also run mypy --strict on each spec's generated module (ini: mce_mypy)",
+    )
+    parser.addini("mce", "collect *.mce specs as tests", type="bool", default=False)
+    parser.addini("mce_mypy", "also run mypy on each spec's generated module", type="bool", default=False)
+    parser.addini("mce_ignore", "glob patterns (relative to the rootdir) of specs not to collect", type="linelist")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the ``mce`` marker."""
+    config.addinivalue_line("markers", "mce: a .mce spec checked by mcec")
+
+
+def _enabled(config: pytest.Config, name: str) -> bool:
+    """The command-line switch when given, else the ini option of the same name."""
+    value = config.getoption(f"--{name.replace('_', '-')}")
+    if value is not None:
+        return bool(value)
+    return bool(config.getini(name))
+
+
+def _ignored(config: pytest.Config, path: Path) -> bool:
+    try:
+        relative = path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        relative = path.as_posix()
+    patterns: list[str] = config.getini("mce_ignore")
+    for pattern in patterns:
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern.replace("**/", "")):
+            return True
+    return False
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> MceFile | None:
+    """Collect ``*.mce`` files according to the rules in the module docstring."""
+    if file_path.suffix != ".mce":
+        return None
+    config = parent.config
+    if parent.session.isinitpath(file_path):
+        return MceFile.from_parent(parent, path=file_path)
+    if not _enabled(config, "mce") or _ignored(config, file_path):
+        return None
+    return MceFile.from_parent(parent, path=file_path)
+
+
+class MceFile(pytest.File):
+    """A spec file: one :class:`MceItem`."""
+
+    def collect(self) -> list[MceItem]:
+        """The single item checking this spec."""
+        return [MceItem.from_parent(self, name="mce")]
+
+
+class MceCheckFailed(Exception):
+    """The spec did not check (or mypy rejected its generated module); carries the rendered report."""
+
+
+class MceItem(pytest.Item):
+    """Checks one spec (and, with ``--mce-mypy``, type-checks its generated module)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker("mce")
+
+    def runtest(self) -> None:
+        """Check the spec; raise :class:`MceCheckFailed` with the rendered diagnostics on errors."""
+        from mcec.cli import load_source
+        from mcec.compiler import check_source, compile_source
+        from mcec.render import render_summary, render_text
+
+        source, problem = load_source(self.path)
+        if problem is not None or source is None:
+            sources = {source.path: source} if source is not None else {}
+            raise MceCheckFailed(render_text([problem] if problem else [], sources, color=False))
+        mypy = _enabled(self.config, "mce_mypy")
+        result = compile_source(source) if mypy else check_source(source)
+        diagnostics = list(result.diagnostics)
+        if result.ok and mypy and result.generated is not None:
+            diagnostics.extend(self._mypy(result.generated.code, result.generated.source_map, str(self.path)))
+        if any(d.is_error for d in diagnostics):
+            text = render_text(diagnostics, {source.path: source}, color=False, limit=None)
+            raise MceCheckFailed(text + render_summary(diagnostics, color=False))
+
+    def _mypy(self, code: str, source_map: Any, spec: str) -> tuple[Any, ...]:
+        from mcec.codegen import module_name_for
+        from mcec.mypy_check import GeneratedFile, run_mypy
+
+        cache = getattr(self.config, "cache", None)  # absent under `-p no:cacheprovider`
+        cache_dir = cache.mkdir("mcec-mypy") if cache is not None else None
+        with tempfile.TemporaryDirectory(prefix="mcec-pytest-") as folder:
+            target = Path(folder) / f"{module_name_for(self.path.name)}.py"
+            target.write_text(code, encoding="utf-8")
+            generated = GeneratedFile(target, spec, source_map)
+            if cache_dir is not None:
+                return run_mypy([generated], Path(cache_dir))
+            return run_mypy([generated], Path(folder) / ".mypy_cache")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """mcec's own report for a spec that does not check; pytest's otherwise."""
+        if isinstance(excinfo.value, MceCheckFailed):
+            return str(excinfo.value).rstrip("\n")
+        return str(super().repr_failure(excinfo, style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the item comes from, as shown in reports."""
+        return self.path, None, f"mce check: {self.path.name}"

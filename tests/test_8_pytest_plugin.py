@@ -1,0 +1,104 @@
+"""The pytest plugin: `.mce` specs as test items, in a temporary project run by a real pytest."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+GOOD = """\
+from app.impl import Log, Oops
+import app.impl as impl
+
+state Log
+error Oops
+
+step fetch : str -> int ! Oops = impl.fetch
+fn show    : int -> str        = impl.show
+
+pipeline run : str -> str ! Oops = fetch >>= show;
+"""
+
+IMPL = """\
+from dataclasses import dataclass
+
+from agentmonad import Ok, Outcome
+
+
+@dataclass(frozen=True)
+class Log:
+    n: int = 0
+
+
+class Oops(Exception):
+    pass
+
+
+def fetch(state: Log, value: str) -> Outcome[Log, Oops, int]:
+    return Ok(len(value), state)
+
+
+def show(value: str) -> str:  # wrong on purpose: the spec says int -> str
+    return value
+"""
+
+
+def _project(tmp_path: Path, ini: str) -> Path:
+    root = tmp_path / "proj"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "app" / "impl.py").write_text(IMPL, encoding="utf-8")
+    (root / "app" / "good.mce").write_text(GOOD, encoding="utf-8")
+    (root / "app" / "bad.mce").write_text(GOOD.replace("fetch >>= show", "fetch >>= shw"), encoding="utf-8")
+    (root / "cases").mkdir()
+    (root / "cases" / "broken.mce").write_text("pipeline p : = ;\n", encoding="utf-8")
+    (root / "test_plain.py").write_text("def test_plain():\n    assert True\n", encoding="utf-8")
+    (root / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{ini}\n", encoding="utf-8")
+    return root
+
+
+#: Other installed plugins that are slow to import and irrelevant here (blocking an
+#: absent one is harmless); the mcec plugin itself still loads from its entry point.
+QUIET = [f"-pno:{name}" for name in ("langsmith_plugin", "anyio", "returns", "hypothesispytest", "benchmark")]
+
+
+def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *QUIET, "-rA", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_off_by_default_but_explicit_paths_are_collected(tmp_path: Path) -> None:
+    root = _project(tmp_path, "")
+    run = _pytest(root)
+    assert run.returncode == 0 and "1 passed" in run.stdout and ".mce" not in run.stdout, run.stdout
+    run = _pytest(root, "app/good.mce")
+    assert run.returncode == 0 and "1 passed" in run.stdout and "app/good.mce::mce" in run.stdout, run.stdout
+
+
+def test_enabled_by_ini_fails_with_the_rendered_diagnostic(tmp_path: Path) -> None:
+    root = _project(tmp_path, 'mce = true\nmce_ignore = ["cases/**"]')
+    run = _pytest(root)
+    out = run.stdout
+    assert run.returncode == 1, out
+    assert "1 failed, 2 passed" in out
+    assert "PASSED app/good.mce::mce" in out and "FAILED app/bad.mce::mce" in out
+    assert "error[MCE002]: unknown name `shw`" in out and "app/bad.mce:10:" in out and "^^^" in out
+    assert "cases/broken.mce" not in out  # mce_ignore
+    assert "Traceback" not in out and "MceCheckFailed" not in out.split("short test summary")[0]
+    # --mce on the command line does the same without the ini switch; -m mce selects only specs
+    root2 = _project(tmp_path / "two", 'mce_ignore = ["cases/**"]')
+    run = _pytest(root2, "--mce", "-m", "mce")
+    assert "1 failed, 1 passed, 1 deselected" in run.stdout, run.stdout
+
+
+def test_mce_mypy_reports_what_mypy_finds(tmp_path: Path) -> None:
+    root = _project(tmp_path, 'mce = true\nmce_ignore = ["cases/**", "app/bad.mce"]')
+    run = _pytest(root, "--mce-mypy", "app/good.mce")
+    assert run.returncode == 1, run.stdout
+    assert "error[MCE100]" in run.stdout and "app/good.mce:8:" in run.stdout, run.stdout
+    assert not list(root.rglob("*_mce.py"))  # generated into a temporary folder, not the project
