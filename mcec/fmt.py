@@ -78,7 +78,7 @@ __all__ = [
 #: Expressions are broken over several lines when they would pass this column.
 LINE_LENGTH = 100
 #: A declaration table aligns ``=`` only up to this column.
-ALIGN_LIMIT = 72
+ALIGN_LIMIT = 80
 INDENT = 4
 
 _BLANK_LINE = re.compile(r"\n[ \t\f\r\v]*\n")
