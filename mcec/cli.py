@@ -268,6 +268,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`mcec check … | head`): not an error of ours. Point
+        # stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_ERRORS
     except Exception as exc:  # a bug: one tidy line, never a traceback
         message = str(exc) or type(exc).__name__
         print(f"internal compiler error: {type(exc).__name__}: {message}", file=sys.stderr)

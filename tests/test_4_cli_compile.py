@@ -196,3 +196,13 @@ def test_run_spec_with_errors_shows_diagnostics(project: Path) -> None:
     (project / "app" / "main.mce").write_text(textwrap.dedent(SPEC).replace("state Counter", ""))
     done = mcec(project, "run", "app/main.mce", "main", "--input", "1")
     assert done.returncode == 1 and "MCE004" in done.stderr
+
+
+def test_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> None:
+    spec = tmp_path / "many.mce"
+    spec.write_text("".join(f"pipeline p{i} : int -> int = nothing{i};\n" for i in range(400)))
+    done = subprocess.run(
+        f"{sys.executable} -m mcec check many.mce | head -n 1", shell=True, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout.startswith("error[MCE002]")
+    assert "internal compiler error" not in done.stderr and "Traceback" not in done.stderr

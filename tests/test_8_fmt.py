@@ -29,9 +29,6 @@ CASES = ROOT / "tests" / "cases" / "fmt"
 
 #: Example specs owned by other work that are known not to be formatted yet
 #: (empty this set once they are; the test then guards them too).
-KNOWN_UNFORMATTED = {"examples/research/research.mce"}
-
-
 def _mcec(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mcec", *args], cwd=cwd, capture_output=True, text=True, timeout=120
@@ -50,11 +47,9 @@ def test_golden(case: Path, golden) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_examples_are_formatted() -> None:
-    """`mcec fmt --check examples` lists no file but the known ones."""
+    """`mcec fmt --check examples` passes: every shipped spec is in canonical layout."""
     run = _mcec("fmt", "--check", "examples")
-    listed = {line.removeprefix("would reformat ").strip() for line in run.stdout.splitlines() if line.strip()}
-    assert listed <= KNOWN_UNFORMATTED, run.stdout + run.stderr
-    assert run.returncode == (1 if listed else 0), run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_example_specs_keep_their_meaning() -> None:
