@@ -37,6 +37,8 @@ from mcec.types import Builtin, ClassRef, ErrorSet, Generic, Type, Union, render
 
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200
+#: Helper names grow with nesting (`_main_par_catch`) up to about this length.
+NAME_PREFIX = 24
 
 RUNTIME = "agentmonad"
 COMPILED = "agentmonad.compiled"
@@ -250,25 +252,37 @@ class Emitter:
         if isinstance(expr, t.TRef) and expr.kind == "pipeline":
             return c.name(expr.name)
         helper = self.names.fresh(f"_{owner.lstrip('_')}_{_label(expr)}")
+        # Helpers are named after the groups they sit in (`_main_par_catch`), up to
+        # a point: past NAME_PREFIX characters they are named after the pipeline,
+        # so 10,000-deep nesting does not make 10,000-part names (quadratic output).
+        nested = helper if len(helper) <= NAME_PREFIX else owner
         if isinstance(expr, (t.TRef, t.TBind)):
-            self.chain_function(helper, expr.sig, _flatten(expr), expr.span, None)
+            self.chain_function(helper, expr.sig, _flatten(expr), expr.span, None, nested)
         else:
-            self.group_function(helper, expr, owner)
+            self.group_function(helper, expr, nested)
         return c.name(helper)
 
     def chain_function(
-        self, function: str, sig: t.Sig, parts: Sequence[t.TExpr], span: Span, doc: str | None
+        self,
+        function: str,
+        sig: t.Sig,
+        parts: Sequence[t.TExpr],
+        span: Span,
+        doc: str | None,
+        owner: str | None = None,
     ) -> None:
-        """A function running ``parts`` in sequence, straight-line."""
+        """A function running ``parts`` in sequence, straight-line; helpers it
+        needs are named after ``owner`` (default: the function itself)."""
+        owner = owner if owner is not None else function
         if len(parts) > CHUNK:
-            parts = [self._chunk(function, parts[i : i + CHUNK]) for i in range(0, len(parts), CHUNK)]
+            parts = [self._chunk(owner, parts[i : i + CHUNK]) for i in range(0, len(parts), CHUNK)]
         scope = self.names.child()
         state, value = scope.fresh("state"), scope.fresh("value")
         body: list[cst.BaseStatement] = [c.docstring(doc)] if doc else []
         current = value
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
-            current = self._chain_part(body, scope, part, state, current, last, function)
+            current = self._chain_part(body, scope, part, state, current, last, owner)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
         )
@@ -398,7 +412,8 @@ class Emitter:
     # ------------------------------------------------------------ groups
 
     def group_function(self, function: str, expr: t.TExpr, owner: str) -> None:
-        """A helper implementing one ``par``/``each``/``catch``/``orelse``/``local``/``{}``."""
+        """A helper implementing one ``par``/``each``/``catch``/``orelse``/``local``/``{}``;
+        the helpers it needs in turn are named after ``owner``."""
         scope = self.names.child()
         state, value = scope.fresh("state"), scope.fresh("value")
         builders: dict[type, Callable[[t.TExpr, str, str, NameAllocator, str], list[cst.BaseStatement]]] = {
@@ -412,7 +427,7 @@ class Emitter:
         build = builders.get(type(expr))
         if build is None:
             raise AssertionError(f"no emitter for expression {type(expr).__name__}")
-        body = build(expr, state, value, scope, function)
+        body = build(expr, state, value, scope, owner)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(expr.sig.input))], self.outcome(expr.sig), body
         )
