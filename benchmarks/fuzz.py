@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 from spec_gen import specs  # noqa: E402
 from test_7_compiler_inputs import TOKEN, VOCABULARY, shape_problems  # noqa: E402
 

@@ -217,12 +217,14 @@ def add_run(subparsers: Subparsers) -> None:
     command.set_defaults(func=run_run)
 
 
-def run_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Run one pipeline; exit 0 on Ok, 1 on Err (or a Defect), 2 on bad input."""
-    from mcec.runner import RunError, dumps, load_module, prepare, run_pipeline
+def compile_to_run(spec: Path) -> CompileResult | int:
+    """Compile a spec in memory for running it (``run``, ``serve``).
 
+    Returns the result, or — when the spec cannot be read or does not check —
+    the exit status, after printing the diagnostics on stderr (stdout is the
+    command's own output: JSON, or the MCP protocol).
+    """
     _ensure_importable_cwd()
-    spec = Path(args.file)
     reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
     source, problem = load_source(spec)
     if problem is not None:
@@ -235,6 +237,17 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
         reporter.add(result.diagnostics, source)
         reporter.flush()
         return EXIT_ERRORS
+    return result
+
+
+def run_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run one pipeline; exit 0 on Ok, 1 on Err (or a Defect), 2 on bad input."""
+    from mcec.runner import RunError, dumps, load_module, prepare, run_pipeline
+
+    result = compile_to_run(Path(args.file))
+    if isinstance(result, int):
+        return result
+    assert result.program is not None and result.generated is not None
     try:
         value, state = prepare(result.program, args.pipeline, args.input, args.state)
         module = load_module(result.program, result.generated)

@@ -51,7 +51,6 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, TypeAlias
@@ -539,7 +538,6 @@ class _Formatter:
         after_opener = False
 
         def blank_before(start: int, allowed: bool) -> None:
-            nonlocal after_opener
             if (
                 allowed
                 and not after_opener

@@ -36,11 +36,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from agentmonad import Defect, Err, Ok, Outcome, to_tool_result
 
-from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, load_source
-from mcec.commands import Subparsers, _ensure_importable_cwd
-from mcec.compiler import compile_source
+from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from mcec.commands import Subparsers, compile_to_run
 from mcec.pyobjects import ResolveError, python_type
-from mcec.render import DEFAULT_LIMIT
 from mcec.typed import Program, TPipeline
 
 if TYPE_CHECKING:
@@ -264,20 +262,11 @@ def run_serve(args: argparse.Namespace, out: TextIO) -> int:
 
     from mcec.runner import RunError, load_module
 
-    _ensure_importable_cwd()
     spec = Path(args.file)
-    reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
-    source, problem = load_source(spec)
-    if problem is not None:
-        reporter.add([problem], source)
-        reporter.flush()
-        return EXIT_USAGE if problem.code == "MCE005" else EXIT_ERRORS
-    assert source is not None
-    result = compile_source(source)
-    if result.program is None or result.generated is None:
-        reporter.add(result.diagnostics, source)
-        reporter.flush()
-        return EXIT_ERRORS
+    result = compile_to_run(spec)
+    if isinstance(result, int):
+        return result
+    assert result.program is not None and result.generated is not None
     try:
         import mcp  # noqa: F401  (fail early, with a clear message)
     except ImportError:

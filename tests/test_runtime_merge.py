@@ -8,7 +8,7 @@ class below has string annotations, so reducers are found only through
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
