@@ -92,6 +92,16 @@ class BuildState:
         """True when ``spec`` was built successfully with exactly this fingerprint."""
         return self.entries.get(str(spec)) == fingerprint.as_json()
 
+    def recorded_modules(self, spec: Path) -> list[str] | None:
+        """The modules ``spec`` imported when it was last built (None: never built).
+
+        The spec's own hash is part of the fingerprint, so while the source is
+        unchanged its imports are these; no need to parse it again to find out.
+        """
+        entry = self.entries.get(str(spec))
+        dependencies = entry.get("dependencies") if entry is not None else None
+        return sorted(dependencies) if isinstance(dependencies, dict) else None
+
     def record(self, spec: Path, fingerprint: Fingerprint) -> None:
         """Remember a successful build."""
         self.entries[str(spec)] = fingerprint.as_json()

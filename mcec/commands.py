@@ -130,19 +130,6 @@ def _fingerprint(spec: Path, modules: list[str]) -> Fingerprint:
     return Fingerprint(sha256_file(spec), dependency_hashes(modules), sha256_file(target))
 
 
-def _imported_modules(spec: Path) -> list[str] | None:
-    """The modules a spec imports, from a quick parse (None when it does not parse)."""
-    from mcec.compiler import check_source
-
-    source, problem = load_source(spec)
-    if source is None or problem is not None:
-        return None
-    result = check_source(source)
-    if result.program is None:
-        return None
-    return [imp.module for imp in result.program.imports]
-
-
 def run_build(args: argparse.Namespace, out: TextIO) -> int:
     """Build a folder: compile what changed, mypy the outputs together, one summary line."""
     _ensure_importable_cwd()
@@ -158,8 +145,8 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
     stale: list[Path] = []
     for spec in specs:
         key = spec.relative_to(folder)
-        modules = _imported_modules(spec) if not args.force else None
-        if modules is not None and state.is_current(key, _fingerprint(spec, modules)) and not args.force:
+        modules = state.recorded_modules(key) if not args.force else None
+        if modules is not None and state.is_current(key, _fingerprint(spec, modules)):
             continue
         stale.append(spec)
     show_progress = len(stale) > 3 and args.format == "text"

@@ -61,6 +61,7 @@ class Emitter:
         self._error_tuples: dict[ErrorSet, cst.Tuple] = {}
         self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
         self.tool_users = _tool_users(program)
+        self.async_steps = {step.name for step in program.steps if step.is_async}
         self.state_type: cst.BaseExpression = (
             self.type_expr(program.state) if program.state is not None else c.name("None")
         )
@@ -405,9 +406,7 @@ class Emitter:
         return output
 
     def _is_async(self, part: t.TRef) -> bool:
-        if part.kind == "tool":
-            return True
-        return any(step.is_async for step in self.program.steps if step.name == part.name)
+        return part.kind == "tool" or part.name in self.async_steps
 
     # ------------------------------------------------------------ groups
 
