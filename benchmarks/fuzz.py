@@ -32,34 +32,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
-from spec_gen import specs  # noqa: E402
-from test_7_compiler_inputs import TOKEN, VOCABULARY, shape_problems  # noqa: E402
+from spec_gen import mutate, specs  # noqa: E402
+from test_7_compiler_inputs import shape_problems  # noqa: E402
 
 from mcec.compiler import compile_source  # noqa: E402
 from mcec.span import SourceFile  # noqa: E402
 
 FINDINGS = ROOT / "benchmarks" / "fuzz-findings"
-
-
-def mutate(text: str, rng: random.Random) -> str:
-    """Apply 1–6 token-level mutations."""
-    tokens = TOKEN.findall(text)
-    for _ in range(rng.randint(1, 6)):
-        if not tokens:
-            break
-        index = rng.randrange(len(tokens))
-        action = rng.choice(["delete", "duplicate", "swap", "insert", "replace"])
-        if action == "delete":
-            del tokens[index]
-        elif action == "duplicate":
-            tokens.insert(index, tokens[index])
-        elif action == "swap" and index + 1 < len(tokens):
-            tokens[index], tokens[index + 1] = tokens[index + 1], tokens[index]
-        elif action == "insert":
-            tokens.insert(index, rng.choice(VOCABULARY))
-        else:
-            tokens[index] = rng.choice(VOCABULARY)
-    return "".join(tokens)
 
 
 def deep(rng: random.Random) -> str:
@@ -120,7 +99,7 @@ def main(seconds: float = 300.0, seed: int = 0) -> dict[str, object]:
         kind = rng.choice(["mutated", "mutated", "mutated", "valid", "text", "bytes", "deep"])
         if kind in ("mutated", "valid"):
             spec = pool.pop(rng.randrange(len(pool)))
-            run_one(kind, mutate(spec, rng) if kind == "mutated" else spec, stats, findings)
+            run_one(kind, mutate(spec, rng, max_mutations=6) if kind == "mutated" else spec, stats, findings)
         elif kind == "text":
             run_one(kind, "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(rng.randint(0, 400))), stats, findings)
         elif kind == "bytes":

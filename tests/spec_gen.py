@@ -6,6 +6,7 @@ fire (no MCE014)."""
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass
 
@@ -183,3 +184,37 @@ def fault_plans(draw: st.DrawFn, spec: str | None = None) -> dict[str, Fault]:
         candidates = used or candidates
     names = draw(st.lists(st.sampled_from(candidates), unique=True, min_size=1, max_size=3))
     return {name: draw(faults_for(name)) for name in names}
+
+
+# ---------------------------------------------------------------- token mutations (fuzzing)
+
+#: A rough `.mce` tokenizer: enough to cut specs into pieces worth mutating.
+TOKEN = re.compile(r"\s+|[A-Za-z_][A-Za-z0-9_]*|\d+|\"(?:[^\"\\\n]|\\.)*\"|>>=|->|=>|#[^\n]*|.", re.S)
+#: What mutations insert: keywords, punctuation, and characters that must be rejected.
+VOCABULARY = [
+    "par", "each", "(limit=0)", "local", "catch", "orelse", ">>=", "<", ">", "(", ")", "{", "}", ";", ",",
+    "|", "!", ":", "=", "->", "=>", "step", "fn", "pipeline", "state", "error", "import", "from", "as",
+    "class", "None", "Never", "list[", "]", '"', "\n", "#", "\u202e", "é", "\x00", "Odd", "inc", "main",
+]
+
+
+def mutate(text: str, rng: random.Random, max_mutations: int) -> str:
+    """Apply 1 to ``max_mutations`` token-level mutations (delete, duplicate, swap,
+    insert, replace) to ``text``; shared by the test suite and benchmarks/fuzz.py."""
+    tokens = TOKEN.findall(text)
+    for _ in range(rng.randint(1, max_mutations)):
+        if not tokens:
+            break
+        index = rng.randrange(len(tokens))
+        action = rng.choice(["delete", "duplicate", "swap", "insert", "replace"])
+        if action == "delete":
+            del tokens[index]
+        elif action == "duplicate":
+            tokens.insert(index, tokens[index])
+        elif action == "swap" and index + 1 < len(tokens):
+            tokens[index], tokens[index + 1] = tokens[index + 1], tokens[index]
+        elif action == "insert":
+            tokens.insert(index, rng.choice(VOCABULARY))
+        else:
+            tokens[index] = rng.choice(VOCABULARY)
+    return "".join(tokens)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -25,17 +24,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spec_gen import specs
+from spec_gen import mutate, specs
 
 from mcec.compiler import compile_source
 from mcec.span import SourceFile
 
-TOKEN = re.compile(r"\s+|[A-Za-z_][A-Za-z0-9_]*|\d+|\"(?:[^\"\\\n]|\\.)*\"|>>=|->|=>|#[^\n]*|.", re.S)
-VOCABULARY = [
-    "par", "each", "(limit=0)", "local", "catch", "orelse", ">>=", "<", ">", "(", ")", "{", "}", ";", ",",
-    "|", "!", ":", "=", "->", "=>", "step", "fn", "pipeline", "state", "error", "import", "from", "as",
-    "class", "None", "Never", "list[", "]", '"', "\n", "#", "\u202e", "é", "\x00", "Odd", "inc", "main",
-]
 
 
 def shape_problems(code: str) -> list[str]:
@@ -65,23 +58,7 @@ def compile_text(text: str, name: str = "fuzz.mce") -> None:
 
 @st.composite
 def mutated_specs(draw: st.DrawFn) -> str:
-    tokens = TOKEN.findall(draw(specs(max_depth=2)))
-    for _ in range(draw(st.integers(1, 4))):
-        index = draw(st.integers(0, max(0, len(tokens) - 1)))
-        action = draw(st.sampled_from(["delete", "duplicate", "swap", "insert", "replace"]))
-        if not tokens:
-            break
-        if action == "delete":
-            del tokens[index]
-        elif action == "duplicate":
-            tokens.insert(index, tokens[index])
-        elif action == "swap" and index + 1 < len(tokens):
-            tokens[index], tokens[index + 1] = tokens[index + 1], tokens[index]
-        elif action == "insert":
-            tokens.insert(index, draw(st.sampled_from(VOCABULARY)))
-        else:
-            tokens[index] = draw(st.sampled_from(VOCABULARY))
-    return "".join(tokens)
+    return mutate(draw(specs(max_depth=2)), draw(st.randoms(use_true_random=False)), max_mutations=4)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
