@@ -8,7 +8,6 @@ and the real classes behind spec types (to validate JSON input with pydantic).
 from __future__ import annotations
 
 import importlib
-import types as pytypes
 from functools import reduce
 from typing import Any, Never
 
@@ -68,9 +67,5 @@ def python_type(type_: Type) -> Any:
 
 def error_classes(errors: frozenset[Type]) -> tuple[type, ...]:
     """The classes of an error set (for ``isinstance``)."""
-    classes = []
-    for error in sorted(errors, key=str):
-        cls = python_type(error)
-        if isinstance(cls, type) or isinstance(cls, pytypes.GenericAlias):
-            classes.append(cls)
-    return tuple(c for c in classes if isinstance(c, type))
+    classes = (python_type(error) for error in sorted(errors, key=str))
+    return tuple(cls for cls in classes if isinstance(cls, type))
