@@ -49,7 +49,7 @@ class UsageError(Exception):
 
 def _file_span(path: str) -> Span:
     """A span for a whole file we could not read (no excerpt is shown)."""
-    return Span(path, 0, 0, 1, 1, 1, 1)
+    return Span.file_start(path)
 
 
 def load_source(path: Path) -> tuple[SourceFile | None, Diagnostic | None]:

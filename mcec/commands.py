@@ -35,7 +35,7 @@ def _ensure_importable_cwd() -> None:
 
 
 def _write_problem(spec: Path, message: str) -> Diagnostic:
-    return error("MCE006", message, Span(str(spec), 0, 0, 1, 1, 1, 1))
+    return error("MCE006", message, Span.file_start(str(spec)))
 
 
 def _spec_modules(result: CompileResult) -> list[str]:

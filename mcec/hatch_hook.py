@@ -118,7 +118,7 @@ def _compile(root: Path, specs: list[Path], mypy: bool) -> tuple[list[Path], str
         try:
             write_module(target, result.generated.code)
         except OutputError as exc:
-            diagnostics.append(error("MCE006", str(exc), Span(str(shown), 0, 0, 1, 1, 1, 1)))
+            diagnostics.append(error("MCE006", str(exc), Span.file_start(str(shown))))
             failed.add(str(shown))
             continue
         written.append((target, GeneratedFile(target, str(shown), result.generated.source_map)))

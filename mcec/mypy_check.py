@@ -65,7 +65,7 @@ def run_mypy(files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR) -> tup
         first = files[0]
         text = (stderr or stdout).strip().splitlines()
         message = text[-1] if text else f"mypy exited with status {status}"
-        span = Span(first.spec_path, 0, 0, 1, 1, 1, 1)
+        span = Span.file_start(first.spec_path)
         diagnostics.append(error("MCE100", f"mypy could not check the generated code: {message}", span))
     return tuple(diagnostics)
 
@@ -98,7 +98,7 @@ def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
         flush()
         notes = []
         entry = generated.source_map.entry(line)
-        span = entry.span if entry is not None else Span(generated.spec_path, 0, 0, 1, 1, 1, 1)
+        span = entry.span if entry is not None else Span.file_start(generated.spec_path)
         pending = (generated, line, match["message"].strip(), span, entry.hint if entry is not None else None)
     flush()
     return diagnostics

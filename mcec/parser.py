@@ -107,10 +107,9 @@ def _fast_constructor(cls: type[_T]) -> Callable[..., _T]:
     """A function building ``cls(*fields)`` without the dataclass ``__init__``.
 
     A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__`` (a generic name lookup per field): ~3 µs for a
-    seven-field :class:`Span` on the reference machine, and a parse makes about
-    eight spans per line. Setting the slots through their member descriptors
-    does the same work about twice as fast. Only for slotted dataclasses with no
+    ``object.__setattr__`` (a generic name lookup per field), and a parse makes
+    about eight spans and several nodes per line. Setting the slots through
+    their member descriptors does the same work about twice as fast. Only for slotted dataclasses with no
     ``__post_init__`` (nothing in ``__init__`` is skipped then); the result is
     an ordinary, equal instance of ``cls``.
     """
@@ -372,44 +371,40 @@ class _Builder:
     ``x*`` helper rules build. Spans run from the first child to the last.
     """
 
-    __slots__ = ("comments", "diagnostics", "failed", "path")
+    __slots__ = ("comments", "diagnostics", "failed", "source")
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, source: SourceFile) -> None:
+        self.source = source
         self.comments: list[s.Comment] = []
         self.diagnostics: list[Diagnostic] = []
         self.failed = False
 
     # -- spans (the one place where token positions become Span values)
+    #
+    # A span is the source plus two offsets: line and column are worked out from
+    # the offsets only when a diagnostic is rendered or a site is generated, so
+    # the spans made here (one per token and per node) need no line arithmetic.
 
     def tok_span(self, tok: _Tok) -> Span:
-        text, start, line, column = tok
-        size = len(text)
-        return _SPAN(self.path, start, start + size, line, column, line, column + size)
+        start = tok[1]
+        return _SPAN(self.source, start, start + len(tok[0]))
 
     def tok_tok(self, first: _Tok, last: _Tok) -> Span:
-        size = len(last[0])
-        return _SPAN(self.path, first[1], last[1] + size, first[2], first[3], last[2], last[3] + size)
+        return _SPAN(self.source, first[1], last[1] + len(last[0]))
 
     def tok_node(self, first: _Tok, last: Any) -> Span:
-        end: Span = last.span
-        return _SPAN(self.path, first[1], end.end, first[2], first[3], end.end_line, end.end_column)
+        return _SPAN(self.source, first[1], last.span.end)
 
     def node_tok(self, first: Any, last: _Tok) -> Span:
-        begin: Span = first.span
-        size = len(last[0])
-        return _SPAN(self.path, begin.start, last[1] + size, begin.line, begin.column, last[2], last[3] + size)
+        return _SPAN(self.source, first.span.start, last[1] + len(last[0]))
 
     def node_node(self, first: Any, last: Any) -> Span:
-        begin: Span = first.span
-        end: Span = last.span
-        return _SPAN(self.path, begin.start, end.end, begin.line, begin.column, end.end_line, end.end_column)
+        return _SPAN(self.source, first.span.start, last.span.end)
 
     def comment(self, text: str, start: int, line: int, column: int) -> None:
-        """Remember a ``#`` comment for ``Module.comments``."""
+        """Remember a ``#`` comment for ``Module.comments`` (its span needs only the offset; line/column are unused)."""
         text = text.rstrip("\r")
-        size = len(text)
-        self.comments.append(_COMMENT(text, _SPAN(self.path, start, start + size, line, column, line, column + size)))
+        self.comments.append(_COMMENT(text, _SPAN(self.source, start, start + len(text))))
 
     def check_name(self, name: s.Name, what: str) -> None:
         """MCE016 for a Python keyword (or a name Python would NFKC-normalise differently)."""
@@ -894,7 +889,7 @@ def parse(source: SourceFile) -> ParseResult:
     if text.startswith("\ufeff"):
         # A byte-order mark is allowed at the very start; a space keeps offsets equal.
         text = " " + text[1:]
-    builder = _Builder(source.path)
+    builder = _Builder(source)
     # Parsing allocates many small objects that all stay alive; the cyclic GC
     # would rescan them again and again (superlinear on big files), and a syntax
     # tree has no cycles to collect. So it is paused while parsing (the lock
@@ -910,5 +905,5 @@ def parse(source: SourceFile) -> ParseResult:
     diagnostics = tuple(sorted(dict.fromkeys(builder.diagnostics), key=Diagnostic.sort_key))
     if builder.failed:
         return ParseResult(None, diagnostics)
-    module = s.Module(source.path, tuple(decls), tuple(builder.comments), source.span(0, len(source.text)))
+    module = s.Module(source.path, tuple(decls), tuple(builder.comments), _SPAN(source, 0, len(source.text)))
     return ParseResult(module, diagnostics)

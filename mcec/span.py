@@ -1,69 +1,124 @@
 """Source files and spans: where a piece of `.mce` text sits.
 
-Every syntax node, typed node and diagnostic carries a :class:`Span`. Lines and
-columns are 1-based (columns count code points, as editors do); ``start``/``end``
-are 0-based character offsets into the file's text, ``end`` exclusive.
+Every syntax node, typed node and diagnostic carries a :class:`Span`. A span
+stores only its :class:`SourceFile` and two 0-based character offsets
+(``start``/``end``, ``end`` exclusive); lines and columns are 1-based (columns
+count code points, as editors do) and are computed from the offsets when asked.
+
+Decision: offsets only, line/column on demand. The parser builds about eight
+spans per source line, so a span must be cheap to make; lines and columns are
+only needed when a diagnostic is rendered or a generated site/source map is
+written, which touches a tiny fraction of the spans.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A half-open range of source text, with both offsets and line/column."""
+    """A half-open range ``[start, end)`` of a source file's text.
 
-    path: str
+    Only the file and the two offsets are stored (cheap to build: the parser
+    makes one per token and per node); ``path``, ``line``, ``column``,
+    ``end_line`` and ``end_column`` are derived through
+    :meth:`SourceFile.position` each time they are read. Equality and hash are
+    those of ``(source, start, end)``.
+    """
+
+    source: SourceFile
     start: int
     end: int
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+
+    @classmethod
+    def file_start(cls, path: str) -> Span:
+        """A zero-width span at line 1, column 1 of ``path``, for a problem with a whole file.
+
+        Used where there is no text to point into (a file that could not be read
+        or written, a tool failing for the file as a whole): its source is an
+        empty :class:`SourceFile`, so no excerpt is shown.
+        """
+        return cls(SourceFile(path, ""), 0, 0)
+
+    @property
+    def path(self) -> str:
+        """The path of the file the span is in."""
+        return self.source.path
+
+    @property
+    def line(self) -> int:
+        """1-based line of ``start``."""
+        return self.source.position(self.start)[0]
+
+    @property
+    def column(self) -> int:
+        """1-based column (in code points) of ``start``."""
+        return self.source.position(self.start)[1]
+
+    @property
+    def end_line(self) -> int:
+        """1-based line of ``end``."""
+        return self.source.position(self.end)[0]
+
+    @property
+    def end_column(self) -> int:
+        """1-based column (in code points) of ``end`` (one past the last character)."""
+        return self.source.position(self.end)[1]
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}"
+        line, column = self.source.position(self.start)
+        return f"{self.source.path}:{line}:{column}"
+
+    def __repr__(self) -> str:
+        # The source is shown by path only: its text may be megabytes.
+        line, column = self.source.position(self.start)
+        end_line, end_column = self.source.position(self.end)
+        return f"Span({self.source.path!r}, {line}:{column}-{end_line}:{end_column})"
 
     def cover(self, other: Span) -> Span:
         """The smallest span containing both ``self`` and ``other`` (same file)."""
         first = self if self.start <= other.start else other
         last = self if self.end >= other.end else other
-        return Span(
-            self.path, first.start, last.end, first.line, first.column, last.end_line, last.end_column
-        )
+        return Span(self.source, first.start, last.end)
 
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A spec's text plus a line index, for turning offsets into spans and back."""
+    """A spec's text plus a line index, for turning offsets into spans and line/column."""
 
     path: str
     text: str
     _line_starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        starts = [0]
-        starts.extend(i + 1 for i, ch in enumerate(self.text) if ch == "\n")
-        object.__setattr__(self, "_line_starts", tuple(starts))
+        # A line starts at 0 and after every "\n". Line i starts after the i
+        # earlier lines and their newlines: the running sum of the earlier
+        # lines' lengths plus i. Built from str.split, accumulate and map (all
+        # C loops) rather than a Python loop over every character, since every
+        # parse (and every formatter and build run) makes one of these.
+        lines = self.text.split("\n")
+        lengths_before = itertools.accumulate(map(len, lines[:-1]), initial=0)
+        starts = tuple(map(operator.add, lengths_before, range(len(lines))))
+        object.__setattr__(self, "_line_starts", starts)
 
     @property
     def line_count(self) -> int:
-        """Number of lines (a trailing newline does not start a new line of text)."""
+        """Number of lines: one more than the number of newlines (so text ending in a newline counts an empty last line)."""
         return len(self._line_starts)
 
     def position(self, offset: int) -> tuple[int, int]:
-        """1-based (line, column) of a 0-based offset."""
+        """1-based (line, column) of a 0-based offset (clamped to the text)."""
         offset = max(0, min(offset, len(self.text)))
         index = bisect.bisect_right(self._line_starts, offset) - 1
         return index + 1, offset - self._line_starts[index] + 1
 
     def span(self, start: int, end: int) -> Span:
         """The span of ``text[start:end]``."""
-        line, column = self.position(start)
-        end_line, end_column = self.position(end)
-        return Span(self.path, start, end, line, column, end_line, end_column)
+        return Span(self, start, end)
 
     def line_text(self, line: int) -> str:
         """The text of a 1-based line, without its newline."""
