@@ -261,4 +261,5 @@ def test_par_1000_branches_wall_time() -> None:
     prog = AgentMonad.par([k(None) for _ in range(1000)])
     t0 = time.perf_counter()
     assert isinstance(prog.run_sync(0), Ok)
-    assert time.perf_counter() - t0 < 0.5
+    # Run one after another, the branches take 50 s; a coarse bound that a loaded machine cannot miss.
+    assert time.perf_counter() - t0 < 5.0
