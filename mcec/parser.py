@@ -1,9 +1,17 @@
 """Text to syntax tree: the only module that knows Lark exists.
 
 :func:`parse` turns a :class:`~mcec.span.SourceFile` into a
-:class:`~mcec.syntax.Module` plus diagnostics. The grammar lives in
-``grammar/mce.lark`` (loaded by :func:`load_grammar`). Lark analyses it once
-and builds the LALR parse table; this module runs that table itself:
+:class:`~mcec.syntax.Module` plus diagnostics, in two tiers:
+
+1. :func:`mcec.descent.parse_valid`, a recursive-descent parser for valid
+   specs, builds the tree several times faster than a table-driven loop can;
+   it gives up on anything that needs a diagnostic.
+2. Otherwise (and in :func:`parse_lalr`, which tests compare the fast path
+   with) the LALR parser below parses the file and explains what is wrong.
+
+The grammar lives in ``grammar/mce.lark`` (loaded by :func:`load_grammar`).
+Lark analyses it once and builds the LALR parse table; this module runs that
+table itself:
 
 - a tokenizer made of one regular expression (built from the grammar's
   terminals) read with ``findall``, which counts lines and columns as it goes;
@@ -11,9 +19,8 @@ and builds the LALR parse table; this module runs that table itself:
   ~20 µs per token through Token objects, callbacks and child filters, which
   capped the front end at a few thousand lines per second);
 - one builder method per grammar rule, called at each reduction with the
-  rule's children, which makes the :mod:`mcec.syntax` node. Nodes and spans
-  are made by :func:`_fast_constructor` (a frozen dataclass's ``__init__``
-  costs several µs per object, the largest single cost of a parse).
+  rule's children, which makes the :mod:`mcec.syntax` node (with the fast
+  constructors of :mod:`mcec.construct`).
 
 The loop keeps explicit stacks, so 10,000-deep parentheses cannot overflow
 anything. Its reductions are Lark's (same table, same lookahead rule, no
@@ -35,7 +42,7 @@ the checker may still run.
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import functools
 import gc
 import importlib.resources
@@ -44,10 +51,10 @@ import keyword
 import re
 import threading
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import lark
 from lark import Token
@@ -56,21 +63,17 @@ from lark.parsers.lalr_analysis import Shift
 from lark.parsers.lalr_interactive_parser import InteractiveParser
 from lark.parsers.lalr_parser_state import ParseConf, ParserState
 
+from mcec import construct as make
 from mcec import syntax as s
+from mcec.descent import parse_valid
 from mcec.diagnostics import Diagnostic, error
 from mcec.span import SourceFile, Span
 from mcec.syntax_errors import KEYWORDS, ErrorSite, StackItem, describe_bad_character, describe_unexpected
 
-__all__ = ["MAX_SYNTAX_ERRORS", "ParseResult", "load_grammar", "parse"]
+__all__ = ["MAX_SYNTAX_ERRORS", "ParseResult", "load_grammar", "parse", "parse_lalr"]
 
 #: At most this many syntax errors are reported per file; later ones are usually echoes.
 MAX_SYNTAX_ERRORS: Final = 20
-
-#: The words LANGUAGE.md §2 reserves; they never lex as names.
-RESERVED_WORDS: Final = frozenset(
-    "from import as state error step async fn pipeline par each local catch orelse "
-    "merge limit server stdio tool".split()
-)
 
 #: A line starting with one of these (in column 1) begins a declaration: where the
 #: parser re-synchronises after a syntax error.
@@ -97,56 +100,6 @@ def load_grammar() -> str:
         return packaged.read_text(encoding="utf-8")
     return (Path(__file__).resolve().parent.parent / "grammar" / "mce.lark").read_text(encoding="utf-8")
 
-
-# ---------------------------------------------------------------- fast construction
-
-_T = TypeVar("_T")
-
-
-def _fast_constructor(cls: type[_T]) -> Callable[..., _T]:
-    """A function building ``cls(*fields)`` without the dataclass ``__init__``.
-
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__`` (a generic name lookup per field), and a parse makes
-    about eight spans and several nodes per line. Setting the slots through
-    their member descriptors does the same work about twice as fast. Only for slotted dataclasses with no
-    ``__post_init__`` (nothing in ``__init__`` is skipped then); the result is
-    an ordinary, equal instance of ``cls``.
-    """
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or tuple(getattr(cls, "__slots__", ())) != tuple(names):
-        return cls  # pragma: no cover - the plain constructor is always right
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def make({', '.join(names)}):", "    obj = _new(_cls)"]
-    for index, name in enumerate(names):
-        namespace[f"_set{index}"] = getattr(cls, name).__set__
-        lines.append(f"    _set{index}(obj, {name})")
-    lines.append("    return obj")
-    exec("\n".join(lines), namespace)  # the same technique dataclasses uses to make __init__
-    make: Callable[..., _T] = namespace["make"]
-    return make
-
-
-_SPAN = _fast_constructor(Span)
-_NAME = _fast_constructor(s.Name)
-_QUAL = _fast_constructor(s.QualName)
-_TYPE_NAME = _fast_constructor(s.TypeName)
-_TYPE_APPLY = _fast_constructor(s.TypeApply)
-_TYPE_UNION = _fast_constructor(s.TypeUnion)
-_ERROR_LIST = _fast_constructor(s.ErrorList)
-_REF = _fast_constructor(s.Ref)
-_BIND = _fast_constructor(s.Bind)
-_PAR = _fast_constructor(s.Par)
-_EACH = _fast_constructor(s.Each)
-_LOCAL = _fast_constructor(s.Local)
-_CATCH = _fast_constructor(s.Catch)
-_OR_ELSE = _fast_constructor(s.OrElse)
-_STATEMENT = _fast_constructor(s.Statement)
-_BLOCK = _fast_constructor(s.Block)
-_STEP_DECL = _fast_constructor(s.StepDecl)
-_FN_DECL = _fast_constructor(s.FnDecl)
-_PIPELINE_DECL = _fast_constructor(s.PipelineDecl)
-_COMMENT = _fast_constructor(s.Comment)
 
 # ---------------------------------------------------------------- the tables
 
@@ -387,24 +340,24 @@ class _Builder:
 
     def tok_span(self, tok: _Tok) -> Span:
         start = tok[1]
-        return _SPAN(self.source, start, start + len(tok[0]))
+        return make.SPAN(self.source, start, start + len(tok[0]))
 
     def tok_tok(self, first: _Tok, last: _Tok) -> Span:
-        return _SPAN(self.source, first[1], last[1] + len(last[0]))
+        return make.SPAN(self.source, first[1], last[1] + len(last[0]))
 
     def tok_node(self, first: _Tok, last: Any) -> Span:
-        return _SPAN(self.source, first[1], last.span.end)
+        return make.SPAN(self.source, first[1], last.span.end)
 
     def node_tok(self, first: Any, last: _Tok) -> Span:
-        return _SPAN(self.source, first.span.start, last[1] + len(last[0]))
+        return make.SPAN(self.source, first.span.start, last[1] + len(last[0]))
 
     def node_node(self, first: Any, last: Any) -> Span:
-        return _SPAN(self.source, first.span.start, last.span.end)
+        return make.SPAN(self.source, first.span.start, last.span.end)
 
     def comment(self, text: str, start: int, line: int, column: int) -> None:
         """Remember a ``#`` comment for ``Module.comments`` (its span needs only the offset; line/column are unused)."""
         text = text.rstrip("\r")
-        self.comments.append(_COMMENT(text, _SPAN(self.source, start, start + len(text))))
+        self.comments.append(make.COMMENT(text, make.SPAN(self.source, start, start + len(text))))
 
     def check_name(self, name: s.Name, what: str) -> None:
         """MCE016 for a Python keyword (or a name Python would NFKC-normalise differently)."""
@@ -420,6 +373,14 @@ class _Builder:
             )
         elif not text.isascii() and unicodedata.normalize("NFKC", text) != text:
             self.diagnostics.append(error("MCE016", f"`{text}` is not a name Python keeps as written", name.span))
+
+    def check_python_path(self, path: s.QualName) -> None:
+        """MCE016 for a Python keyword heading a module path or an implementation name.
+
+        The generated module writes these as Python (``import m``, ``m.f``);
+        the parts after a dot are checked as attribute names already.
+        """
+        self.check_name(path.parts[0], "a module or implementation name")
 
     # -- x* / x+ helpers: a list of what the parent needs, grown in place
 
@@ -442,51 +403,51 @@ class _Builder:
     # -- names and types
 
     def name(self, tok: _Tok) -> s.Name:
-        return _NAME(tok[0], self.tok_span(tok))
+        return make.NAME(tok[0], self.tok_span(tok))
 
     def attr_name(self, tok: _Tok) -> s.Name:
         # After a dot: reserved words are fine (`impl.merge`), Python keywords are not (`impl.class`).
-        name = _NAME(tok[0], self.tok_span(tok))
+        name = make.NAME(tok[0], self.tok_span(tok))
         self.check_name(name, "an attribute name")
         return name
 
     def qual_name_one(self, name: s.Name) -> s.QualName:
-        return _QUAL((name,), name.span)
+        return make.QUAL((name,), name.span)
 
     def qual_name_many(self, c: list[Any]) -> s.QualName:
         first: s.Name = c[0]
         rest: list[s.Name] = c[1]
-        return _QUAL((first, *rest), self.node_node(first, rest[-1]))
+        return make.QUAL((first, *rest), self.node_node(first, rest[-1]))
 
     def type_name(self, name: s.QualName) -> s.TypeName:
-        return _TYPE_NAME(name, name.span)
+        return make.TYPE_NAME(name, name.span)
 
     def type_apply_one(self, c: list[Any]) -> s.TypeApply:
-        return _TYPE_APPLY(c[0], (c[2],), self.node_tok(c[0], c[3]))
+        return make.TYPE_APPLY(c[0], (c[2],), self.node_tok(c[0], c[3]))
 
     def type_apply_many(self, c: list[Any]) -> s.TypeApply:
-        return _TYPE_APPLY(c[0], (c[2], *c[3]), self.node_tok(c[0], c[4]))
+        return make.TYPE_APPLY(c[0], (c[2], *c[3]), self.node_tok(c[0], c[4]))
 
     def type_union(self, c: list[Any]) -> s.TypeUnion:
         # Members are single types (names or applications), never unions: nothing to flatten.
         rest: list[s.TypeExpr] = c[1]
-        return _TYPE_UNION((c[0], *rest), self.node_node(c[0], rest[-1]))
+        return make.TYPE_UNION((c[0], *rest), self.node_node(c[0], rest[-1]))
 
     def error_list_one(self, c: list[Any]) -> s.ErrorList:
-        return _ERROR_LIST((c[1],), self.tok_node(c[0], c[1]))
+        return make.ERROR_LIST((c[1],), self.tok_node(c[0], c[1]))
 
     def error_list_many(self, c: list[Any]) -> s.ErrorList:
         rest: list[s.TypeExpr] = c[2]
-        return _ERROR_LIST((c[1], *rest), self.tok_node(c[0], rest[-1]))
+        return make.ERROR_LIST((c[1], *rest), self.tok_node(c[0], rest[-1]))
 
     # -- expressions
 
     def ref(self, tok: _Tok) -> s.Ref:
         span = self.tok_span(tok)
-        name = _NAME(tok[0], span)
+        name = make.NAME(tok[0], span)
         if tok[0] in _PYTHON_KEYWORDS:
             self.check_name(name, "a name")
-        return _REF(name, span)
+        return make.REF(name, span)
 
     def group(self, c: list[Any]) -> Any:
         # `( e )` is just `e`, with `e`'s own span.
@@ -500,7 +461,7 @@ class _Builder:
                 parts.extend(child.parts)
             else:
                 parts.append(child)
-        return _BIND(tuple(parts), self.node_node(parts[0], parts[-1]))
+        return make.BIND(tuple(parts), self.node_node(parts[0], parts[-1]))
 
     def catch_first_one(self, c: list[Any]) -> list[Any]:
         return [(c[0], (c[1],), c[3])]
@@ -522,7 +483,7 @@ class _Builder:
         # `body (catch E… => handler)+`, folded to the left.
         body = c[0]
         for keyword_token, errors, handler in c[1]:
-            body = _CATCH(body, errors, handler, self.tok_span(keyword_token), self.node_node(body, handler))
+            body = make.CATCH(body, errors, handler, self.tok_span(keyword_token), self.node_node(body, handler))
         return body
 
     def or_else_first(self, c: list[Any]) -> list[Any]:
@@ -536,39 +497,39 @@ class _Builder:
     def or_else(self, c: list[Any]) -> Any:
         body = c[0]
         for keyword_token, fallback in c[1]:
-            body = _OR_ELSE(body, fallback, self.tok_span(keyword_token), self.node_node(body, fallback))
+            body = make.OR_ELSE(body, fallback, self.tok_span(keyword_token), self.node_node(body, fallback))
         return body
 
     def par_one(self, c: list[Any]) -> s.Par:
-        return _PAR((c[2],), self.tok_span(c[0]), self.tok_tok(c[0], c[3]))
+        return make.PAR((c[2],), self.tok_span(c[0]), self.tok_tok(c[0], c[3]))
 
     def par_many(self, c: list[Any]) -> s.Par:
-        return _PAR((c[2], *c[3]), self.tok_span(c[0]), self.tok_tok(c[0], c[4]))
+        return make.PAR((c[2], *c[3]), self.tok_span(c[0]), self.tok_tok(c[0], c[4]))
 
     def each(self, c: list[Any]) -> s.Each:
-        return _EACH(c[1], None, None, self.tok_span(c[0]), self.tok_node(c[0], c[1]))
+        return make.EACH(c[1], None, None, self.tok_span(c[0]), self.tok_node(c[0], c[1]))
 
     def each_limit(self, c: list[Any]) -> s.Each:
         limit: _Tok = c[4]
         body = c[6]
-        return _EACH(body, int(limit[0]), self.tok_span(limit), self.tok_span(c[0]), self.tok_node(c[0], body))
+        return make.EACH(body, int(limit[0]), self.tok_span(limit), self.tok_span(c[0]), self.tok_node(c[0], body))
 
     def local(self, c: list[Any]) -> s.Local:
-        return _LOCAL(c[1], self.tok_span(c[0]), self.tok_node(c[0], c[1]))
+        return make.LOCAL(c[1], self.tok_span(c[0]), self.tok_node(c[0], c[1]))
 
     # -- blocks
 
     def statement(self, c: list[Any]) -> s.Statement:
-        return _STATEMENT(c[0], False, self.node_tok(c[0], c[1]))
+        return make.STATEMENT(c[0], False, self.node_tok(c[0], c[1]))
 
     def statement_step(self, c: list[Any]) -> s.Statement:
-        return _STATEMENT(c[1], True, self.tok_tok(c[0], c[2]))
+        return make.STATEMENT(c[1], True, self.tok_tok(c[0], c[2]))
 
     def block(self, c: list[Any]) -> s.Block:
-        return _BLOCK(tuple(c[1]), self.tok_tok(c[0], c[2]))
+        return make.BLOCK(tuple(c[1]), self.tok_tok(c[0], c[2]))
 
     def block_empty(self, c: list[Any]) -> s.Block:
-        return _BLOCK((), self.tok_tok(c[0], c[1]))
+        return make.BLOCK((), self.tok_tok(c[0], c[1]))
 
     # -- declarations
 
@@ -583,16 +544,20 @@ class _Builder:
         return entry
 
     def from_import_one(self, c: list[Any]) -> s.FromImport:
+        self.check_python_path(c[1])
         return s.FromImport(c[1], (c[3],), self.tok_node(c[0], c[3]))
 
     def from_import_many(self, c: list[Any]) -> s.FromImport:
         rest: list[s.ImportedName] = c[4]
+        self.check_python_path(c[1])
         return s.FromImport(c[1], (c[3], *rest), self.tok_node(c[0], rest[-1]))
 
     def module_import(self, c: list[Any]) -> s.ModuleImport:
+        self.check_python_path(c[1])
         return s.ModuleImport(c[1], None, self.tok_node(c[0], c[1]))
 
     def module_import_alias(self, c: list[Any]) -> s.ModuleImport:
+        self.check_python_path(c[1])
         self.check_name(c[3], "an import alias")
         return s.ModuleImport(c[1], c[3], self.tok_node(c[0], c[3]))
 
@@ -600,6 +565,7 @@ class _Builder:
         return s.StateDecl(c[1], None, self.tok_node(c[0], c[1]))
 
     def state_decl_merge(self, c: list[Any]) -> s.StateDecl:
+        self.check_python_path(c[3])
         return s.StateDecl(c[1], c[3], self.tok_node(c[0], c[3]))
 
     def error_decl(self, c: list[Any]) -> s.ErrorDecl:
@@ -612,12 +578,14 @@ class _Builder:
         name = c[at]
         errors = c[at + 5] if len(c) == at + 8 else None
         self.check_name(name, "a step name")
-        return _STEP_DECL(name, is_async, c[at + 2], c[at + 4], errors, c[-1], self.tok_node(c[0], c[-1]))
+        self.check_python_path(c[-1])
+        return make.STEP_DECL(name, is_async, c[at + 2], c[at + 4], errors, c[-1], self.tok_node(c[0], c[-1]))
 
     def fn_decl(self, c: list[Any]) -> s.FnDecl:
         # FN name COLON type ARROW type EQUAL qual_name
         self.check_name(c[1], "a fn name")
-        return _FN_DECL(c[1], c[3], c[5], c[7], self.tok_node(c[0], c[7]))
+        self.check_python_path(c[7])
+        return make.FN_DECL(c[1], c[3], c[5], c[7], self.tok_node(c[0], c[7]))
 
     def server_decl(self, c: list[Any]) -> s.ServerDecl:
         # SERVER name EQUAL STDIO STRING
@@ -652,7 +620,7 @@ class _Builder:
         body = c[-2] if type(last) is tuple else last
         self.check_name(c[1], "a pipeline name")
         span = self.tok_tok(c[0], last) if type(last) is tuple else self.tok_node(c[0], last)
-        return _PIPELINE_DECL(c[1], c[3], c[5], errors, body, span)
+        return make.PIPELINE_DECL(c[1], c[3], c[5], errors, body, span)
 
     def start(self, decls: list[s.Decl]) -> list[s.Decl]:
         return decls
@@ -884,26 +852,50 @@ def parse(source: SourceFile) -> ParseResult:
 
     Never raises on any input: every problem becomes a diagnostic. ``module`` is
     ``None`` when a syntax error was found; diagnostics are sorted by position.
+    A valid file takes the fast path (:mod:`mcec.descent`); anything else is
+    parsed by :func:`parse_lalr`, which builds the same tree where there is one.
+    """
+    with _gc_paused():
+        module = parse_valid(source)
+    if module is not None:
+        return ParseResult(module, ())
+    return parse_lalr(source)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a tree is being built.
+
+    Parsing allocates many small objects that all stay alive; the cyclic GC
+    would rescan them again and again (superlinear on big files), and a syntax
+    tree has no cycles to collect. The lock keeps one thread from re-enabling
+    the GC under another.
+    """
+    with _LOCK:
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+
+def parse_lalr(source: SourceFile) -> ParseResult:
+    """Parse one `.mce` file with the LALR parser only, reporting every syntax problem.
+
+    :func:`parse` falls back to this; tests call it directly to check that the
+    fast path builds the same tree.
     """
     text = source.text
     if text.startswith("\ufeff"):
         # A byte-order mark is allowed at the very start; a space keeps offsets equal.
         text = " " + text[1:]
     builder = _Builder(source)
-    # Parsing allocates many small objects that all stay alive; the cyclic GC
-    # would rescan them again and again (superlinear on big files), and a syntax
-    # tree has no cycles to collect. So it is paused while parsing (the lock
-    # keeps one thread from re-enabling it under another).
-    with _LOCK:
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            decls = _parse_segments(builder, source, text)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+    with _gc_paused():
+        decls = _parse_segments(builder, source, text)
     diagnostics = tuple(sorted(dict.fromkeys(builder.diagnostics), key=Diagnostic.sort_key))
     if builder.failed:
         return ParseResult(None, diagnostics)
-    module = s.Module(source.path, tuple(decls), tuple(builder.comments), _SPAN(source, 0, len(source.text)))
+    module = s.Module(source.path, tuple(decls), tuple(builder.comments), make.SPAN(source, 0, len(source.text)))
     return ParseResult(module, diagnostics)

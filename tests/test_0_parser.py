@@ -129,7 +129,7 @@ def test_long_chain_is_one_node() -> None:
 
 
 def test_fast_constructors_build_ordinary_equal_objects() -> None:
-    from mcec.parser import _fast_constructor
+    from mcec.construct import fast_constructor as _fast_constructor
 
     source = SourceFile("a.mce", "xabcd\n")
     make_span = _fast_constructor(Span)

@@ -47,6 +47,7 @@ EXPECTED_CODES = {
     "reserved_word_name": {"MCE016"},
     "python_keyword_name": {"MCE016"},
     "python_keyword_attribute": {"MCE016"},
+    "python_keyword_module": {"MCE016"},
 }
 
 

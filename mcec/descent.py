@@ -1,0 +1,523 @@
+"""The fast path of parsing: a recursive-descent parser for valid specs.
+
+:func:`mcec.parser.parse` calls :func:`parse_valid` first and falls back to the
+LALR parser (Lark's table, our driver) only when this returns ``None``. So this
+module never explains anything: on the first token it does not expect, on a
+name that needs a diagnostic (a Python keyword, MCE016), on an invalid string
+escape, or on nesting deeper than the interpreter's recursion limit allows, it
+gives up and the LALR parser parses the file again, reporting what is wrong.
+
+Why two parsers: the LALR driver is general (any grammar Lark accepts, errors
+described from the parser state), but it pays for that per token: a table
+lookup, a stack push, and per reduction a child list and a builder call. Here
+each grammar rule is a few lines of straight code, tokens are plain strings
+from one ``findall``, and positions come from ``itertools.accumulate`` (all in
+C), so a valid file is parsed several times faster. Both build the same
+:mod:`mcec.syntax` tree for every input this module accepts: the grammar
+(``grammar/mce.lark``) stays the definition, each function below names the
+rule it implements, and tests check tree equality on generated specs and
+mutations (``tests/test_0_descent.py``). A change to the grammar must be made
+here too; those tests fail until it is.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import operator
+import re
+from collections.abc import Callable
+from itertools import accumulate, compress, repeat
+from typing import Any, Final, NoReturn
+
+from mcec import construct as c
+from mcec import syntax as s
+from mcec.span import SourceFile, Span
+
+__all__ = ["RESERVED_WORDS", "parse_valid"]
+
+#: The words LANGUAGE.md §2 reserves; they never lex as names (the grammar's keyword terminals).
+RESERVED_WORDS: Final = frozenset(
+    "from import as state error step async fn pipeline par each local catch orelse "
+    "merge limit server stdio tool".split()
+)
+
+#: The grammar's punctuation terminals (longest first where one is a prefix of another).
+PUNCTUATION: Final = (">>=", "->", "=>", "=", ":", ";", ",", ".", "!", "|", "<", ">", "(", ")", "[", "]", "{", "}")
+
+#: The grammar's whitespace (WS): the only characters ``findall`` may skip.
+_WHITESPACE: Final = " \t\f\r\n"
+#: One piece per token or comment, with the whitespace before it: the grammar's
+#: COMMENT, NAME, INT, STRING and punctuation terminals, or one character no
+#: terminal matches (never skipped: the parse then gives up on it). Only
+#: whitespace at the very end of the text belongs to no piece.
+_PIECES: Final = re.compile(
+    r"""[ \t\f\r\n]*(?:\#[^\n]*|[A-Za-z_][A-Za-z0-9_]*|[0-9]+|"(?:[^"\\\r\n]|\\[^\r\n])*"|"""
+    + "|".join(re.escape(p) for p in PUNCTUATION)
+    + r"|[^ \t\f\r\n])"
+)
+#: First characters of NAME tokens (and reserved words).
+_NAME_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
+#: Words that are never a plain reference: reserved (a syntax error) or a Python keyword (MCE016).
+_NOT_A_REF: Final = RESERVED_WORDS | _PYTHON_KEYWORDS
+#: After the end of the tokens; it starts no rule, so reaching it where a token is expected gives up.
+_END: Final = "\x00"
+_first_char: Final = operator.itemgetter(0)
+
+
+class _GiveUp(Exception):
+    """Not a valid spec this parser vouches for: let the LALR parser handle the file."""
+
+
+def _give_up() -> NoReturn:
+    raise _GiveUp
+
+
+def parse_valid(source: SourceFile) -> s.Module | None:
+    """The syntax tree of ``source`` when it is a valid spec needing no diagnostic, else ``None``.
+
+    ``None`` means "ask :mod:`mcec.parser`": the text has a syntax error, a
+    name that gets MCE016, an invalid string escape, or nesting too deep for
+    recursion. A tree returned here equals the one the LALR parser builds.
+    """
+    text = source.text
+    if text.startswith("\ufeff"):
+        # A byte-order mark is allowed at the very start; a space keeps offsets equal.
+        text = " " + text[1:]
+    # Tokens and their offsets, made by C loops (findall, map, accumulate): no Python code per token.
+    pieces = _PIECES.findall(text)
+    ends = list(accumulate(map(len, pieces)))
+    tokens = list(map(str.lstrip, pieces, repeat(_WHITESPACE)))
+    starts = list(map(operator.sub, ends, map(len, tokens)))
+    comments: list[s.Comment] = []
+    if "#" in text:
+        is_token = list(map("#".__ne__, map(_first_char, tokens)))
+        for index in compress(range(len(tokens)), map(operator.not_, is_token)):
+            note = tokens[index].rstrip("\r")
+            start = starts[index]
+            comments.append(c.COMMENT(note, c.SPAN(source, start, start + len(note))))
+        tokens = list(compress(tokens, is_token))
+        starts = list(compress(starts, is_token))
+    count = len(tokens)
+    tokens.append(_END)
+    starts.append(len(text))
+    try:
+        decls = _descend(source, tokens, starts, count)
+    except (_GiveUp, RecursionError):
+        return None
+    return s.Module(source.path, tuple(decls), tuple(comments), c.SPAN(source, 0, len(source.text)))
+
+
+def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int) -> list[s.Decl]:
+    """The declarations of a file whose tokens are ``toks[:count]`` (then one end marker).
+
+    The rules are closures over the token lists and the cursor ``i``: the
+    cheapest way for CPython to share them (no attribute lookups).
+    """
+    i = 0
+    make_span = c.SPAN
+    make_name = c.NAME
+    make_qual = c.QUAL
+    make_type_name = c.TYPE_NAME
+    make_ref = c.REF
+
+    def token_span(at: int) -> Span:
+        start = starts[at]
+        return make_span(source, start, start + len(toks[at]))
+
+    def expect(text: str) -> int:
+        """Consume ``text``; its index."""
+        nonlocal i
+        if toks[i] != text:
+            _give_up()
+        i += 1
+        return i - 1
+
+    def name() -> s.Name:
+        """``name: NAME`` (a NAME token: not a reserved word)."""
+        nonlocal i
+        tok = toks[i]
+        if tok[0] not in _NAME_FIRST or tok in RESERVED_WORDS:
+            _give_up()
+        start = starts[i]
+        i += 1
+        return make_name(tok, make_span(source, start, start + len(tok)))
+
+    def declared_name() -> s.Name:
+        """A name the parser checks for MCE016 (a Python keyword gets a diagnostic: give up)."""
+        result = name()
+        if result.text in _PYTHON_KEYWORDS:
+            _give_up()
+        return result
+
+    def dotted(first: s.Name) -> s.QualName:
+        """The rest of ``qual_name: name (DOT attr_name)*`` after ``first``; after a dot reserved words are names too."""
+        nonlocal i
+        parts = [first]
+        while toks[i] == ".":
+            i += 1
+            tok = toks[i]
+            if tok[0] not in _NAME_FIRST or tok in _PYTHON_KEYWORDS:
+                _give_up()
+            start = starts[i]
+            i += 1
+            parts.append(make_name(tok, make_span(source, start, start + len(tok))))
+        return make_qual(tuple(parts), make_span(source, first.span.start, parts[-1].span.end))
+
+    def qual_name() -> s.QualName:
+        """``qual_name: name (DOT attr_name)*``."""
+        first = name()
+        if toks[i] == ".":
+            return dotted(first)
+        return make_qual((first,), first.span)
+
+    def python_path() -> s.QualName:
+        """A ``qual_name`` the generated module writes as Python (a module, an implementation).
+
+        A Python keyword heading it gets MCE016 (the parts after a dot are checked in ``dotted``).
+        """
+        path = qual_name()
+        if path.parts[0].text in _PYTHON_KEYWORDS:
+            _give_up()
+        return path
+
+    def type_atom() -> s.TypeName | s.TypeApply:
+        """``_type_atom: type_name | type_apply`` (``name`` and ``qual_name`` inlined: most types are one name)."""
+        nonlocal i
+        tok = toks[i]
+        if tok[0] not in _NAME_FIRST or tok in RESERVED_WORDS:
+            _give_up()
+        start = starts[i]
+        i += 1
+        where = make_span(source, start, start + len(tok))
+        first = make_name(tok, where)
+        after = toks[i]
+        if after == ".":
+            head = dotted(first)
+            after = toks[i]
+        else:
+            head = make_qual((first,), where)
+        if after != "[":
+            return make_type_name(head, head.span)
+        i += 1
+        args = [type_()]
+        while toks[i] == ",":
+            i += 1
+            args.append(type_())
+        close = expect("]")
+        return c.TYPE_APPLY(head, tuple(args), make_span(source, head.span.start, starts[close] + 1))
+
+    def type_() -> s.TypeExpr:
+        """``?type: _type_atom | type_union``."""
+        nonlocal i
+        atom = type_atom()
+        if toks[i] != "|":
+            return atom
+        members: list[s.TypeExpr] = [atom]
+        while toks[i] == "|":
+            i += 1
+            members.append(type_atom())
+        return c.TYPE_UNION(tuple(members), make_span(source, atom.span.start, members[-1].span.end))
+
+    def error_list() -> s.ErrorList | None:
+        """``error_list: BANG _type_atom (BAR _type_atom)*``, if the next token is ``!``."""
+        nonlocal i
+        if toks[i] != "!":
+            return None
+        bang = starts[i]
+        i += 1
+        errors: list[s.TypeExpr] = [type_atom()]
+        while toks[i] == "|":
+            i += 1
+            errors.append(type_atom())
+        return c.ERROR_LIST(tuple(errors), make_span(source, bang, errors[-1].span.end))
+
+    # -- expressions: loosest first, orelse < catch < >>= < term (LANGUAGE.md §5). The levels
+    # are inlined into `expr` and `catch_level` (most expressions are one term: one call, not four).
+
+    def expr() -> Any:
+        """``?expr: _catch_level | or_else``; ``or_else`` folds to the left."""
+        nonlocal i
+        body = term()
+        after = toks[i]
+        if after == ">>=":
+            body = bind_rest(body)
+            after = toks[i]
+        if after == "catch":
+            body = catch_rest(body)
+            after = toks[i]
+        while after == "orelse":
+            keyword_span = token_span(i)
+            i += 1
+            fallback = catch_level()
+            body = c.OR_ELSE(body, fallback, keyword_span, make_span(source, body.span.start, fallback.span.end))
+            after = toks[i]
+        return body
+
+    def catch_level() -> Any:
+        """``_catch_level: _bind_level | catch``."""
+        body = term()
+        if toks[i] == ">>=":
+            body = bind_rest(body)
+        if toks[i] == "catch":
+            body = catch_rest(body)
+        return body
+
+    def catch_rest(body: Any) -> Any:
+        """``catch: _bind_level (CATCH _type_atom (BAR _type_atom)* FATARROW _term)+``, folded to the left."""
+        nonlocal i
+        while toks[i] == "catch":
+            keyword_span = token_span(i)
+            i += 1
+            errors: list[s.TypeExpr] = [type_atom()]
+            while toks[i] == "|":
+                i += 1
+                errors.append(type_atom())
+            expect("=>")
+            handler = term()
+            body = c.CATCH(body, tuple(errors), handler, keyword_span, make_span(source, body.span.start, handler.span.end))
+        return body
+
+    def bind_rest(first: Any) -> s.Bind:
+        """``bind: _term (BINDOP _term)+``: one flat Bind (a parenthesised Bind is spliced in)."""
+        nonlocal i
+        parts: list[Any] = list(first.parts) if type(first) is s.Bind else [first]
+        while toks[i] == ">>=":
+            i += 1
+            part = term()
+            if type(part) is s.Bind:
+                parts.extend(part.parts)
+            else:
+                parts.append(part)
+        return c.BIND(tuple(parts), make_span(source, parts[0].span.start, parts[-1].span.end))
+
+    def group() -> Any:
+        """``group: LPAR expr RPAR`` leaves no node: the inner expression, with its own span."""
+        nonlocal i
+        i += 1
+        inner = expr()
+        expect(")")
+        return inner
+
+    def par() -> s.Par:
+        """``par: PAR LT expr (COMMA expr)* GT``."""
+        nonlocal i
+        keyword_span = token_span(i)
+        i += 1
+        expect("<")
+        branches = [expr()]
+        while toks[i] == ",":
+            i += 1
+            branches.append(expr())
+        close = expect(">")
+        return c.PAR(tuple(branches), keyword_span, make_span(source, keyword_span.start, starts[close] + 1))
+
+    def each() -> s.Each:
+        """``each: EACH (LPAR LIMIT EQUAL INT RPAR)? _term``."""
+        nonlocal i
+        keyword_span = token_span(i)
+        i += 1
+        limit: int | None = None
+        limit_span: Span | None = None
+        if toks[i] == "(" and toks[i + 1] == "limit":
+            i += 2
+            expect("=")
+            number = toks[i]
+            if not number.isdigit() or not number.isascii():
+                _give_up()
+            limit = int(number)
+            limit_span = token_span(i)
+            i += 1
+            expect(")")
+        body = term()
+        return c.EACH(body, limit, limit_span, keyword_span, make_span(source, keyword_span.start, body.span.end))
+
+    def local() -> s.Local:
+        """``local: LOCAL _term``."""
+        nonlocal i
+        keyword_span = token_span(i)
+        i += 1
+        body = term()
+        return c.LOCAL(body, keyword_span, make_span(source, keyword_span.start, body.span.end))
+
+    term_rules: dict[str, Callable[[], Any]] = {"(": group, "par": par, "each": each, "local": local}
+    term_rule = term_rules.get
+
+    def term() -> Any:
+        """``_term: ref | par | each | local | group``; ``ref: NAME`` inlined (a Python keyword gets MCE016)."""
+        nonlocal i
+        tok = toks[i]
+        rule = term_rule(tok)
+        if rule is not None:
+            return rule()
+        if tok[0] not in _NAME_FIRST or tok in _NOT_A_REF:
+            _give_up()
+        start = starts[i]
+        i += 1
+        where = make_span(source, start, start + len(tok))
+        return make_ref(make_name(tok, where), where)
+
+    # -- declarations
+
+    def block() -> s.Block:
+        """``block: LBRACE statement* RBRACE``; ``statement: STEP? expr SEMI``."""
+        nonlocal i
+        opening = starts[i]
+        i += 1
+        statements: list[s.Statement] = []
+        while toks[i] != "}":
+            if toks[i] == "step":
+                first = starts[i]
+                i += 1
+                body = expr()
+                semi = expect(";")
+                statements.append(c.STATEMENT(body, True, make_span(source, first, starts[semi] + 1)))
+            else:
+                body = expr()
+                semi = expect(";")
+                statements.append(c.STATEMENT(body, False, make_span(source, body.span.start, starts[semi] + 1)))
+        i += 1
+        return c.BLOCK(tuple(statements), make_span(source, opening, starts[i - 1] + 1))
+
+    def signature() -> tuple[s.TypeExpr, s.TypeExpr]:
+        """``COLON type ARROW type``, shared by steps, fns, tools and pipelines."""
+        expect(":")
+        input_type = type_()
+        expect("->")
+        return input_type, type_()
+
+    def pipeline_decl(first: int) -> s.PipelineDecl:
+        """``pipeline_decl: PIPELINE name COLON type ARROW type error_list? (EQUAL expr SEMI | block)``."""
+        nonlocal i
+        declared = declared_name()
+        input_type, output_type = signature()
+        errors = error_list()
+        if toks[i] == "=":
+            i += 1
+            body: Any = expr()
+            semi = expect(";")
+            end = starts[semi] + 1
+        elif toks[i] == "{":
+            body = block()
+            end = body.span.end
+        else:
+            _give_up()
+        return c.PIPELINE_DECL(declared, input_type, output_type, errors, body, make_span(source, first, end))
+
+    def step_decl(first: int) -> s.StepDecl:
+        """``step_decl: ASYNC? STEP name COLON type ARROW type error_list? EQUAL qual_name``."""
+        is_async = toks[i - 1] == "async"
+        if is_async:
+            expect("step")
+        declared = declared_name()
+        input_type, output_type = signature()
+        errors = error_list()
+        expect("=")
+        impl = python_path()
+        return c.STEP_DECL(declared, is_async, input_type, output_type, errors, impl, make_span(source, first, impl.span.end))
+
+    def fn_decl(first: int) -> s.FnDecl:
+        """``fn_decl: FN name COLON type ARROW type EQUAL qual_name``."""
+        declared = declared_name()
+        input_type, output_type = signature()
+        expect("=")
+        impl = python_path()
+        return c.FN_DECL(declared, input_type, output_type, impl, make_span(source, first, impl.span.end))
+
+    def tool_decl(first: int) -> s.ToolDecl:
+        """``tool_decl: TOOL name COLON type ARROW type error_list? EQUAL name DOT name``."""
+        declared = declared_name()
+        input_type, output_type = signature()
+        errors = error_list()
+        expect("=")
+        server = name()
+        expect(".")
+        tool_name = name()
+        return s.ToolDecl(declared, input_type, output_type, errors, server, tool_name, make_span(source, first, tool_name.span.end))
+
+    def server_decl(first: int) -> s.ServerDecl:
+        """``server_decl: SERVER name EQUAL STDIO STRING`` (the string is JSON; a bad escape gets MCE001)."""
+        nonlocal i
+        declared = declared_name()
+        expect("=")
+        expect("stdio")
+        literal = toks[i]
+        if literal[0] != '"':
+            _give_up()
+        try:
+            command = json.loads(literal, strict=False)
+        except ValueError:
+            _give_up()
+        where = token_span(i)
+        i += 1
+        return s.ServerDecl(declared, command, where, make_span(source, first, where.end))
+
+    def imported_name() -> s.ImportedName:
+        """``imported_name: name (AS name)?`` (both checked for MCE016)."""
+        nonlocal i
+        imported = declared_name()
+        if toks[i] != "as":
+            return s.ImportedName(imported, None, imported.span)
+        i += 1
+        alias = declared_name()
+        return s.ImportedName(imported, alias, make_span(source, imported.span.start, alias.span.end))
+
+    def from_import(first: int) -> s.FromImport:
+        """``from_import: FROM qual_name IMPORT imported_name (COMMA imported_name)*``."""
+        nonlocal i
+        module = python_path()
+        expect("import")
+        names = [imported_name()]
+        while toks[i] == ",":
+            i += 1
+            names.append(imported_name())
+        return s.FromImport(module, tuple(names), make_span(source, first, names[-1].span.end))
+
+    def module_import(first: int) -> s.ModuleImport:
+        """``module_import: IMPORT qual_name (AS name)?``."""
+        nonlocal i
+        module = python_path()
+        if toks[i] != "as":
+            return s.ModuleImport(module, None, make_span(source, first, module.span.end))
+        i += 1
+        alias = declared_name()
+        return s.ModuleImport(module, alias, make_span(source, first, alias.span.end))
+
+    def state_decl(first: int) -> s.StateDecl:
+        """``state_decl: STATE type (MERGE qual_name)?``."""
+        nonlocal i
+        state_type = type_()
+        if toks[i] != "merge":
+            return s.StateDecl(state_type, None, make_span(source, first, state_type.span.end))
+        i += 1
+        merge = python_path()
+        return s.StateDecl(state_type, merge, make_span(source, first, merge.span.end))
+
+    def error_decl(first: int) -> s.ErrorDecl:
+        """``error_decl: ERROR type``."""
+        error_type = type_()
+        return s.ErrorDecl(error_type, make_span(source, first, error_type.span.end))
+
+    decl_rules: dict[str, Callable[[int], s.Decl]] = {
+        "from": from_import,
+        "import": module_import,
+        "state": state_decl,
+        "error": error_decl,
+        "async": step_decl,
+        "step": step_decl,
+        "fn": fn_decl,
+        "server": server_decl,
+        "tool": tool_decl,
+        "pipeline": pipeline_decl,
+    }
+    decl_rule = decl_rules.get
+    decls: list[s.Decl] = []
+    while i < count:
+        rule = decl_rule(toks[i])
+        if rule is None:
+            _give_up()
+        first = starts[i]
+        i += 1
+        decls.append(rule(first))
+    return decls

@@ -1,0 +1,113 @@
+"""The fast recursive-descent path (mcec.descent) against the LALR parser.
+
+``parse`` tries :func:`mcec.descent.parse_valid` first and falls back to the
+LALR parser, so the two must agree: on every input the fast path accepts, the
+trees are equal (spans included), and it accepts nothing the LALR parser
+rejects or has a diagnostic for.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcec import syntax as s
+from mcec.descent import PUNCTUATION, RESERVED_WORDS, parse_valid
+from mcec.parser import _tables, parse, parse_lalr
+from mcec.span import SourceFile
+from tests.spec_gen import mutate, specs
+
+ROOT = Path(__file__).resolve().parent.parent
+VALID = sorted(
+    [*(ROOT / "tests" / "cases" / "parse").glob("*.mce"), *(ROOT / "examples").rglob("*.mce")],
+    key=str,
+)
+SYNTAX_ERRORS = sorted((ROOT / "tests" / "cases" / "syntax").glob("*.mce"), key=str)
+
+
+def _agree(text: str, path: str = "t.mce") -> s.Module | None:
+    """Parse ``text`` both ways; assert the fast path's promise; return its tree."""
+    source = SourceFile(path, text)
+    fast = parse_valid(source)
+    slow = parse_lalr(source)
+    if fast is not None:
+        assert slow.module is not None and not slow.diagnostics, slow.diagnostics[:2]
+        assert fast == slow.module
+    return fast
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_valid_files_take_the_fast_path_and_agree(path: Path) -> None:
+    text = path.read_bytes().decode("utf-8")
+    slow = parse_lalr(SourceFile(path.name, text))
+    fast = _agree(text, path.name)
+    if slow.ok and not slow.diagnostics:
+        assert fast is not None, "a valid file fell back to the slow parser"
+
+
+@pytest.mark.parametrize("path", SYNTAX_ERRORS, ids=lambda p: p.name)
+def test_files_with_syntax_diagnostics_are_left_to_the_lalr_parser(path: Path) -> None:
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if parse_lalr(SourceFile(path.name, text)).diagnostics:
+        assert parse_valid(SourceFile(path.name, text)) is None
+    else:  # a case whose diagnostic comes from reading the file (invalid UTF-8), not from parsing
+        assert _agree(text, path.name) is not None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs())
+def test_generated_specs_agree(text: str) -> None:
+    assert _agree(text) is not None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(VALID), st.integers(0, 2**32), st.integers(1, 4))
+def test_mutated_files_agree(path: Path, seed: int, mutations: int) -> None:
+    _agree(mutate(path.read_text(encoding="utf-8"), random.Random(seed), mutations))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(sorted([*RESERVED_WORDS, *PUNCTUATION, " ", "\n", "a", "b", "#c\n", "1", '"x"'])), max_size=60))
+def test_token_soup_agrees(pieces: list[str]) -> None:
+    _agree(" ".join(pieces))
+
+
+def test_the_tokenizer_knows_the_grammars_terminals() -> None:
+    tables = _tables()
+    assert set(tables.keywords) == RESERVED_WORDS
+    assert set(tables.punctuation) == set(PUNCTUATION)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fn class : int -> int = m.f",  # a Python keyword as a declared name: MCE016
+        "pipeline p : int -> int = None;",  # ... as a reference
+        "fn f : int -> int = m.def",  # ... after a dot
+        "import class",  # ... heading a module path
+        "step s : int -> int = lambda.s",  # ... heading an implementation name
+        'server s = stdio "\\q"',  # an invalid escape: MCE001
+        "fn f : int -> int = m.f\nfn g : int -> int",  # a syntax error
+        "\x00",
+    ],
+)
+def test_anything_needing_a_diagnostic_falls_back(text: str) -> None:
+    assert parse_valid(SourceFile("t.mce", text)) is None
+    assert parse(SourceFile("t.mce", text)).diagnostics
+
+
+def test_nesting_deeper_than_recursion_allows_falls_back_to_the_iterative_parser() -> None:
+    depth = 50_000
+    text = "step a : int -> int = m.a\npipeline p : int -> int = " + "(" * depth + "a" + ")" * depth + ";"
+    assert parse_valid(SourceFile("t.mce", text)) is None
+    result = parse(SourceFile("t.mce", text))
+    assert result.ok and result.module is not None
+
+
+def test_shallow_nesting_stays_on_the_fast_path() -> None:
+    text = "step a : int -> int = m.a\npipeline p : int -> int = " + "local (" * 50 + "a" + ")" * 50 + ";"
+    assert _agree(text) is not None
