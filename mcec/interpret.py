@@ -18,6 +18,7 @@ from functools import reduce
 from typing import Any
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
+from agentmonad.compiled import declared_merge
 from agentmonad.tools import StdioServer, tool, tool_scope
 
 from mcec import typed as t
@@ -40,8 +41,10 @@ class Interpreter:
         self.tools = {tool.name: tool for tool in program.tools}
         self.servers = {server.name: server for server in program.servers}
         self._pipeline_arrows: dict[str, Arrow] = {}
-        merge = resolve_path(program.merge.path) if program.merge is not None else merge_states
-        self.merge: Callable[[Any, Any], Any] = merge  # type: ignore[assignment]
+        self.merge: Callable[[Any, Any], Any] = merge_states
+        if program.merge is not None:
+            declared: Callable[[Any, Any], Any] = resolve_path(program.merge.path)  # type: ignore[assignment]
+            self.merge = declared_merge(declared)
 
     async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         """Run one pipeline from ``state`` on ``value``; Defects propagate.

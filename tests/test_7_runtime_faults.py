@@ -9,8 +9,9 @@ substituted step implementations (``setattr(module, name, fake)`` /
   step, an Err of an undeclared type) are Defects carrying the state the step
   received, its site and the cause — and every faulting call's Defect is kept
   (the first one, the others in ``.others``);
-- custom merges that raise (Defect at the group with the base state) or raise
-  MergeConflict (``Err(MergeConflict, S0)``);
+- custom merges that raise (Defect at the group with the base state), also
+  when they raise MergeConflict (a file with a custom merge has none in its
+  error sets, LANGUAGE.md §5);
 - hanging steps bounded by an outer timeout; outer cancellation at every
   event-loop iteration of a nested ``par``/``each``/``par`` run;
 - ``KeyboardInterrupt``/``SystemExit`` propagate untouched, siblings cancelled;
@@ -282,14 +283,18 @@ def test_custom_merge_raising_is_a_defect_with_the_base_state(pipeline: str) -> 
 
 
 @pytest.mark.parametrize("pipeline", ["in_par", "in_each"])
-def test_custom_merge_raising_merge_conflict_is_err_with_the_base_state(pipeline: str) -> None:
+def test_custom_merge_raising_merge_conflict_is_a_defect_not_an_undeclared_err(pipeline: str) -> None:
+    # The file declares `state T merge f`, so MergeConflict is in no error set: an Err
+    # of it would reach callers that were promised it cannot happen.
     spec = Built(MERGE_SPEC, merge="merge_conflicting")
     group = "par" if pipeline == "in_par" else "each"
     for runner, run in spec.runs({}).items():
         what, out = asyncio.run(settle(run(pipeline, TState(), 2)))
-        assert what == "err" and isinstance(out.error, MergeConflict), (runner, out)
-        assert out.state == TState(count=1) and out.error.field == "last"
-        assert out.site.step == group and where(out.site) == spec.site(pipeline, group)
+        assert what == "raised" and isinstance(out, Defect), (runner, out)
+        assert out.state == TState(count=1), runner
+        assert isinstance(out.cause, compiled.MergeContractError), runner
+        assert isinstance(out.cause.__cause__, MergeConflict) and out.cause.__cause__.field == "last"
+        assert out.step == group and where(out.site) == spec.site(pipeline, group)
 
 
 def test_default_merge_raising_from_a_field_comparison_is_a_defect() -> None:

@@ -213,7 +213,8 @@ class Emitter:
     def merge_expr(self) -> cst.BaseExpression:
         """The merge used by groups with stateful branches."""
         if self.program.merge is not None:
-            return c.dotted(self.program.merge.spelling)
+            # A declared merge may not fail with MergeConflict (not in any error set): see declared_merge.
+            return c.call(self.runtime("declared_merge", COMPILED), c.dotted(self.program.merge.spelling))
         return self.runtime("merge_states")
 
     # ------------------------------------------------------------ pipelines

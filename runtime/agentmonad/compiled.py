@@ -21,9 +21,10 @@ from typing import Any, TypeAlias, TypeVar
 from .concurrency import run_group
 from .contract import raised
 from .contract import stop as _stop
+from .errors import MergeConflict
 from .outcome import Err, Ok, Outcome, Site
 
-__all__ = ["Step", "AsyncStep", "Fn", "Branch", "stop", "raised", "par", "each"]
+__all__ = ["Step", "AsyncStep", "Fn", "Branch", "stop", "raised", "par", "each", "declared_merge", "MergeContractError"]
 
 _S = TypeVar("_S")
 _A = TypeVar("_A")
@@ -93,3 +94,31 @@ async def each(
     return await run_group(
         state, len(values), lambda i: body(state, values[i]), limit, merge, site
     )
+
+
+class MergeContractError(Exception):
+    """A declared merge (``state T merge f``) raised ``MergeConflict``: the Defect's cause."""
+
+
+def declared_merge(merge: Callable[[_S, Sequence[_S]], _S]) -> Callable[[_S, Sequence[_S]], _S]:
+    """The merge of a file that declares ``state T merge f``, as groups must call it.
+
+    Such a file has no ``MergeConflict`` in any error set (LANGUAGE.md §5), so
+    callers are never told to expect one: ``f`` raising it breaks the contract
+    like any other exception from a merge, and becomes a ``Defect`` at the
+    group (with the group's input state) instead of an ``Err`` outside the
+    declared errors. The conflict is kept as the cause's ``__cause__``.
+    """
+
+    def merged(base: _S, branches: Sequence[_S]) -> _S:
+        try:
+            return merge(base, branches)
+        except MergeConflict as conflict:
+            name = getattr(merge, "__qualname__", repr(merge))
+            raise MergeContractError(
+                f"the declared merge {name} raised MergeConflict ({conflict}), "
+                "but a file with a custom merge has no MergeConflict in its error sets"
+            ) from conflict
+
+    merged.__wrapped__ = merge  # type: ignore[attr-defined]
+    return merged
