@@ -22,13 +22,13 @@ here too; those tests fail until it is.
 
 from __future__ import annotations
 
+import bisect
 import json
 import keyword
-import operator
 import re
 from collections.abc import Callable
-from itertools import accumulate, compress, repeat
-from typing import Any, Final, NoReturn
+from itertools import accumulate, chain, repeat
+from typing import Any, Final, NoReturn, TypeVar
 
 from mcec import construct as c
 from mcec import syntax as s
@@ -63,7 +63,7 @@ _PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
 _NOT_A_REF: Final = RESERVED_WORDS | _PYTHON_KEYWORDS
 #: After the end of the tokens; it starts no rule, so reaching it where a token is expected gives up.
 _END: Final = "\x00"
-_first_char: Final = operator.itemgetter(0)
+_Item = TypeVar("_Item")
 
 
 class _GiveUp(Exception):
@@ -85,32 +85,61 @@ def parse_valid(source: SourceFile) -> s.Module | None:
     if text.startswith("\ufeff"):
         # A byte-order mark is allowed at the very start; a space keeps offsets equal.
         text = " " + text[1:]
-    # Tokens and their offsets, made by C loops (findall, map, accumulate): no Python code per token.
+    # Tokens and where they end, made by C loops (findall, map, accumulate): no Python code per
+    # token. A token starts at its end minus its length; the parser works that out where it needs it.
     pieces = _PIECES.findall(text)
     ends = list(accumulate(map(len, pieces)))
     tokens = list(map(str.lstrip, pieces, repeat(_WHITESPACE)))
-    starts = list(map(operator.sub, ends, map(len, tokens)))
     comments: list[s.Comment] = []
     if "#" in text:
-        is_token = list(map("#".__ne__, map(_first_char, tokens)))
-        for index in compress(range(len(tokens)), map(operator.not_, is_token)):
+        found = _comment_tokens(text, tokens, ends)
+        for index in found:
             note = tokens[index].rstrip("\r")
-            start = starts[index]
+            start = ends[index] - len(tokens[index])
             comments.append(c.COMMENT(note, c.SPAN(source, start, start + len(note))))
-        tokens = list(compress(tokens, is_token))
-        starts = list(compress(starts, is_token))
+        if found:
+            tokens = _without(tokens, found)
+            ends = _without(ends, found)
     count = len(tokens)
     tokens.append(_END)
-    starts.append(len(text))
+    ends.append(len(text))
     try:
-        decls = _descend(source, tokens, starts, count)
+        decls = _descend(source, tokens, ends, count)
     except (_GiveUp, RecursionError):
         return None
     return s.Module(source.path, tuple(decls), tuple(comments), c.SPAN(source, 0, len(source.text)))
 
 
-def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int) -> list[s.Decl]:
+def _comment_tokens(text: str, tokens: list[str], ends: list[int]) -> list[int]:
+    """The indices of the comment tokens, found from the ``#`` characters of ``text``.
+
+    Work in proportion to the number of ``#``s (a ``bisect`` each), not to the
+    number of tokens: a ``#`` inside a string or after another comment's ``#``
+    is not where a comment token starts, and is skipped.
+    """
+    found: list[int] = []
+    at = text.find("#")
+    while at >= 0:
+        index = bisect.bisect_right(ends, at)  # the token that holds offset `at`
+        token = tokens[index]
+        if token[0] == "#" and ends[index] - len(token) == at:
+            found.append(index)
+        at = text.find("#", ends[index])
+    return found
+
+
+def _without(items: list[_Item], dropped: list[int]) -> list[_Item]:
+    """``items`` without the (ascending) indices ``dropped``, copied slice by slice."""
+    bounds = [-1, *dropped, len(items)]
+    return list(chain.from_iterable(items[low + 1 : high] for low, high in zip(bounds, bounds[1:])))
+
+
+def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -> list[s.Decl]:
     """The declarations of a file whose tokens are ``toks[:count]`` (then one end marker).
+
+    ``ends[k]`` is the offset just after ``toks[k]``: a one-character token
+    (every closing bracket and ``;``) ends there, and a token starts at
+    ``ends[k] - len(toks[k])``.
 
     The rules are closures over the token lists and the cursor ``i``: the
     cheapest way for CPython to share them (no attribute lookups).
@@ -123,8 +152,8 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
     make_ref = c.REF
 
     def token_span(at: int) -> Span:
-        start = starts[at]
-        return make_span(source, start, start + len(toks[at]))
+        end = ends[at]
+        return make_span(source, end - len(toks[at]), end)
 
     def expect(text: str) -> int:
         """Consume ``text``; its index."""
@@ -140,9 +169,9 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
         tok = toks[i]
         if tok[0] not in _NAME_FIRST or tok in RESERVED_WORDS:
             _give_up()
-        start = starts[i]
+        end = ends[i]
         i += 1
-        return make_name(tok, make_span(source, start, start + len(tok)))
+        return make_name(tok, make_span(source, end - len(tok), end))
 
     def declared_name() -> s.Name:
         """A name the parser checks for MCE016 (a Python keyword gets a diagnostic: give up)."""
@@ -160,9 +189,9 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
             tok = toks[i]
             if tok[0] not in _NAME_FIRST or tok in _PYTHON_KEYWORDS:
                 _give_up()
-            start = starts[i]
+            end = ends[i]
             i += 1
-            parts.append(make_name(tok, make_span(source, start, start + len(tok))))
+            parts.append(make_name(tok, make_span(source, end - len(tok), end)))
         return make_qual(tuple(parts), make_span(source, first.span.start, parts[-1].span.end))
 
     def qual_name() -> s.QualName:
@@ -188,9 +217,9 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
         tok = toks[i]
         if tok[0] not in _NAME_FIRST or tok in RESERVED_WORDS:
             _give_up()
-        start = starts[i]
+        end = ends[i]
         i += 1
-        where = make_span(source, start, start + len(tok))
+        where = make_span(source, end - len(tok), end)
         first = make_name(tok, where)
         after = toks[i]
         if after == ".":
@@ -206,7 +235,7 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
             i += 1
             args.append(type_())
         close = expect("]")
-        return c.TYPE_APPLY(head, tuple(args), make_span(source, head.span.start, starts[close] + 1))
+        return c.TYPE_APPLY(head, tuple(args), make_span(source, head.span.start, ends[close]))
 
     def type_() -> s.TypeExpr:
         """``?type: _type_atom | type_union``."""
@@ -225,7 +254,7 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
         nonlocal i
         if toks[i] != "!":
             return None
-        bang = starts[i]
+        bang = ends[i] - 1
         i += 1
         errors: list[s.TypeExpr] = [type_atom()]
         while toks[i] == "|":
@@ -311,7 +340,7 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
             i += 1
             branches.append(expr())
         close = expect(">")
-        return c.PAR(tuple(branches), keyword_span, make_span(source, keyword_span.start, starts[close] + 1))
+        return c.PAR(tuple(branches), keyword_span, make_span(source, keyword_span.start, ends[close]))
 
     def each() -> s.Each:
         """``each: EACH (LPAR LIMIT EQUAL INT RPAR)? _term``."""
@@ -353,9 +382,9 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
             return rule()
         if tok[0] not in _NAME_FIRST or tok in _NOT_A_REF:
             _give_up()
-        start = starts[i]
+        end = ends[i]
         i += 1
-        where = make_span(source, start, start + len(tok))
+        where = make_span(source, end - len(tok), end)
         return make_ref(make_name(tok, where), where)
 
     # -- declarations
@@ -363,22 +392,22 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
     def block() -> s.Block:
         """``block: LBRACE statement* RBRACE``; ``statement: STEP? expr SEMI``."""
         nonlocal i
-        opening = starts[i]
+        opening = ends[i] - 1
         i += 1
         statements: list[s.Statement] = []
         while toks[i] != "}":
             if toks[i] == "step":
-                first = starts[i]
+                first = ends[i] - 4  # `step`
                 i += 1
                 body = expr()
                 semi = expect(";")
-                statements.append(c.STATEMENT(body, True, make_span(source, first, starts[semi] + 1)))
+                statements.append(c.STATEMENT(body, True, make_span(source, first, ends[semi])))
             else:
                 body = expr()
                 semi = expect(";")
-                statements.append(c.STATEMENT(body, False, make_span(source, body.span.start, starts[semi] + 1)))
+                statements.append(c.STATEMENT(body, False, make_span(source, body.span.start, ends[semi])))
         i += 1
-        return c.BLOCK(tuple(statements), make_span(source, opening, starts[i - 1] + 1))
+        return c.BLOCK(tuple(statements), make_span(source, opening, ends[i - 1]))
 
     def signature() -> tuple[s.TypeExpr, s.TypeExpr]:
         """``COLON type ARROW type``, shared by steps, fns, tools and pipelines."""
@@ -397,7 +426,7 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
             i += 1
             body: Any = expr()
             semi = expect(";")
-            end = starts[semi] + 1
+            end = ends[semi]
         elif toks[i] == "{":
             body = block()
             end = body.span.end
@@ -517,7 +546,7 @@ def _descend(source: SourceFile, toks: list[str], starts: list[int], count: int)
         rule = decl_rule(toks[i])
         if rule is None:
             _give_up()
-        first = starts[i]
+        first = ends[i] - len(toks[i])
         i += 1
         decls.append(rule(first))
     return decls

@@ -138,6 +138,18 @@ def test_fast_constructors_build_ordinary_equal_objects() -> None:
     assert hash(span) == hash(Span(source, 1, 4))
     assert (span.path, span.line, span.column, span.end_line, span.end_column) == ("a.mce", 1, 2, 1, 5)
     name = _fast_constructor(s.Name)("x", span)
-    assert name == s.Name("x", span)
+    assert type(name) is s.Name and name == s.Name("x", span)
     with pytest.raises(dataclasses.FrozenInstanceError):
         name.text = "y"  # type: ignore[misc]
+
+
+def test_the_descriptor_fallback_of_fast_constructors_builds_the_same_objects() -> None:
+    from mcec.construct import _compile_maker
+
+    source = SourceFile("a.mce", "xabcd\n")
+    builder = type("_Unused", (), {"__slots__": ("source", "start", "end")})
+    make_span = _compile_maker(Span, ["source", "start", "end"], builder, switch=False)
+    span = make_span(source, 1, 4)
+    assert type(span) is Span and span == Span(source, 1, 4) and span.end_column == 5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        span.start = 0  # type: ignore[misc]
