@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mcec.check import check
-from mcec.codegen import Generated, generate
 from mcec.deep import with_deep_stack
 from mcec.diagnostics import Diagnostic
 from mcec.parser import parse
 from mcec.span import SourceFile
 from mcec.typed import Program
+
+if TYPE_CHECKING:  # the code generator (and libcst, ~0.5 s to import) loads only when code is generated
+    from mcec.codegen import Generated
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,5 +71,9 @@ def _phases(source: SourceFile, *, emit: bool) -> CompileResult:
     diagnostics.extend(checked.diagnostics)
     if checked.program is None:
         return CompileResult(source, tuple(diagnostics), None, None)
-    generated = generate(checked.program) if emit else None
+    generated = None
+    if emit:
+        from mcec.codegen import generate
+
+        generated = generate(checked.program)
     return CompileResult(source, tuple(diagnostics), checked.program, generated)

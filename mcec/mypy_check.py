@@ -19,10 +19,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mcec.codegen.sourcemap import SourceMap
 from mcec.diagnostics import Diagnostic, error
 from mcec.span import Span
+
+if TYPE_CHECKING:  # importing mcec.codegen loads libcst (~0.5 s); `mcec check` never needs it
+    from mcec.codegen.sourcemap import SourceMap
 
 #: ``path:line:column: severity: message  [code]`` as mypy prints it.
 _LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?:(?P<column>\d+):)? (?P<severity>error|note): (?P<message>.*)$")

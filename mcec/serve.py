@@ -32,8 +32,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-
 from agentmonad import Defect, Err, Ok, Outcome, to_tool_result
 
 from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
@@ -43,6 +41,10 @@ from mcec.typed import Program, TPipeline
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
+    from pydantic import ValidationError
+
+# pydantic is imported where schemas are made and arguments validated, not at
+# module level: the CLI imports this module to register `serve` on every run.
 
 __all__ = ["COMMANDS", "PipelineTool", "add_serve", "pipeline_tools", "run_serve"]
 
@@ -83,6 +85,8 @@ class PipelineTool:
 
 def _input_side(input_type: Any) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], Any]]:
     """The input schema and argument parser for a pipeline taking ``input_type``."""
+    from pydantic import BaseModel, TypeAdapter
+
     if isinstance(input_type, type) and issubclass(input_type, BaseModel):
         model: type[BaseModel] = input_type
 
@@ -109,6 +113,8 @@ def _output_schema(output_type: Any) -> dict[str, Any] | None:
     """An output schema when the result's shape is certain: a pydantic model's
     own schema. Other types are left undeclared (a union may or may not be an
     object, and clients reject a result that misses a declared schema)."""
+    from pydantic import BaseModel
+
     if isinstance(output_type, type) and issubclass(output_type, BaseModel):
         return output_type.model_json_schema(mode="serialization")
     return None
@@ -189,6 +195,8 @@ def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
 
 async def call_pipeline(tool: PipelineTool, arguments: Mapping[str, Any]) -> CallToolResult:
     """Run one call: validate, run with a fresh state, render; never raises (but for cancellation)."""
+    from pydantic import ValidationError
+
     try:
         value = tool.parse(arguments)
     except ValidationError as exc:

@@ -1,8 +1,8 @@
 """The untyped syntax tree of a `.mce` file, as the parser builds it.
 
 Every node is a frozen, slotted dataclass with a ``span``. No Lark object ever
-appears here: ``mcec.parser`` converts Lark's tree into these classes and is the
-only module that knows Lark exists. The checker turns this tree into the typed
+appears here: the parsers (``mcec.descent``, and ``mcec.lalr``, the only module
+that knows Lark exists) build these classes directly. The checker turns this tree into the typed
 IR of ``mcec.typed``; nothing ever mutates a syntax node.
 
 Chains are flat: ``a >>= b >>= c`` is one :class:`Bind` with three parts, and a

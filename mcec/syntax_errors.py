@@ -1,6 +1,6 @@
 """Syntax errors in words: what the parser expected, said the way a person would.
 
-:mod:`mcec.parser` hands over plain data about a failed parse — the token it
+:mod:`mcec.lalr` hands over plain data about a failed parse — the token it
 found, the set of terminal names the grammar allowed there, and the parser's
 stack (what was read so far in the current declaration) — and this module
 writes the MCE001 diagnostic. Messages never list grammar terminal names; they

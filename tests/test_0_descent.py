@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from mcec import syntax as s
 from mcec.descent import PUNCTUATION, RESERVED_WORDS, parse_valid
-from mcec.parser import _tables, parse, parse_lalr
+from mcec.lalr import _tables
+from mcec.parser import parse, parse_lalr
 from mcec.span import SourceFile
 from tests.spec_gen import mutate, specs
 

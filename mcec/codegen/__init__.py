@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-
+from typing import TYPE_CHECKING
 
 from mcec import __version__
-from mcec.codegen.emitter import Emitter
-from mcec.codegen.layout import layout
-from mcec.codegen.sourcemap import SourceMap, build_source_map
 from mcec.typed import Program
+
+if TYPE_CHECKING:
+    from mcec.codegen.sourcemap import SourceMap
+
+# The emitter, the layout and the source map (libcst and black, ~0.5 s to
+# import) load in `generate`: the header and module-name helpers here are used
+# by commands that never generate code (`mcec check`, file output checks).
 
 #: The first line of every generated module starts with this; mcec overwrites
 #: only files that start with it.
@@ -49,6 +53,10 @@ def header_lines(program: Program) -> list[str]:
 
 def generate(program: Program) -> Generated:
     """Generate the Python module for a checked program."""
+    from mcec.codegen.emitter import Emitter
+    from mcec.codegen.layout import layout
+    from mcec.codegen.sourcemap import build_source_map
+
     emitter = Emitter(program)
     module = emitter.module(header_lines(program))
     formatted = layout(module)
