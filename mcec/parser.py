@@ -71,8 +71,8 @@ def parse(source: SourceFile) -> ParseResult:
     """
     with gc_paused():
         module = parse_valid(source)
-    if module is not None:
-        return ParseResult(module, ())
+        if module is not None:
+            return ParseResult(module, ())
     return parse_lalr(source)
 
 
