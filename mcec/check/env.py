@@ -103,12 +103,18 @@ class Env:
     """Bindings of a file, the modules it imports plainly, and which were used."""
 
     bindings: dict[str, Binding] = field(default_factory=dict)
-    #: Full dotted paths of plain ``import a.b`` statements (resolvable as ``a.b.X``).
+    #: Full dotted paths of plain ``import a.b`` statements (resolvable as ``a.b.X``);
+    #: add to it with :meth:`import_plainly`.
     plain_modules: set[str] = field(default_factory=set)
     #: Names of bindings used by some resolution.
     used: set[str] = field(default_factory=set)
     #: Plain-imported module paths used by some resolution.
     used_modules: set[str] = field(default_factory=set)
+    #: Memo of :meth:`resolve_type`: each type expression that resolved without
+    #: a failure, by its written form (:func:`written`). Valid while
+    #: ``bindings`` and ``plain_modules`` stay as they are, so :meth:`bind` and
+    #: :meth:`import_plainly` empty it.
+    _types: dict[str, Type] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def with_builtins(cls) -> Env:
@@ -124,7 +130,13 @@ class Env:
         if existing is not None:
             return existing
         self.bindings[binding.name] = binding
+        self._types.clear()
         return None
+
+    def import_plainly(self, module: str) -> None:
+        """Record a plain ``import module`` (its root is bound separately, with :meth:`bind`)."""
+        self.plain_modules.add(module)
+        self._types.clear()
 
     def lookup(self, name: str) -> Binding | None:
         """The binding of ``name`` (marking it used), or None."""
@@ -145,51 +157,56 @@ class Env:
         ``X`` must be a from-imported name; ``m.X`` goes through a module alias
         (or a from-imported module); ``a.b.X`` needs a plain ``import a.b``.
         """
-        parts = [p.text for p in qual.parts]
-        first = qual.parts[0]
-        binding = self.bindings.get(first.text)
+        parts = qual.parts
+        first = parts[0]
+        text = first.text
+        binding = self.bindings.get(text)
         if len(parts) == 1:
             if binding is None:
                 return Failure(
-                    f"unknown name `{first.text}`",
+                    f"unknown name `{text}`",
                     first.span,
-                    suggest(first.text, self.names_of((Kind.FROM_IMPORT,)))
-                    or f"import it (`from MODULE import {first.text}`) or name it through a module (`m.{first.text}`)",
+                    suggest(text, self.names_of((Kind.FROM_IMPORT,)))
+                    or f"import it (`from MODULE import {text}`) or name it through a module (`m.{text}`)",
                 )
             if binding.kind is not Kind.FROM_IMPORT:
                 return Failure(
-                    f"`{first.text}` is {binding.kind.article}, not an imported Python name",
+                    f"`{text}` is {binding.kind.article}, not an imported Python name",
                     first.span,
-                    f"import it: `from MODULE import {first.text}`",
+                    f"import it: `from MODULE import {text}`",
                 )
-            self.used.add(first.text)
+            self.used.add(text)
             module, _, attr = binding.target.rpartition(".")
             return module, attr
-        if binding is not None and binding.kind in (Kind.MODULE, Kind.FROM_IMPORT):
-            self.used.add(first.text)
-            return ".".join([binding.target, *parts[1:-1]]), parts[-1]
-        if binding is not None and binding.kind is Kind.MODULE_ROOT:
-            module = ".".join(parts[:-1])
-            imported = self._plain_module_of(module)
-            if imported is not None:
-                self.used.add(first.text)
-                self.used_modules.add(imported)
-                return module, parts[-1]
-            return Failure(
-                f"module `{module}` is not imported",
-                qual.span,
-                f"add `import {module}`",
-            )
+        attr = parts[-1].text
         if binding is not None:
+            kind = binding.kind
+            if kind is Kind.MODULE or kind is Kind.FROM_IMPORT:
+                self.used.add(text)
+                if len(parts) == 2:
+                    return binding.target, attr
+                return ".".join([binding.target, *[p.text for p in parts[1:-1]]]), attr
+            if kind is Kind.MODULE_ROOT:
+                module = ".".join([p.text for p in parts[:-1]])
+                imported = self._plain_module_of(module)
+                if imported is not None:
+                    self.used.add(text)
+                    self.used_modules.add(imported)
+                    return module, attr
+                return Failure(
+                    f"module `{module}` is not imported",
+                    qual.span,
+                    f"add `import {module}`",
+                )
             return Failure(
-                f"`{first.text}` is {binding.kind.article}, not a module",
+                f"`{text}` is {kind.article}, not a module",
                 first.span,
             )
-        module = ".".join(parts[:-1])
+        module = ".".join([p.text for p in parts[:-1]])
         return Failure(
-            f"unknown name `{first.text}`",
+            f"unknown name `{text}`",
             first.span,
-            suggest(first.text, self.names_of((Kind.MODULE, Kind.MODULE_ROOT, Kind.FROM_IMPORT)))
+            suggest(text, self.names_of((Kind.MODULE, Kind.MODULE_ROOT, Kind.FROM_IMPORT)))
             or f"import the module: `import {module}`",
         )
 
@@ -203,11 +220,20 @@ class Env:
 
     def resolve_impl(self, qual: syntax.QualName) -> PyRef | Failure:
         """Resolve the ``= m.f`` of a step or fn (or a state's merge) to a :class:`PyRef`."""
+        parts = qual.parts
+        if len(parts) == 2:
+            # The usual `= impl.f` through a module alias, as resolve_path resolves it, in one call.
+            first = parts[0].text
+            binding = self.bindings.get(first)
+            if binding is not None and (binding.kind is Kind.MODULE or binding.kind is Kind.FROM_IMPORT):
+                self.used.add(first)
+                attr = parts[1].text
+                return PyRef(binding.target, attr, f"{first}.{attr}")
         resolved = self.resolve_path(qual)
         if isinstance(resolved, Failure):
             return resolved
         module, attr = resolved
-        return PyRef(module, attr, qual.dotted)
+        return PyRef(module, attr, dotted(qual))
 
     # ------------------------------------------------------------------ types
 
@@ -216,16 +242,41 @@ class Env:
 
         Problems are appended to ``failures`` and the offending part becomes
         ``Any``, so that one bad type does not cause further diagnostics.
+
+        A spec writes the same few types over and over, and every name is
+        top-level, so a type expression resolves the same way wherever it is
+        written in the file. An expression that resolved without a failure is
+        therefore remembered by its written form and not resolved again: its
+        only side effects, marking names and modules used, happened the first
+        time and are sets. An expression with a failure is resolved afresh at
+        every occurrence, so each occurrence gets its own diagnostics at its
+        own spans.
         """
-        if isinstance(expr, syntax.TypeUnion):
-            return union([self.resolve_type(m, failures) for m in expr.members])
+        if type(expr) is syntax.TypeName and len(expr.name.parts) == 1:
+            key = expr.name.parts[0].text  # the common case, without a call
+        else:
+            key = written(expr)
+        known = self._types.get(key)
+        if known is not None:
+            return known
+        before = len(failures)
+        resolved = self._resolve(expr, failures)
+        if len(failures) == before:
+            self._types[key] = resolved
+        return resolved
+
+    def _resolve(self, expr: syntax.TypeExpr, failures: list[Failure]) -> Type:
+        """:meth:`resolve_type` without the memo (which is only consulted for a whole expression)."""
+        if isinstance(expr, syntax.TypeName):
+            return self._resolve_name(expr.name, failures)
         if isinstance(expr, syntax.TypeApply):
             return self._resolve_apply(expr, failures)
-        return self._resolve_name(expr.name, failures)
+        return union([self._resolve(m, failures) for m in expr.members])
 
     def _resolve_name(self, qual: syntax.QualName, failures: list[Failure]) -> Type:
-        if len(qual.parts) == 1:
-            text = qual.parts[0].text
+        parts = qual.parts
+        if len(parts) == 1:
+            text = parts[0].text
             builtin = _BUILTINS.get(text)
             if builtin is not None:
                 return builtin
@@ -260,15 +311,16 @@ class Env:
             failures.append(Failure(resolved.message.replace("unknown name", "unknown type"), resolved.span, resolved.help))
             return ANY
         module, attr = resolved
-        return ClassRef(f"{module}.{attr}", qual.dotted)
+        return ClassRef(f"{module}.{attr}", dotted(qual))
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
-        args = tuple([self.resolve_type(a, failures) for a in expr.args])  # no generator: see types._flows
-        head = _GENERIC_HEADS.get(expr.head.dotted)
+        args = tuple([self._resolve(a, failures) for a in expr.args])  # no generator: see types._flows
+        spelled = dotted(expr.head)
+        head = _GENERIC_HEADS.get(spelled)
         if head is None:
             failures.append(
                 Failure(
-                    f"`{expr.head.dotted}` is not a generic type",
+                    f"`{spelled}` is not a generic type",
                     expr.head.span,
                     "the generic types are `list[T]`, `set[T]`, `dict[K, V]` and `tuple[A, …]`",
                 )
@@ -279,6 +331,51 @@ class Env:
             failures.append(_arity_failure(head, len(args), expr.span))
             return ANY
         return Generic(head, args)
+
+
+def dotted(qual: syntax.QualName) -> str:
+    """``qual.dotted`` without joining a one-part name."""
+    parts = qual.parts
+    return parts[0].text if len(parts) == 1 else ".".join([p.text for p in parts])
+
+
+def written(expr: syntax.TypeExpr) -> str:
+    """A type expression as written, without spaces or comments: the key of the memos of types.
+
+    Different trees give different strings: names contain none of ``[],|()``,
+    and unions are parenthesised. A name and a generic applied to one name,
+    most of what specs write, take a shortcut; anything else is written into
+    one list, so that a deeply nested type costs time linear in its size.
+    """
+    if type(expr) is syntax.TypeName:
+        return dotted(expr.name)
+    if type(expr) is syntax.TypeApply and len(expr.args) == 1:
+        head, arg = expr.head.parts, expr.args[0]
+        if len(head) == 1 and type(arg) is syntax.TypeName and len(arg.name.parts) == 1:
+            return f"{head[0].text}[{arg.name.parts[0].text}]"
+    out: list[str] = []
+    _write(expr, out)
+    return "".join(out)
+
+
+def _write(expr: syntax.TypeExpr, out: list[str]) -> None:
+    """Append the pieces of :func:`written` for ``expr`` to ``out`` (recursive, like resolution)."""
+    if type(expr) is syntax.TypeApply:
+        out.append(dotted(expr.head))
+        out.append("[")
+        inner, separator, close = expr.args, ",", "]"
+    else:
+        assert isinstance(expr, syntax.TypeUnion)
+        out.append("(")
+        inner, separator, close = expr.members, "|", ")"
+    for index, item in enumerate(inner):
+        if index:
+            out.append(separator)
+        if type(item) is syntax.TypeName:
+            out.append(dotted(item.name))
+        else:
+            _write(item, out)
+    out.append(close)
 
 
 def _arity_failure(head: GenericName, given: int, span: Span) -> Failure:

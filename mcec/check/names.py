@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from mcec import syntax
 from mcec.check import report
-from mcec.check.env import Binding, Env, Failure, Kind, suggest
+from mcec.check.env import Binding, Env, Failure, Kind, suggest, written
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
 from mcec.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
@@ -54,6 +54,19 @@ class Declared:
         return self.merge is not None
 
 
+_NO_ERRORS: ErrorSet = frozenset()
+
+#: The declarations that bind their own name, and what they bind it as.
+_NAMED = (syntax.StepDecl, syntax.FnDecl, syntax.ToolDecl, syntax.PipelineDecl, syntax.ServerDecl)
+_KINDS: dict[type, Kind] = {
+    syntax.StepDecl: Kind.STEP,
+    syntax.FnDecl: Kind.FN,
+    syntax.ToolDecl: Kind.TOOL,
+    syntax.PipelineDecl: Kind.PIPELINE,
+    syntax.ServerDecl: Kind.SERVER,
+}
+
+
 class DeclarationChecker:
     """Binds and types the declarations of one module, reporting into a sink."""
 
@@ -61,6 +74,10 @@ class DeclarationChecker:
         self.module = module
         self.sink = sink
         self.declared = Declared(Env.with_builtins())
+        #: Memo of :meth:`_error_list`, emptied whenever a name is bound or an error declared.
+        self._error_sets: dict[str, ErrorSet] = {}
+        #: Memo of :meth:`_sig`.
+        self._sigs: dict[tuple[int, int, int, bool], Sig] = {}
 
     @property
     def env(self) -> Env:
@@ -69,27 +86,34 @@ class DeclarationChecker:
 
     def run(self) -> Declared:
         """Bind all names, then type all declarations (order in the file is irrelevant)."""
-        for decl in self.module.decls:
+        decls = self.module.decls
+        for decl in decls:
             self._bind(decl)
         state_spans: list[Span] = []
-        for decl in self.module.decls:
-            if isinstance(decl, syntax.StateDecl):
+        # Signatures are typed once every error is declared (their `!` clauses need it).
+        signed: list[syntax.StepDecl | syntax.FnDecl | syntax.ToolDecl | syntax.PipelineDecl] = []
+        steps: list[syntax.StepDecl] = []
+        for decl in decls:
+            if isinstance(decl, (syntax.PipelineDecl, syntax.FnDecl, syntax.ToolDecl)):
+                signed.append(decl)
+            elif isinstance(decl, syntax.StepDecl):
+                signed.append(decl)
+                steps.append(decl)
+            elif isinstance(decl, syntax.StateDecl):
                 self._state(decl, state_spans)
             elif isinstance(decl, syntax.ErrorDecl):
                 self._error_decl(decl)
-        for decl in self.module.decls:
-            if isinstance(decl, syntax.ServerDecl):
+            elif isinstance(decl, syntax.ServerDecl):
                 self._server(decl)
-        for decl in self.module.decls:
-            if isinstance(decl, syntax.StepDecl):
+        for decl in signed:
+            if isinstance(decl, syntax.PipelineDecl):
+                self._pipeline(decl)
+            elif isinstance(decl, syntax.StepDecl):
                 self._step(decl)
             elif isinstance(decl, syntax.FnDecl):
                 self._fn(decl)
-            elif isinstance(decl, syntax.ToolDecl):
+            else:
                 self._tool(decl)
-            elif isinstance(decl, syntax.PipelineDecl):
-                self._pipeline(decl)
-        steps = [d for d in self.module.decls if isinstance(d, syntax.StepDecl)]
         if steps and not state_spans:
             self.sink.add(report.missing_state(steps[0].name.text, steps[0].name.span, [s.name.span for s in steps[1:]]))
         return self.declared
@@ -97,10 +121,12 @@ class DeclarationChecker:
     # ------------------------------------------------------------ binding
 
     def _add(self, binding: Binding) -> None:
-        assert binding.span is not None
         first = self.env.bind(binding)
         if first is None:
+            if self._error_sets:
+                self._error_sets.clear()
             return
+        assert binding.span is not None
         if first.kind is Kind.MODULE_ROOT and binding.kind is Kind.MODULE_ROOT:
             return  # `import a.b` and `import a.c` share the root `a`, as in Python
         if first.kind is Kind.BUILTIN_ERROR:
@@ -110,7 +136,12 @@ class DeclarationChecker:
             self.sink.add(report.duplicate(binding.name, binding.span, first.span))
 
     def _bind(self, decl: syntax.Decl) -> None:
-        if isinstance(decl, syntax.FromImport):
+        kind = _KINDS.get(type(decl))
+        if kind is not None:
+            assert isinstance(decl, _NAMED)
+            name = decl.name
+            self._add(Binding(name.text, kind, name.span))
+        elif isinstance(decl, syntax.FromImport):
             module = decl.module.dotted
             for item in decl.names:
                 self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound.span, f"{module}.{item.name.text}"))
@@ -122,20 +153,12 @@ class DeclarationChecker:
                 self._add(Binding(decl.alias.text, Kind.MODULE, decl.alias.span, module))
             else:
                 root = decl.module.parts[0]
-                self.env.plain_modules.add(module)
+                self.env.import_plainly(module)
+                self._error_sets.clear()
                 self._add(Binding(root.text, Kind.MODULE_ROOT, root.span, root.text))
             self.declared.imports.append(
                 TModuleImport(module, decl.alias.text if decl.alias else None, decl.span)
             )
-        elif isinstance(decl, (syntax.StepDecl, syntax.FnDecl, syntax.ToolDecl, syntax.PipelineDecl, syntax.ServerDecl)):
-            kind = {
-                syntax.StepDecl: Kind.STEP,
-                syntax.FnDecl: Kind.FN,
-                syntax.ToolDecl: Kind.TOOL,
-                syntax.PipelineDecl: Kind.PIPELINE,
-                syntax.ServerDecl: Kind.SERVER,
-            }[type(decl)]
-            self._add(Binding(decl.name.text, kind, decl.name.span))
 
     # ------------------------------------------------------------ types
 
@@ -143,8 +166,9 @@ class DeclarationChecker:
         """Resolve a type, reporting MCE017 for each unresolvable part (which becomes ``Any``)."""
         failures: list[Failure] = []
         resolved = self.env.resolve_type(expr, failures)
-        for failure in failures:
-            self.sink.add(report.unknown(failure.message, failure.span, failure.help, code="MCE017"))
+        if failures:
+            for failure in failures:
+                self.sink.add(report.unknown(failure.message, failure.span, failure.help, code="MCE017"))
         return resolved
 
     def errors_of(self, exprs: tuple[syntax.TypeExpr, ...], where: str) -> list[tuple[Type, Span]]:
@@ -154,28 +178,63 @@ class DeclarationChecker:
         stands for no error and is dropped; an unresolvable type is dropped too
         (its MCE017 is reported).
         """
-        result: list[tuple[Type, Span]] = []
-        for expr in exprs:
-            resolved = self.type_of(expr)
-            members = resolved.members if isinstance(resolved, Union) else (resolved,)
-            for member in members:
-                if member == NEVER or member == ANY:
-                    continue
-                if isinstance(member, ClassRef) and member.is_runtime:
-                    result.append((member, expr.span))
-                elif member in self.declared.error_types:
-                    self.declared.used_errors.add(member)
-                    result.append((member, expr.span))
-                else:
-                    self.sink.add(report.undeclared_error(member, expr.span, where))
-                    # Keep it in the set anyway, so that later checks do not cascade.
-                    result.append((member, expr.span))
-        return result
+        return [(member, expr.span) for expr in exprs for member in self._error_types(expr, where)]
 
-    def _error_list(self, errors: syntax.ErrorList | None, where: str) -> ErrorSet:
+    def _error_types(self, expr: syntax.TypeExpr, where: str) -> list[Type]:
+        """The error types one entry of :meth:`errors_of` stands for, reporting its problems."""
+        resolved = self.type_of(expr)
+        found: list[Type] = []
+        for member in resolved.members if isinstance(resolved, Union) else (resolved,):
+            if member == NEVER or member == ANY:
+                continue
+            if isinstance(member, ClassRef) and member.is_runtime:
+                found.append(member)
+            elif member in self.declared.error_types:
+                self.declared.used_errors.add(member)
+                found.append(member)
+            else:
+                self.sink.add(report.undeclared_error(member, expr.span, where))
+                # Keep it in the set anyway, so that later checks do not cascade.
+                found.append(member)
+        return found
+
+    def _error_list(self, errors: syntax.ErrorList | None, owner: tuple[str, syntax.Name]) -> ErrorSet:
+        """The error set of the ``!`` clause of ``owner`` (its kind and name, for MCE018).
+
+        A clause that raised no diagnostic is remembered by its written form,
+        like types in :meth:`Env.resolve_type`: while the bindings and the
+        declared errors stay the same it means the same errors everywhere, and
+        its side effects (marking names and errors used) happened the first
+        time. A clause with a diagnostic is checked again at every occurrence,
+        reporting there.
+        """
         if errors is None:
-            return frozenset()
-        return frozenset(t for t, _ in self.errors_of(errors.errors, where))
+            return _NO_ERRORS
+        exprs = errors.errors
+        key = written(exprs[0]) if len(exprs) == 1 else ";".join([written(e) for e in exprs])
+        known = self._error_sets.get(key)
+        if known is not None:
+            return known
+        reported = len(self.sink.items)
+        where = f"of {owner[0]} `{owner[1].text}`"
+        found = frozenset([member for expr in exprs for member in self._error_types(expr, where)])
+        if len(self.sink.items) == reported:
+            self._error_sets[key] = found
+        return found
+
+    def _sig(self, input: Type, output: Type, errors: ErrorSet, stateful: bool) -> Sig:
+        """``Sig(input, output, errors, stateful)``, one object per distinct signature.
+
+        Signatures repeat (``A -> A ! E1``) and their parts come from the memos
+        above, so they are looked up by the identity of their parts: a value,
+        so sharing it is invisible, and its parts are kept alive by it, so
+        their ids are not reused while the entry exists.
+        """
+        key = (id(input), id(output), id(errors), stateful)
+        known = self._sigs.get(key)
+        if known is None:
+            known = self._sigs[key] = Sig(input, output, errors, stateful)
+        return known
 
     def _impl(self, qual: syntax.QualName) -> PyRef:
         resolved = self.env.resolve_impl(qual)
@@ -208,25 +267,25 @@ class DeclarationChecker:
             self.sink.add(report.duplicate_error(resolved, decl.type.span, first))
             return
         self.declared.error_types[resolved] = decl.type.span
+        self._error_sets.clear()
 
     def _server(self, decl: syntax.ServerDecl) -> None:
         if decl.name.text not in self.declared.servers:
             self.declared.servers[decl.name.text] = TServer(decl.name.text, decl.command, decl.span)
 
     def _step(self, decl: syntax.StepDecl) -> None:
-        where = f"of step `{decl.name.text}`"
-        sig = Sig(self.type_of(decl.input), self.type_of(decl.output), self._error_list(decl.errors, where), True)
+        input, output = self.type_of(decl.input), self.type_of(decl.output)
+        sig = self._sig(input, output, self._error_list(decl.errors, ("step", decl.name)), True)
         impl = self._impl(decl.impl)
         self.declared.steps.setdefault(decl.name.text, TStep(decl.name.text, decl.is_async, sig, impl, decl.span))
 
     def _fn(self, decl: syntax.FnDecl) -> None:
-        sig = Sig(self.type_of(decl.input), self.type_of(decl.output), frozenset(), False)
+        sig = self._sig(self.type_of(decl.input), self.type_of(decl.output), _NO_ERRORS, False)
         impl = self._impl(decl.impl)
         self.declared.fns.setdefault(decl.name.text, TFn(decl.name.text, sig, impl, decl.span))
 
     def _tool(self, decl: syntax.ToolDecl) -> None:
-        where = f"of tool `{decl.name.text}`"
-        errors = self._error_list(decl.errors, where) | {TOOL_FAILED, TOOL_UNAVAILABLE}
+        errors = self._error_list(decl.errors, ("tool", decl.name)) | {TOOL_FAILED, TOOL_UNAVAILABLE}
         sig = Sig(self.type_of(decl.input), self.type_of(decl.output), errors, False)
         binding = self.env.lookup(decl.server.text)
         if binding is None or binding.kind is not Kind.SERVER:
@@ -245,8 +304,7 @@ class DeclarationChecker:
         self.declared.tools.setdefault(decl.name.text, tool)
 
     def _pipeline(self, decl: syntax.PipelineDecl) -> None:
-        where = f"of pipeline `{decl.name.text}`"
-        errors = None if decl.errors is None else self._error_list(decl.errors, where)
+        errors = None if decl.errors is None else self._error_list(decl.errors, ("pipeline", decl.name))
         declared = DeclaredPipeline(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
         self.declared.pipelines.setdefault(decl.name.text, declared)
 

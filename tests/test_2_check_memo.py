@@ -1,0 +1,167 @@
+"""The memos of name resolution change no result and no diagnostic.
+
+:meth:`mcec.check.env.Env.resolve_type` remembers each type expression that
+resolved cleanly by its written form, :class:`~mcec.check.names.DeclarationChecker`
+does the same for ``!`` clauses and shares equal signatures. A problem must
+still be reported at every place it is written (the memos only hold what
+resolved without a diagnostic), two spellings of one class must keep their own
+spelling (``ClassRef`` equality ignores it), and checking any spec must give
+exactly what it gives with the memos switched off.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from mcec.check import CheckResult, check
+from mcec.check import env as env_module
+from mcec.check import names as names_module
+from mcec.parser import parse
+from mcec.render import render_json
+from mcec.span import SourceFile
+from mcec.typed import Sig
+from tests.spec_gen import mutate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def checked(text: str) -> CheckResult:
+    source = SourceFile("memo.mce", text)
+    parsed = parse(source)
+    assert parsed.module is not None and not parsed.diagnostics, parsed.diagnostics
+    return check(parsed.module, source)
+
+
+def located(result: CheckResult, code: str) -> list[tuple[int, int, str]]:
+    """(line, column, message) of every diagnostic with ``code``, in order."""
+    return [(d.span.line, d.span.column, d.message) for d in result.diagnostics if d.code == code]
+
+
+def test_an_unknown_type_is_reported_at_every_occurrence() -> None:
+    result = checked(
+        "from app.impl import S\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "fn a : Strr -> Strr = impl.a\n"
+        "fn b : list[Strr] -> list[Strr] = impl.b\n"
+        "fn c : impl.Nope.X -> str = impl.c\n"
+        "fn d : nope.X -> nope.X = impl.d\n"
+        "pipeline p : str -> str = a >>= b >>= c >>= d;\n"
+    )
+    unknown = located(result, "MCE017")
+    assert [(line, column) for line, column, _ in unknown] == [
+        (4, 8), (4, 16), (5, 13), (5, 27), (7, 8), (7, 18),
+    ], unknown
+    assert unknown[0][2] == unknown[1][2] == "unknown type `Strr`"
+    assert unknown[4][2] == unknown[5][2] == "unknown type `nope`"
+
+
+def test_a_bad_generic_is_reported_at_every_occurrence() -> None:
+    result = checked(
+        "from app.impl import S\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "fn a : list[int, str] -> list[int, str] = impl.a\n"
+        "fn b : list[int, str] -> str = impl.b\n"
+        "pipeline p : str -> str = a >>= b;\n"
+    )
+    assert [(line, column) for line, column, _ in located(result, "MCE017")] == [(4, 8), (4, 26), (5, 8)]
+
+
+def test_an_undeclared_error_is_reported_at_every_occurrence() -> None:
+    result = checked(
+        "from app.impl import S, E1, E2\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "error E1\n"
+        "step a : str -> str ! E2 = impl.a\n"
+        "step b : str -> str ! E2 = impl.b\n"
+        "step c : str -> str ! E1 | E2 = impl.c\n"
+        "pipeline p : str -> str ! E1 | E2 = a >>= b >>= c;\n"
+    )
+    undeclared = located(result, "MCE018")
+    assert [(line, column) for line, column, _ in undeclared] == [(5, 23), (6, 23), (7, 28), (8, 32)], undeclared
+    assert "of step `b`" in undeclared[1][2] and "of pipeline `p`" in undeclared[3][2]
+
+
+def test_an_unknown_implementation_is_reported_at_every_occurrence() -> None:
+    result = checked(
+        "from app.impl import S\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "fn a : str -> str = nope.a\n"
+        "fn b : str -> str = nope.a\n"
+        "pipeline p : str -> str = a >>= b;\n"
+    )
+    assert [(line, column) for line, column, _ in located(result, "MCE002")] == [(4, 21), (5, 21)]
+
+
+def test_each_spelling_of_a_class_keeps_its_spelling() -> None:
+    result = checked(
+        "from app.impl import S, A\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "fn a : A -> list[A] = impl.a\n"
+        "fn b : impl.A -> list[impl.A] = impl.b\n"
+        "fn c : A -> list[A] = impl.c\n"
+        "pipeline p : A -> list[A] = a;\n"
+        "pipeline q : impl.A -> list[impl.A] = b;\n"
+        "pipeline r : A -> list[A] = c;\n"
+    )
+    assert result.program is not None, result.diagnostics
+    fns = {f.name: str(f.sig) for f in result.program.fns}
+    assert fns == {"a": "A -> list[A]", "b": "impl.A -> list[impl.A]", "c": "A -> list[A]"}
+
+
+@contextmanager
+def memos_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Check with every memo of name resolution switched off."""
+    counter = iter(range(1 << 62))
+    with monkeypatch.context() as patch:
+        patch.setattr(env_module.Env, "resolve_type", lambda self, expr, failures: self._resolve(expr, failures))
+        # A key that never repeats: `!` clauses are resolved again each time.
+        patch.setattr(names_module, "written", lambda expr: f"#{next(counter)}")
+        patch.setattr(names_module.DeclarationChecker, "_sig", lambda self, i, o, e, s: Sig(i, o, e, s))
+        yield
+
+
+def outcome(text: str) -> tuple[str, str] | None:
+    """Everything checking ``text`` produces, spellings included; None if it does not parse."""
+    source = SourceFile("memo.mce", text)
+    parsed = parse(source)
+    if parsed.module is None or parsed.diagnostics:
+        return None
+    result = check(parsed.module, source)
+    return "".join(render_json(d) + "\n" for d in result.diagnostics), repr(result.program)
+
+
+def corpus() -> list[str]:
+    """The checker's golden cases and the examples, each also mutated a few times."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "tests" / "cases" / "check").glob("*.mce"))]
+    texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").rglob("*.mce"))]
+    rng = random.Random(3)
+    return texts + [mutate(text, rng, 3) for text in texts for _ in range(4)]
+
+
+def test_checking_is_the_same_with_the_memos_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = corpus()
+    with_memos = [outcome(text) for text in texts]
+    with memos_off(monkeypatch):
+        without = [outcome(text) for text in texts]
+    assert sum(o is not None and o[0] != "" for o in with_memos) >= 20  # diagnostics are exercised
+    for text, memo, plain in zip(texts, with_memos, without):
+        assert memo == plain, text
+
+
+def test_the_frontend_benchmark_spec_is_the_same_with_the_memos_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.frontend_bench import generate
+
+    text = generate(300)
+    with_memos = outcome(text)
+    with memos_off(monkeypatch):
+        assert outcome(text) == with_memos
