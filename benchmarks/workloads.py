@@ -121,22 +121,12 @@ class PhaseTimes:
 
 
 def _formatter() -> tuple[str, Callable[[Any], str]]:
-    """The formatting step ``mcec.codegen.generate`` runs, whichever it is.
+    """The formatting step ``mcec.codegen.generate`` runs: ``mcec.codegen.layout.layout``
+    (black's output without running black on the whole file). Returns its name
+    and ``fn(libcst module) -> text``."""
+    from mcec.codegen.layout import layout
 
-    ``black.format_str`` over the module's text, or — when the code generator
-    has one — ``mcec.codegen.layout`` (black's output without running black on
-    the whole file). Returns its name and ``fn(libcst module) -> text``.
-    """
-    import mcec.codegen as codegen
-
-    layout = getattr(codegen, "layout", None)
-    if layout is not None:
-        return "mcec layout (black only on long lines)", layout
-    import black
-    from black.mode import TargetVersion
-
-    mode = getattr(codegen, "_BLACK_MODE", None) or black.Mode(target_versions={TargetVersion.PY311})
-    return "black.format_str", lambda module: black.format_str(module.code, mode=mode)
+    return "mcec layout (black only on long lines)", layout
 
 
 def compile_phases(text: str, path: str = "bench.mce", *, deep: bool = True) -> tuple[PhaseTimes, Any]:
