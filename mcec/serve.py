@@ -216,6 +216,8 @@ async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
     """Serve ``tools`` over stdin/stdout until the client closes stdin."""
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+
+    from agentmonad.tools import tool_scope
     from mcp.types import CallToolRequestParams, ListToolsResult, PaginatedRequestParams, Tool
 
     from mcec import __version__
@@ -233,7 +235,11 @@ async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
         return await call_pipeline(tool, params.arguments or {})
 
     server: Server[Any] = Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
-    async with stdio_server() as (read_stream, write_stream):
+    # One tool scope for the server's whole life: the MCP servers the pipelines
+    # call start at first use and are shared by every call (each call's own
+    # scope nests in this one), instead of a process start per call; one that
+    # fails is started again at its next call. All stop when the client leaves.
+    async with tool_scope(restart_failed=True), stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

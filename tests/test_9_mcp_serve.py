@@ -120,3 +120,63 @@ def test_pipeline_selection() -> None:
         assert "no pipeline named 'nope'" in str(exc) and "ask, broken, loud, twice" in str(exc)
     else:
         raise AssertionError("an unknown pipeline was accepted")
+
+
+TOOLS_SPEC = """
+from typing import Any
+from mcp_servers.pipelines import EchoArgs
+
+server box = stdio COMMAND
+tool echo  : EchoArgs -> str       = box.echo
+tool crash : dict[str, Any] -> str = box.crash
+
+pipeline say  : EchoArgs -> str = echo;
+pipeline dies : dict[str, Any] -> str = crash;
+"""
+
+
+def test_served_pipelines_share_their_tool_servers_and_restart_a_failed_one(tmp_path: Path) -> None:
+    import json
+    import shlex
+    import time
+
+    folder = tmp_path / "box"
+    folder.mkdir()
+    command = shlex.join([sys.executable, str(TESTS / "mcp_servers" / "toolbox_server.py"), str(folder)])
+    spec = tmp_path / "tools_served.mce"
+    spec.write_text(TOOLS_SPEC.replace("COMMAND", json.dumps(command)), encoding="utf-8")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcec", "serve", str(spec)], env=dict(os.environ), cwd=str(TESTS)
+    )
+
+    def pids() -> list[int]:
+        return sorted(int(p.name.removeprefix("pid-")) for p in folder.glob("pid-*"))
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            seen["calls"] = [await session.call_tool("say", {"text": f"hi {n}"}) for n in range(3)]
+            seen["pids_after_calls"] = pids()
+            seen["crash"] = await session.call_tool("dies", {"value": {}})
+            seen["after_crash"] = await session.call_tool("say", {"text": "back"})
+            seen["pids_after_restart"] = pids()
+        return seen
+
+    seen = asyncio.run(main())
+    assert [text(c) for c in seen["calls"]] == ["hi 0", "hi 1", "hi 2"]
+    assert len(seen["pids_after_calls"]) == 1  # one server process for every call, not one per call
+    assert seen["crash"].is_error and "ToolUnavailable" in text(seen["crash"])
+    assert not seen["after_crash"].is_error and text(seen["after_crash"]) == "back"
+    assert len(seen["pids_after_restart"]) == 2  # the crashed server was started again
+
+    def alive(pid: int) -> bool:  # a zombie (exited, not yet reaped) counts as gone
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in pids()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pids() if alive(pid)], "a tool server outlived mcec serve"

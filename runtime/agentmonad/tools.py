@@ -29,6 +29,12 @@ the servers up across the calls::
         first = await research_mce.answer(AgentState(), "what is a monad")
         second = await research_mce.answer(AgentState(), "what is mcp")
 
+Within one scope a server that failed stays failed (every later call is
+``ToolUnavailable``), which is what a single run wants. A long-lived scope
+(``mcec serve`` holds one for its whole life) passes ``restart_failed=True``:
+the next call after a server has failed and its process is gone starts it
+again.
+
 Errors and timeouts
 -------------------
 ``isError: true`` → ``Err(ToolFailed(server, tool, text))``. The server cannot be
@@ -242,8 +248,15 @@ class _Connection:
         return self.session
 
     def lost(self, reason: str) -> None:
-        """The connection broke during a call: later calls fail at once with ``reason``."""
+        """The connection broke during a call: later calls fail at once with ``reason``.
+
+        The owner task is told to stop now (the process is gone or unusable),
+        so that its cleanup runs and a scope with ``restart_failed`` can start
+        the server again.
+        """
         self._fail(reason)
+        if self._cancel is not None:
+            self._cancel()
 
     def close(self) -> None:
         """Ask the owner task to stop the server (it is awaited by the scope)."""
@@ -298,11 +311,15 @@ class _Scope:
 
     timeout: float | None
     start_timeout: float | None
+    #: Start a server again at the next call once it has failed and its owner task has ended.
+    restart_failed: bool = False
     connections: dict[StdioServer, _Connection] = field(default_factory=dict)
 
     def connection(self, server: StdioServer) -> _Connection:
         # No await between the lookup and the insert: concurrent first calls share one start.
         found = self.connections.get(server)
+        if found is not None and self.restart_failed and found.failure is not None and found.task.done():
+            found = None  # the failed one is gone (process stopped, session closed): start afresh
         if found is None:
             start = self.start_timeout or _env_seconds(START_TIMEOUT_ENV, DEFAULT_START_TIMEOUT)
             found = self.connections[server] = _Connection(server, start)
@@ -334,7 +351,9 @@ _SCOPE: ContextVar[_Scope | None] = ContextVar("agentmonad_tool_scope", default=
 
 
 @asynccontextmanager
-async def tool_scope(*, timeout: float | None = None, start_timeout: float | None = None) -> AsyncIterator[None]:
+async def tool_scope(
+    *, timeout: float | None = None, start_timeout: float | None = None, restart_failed: bool = False
+) -> AsyncIterator[None]:
     """The run scope of MCP sessions (see the module docstring).
 
     The outermost scope starts servers at first use, shares one session per
@@ -342,7 +361,9 @@ async def tool_scope(*, timeout: float | None = None, start_timeout: float | Non
     whatever the reason. Nested scopes do nothing (their settings are ignored).
     ``timeout`` / ``start_timeout`` (seconds) set the defaults of this run's
     calls and server starts, over ``$MCEC_TOOL_TIMEOUT`` /
-    ``$MCEC_TOOL_START_TIMEOUT``.
+    ``$MCEC_TOOL_START_TIMEOUT``. ``restart_failed``: a server that failed is
+    started again at its next call once its process is gone (for long-lived
+    scopes; by default it stays failed for the scope's life).
     """
     if _SCOPE.get() is not None:
         yield
@@ -350,7 +371,7 @@ async def tool_scope(*, timeout: float | None = None, start_timeout: float | Non
     for value in (timeout, start_timeout):
         if value is not None and not value > 0:
             raise ValueError(f"tool_scope timeouts must be positive, got {value!r}")
-    scope = _Scope(timeout, start_timeout)
+    scope = _Scope(timeout, start_timeout, restart_failed)
     token = _SCOPE.set(scope)
     abandoned = False
     try:
