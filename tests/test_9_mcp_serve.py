@@ -166,7 +166,8 @@ def test_served_pipelines_share_their_tool_servers_and_restart_a_failed_one(tmp_
     seen = asyncio.run(main())
     assert [text(c) for c in seen["calls"]] == ["hi 0", "hi 1", "hi 2"]
     assert len(seen["pids_after_calls"]) == 1  # one server process for every call, not one per call
-    assert seen["crash"].is_error and "ToolUnavailable" in text(seen["crash"])
+    assert seen["crash"].is_error and "ToolUnavailable" in text(seen["crash"]), text(seen["crash"])
+    assert not seen["after_crash"].is_error, (text(seen["crash"]), text(seen["after_crash"]))
     assert not seen["after_crash"].is_error and text(seen["after_crash"]) == "back"
     assert len(seen["pids_after_restart"]) == 2  # the crashed server was started again
 

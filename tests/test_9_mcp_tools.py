@@ -193,6 +193,24 @@ def test_crash_mid_run(tmp_path: Path) -> None:
     assert_all_gone(tmp_path, expected=1)
 
 
+def test_a_scope_with_restart_failed_starts_a_crashed_server_again(tmp_path: Path) -> None:
+    """``tool_scope(restart_failed=True)`` (what ``mcec serve`` holds): the call after
+    a crash gets a new server; both processes are gone when the scope exits."""
+    _program, module = compile_spec(tmp_path)
+
+    async def main() -> tuple[Any, Any, Any]:
+        async with tool_scope(restart_failed=True):
+            before = await module.say(None, EchoArgs(text="up"))
+            died = await module.dies(None, {})
+            after = await module.say(None, EchoArgs(text="back"))
+            return before, died, after
+
+    before, died, after = asyncio.run(main())
+    assert before == Ok("up", None) and after == Ok("back", None)
+    assert isinstance(died, Err) and isinstance(died.error, ToolUnavailable)
+    assert_all_gone(tmp_path, expected=2)
+
+
 def test_servers_that_cannot_start(tmp_path: Path) -> None:
     """Not found, exits at once (its stderr is quoted), never answers ``initialize``.
     The first two are called outside any scope: each call gets a scope of its own."""

@@ -32,8 +32,7 @@ the servers up across the calls::
 Within one scope a server that failed stays failed (every later call is
 ``ToolUnavailable``), which is what a single run wants. A long-lived scope
 (``mcec serve`` holds one for its whole life) passes ``restart_failed=True``:
-the next call after a server has failed and its process is gone starts it
-again.
+the next call after a server has failed starts it again.
 
 Errors and timeouts
 -------------------
@@ -311,15 +310,21 @@ class _Scope:
 
     timeout: float | None
     start_timeout: float | None
-    #: Start a server again at the next call once it has failed and its owner task has ended.
+    #: Start a server again at the next call after it has failed.
     restart_failed: bool = False
     connections: dict[StdioServer, _Connection] = field(default_factory=dict)
+    #: Failed connections replaced under ``restart_failed``: still awaited when the scope closes.
+    retired: list[_Connection] = field(default_factory=list)
 
     def connection(self, server: StdioServer) -> _Connection:
         # No await between the lookup and the insert: concurrent first calls share one start.
         found = self.connections.get(server)
-        if found is not None and self.restart_failed and found.failure is not None and found.task.done():
-            found = None  # the failed one is gone (process stopped, session closed): start afresh
+        if found is not None and self.restart_failed and found.failure is not None:
+            # Its owner task may still be tearing the old process down: start afresh
+            # beside it, and keep it to be awaited when the scope closes.
+            found.close()
+            self.retired.append(found)
+            found = None
         if found is None:
             start = self.start_timeout or _env_seconds(START_TIMEOUT_ENV, DEFAULT_START_TIMEOUT)
             found = self.connections[server] = _Connection(server, start)
@@ -327,13 +332,13 @@ class _Scope:
 
     def abandon(self) -> None:
         """Tell every server to stop, without waiting (the caller cannot await)."""
-        for connection in self.connections.values():
+        for connection in [*self.connections.values(), *self.retired]:
             connection.close()
 
     async def close(self) -> None:
         """Stop every server and wait until each is gone, even if cancelled meanwhile."""
         self.abandon()
-        pending = {c.task for c in self.connections.values()}
+        pending = {c.task for c in [*self.connections.values(), *self.retired]}
         cancelled = False
         while pending:
             try:
@@ -362,8 +367,9 @@ async def tool_scope(
     ``timeout`` / ``start_timeout`` (seconds) set the defaults of this run's
     calls and server starts, over ``$MCEC_TOOL_TIMEOUT`` /
     ``$MCEC_TOOL_START_TIMEOUT``. ``restart_failed``: a server that failed is
-    started again at its next call once its process is gone (for long-lived
-    scopes; by default it stays failed for the scope's life).
+    started again at its next call (for long-lived scopes; by default it stays
+    failed for the scope's life); the failed process is still stopped and
+    awaited when the scope exits.
     """
     if _SCOPE.get() is not None:
         yield
