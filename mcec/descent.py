@@ -52,9 +52,13 @@ _WHITESPACE: Final = " \t\f\r\n"
 #: terminal matches (never skipped: the parse then gives up on it). Only
 #: whitespace at the very end of the text belongs to no piece.
 _PIECES: Final = re.compile(
-    r"""[ \t\f\r\n]*(?:\#[^\n]*|[A-Za-z_][A-Za-z0-9_]*|[0-9]+|"(?:[^"\\\r\n]|\\[^\r\n])*"|"""
-    + "|".join(re.escape(p) for p in PUNCTUATION)
-    + r"|[^ \t\f\r\n])"
+    # Most frequent first (the regex engine tries the branches in order); the
+    # longer punctuation before the one-character class that holds its prefixes.
+    r"""[ \t\f\r\n]*(?:[A-Za-z_][A-Za-z0-9_]*|"""
+    + "|".join(re.escape(p) for p in PUNCTUATION if len(p) > 1)
+    + "|["
+    + "".join(re.escape(p) for p in PUNCTUATION if len(p) == 1)
+    + r"""]|\#[^\n]*|[0-9]+|"(?:[^"\\\r\n]|\\[^\r\n])*"|[^ \t\f\r\n])"""
 )
 #: First characters of NAME tokens (and reserved words).
 _NAME_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
