@@ -7,7 +7,7 @@ on, i.e. every file with something to explain. The grammar lives in
 and this module runs that table itself:
 
 - a tokenizer made of one regular expression (built from the grammar's
-  terminals) read with ``findall``, which counts lines and columns as it goes;
+  terminals) read with ``findall``, which tracks only offsets (spans need nothing else);
 - a tight shift/reduce loop over the table (Lark's own loop and lexer cost
   ~20 µs per token through Token objects, callbacks and child filters, which
   capped the front end at a few thousand lines per second);
@@ -61,8 +61,8 @@ _RESYNC = re.compile(r"^(?:from|import|state|error|async|step|fn|pipeline|server
 
 # ---------------------------------------------------------------- the tables
 
-#: A token on the value stack: (text, start offset, line, column), 1-based line and column.
-_Tok = tuple[str, int, int, int]
+#: A token on the value stack: (text, start offset). Spans need only offsets.
+_Tok = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,8 +312,8 @@ class _Builder:
     def node_node(self, first: Any, last: Any) -> Span:
         return make.SPAN(self.source, first.span.start, last.span.end)
 
-    def comment(self, text: str, start: int, line: int, column: int) -> None:
-        """Remember a ``#`` comment for ``Module.comments`` (its span needs only the offset; line/column are unused)."""
+    def comment(self, text: str, start: int) -> None:
+        """Remember a ``#`` comment for ``Module.comments``."""
         text = text.rstrip("\r")
         self.comments.append(make.COMMENT(text, make.SPAN(self.source, start, start + len(text))))
 
@@ -685,34 +685,27 @@ def _run(builder: _Builder, source: SourceFile, text: str, base: int) -> list[s.
     chains = tables.chains
     states = [tables.start_state]
     values: list[Any] = []
-    line, column = source.position(base)
-    line_start = base - column + 1
     pos = base
     kind = ""
     tok: _Tok | None = None
     for space, note, name, number, string, punct, other in tables.tokenizer.findall(text, base):
-        if space:
-            newlines = space.count("\n")
-            if newlines:
-                line += newlines
-                line_start = pos + space.rfind("\n") + 1
-            pos += len(space)
+        pos += len(space)
         if name:
             kind = keywords.get(name, "NAME")
-            tok = (name, pos, line, pos - line_start + 1)
+            tok = (name, pos)
         elif punct:
             kind = punctuation[punct]
-            tok = (punct, pos, line, pos - line_start + 1)
+            tok = (punct, pos)
         elif note:
-            comment(note, pos, line, pos - line_start + 1)
+            comment(note, pos)
             pos += len(note)
             continue
         elif number:
             kind = "INT"
-            tok = (number, pos, line, pos - line_start + 1)
+            tok = (number, pos)
         elif string:
             kind = "STRING"
-            tok = (string, pos, line, pos - line_start + 1)
+            tok = (string, pos)
         else:
             # A character no terminal matches (Lark's lexer would stop here too).
             return _Stop(describe_bad_character(source, pos), pos + 1)
