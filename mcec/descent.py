@@ -33,17 +33,15 @@ from typing import Any, Final, NoReturn, TypeVar
 from mcec import construct as c
 from mcec import syntax as s
 from mcec.span import SourceFile, Span
+from mcec.syntax_errors import KEYWORDS, SPELLING
 
 __all__ = ["RESERVED_WORDS", "parse_valid"]
 
 #: The words LANGUAGE.md §2 reserves; they never lex as names (the grammar's keyword terminals).
-RESERVED_WORDS: Final = frozenset(
-    "from import as state error step async fn pipeline par each local catch orelse "
-    "merge limit server stdio tool".split()
-)
+RESERVED_WORDS: Final = frozenset(KEYWORDS.values())
 
-#: The grammar's punctuation terminals (longest first where one is a prefix of another).
-PUNCTUATION: Final = (">>=", "->", "=>", "=", ":", ";", ",", ".", "!", "|", "<", ">", "(", ")", "[", "]", "{", "}")
+#: The grammar's punctuation terminals, as written.
+PUNCTUATION: Final = tuple(SPELLING.values())
 
 #: The grammar's whitespace (WS): the only characters ``findall`` may skip.
 _WHITESPACE: Final = " \t\f\r\n"
