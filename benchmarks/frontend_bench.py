@@ -30,6 +30,7 @@ import time
 
 from mcec.check.names import DeclarationChecker
 from mcec.diagnostics import DiagnosticSink
+from mcec.gc_pause import gc_paused
 from mcec.parser import parse
 from mcec.span import SourceFile
 
@@ -84,9 +85,7 @@ def _run_once(source: SourceFile) -> dict[str, float]:
     generation-0 collection with the tree and declarations still alive), so it
     is reported, not hidden. Everything is freed before the next run's clock.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         started = time.perf_counter()
         result = parse(source)
         parsed = time.perf_counter()
@@ -98,9 +97,6 @@ def _run_once(source: SourceFile) -> dict[str, float]:
         collected = time.perf_counter()
         assert not sink.items, sink.items[:3]
         del result, declared
-    finally:
-        if enabled:
-            gc.enable()
     return {
         "parse": parsed - started,
         "resolve": resolved - parsed,

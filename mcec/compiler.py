@@ -8,13 +8,13 @@ cannot overflow the stack.
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcec.check import check
 from mcec.deep import with_deep_stack
 from mcec.diagnostics import Diagnostic
+from mcec.gc_pause import gc_paused
 from mcec.parser import parse
 from mcec.span import SourceFile
 from mcec.typed import Program
@@ -49,17 +49,10 @@ def compile_source(source: SourceFile) -> CompileResult:
 
 
 def _run(source: SourceFile, *, emit: bool) -> CompileResult:
-    # The phases build millions of short-lived-looking but cycle-free objects for
-    # a large spec (syntax nodes, libcst nodes, ast nodes); the cyclic garbage
-    # collector would rescan them over and over, making compile time grow faster
-    # than the spec. Reference counting frees everything; collect once at the end.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # The phases build millions of cycle-free objects for a large spec (syntax
+    # nodes, libcst nodes, ast nodes): one pause around all of them (see gc_pause).
+    with gc_paused():
         return _phases(source, emit=emit)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _phases(source: SourceFile, *, emit: bool) -> CompileResult:

@@ -20,11 +20,7 @@ the checker may still run.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import importlib.resources
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -32,6 +28,7 @@ from typing import Final
 from mcec import syntax as s
 from mcec.descent import parse_valid
 from mcec.diagnostics import Diagnostic
+from mcec.gc_pause import gc_paused
 from mcec.span import SourceFile
 
 __all__ = ["MAX_SYNTAX_ERRORS", "ParseResult", "load_grammar", "parse", "parse_lalr"]
@@ -86,25 +83,3 @@ def parse_lalr(source: SourceFile) -> ParseResult:
 
     with gc_paused():
         return lalr.parse(source)
-
-
-_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a tree is being built.
-
-    Parsing allocates many small objects that all stay alive; the cyclic GC
-    would rescan them again and again (superlinear on big files), and a syntax
-    tree has no cycles to collect. The lock keeps one thread from re-enabling
-    the GC under another.
-    """
-    with _LOCK:
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            yield
-        finally:
-            if gc_was_enabled:
-                gc.enable()
