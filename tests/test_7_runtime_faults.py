@@ -325,11 +325,8 @@ pipeline nested : int -> int = par <many >>= each (par <hang, inc> >>= add_pair)
 """
 
 
-@pytest.mark.parametrize("pipeline", ["chain", "in_par", "in_each", "nested"])
-def test_a_hanging_step_is_bounded_by_an_outer_timeout(pipeline: str) -> None:
-    spec = Built(HANG_SPEC)
-    started: list[int] = []
-    cancelled: list[int] = []
+def _hanging_step(started: list[int], cancelled: list[int]) -> Callable[[TState, int], Awaitable[Ok[TState, int]]]:
+    """An async step that records its input, sleeps 5 s, and records being cancelled (it must be)."""
 
     async def hang(state: TState, value: int) -> Ok[TState, int]:
         started.append(value)
@@ -339,6 +336,17 @@ def test_a_hanging_step_is_bounded_by_an_outer_timeout(pipeline: str) -> None:
             cancelled.append(value)
             raise
         raise AssertionError("not cancelled")
+
+    return hang
+
+
+@pytest.mark.parametrize("pipeline", ["chain", "in_par", "in_each", "nested"])
+def test_a_hanging_step_is_bounded_by_an_outer_timeout(pipeline: str) -> None:
+    spec = Built(HANG_SPEC)
+    started: list[int] = []
+    cancelled: list[int] = []
+
+    hang = _hanging_step(started, cancelled)
 
     for runner, run in spec.runs({"hang": hang}).items():
         started.clear()
@@ -481,14 +489,7 @@ def test_interrupts_propagate_untouched_and_siblings_are_cancelled(kind: type, p
     hanging: list[int] = []
     cancelled: list[int] = []
 
-    async def hang(state: TState, value: int) -> Ok[TState, int]:
-        hanging.append(value)
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.append(value)
-            raise
-        raise AssertionError("not cancelled")
+    hang = _hanging_step(hanging, cancelled)
 
     def victim(state: TState, value: int) -> Ok[TState, int]:
         if value == 2 or pipeline != "each_sync":
