@@ -27,8 +27,8 @@ import json
 import keyword
 import re
 from collections.abc import Callable
-from itertools import accumulate, chain, repeat
-from typing import Any, Final, NoReturn, TypeVar
+from itertools import accumulate, repeat
+from typing import Any, Final, NoReturn
 
 from mcec import construct as c
 from mcec import syntax as s
@@ -45,19 +45,27 @@ PUNCTUATION: Final = tuple(SPELLING.values())
 
 #: The grammar's whitespace (WS): the only characters ``findall`` may skip.
 _WHITESPACE: Final = " \t\f\r\n"
-#: One piece per token or comment, with the whitespace before it: the grammar's
-#: COMMENT, NAME, INT, STRING and punctuation terminals, or one character no
-#: terminal matches (never skipped: the parse then gives up on it). Only
-#: whitespace at the very end of the text belongs to no piece.
+#: What may stand between two tokens: whitespace and comments (the grammar's WS and COMMENT).
+#: Possessive, so that nothing inside a comment is ever taken back as a token.
+_GAP: Final = r"[ \t\f\r\n]*+(?:\#[^\n]*+[ \t\f\r\n]*+)*+"
+#: One piece per token, with the gap before it: the grammar's NAME, INT, STRING
+#: and punctuation terminals, or one character no terminal matches (never
+#: skipped: the parse then gives up on it). The gap after the last token is a
+#: last piece with no token (``\Z``), so the pieces cover the whole text.
 _PIECES: Final = re.compile(
+    _GAP
     # Most frequent first (the regex engine tries the branches in order); the
     # longer punctuation before the one-character class that holds its prefixes.
-    r"""[ \t\f\r\n]*(?:[A-Za-z_][A-Za-z0-9_]*|"""
+    + r"""(?:[A-Za-z_][A-Za-z0-9_]*|"""
     + "|".join(re.escape(p) for p in PUNCTUATION if len(p) > 1)
     + "|["
     + "".join(re.escape(p) for p in PUNCTUATION if len(p) == 1)
-    + r"""]|\#[^\n]*|[0-9]+|"(?:[^"\\\r\n]|\\[^\r\n])*"|[^ \t\f\r\n])"""
+    + r"""]|[0-9]+|"(?:[^"\\\r\n]|\\[^\r\n])*"|[^ \t\f\r\n]|\Z)"""
 )
+_GAP_MATCH: Final = re.compile(_GAP).match
+_COMMENTS: Final = re.compile(r"\#[^\n]*")
+#: ASCII characters ``str.isspace`` accepts that the grammar's WS does not (see ``_strip_gaps``).
+_OTHER_ASCII_SPACE: Final = "\x0b\x1c\x1d\x1e\x1f"
 #: First characters of NAME tokens (and reserved words).
 _NAME_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
@@ -65,7 +73,6 @@ _PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
 _NOT_A_REF: Final = RESERVED_WORDS | _PYTHON_KEYWORDS
 #: After the end of the tokens; it starts no rule, so reaching it where a token is expected gives up.
 _END: Final = "\x00"
-_Item = TypeVar("_Item")
 
 
 class _GiveUp(Exception):
@@ -90,18 +97,14 @@ def parse_valid(source: SourceFile) -> s.Module | None:
     # Tokens and where they end, made by C loops (findall, map, accumulate): no Python code per
     # token. A token starts at its end minus its length; the parser works that out where it needs it.
     pieces = _PIECES.findall(text)
+    if not pieces[-1]:
+        pieces.pop()  # the \Z branch matches once more, empty, after a piece that ends the text
     ends = list(accumulate(map(len, pieces)))
-    tokens = list(map(str.lstrip, pieces, repeat(_WHITESPACE)))
-    comments: list[s.Comment] = []
-    if "#" in text:
-        found = _comment_tokens(text, tokens, ends)
-        for index in found:
-            note = tokens[index].rstrip("\r")
-            start = ends[index] - len(tokens[index])
-            comments.append(c.COMMENT(note, c.SPAN(source, start, start + len(note))))
-        if found:
-            tokens = _without(tokens, found)
-            ends = _without(ends, found)
+    tokens = _strip_gaps(text, pieces)
+    comments = _comments(source, text, pieces, tokens, ends) if "#" in text else []
+    if tokens and not tokens[-1]:
+        tokens.pop()  # the gap after the last token
+        ends.pop()
     count = len(tokens)
     tokens.append(_END)
     ends.append(len(text))
@@ -112,28 +115,43 @@ def parse_valid(source: SourceFile) -> s.Module | None:
     return s.Module(source.path, tuple(decls), tuple(comments), c.SPAN(source, 0, len(source.text)))
 
 
-def _comment_tokens(text: str, tokens: list[str], ends: list[int]) -> list[int]:
-    """The indices of the comment tokens, found from the ``#`` characters of ``text``.
+def _strip_gaps(text: str, pieces: list[str]) -> list[str]:
+    """The pieces of ``text`` without the whitespace before their tokens (comments stay; see ``_comments``).
 
-    Work in proportion to the number of ``#``s (a ``bisect`` each), not to the
-    number of tokens: a ``#`` inside a string or after another comment's ``#``
-    is not where a comment token starts, and is skipped.
+    ``str.lstrip()`` without an argument is a third cheaper than with one, but
+    it strips every character ``str.isspace`` accepts; a piece's token may be
+    one such character the grammar does not treat as whitespace (which the
+    parse must see, and give up on). So the argument-free form is used only
+    when the text has none: it is ASCII and has none of the five others.
     """
-    found: list[int] = []
+    if text.isascii() and not any(other in text for other in _OTHER_ASCII_SPACE):
+        return list(map(str.lstrip, pieces))
+    return list(map(str.lstrip, pieces, repeat(_WHITESPACE)))
+
+
+def _comments(source: SourceFile, text: str, pieces: list[str], tokens: list[str], ends: list[int]) -> list[s.Comment]:
+    """The comments of ``text``, in order; the tokens of the pieces that hold them are corrected in place.
+
+    A comment sits in the gap before a token, so ``lstrip`` left it at the
+    front of that token. Work is in proportion to the number of ``#``
+    characters (a ``bisect`` each), not to the number of tokens: a ``#``
+    inside a string token or in a gap already handled is skipped.
+    """
+    found: list[s.Comment] = []
     at = text.find("#")
     while at >= 0:
-        index = bisect.bisect_right(ends, at)  # the token that holds offset `at`
-        token = tokens[index]
-        if token[0] == "#" and ends[index] - len(token) == at:
-            found.append(index)
+        index = bisect.bisect_right(ends, at)  # the piece that holds offset `at`
+        piece = pieces[index]
+        begin = ends[index] - len(piece)
+        gap = _GAP_MATCH(piece).end()  # type: ignore[union-attr]  # it matches every string
+        if begin + gap > at:
+            for comment in _COMMENTS.finditer(piece, 0, gap):
+                note = comment.group().rstrip("\r")
+                start = begin + comment.start()
+                found.append(c.COMMENT(note, c.SPAN(source, start, start + len(note))))
+            tokens[index] = piece[gap:]
         at = text.find("#", ends[index])
     return found
-
-
-def _without(items: list[_Item], dropped: list[int]) -> list[_Item]:
-    """``items`` without the (ascending) indices ``dropped``, copied slice by slice."""
-    bounds = [-1, *dropped, len(items)]
-    return list(chain.from_iterable(items[low + 1 : high] for low, high in zip(bounds, bounds[1:])))
 
 
 def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -> list[s.Decl]:

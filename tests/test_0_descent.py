@@ -101,6 +101,43 @@ def test_anything_needing_a_diagnostic_falls_back(text: str) -> None:
     assert parse(SourceFile("t.mce", text)).diagnostics
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   \n\t",
+        "# only a comment",
+        "# a\n#b\r\n   # c\n",
+        "fn f : int -> int = m.f # trailing, no newline",
+        "fn f : int -> int = m.f\n# last\n\n  # very last  ",
+        "# head\n\n#\nfn f : int -> int = m.f # after\n  # between\n# twice # in one\nfn g : int -> int = m.g",
+        'server s = stdio "a # not a comment" # but this is',
+        'server s = stdio "#"#x\n',
+        "fn f : int -> int = m.f#x\nfn g : int -> int = m.g",
+        "fn f : int -> int = m.f\n# café — ünïcode\n",
+        "\ufeff# bom then comment\nfn f : int -> int = m.f",
+    ],
+)
+def test_comments_and_gaps_agree(text: str) -> None:
+    """Comments sit in the gap before a token (or in the last gap); the fast path must place each."""
+    fast = _agree(text)
+    assert fast is not None
+    assert [c.text for c in fast.comments] == [c.text for c in parse_lalr(SourceFile("t.mce", text)).module.comments]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("space", ["\x0b", "\x1c", "\x1f", "\x85", "\xa0", "\u2003", "\u3000"])
+@pytest.mark.parametrize("where", ["end", "middle", "after_name"])
+def test_whitespace_the_grammar_does_not_allow_is_not_skipped(space: str, where: str) -> None:
+    """``str.lstrip()`` would strip these; the grammar's WS does not, so the file has a syntax error."""
+    text = {
+        "end": f"fn f : int -> int = m.f{space}",
+        "middle": f"fn f : int ->{space}int = m.f",
+        "after_name": f"fn f{space} : int -> int = m.f\n",
+    }[where]
+    assert parse_valid(SourceFile("t.mce", text)) is None
+    assert parse(SourceFile("t.mce", text)).diagnostics
+
+
 def test_nesting_deeper_than_recursion_allows_falls_back_to_the_iterative_parser() -> None:
     depth = 50_000
     text = "step a : int -> int = m.a\npipeline p : int -> int = " + "(" * depth + "a" + ")" * depth + ";"
