@@ -143,8 +143,40 @@ def test_fast_constructors_build_ordinary_equal_objects() -> None:
         name.text = "y"  # type: ignore[misc]
 
 
+def _syntax_classes() -> list[type]:
+    return [v for v in vars(s).values() if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == s.__name__]
+
+
+@pytest.mark.parametrize("cls", _syntax_classes(), ids=lambda c: c.__name__)
+def test_every_syntax_class_takes_the_fast_path(cls: type) -> None:
+    """The class switch of fast_constructor works for every node (it falls back silently when layouts differ)."""
+    from mcec.construct import fast_constructor
+    from mcec.fastinit import takes_fast_path
+
+    assert takes_fast_path(fast_constructor(cls))
+
+
+def test_the_parsers_constructors_take_the_fast_path() -> None:
+    from mcec import construct
+    from mcec.fastinit import takes_fast_path
+
+    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper()]
+    assert len(makers) == 20 and all(takes_fast_path(make) for make in makers)
+
+
+def test_a_fallback_is_detected() -> None:
+    """takes_fast_path tells the two kinds of constructor apart (so the test above can fail)."""
+    from mcec.fastinit import _compile_maker, takes_fast_path
+
+    names = ["text", "span"]
+    builder = type("_Unused", (), {"__slots__": tuple(names)})
+    assert not takes_fast_path(_compile_maker(s.Name, names, builder, switch=False))
+    assert takes_fast_path(_compile_maker(s.Name, names, builder, switch=True))
+    assert not takes_fast_path(s.Name)
+
+
 def test_the_descriptor_fallback_of_fast_constructors_builds_the_same_objects() -> None:
-    from mcec.construct import _compile_maker
+    from mcec.fastinit import _compile_maker
 
     source = SourceFile("a.mce", "xabcd\n")
     builder = type("_Unused", (), {"__slots__": ("source", "start", "end")})
