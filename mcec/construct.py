@@ -1,11 +1,20 @@
 """The fast constructors of spans and syntax nodes, shared by both parsers.
 
-``NAME(text, span)`` builds the same :class:`mcec.syntax.Name` as
-``Name(text, span)``, without the frozen dataclass's slow ``__init__`` (see
-:mod:`mcec.fastinit` for how, and why that halves the cost of an object).
+``NAME(text, source, start, end)`` builds the same :class:`mcec.syntax.Name`
+as ``Name(text, source, start, end)``, without the frozen dataclass's slow
+``__init__`` (see :mod:`mcec.fastinit` for how, and why that halves the cost
+of an object). The parsers call these for every node they build; rare nodes
+(imports, state and error declarations, servers, tools) use their classes.
+
+A node takes its position as its last three arguments, ``source, start,
+end``, not as a :class:`Span` (see :mod:`mcec.syntax`): the parsers pass the
+offsets they already have, and no span object is built for a node unless
+someone reads ``node.span``. ``SPAN`` remains for the few positions that are
+``Span`` fields (keywords, ``Each.limit_span``, ``ServerDecl.command_span``).
 
 :func:`fast_constructor` is importable from here too (it lives in
-:mod:`mcec.fastinit`, which imports nothing from the compiler).
+:mod:`mcec.fastinit`, which imports nothing from the compiler, so that
+:mod:`mcec.span` and :mod:`mcec.syntax` can use it).
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from typing import Final
 
 from mcec import syntax as s
 from mcec.fastinit import fast_constructor
-from mcec.span import Span
+from mcec.span import make_span
 
 __all__ = [
     "BIND",
@@ -40,7 +49,7 @@ __all__ = [
     "fast_constructor",
 ]
 
-SPAN: Final = fast_constructor(Span)
+SPAN: Final = make_span
 NAME: Final = fast_constructor(s.Name)
 QUAL: Final = fast_constructor(s.QualName)
 TYPE_NAME: Final = fast_constructor(s.TypeName)
