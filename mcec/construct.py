@@ -1,30 +1,29 @@
-"""Fast constructors for spans and syntax nodes, shared by both parsers.
+"""The fast constructors of spans and syntax nodes, shared by both parsers.
 
-A parse builds about twenty small frozen objects per source line, so how an
-object is built is the largest single cost of parsing. A frozen dataclass's
-``__init__`` sets each field through ``object.__setattr__`` (a generic call
-per field, with an argument tuple), because its own ``__setattr__`` refuses.
+``NAME(text, source, start, end)`` builds the same :class:`mcec.syntax.Name`
+as ``Name(text, source, start, end)``, without the frozen dataclass's slow
+``__init__`` (see :mod:`mcec.fastinit` for how, and why that halves the cost
+of an object). The parsers call these for every node they build; rare nodes
+(imports, state and error declarations, servers, tools) use their classes.
 
-:func:`fast_constructor` builds the object as an instance of a plain "builder"
-class with the same slots, where ``obj.field = value`` is the interpreter's
-fastest store (a specialised slot write, no call), and then switches the
-object's class to the frozen dataclass, which CPython allows between classes
-of identical layout. The result is an ordinary instance of the dataclass:
-equal to, hashing like, and as frozen as one its own constructor makes. On the
-reference machine this takes 36% fewer instructions than setting the slots
-through their descriptors, and that about halved the time per object.
-The constructor checks the switch on a sample object when it is made and uses
-the descriptors when the layouts differ, so it is always right.
+A node takes its position as its last three arguments, ``source, start,
+end``, not as a :class:`Span` (see :mod:`mcec.syntax`): the parsers pass the
+offsets they already have, and no span object is built for a node unless
+someone reads ``node.span``. ``SPAN`` remains for the few positions that are
+``Span`` fields (keywords, ``Each.limit_span``, ``ServerDecl.command_span``).
+
+:func:`fast_constructor` is importable from here too (it lives in
+:mod:`mcec.fastinit`, which imports nothing from the compiler, so that
+:mod:`mcec.span` and :mod:`mcec.syntax` can use it).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Final
 
 from mcec import syntax as s
-from mcec.span import Span
+from mcec.fastinit import fast_constructor
+from mcec.span import make_span
 
 __all__ = [
     "BIND",
@@ -50,49 +49,7 @@ __all__ = [
     "fast_constructor",
 ]
 
-_T = TypeVar("_T")
-
-
-def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
-    """A function building ``cls(*fields)`` without the dataclass ``__init__``.
-
-    Only for slotted dataclasses with no ``__post_init__`` (nothing in
-    ``__init__`` is skipped then); for any other class the class itself is
-    returned.
-    """
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or tuple(getattr(cls, "__slots__", ())) != tuple(names):
-        return cls  # pragma: no cover - the plain constructor is always right
-    builder = type(f"_{cls.__name__}Builder", (), {"__slots__": tuple(names), "__module__": __name__})
-    make = _compile_maker(cls, names, builder, switch=True)
-    try:
-        sample = make(*range(len(names)))
-        works = type(sample) is cls and all(getattr(sample, n) == i for i, n in enumerate(names))
-    except TypeError:  # "__class__ assignment: ... object layout differs"
-        works = False
-    return make if works else _compile_maker(cls, names, builder, switch=False)  # pragma: no branch
-
-
-def _compile_maker(cls: type[_T], names: list[str], builder: type, *, switch: bool) -> Callable[..., _T]:
-    """``make(*fields)``: through the builder class and a class switch, or through the slot descriptors."""
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_builder": builder}
-    lines = [f"def make({', '.join(names)}):"]
-    if switch:
-        lines.append("    obj = _builder()")
-        lines.extend(f"    obj.{name} = {name}" for name in names)
-        lines.append("    obj.__class__ = _cls")
-    else:
-        lines.append("    obj = _new(_cls)")
-        for index, name in enumerate(names):
-            namespace[f"_set{index}"] = getattr(cls, name).__set__
-            lines.append(f"    _set{index}(obj, {name})")
-    lines.append("    return obj")
-    exec("\n".join(lines), namespace)  # the same technique dataclasses uses to make __init__
-    make: Callable[..., _T] = namespace["make"]
-    return make
-
-
-SPAN: Final = fast_constructor(Span)
+SPAN: Final = make_span
 NAME: Final = fast_constructor(s.Name)
 QUAL: Final = fast_constructor(s.QualName)
 TYPE_NAME: Final = fast_constructor(s.TypeName)

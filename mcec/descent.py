@@ -148,7 +148,7 @@ def _comments(source: SourceFile, text: str, pieces: list[str], tokens: list[str
             for comment in _COMMENTS.finditer(piece, 0, gap):
                 note = comment.group().rstrip("\r")
                 start = begin + comment.start()
-                found.append(c.COMMENT(note, c.SPAN(source, start, start + len(note))))
+                found.append(c.COMMENT(note, source, start, start + len(note)))
             tokens[index] = piece[gap:]
         at = text.find("#", ends[index])
     return found
@@ -159,7 +159,10 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
 
     ``ends[k]`` is the offset just after ``toks[k]``: a one-character token
     (every closing bracket and ``;``) ends there, and a token starts at
-    ``ends[k] - len(toks[k])``.
+    ``ends[k] - len(toks[k])``. A node takes its position as its last three
+    arguments, ``source, start, end`` (see :mod:`mcec.syntax`), worked out from
+    ``ends`` and the children's own ``start``/``end``: no ``Span`` is built but
+    for the few ``Span`` fields (keywords, a limit, a server's command).
 
     The rules are closures over the token lists and the cursor ``i``: the
     cheapest way for CPython to share them (no attribute lookups).
@@ -191,7 +194,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             _give_up()
         end = ends[i]
         i += 1
-        return make_name(tok, make_span(source, end - len(tok), end))
+        return make_name(tok, source, end - len(tok), end)
 
     def declared_name() -> s.Name:
         """A name the parser checks for MCE016 (a Python keyword gets a diagnostic: give up)."""
@@ -211,15 +214,15 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
                 _give_up()
             end = ends[i]
             i += 1
-            parts.append(make_name(tok, make_span(source, end - len(tok), end)))
-        return make_qual(tuple(parts), make_span(source, first.span.start, parts[-1].span.end))
+            parts.append(make_name(tok, source, end - len(tok), end))
+        return make_qual(tuple(parts), source, first.start, parts[-1].end)
 
     def qual_name() -> s.QualName:
         """``qual_name: name (DOT attr_name)*``."""
         first = name()
         if toks[i] == ".":
             return dotted(first)
-        return make_qual((first,), first.span)
+        return make_qual((first,), source, first.start, first.end)
 
     def python_path() -> s.QualName:
         """A ``qual_name`` the generated module writes as Python (a module, an implementation).
@@ -238,24 +241,24 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         if tok[0] not in _NAME_FIRST or tok in RESERVED_WORDS:
             _give_up()
         end = ends[i]
+        start = end - len(tok)
         i += 1
-        where = make_span(source, end - len(tok), end)
-        first = make_name(tok, where)
+        first = make_name(tok, source, start, end)
         after = toks[i]
         if after == ".":
             head = dotted(first)
             after = toks[i]
         else:
-            head = make_qual((first,), where)
+            head = make_qual((first,), source, start, end)
         if after != "[":
-            return make_type_name(head, head.span)
+            return make_type_name(head, source, start, head.end)
         i += 1
         args = [type_()]
         while toks[i] == ",":
             i += 1
             args.append(type_())
         close = expect("]")
-        return c.TYPE_APPLY(head, tuple(args), make_span(source, head.span.start, ends[close]))
+        return c.TYPE_APPLY(head, tuple(args), source, start, ends[close])
 
     def type_() -> s.TypeExpr:
         """``?type: _type_atom | type_union``."""
@@ -267,7 +270,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         while toks[i] == "|":
             i += 1
             members.append(type_atom())
-        return c.TYPE_UNION(tuple(members), make_span(source, atom.span.start, members[-1].span.end))
+        return c.TYPE_UNION(tuple(members), source, atom.start, members[-1].end)
 
     def error_list() -> s.ErrorList | None:
         """``error_list: BANG _type_atom (BAR _type_atom)*``, if the next token is ``!``."""
@@ -280,7 +283,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         while toks[i] == "|":
             i += 1
             errors.append(type_atom())
-        return c.ERROR_LIST(tuple(errors), make_span(source, bang, errors[-1].span.end))
+        return c.ERROR_LIST(tuple(errors), source, bang, errors[-1].end)
 
     # -- expressions: loosest first, orelse < catch < >>= < term (LANGUAGE.md §5). The levels
     # are inlined into `expr` and `catch_level` (most expressions are one term: one call, not four).
@@ -300,7 +303,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             keyword_span = token_span(i)
             i += 1
             fallback = catch_level()
-            body = c.OR_ELSE(body, fallback, keyword_span, make_span(source, body.span.start, fallback.span.end))
+            body = c.OR_ELSE(body, fallback, keyword_span, source, body.start, fallback.end)
             after = toks[i]
         return body
 
@@ -325,7 +328,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
                 errors.append(type_atom())
             expect("=>")
             handler = term()
-            body = c.CATCH(body, tuple(errors), handler, keyword_span, make_span(source, body.span.start, handler.span.end))
+            body = c.CATCH(body, tuple(errors), handler, keyword_span, source, body.start, handler.end)
         return body
 
     def bind_rest(first: Any) -> s.Bind:
@@ -339,7 +342,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
                 parts.extend(part.parts)
             else:
                 parts.append(part)
-        return c.BIND(tuple(parts), make_span(source, parts[0].span.start, parts[-1].span.end))
+        return c.BIND(tuple(parts), source, parts[0].start, parts[-1].end)
 
     def group() -> Any:
         """``group: LPAR expr RPAR`` leaves no node: the inner expression, with its own span."""
@@ -360,7 +363,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             i += 1
             branches.append(expr())
         close = expect(">")
-        return c.PAR(tuple(branches), keyword_span, make_span(source, keyword_span.start, ends[close]))
+        return c.PAR(tuple(branches), keyword_span, source, keyword_span.start, ends[close])
 
     def each() -> s.Each:
         """``each: EACH (LPAR LIMIT EQUAL INT RPAR)? _term``."""
@@ -380,7 +383,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             i += 1
             expect(")")
         body = term()
-        return c.EACH(body, limit, limit_span, keyword_span, make_span(source, keyword_span.start, body.span.end))
+        return c.EACH(body, limit, limit_span, keyword_span, source, keyword_span.start, body.end)
 
     def local() -> s.Local:
         """``local: LOCAL _term``."""
@@ -388,7 +391,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         keyword_span = token_span(i)
         i += 1
         body = term()
-        return c.LOCAL(body, keyword_span, make_span(source, keyword_span.start, body.span.end))
+        return c.LOCAL(body, keyword_span, source, keyword_span.start, body.end)
 
     term_rules: dict[str, Callable[[], Any]] = {"(": group, "par": par, "each": each, "local": local}
     term_rule = term_rules.get
@@ -403,9 +406,9 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         if tok[0] not in _NAME_FIRST or tok in _NOT_A_REF:
             _give_up()
         end = ends[i]
+        start = end - len(tok)
         i += 1
-        where = make_span(source, end - len(tok), end)
-        return make_ref(make_name(tok, where), where)
+        return make_ref(make_name(tok, source, start, end), source, start, end)
 
     # -- declarations
 
@@ -421,13 +424,13 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
                 i += 1
                 body = expr()
                 semi = expect(";")
-                statements.append(c.STATEMENT(body, True, make_span(source, first, ends[semi])))
+                statements.append(c.STATEMENT(body, True, source, first, ends[semi]))
             else:
                 body = expr()
                 semi = expect(";")
-                statements.append(c.STATEMENT(body, False, make_span(source, body.span.start, ends[semi])))
+                statements.append(c.STATEMENT(body, False, source, body.start, ends[semi]))
         i += 1
-        return c.BLOCK(tuple(statements), make_span(source, opening, ends[i - 1]))
+        return c.BLOCK(tuple(statements), source, opening, ends[i - 1])
 
     def signature() -> tuple[s.TypeExpr, s.TypeExpr]:
         """``COLON type ARROW type``, shared by steps, fns, tools and pipelines."""
@@ -449,10 +452,10 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             end = ends[semi]
         elif toks[i] == "{":
             body = block()
-            end = body.span.end
+            end = body.end
         else:
             _give_up()
-        return c.PIPELINE_DECL(declared, input_type, output_type, errors, body, make_span(source, first, end))
+        return c.PIPELINE_DECL(declared, input_type, output_type, errors, body, source, first, end)
 
     def step_decl(first: int) -> s.StepDecl:
         """``step_decl: ASYNC? STEP name COLON type ARROW type error_list? EQUAL qual_name``."""
@@ -464,7 +467,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         errors = error_list()
         expect("=")
         impl = python_path()
-        return c.STEP_DECL(declared, is_async, input_type, output_type, errors, impl, make_span(source, first, impl.span.end))
+        return c.STEP_DECL(declared, is_async, input_type, output_type, errors, impl, source, first, impl.end)
 
     def fn_decl(first: int) -> s.FnDecl:
         """``fn_decl: FN name COLON type ARROW type EQUAL qual_name``."""
@@ -472,7 +475,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         input_type, output_type = signature()
         expect("=")
         impl = python_path()
-        return c.FN_DECL(declared, input_type, output_type, impl, make_span(source, first, impl.span.end))
+        return c.FN_DECL(declared, input_type, output_type, impl, source, first, impl.end)
 
     def tool_decl(first: int) -> s.ToolDecl:
         """``tool_decl: TOOL name COLON type ARROW type error_list? EQUAL name DOT name``."""
@@ -483,7 +486,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         server = name()
         expect(".")
         tool_name = name()
-        return s.ToolDecl(declared, input_type, output_type, errors, server, tool_name, make_span(source, first, tool_name.span.end))
+        return s.ToolDecl(declared, input_type, output_type, errors, server, tool_name, source, first, tool_name.end)
 
     def server_decl(first: int) -> s.ServerDecl:
         """``server_decl: SERVER name EQUAL STDIO STRING`` (the string is JSON; a bad escape gets MCE001)."""
@@ -500,17 +503,17 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             _give_up()
         where = token_span(i)
         i += 1
-        return s.ServerDecl(declared, command, where, make_span(source, first, where.end))
+        return s.ServerDecl(declared, command, where, source, first, where.end)
 
     def imported_name() -> s.ImportedName:
         """``imported_name: name (AS name)?`` (both checked for MCE016)."""
         nonlocal i
         imported = declared_name()
         if toks[i] != "as":
-            return s.ImportedName(imported, None, imported.span)
+            return s.ImportedName(imported, None, source, imported.start, imported.end)
         i += 1
         alias = declared_name()
-        return s.ImportedName(imported, alias, make_span(source, imported.span.start, alias.span.end))
+        return s.ImportedName(imported, alias, source, imported.start, alias.end)
 
     def from_import(first: int) -> s.FromImport:
         """``from_import: FROM qual_name IMPORT imported_name (COMMA imported_name)*``."""
@@ -521,32 +524,32 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         while toks[i] == ",":
             i += 1
             names.append(imported_name())
-        return s.FromImport(module, tuple(names), make_span(source, first, names[-1].span.end))
+        return s.FromImport(module, tuple(names), source, first, names[-1].end)
 
     def module_import(first: int) -> s.ModuleImport:
         """``module_import: IMPORT qual_name (AS name)?``."""
         nonlocal i
         module = python_path()
         if toks[i] != "as":
-            return s.ModuleImport(module, None, make_span(source, first, module.span.end))
+            return s.ModuleImport(module, None, source, first, module.end)
         i += 1
         alias = declared_name()
-        return s.ModuleImport(module, alias, make_span(source, first, alias.span.end))
+        return s.ModuleImport(module, alias, source, first, alias.end)
 
     def state_decl(first: int) -> s.StateDecl:
         """``state_decl: STATE type (MERGE qual_name)?``."""
         nonlocal i
         state_type = type_()
         if toks[i] != "merge":
-            return s.StateDecl(state_type, None, make_span(source, first, state_type.span.end))
+            return s.StateDecl(state_type, None, source, first, state_type.end)
         i += 1
         merge = python_path()
-        return s.StateDecl(state_type, merge, make_span(source, first, merge.span.end))
+        return s.StateDecl(state_type, merge, source, first, merge.end)
 
     def error_decl(first: int) -> s.ErrorDecl:
         """``error_decl: ERROR type``."""
         error_type = type_()
-        return s.ErrorDecl(error_type, make_span(source, first, error_type.span.end))
+        return s.ErrorDecl(error_type, source, first, error_type.end)
 
     decl_rules: dict[str, Callable[[int], s.Decl]] = {
         "from": from_import,

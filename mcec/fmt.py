@@ -53,7 +53,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO, TypeAlias
+from typing import Final, TextIO, TypeAlias
 
 from mcec import syntax as s
 from mcec.deep import with_deep_stack
@@ -109,6 +109,10 @@ class FormatResult:
 # ---------------------------------------------------------------- comparing trees
 
 
+#: The fields holding a syntax node's own position (see :mod:`mcec.syntax`).
+_POSITION_FIELDS: Final = frozenset({"source", "start", "end"})
+
+
 def tree_key(node: object) -> object:
     """A comparable value for a syntax tree that ignores every span and the path.
 
@@ -126,6 +130,8 @@ def tree_key(node: object) -> object:
     if dataclasses.is_dataclass(node) and not isinstance(node, type):
         items: list[object] = [type(node).__name__]
         for f in dataclasses.fields(node):
+            if f.name in _POSITION_FIELDS:
+                continue
             value = getattr(node, f.name)
             if isinstance(value, Span) or (value is None and f.name.endswith("span")):
                 continue

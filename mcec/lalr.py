@@ -63,6 +63,8 @@ _RESYNC = re.compile(r"^(?:from|import|state|error|async|step|fn|pipeline|server
 
 #: A token on the value stack: (text, start offset). Spans need only offsets.
 _Tok = tuple[str, int]
+#: A node's position: its last three fields (see mcec.syntax).
+_Where = tuple[SourceFile, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,32 +292,39 @@ class _Builder:
         self.diagnostics: list[Diagnostic] = []
         self.failed = False
 
-    # -- spans (the one place where token positions become Span values)
+    # -- positions (the one place where token positions become node positions)
     #
-    # A span is the source plus two offsets: line and column are worked out from
-    # the offsets only when a diagnostic is rendered or a site is generated, so
-    # the spans made here (one per token and per node) need no line arithmetic.
+    # A node takes its position as its last three arguments, ``source, start,
+    # end`` (no Span object: see mcec.syntax); the helpers below give those three
+    # for a node running from its first child to its last, to be star-unpacked
+    # into the constructor. ``tok_span`` makes a Span for the few Span fields
+    # (keywords, a limit, a server's command). Line and column are worked out
+    # from the offsets only when a diagnostic is rendered or a site is generated.
 
     def tok_span(self, tok: _Tok) -> Span:
         start = tok[1]
         return make.SPAN(self.source, start, start + len(tok[0]))
 
-    def tok_tok(self, first: _Tok, last: _Tok) -> Span:
-        return make.SPAN(self.source, first[1], last[1] + len(last[0]))
+    def one_tok(self, tok: _Tok) -> _Where:
+        start = tok[1]
+        return self.source, start, start + len(tok[0])
 
-    def tok_node(self, first: _Tok, last: Any) -> Span:
-        return make.SPAN(self.source, first[1], last.span.end)
+    def tok_tok(self, first: _Tok, last: _Tok) -> _Where:
+        return self.source, first[1], last[1] + len(last[0])
 
-    def node_tok(self, first: Any, last: _Tok) -> Span:
-        return make.SPAN(self.source, first.span.start, last[1] + len(last[0]))
+    def tok_node(self, first: _Tok, last: s.Node) -> _Where:
+        return self.source, first[1], last.end
 
-    def node_node(self, first: Any, last: Any) -> Span:
-        return make.SPAN(self.source, first.span.start, last.span.end)
+    def node_tok(self, first: s.Node, last: _Tok) -> _Where:
+        return self.source, first.start, last[1] + len(last[0])
+
+    def node_node(self, first: s.Node, last: s.Node) -> _Where:
+        return self.source, first.start, last.end
 
     def comment(self, text: str, start: int) -> None:
         """Remember a ``#`` comment for ``Module.comments``."""
         text = text.rstrip("\r")
-        self.comments.append(make.COMMENT(text, make.SPAN(self.source, start, start + len(text))))
+        self.comments.append(make.COMMENT(text, self.source, start, start + len(text)))
 
     def check_name(self, name: s.Name, what: str) -> None:
         """MCE016 for a Python keyword (or a name Python would NFKC-normalise differently)."""
@@ -361,51 +370,51 @@ class _Builder:
     # -- names and types
 
     def name(self, tok: _Tok) -> s.Name:
-        return make.NAME(tok[0], self.tok_span(tok))
+        return make.NAME(tok[0], *self.one_tok(tok))
 
     def attr_name(self, tok: _Tok) -> s.Name:
         # After a dot: reserved words are fine (`impl.merge`), Python keywords are not (`impl.class`).
-        name = make.NAME(tok[0], self.tok_span(tok))
+        name = make.NAME(tok[0], *self.one_tok(tok))
         self.check_name(name, "an attribute name")
         return name
 
     def qual_name_one(self, name: s.Name) -> s.QualName:
-        return make.QUAL((name,), name.span)
+        return make.QUAL((name,), *self.node_node(name, name))
 
     def qual_name_many(self, c: list[Any]) -> s.QualName:
         first: s.Name = c[0]
         rest: list[s.Name] = c[1]
-        return make.QUAL((first, *rest), self.node_node(first, rest[-1]))
+        return make.QUAL((first, *rest), *self.node_node(first, rest[-1]))
 
     def type_name(self, name: s.QualName) -> s.TypeName:
-        return make.TYPE_NAME(name, name.span)
+        return make.TYPE_NAME(name, *self.node_node(name, name))
 
     def type_apply_one(self, c: list[Any]) -> s.TypeApply:
-        return make.TYPE_APPLY(c[0], (c[2],), self.node_tok(c[0], c[3]))
+        return make.TYPE_APPLY(c[0], (c[2],), *self.node_tok(c[0], c[3]))
 
     def type_apply_many(self, c: list[Any]) -> s.TypeApply:
-        return make.TYPE_APPLY(c[0], (c[2], *c[3]), self.node_tok(c[0], c[4]))
+        return make.TYPE_APPLY(c[0], (c[2], *c[3]), *self.node_tok(c[0], c[4]))
 
     def type_union(self, c: list[Any]) -> s.TypeUnion:
         # Members are single types (names or applications), never unions: nothing to flatten.
         rest: list[s.TypeExpr] = c[1]
-        return make.TYPE_UNION((c[0], *rest), self.node_node(c[0], rest[-1]))
+        return make.TYPE_UNION((c[0], *rest), *self.node_node(c[0], rest[-1]))
 
     def error_list_one(self, c: list[Any]) -> s.ErrorList:
-        return make.ERROR_LIST((c[1],), self.tok_node(c[0], c[1]))
+        return make.ERROR_LIST((c[1],), *self.tok_node(c[0], c[1]))
 
     def error_list_many(self, c: list[Any]) -> s.ErrorList:
         rest: list[s.TypeExpr] = c[2]
-        return make.ERROR_LIST((c[1], *rest), self.tok_node(c[0], rest[-1]))
+        return make.ERROR_LIST((c[1], *rest), *self.tok_node(c[0], rest[-1]))
 
     # -- expressions
 
     def ref(self, tok: _Tok) -> s.Ref:
-        span = self.tok_span(tok)
-        name = make.NAME(tok[0], span)
+        where = self.one_tok(tok)
+        name = make.NAME(tok[0], *where)
         if tok[0] in _PYTHON_KEYWORDS:
             self.check_name(name, "a name")
-        return make.REF(name, span)
+        return make.REF(name, *where)
 
     def group(self, c: list[Any]) -> Any:
         # `( e )` is just `e`, with `e`'s own span.
@@ -419,7 +428,7 @@ class _Builder:
                 parts.extend(child.parts)
             else:
                 parts.append(child)
-        return make.BIND(tuple(parts), self.node_node(parts[0], parts[-1]))
+        return make.BIND(tuple(parts), *self.node_node(parts[0], parts[-1]))
 
     def catch_first_one(self, c: list[Any]) -> list[Any]:
         return [(c[0], (c[1],), c[3])]
@@ -441,7 +450,7 @@ class _Builder:
         # `body (catch E… => handler)+`, folded to the left.
         body = c[0]
         for keyword_token, errors, handler in c[1]:
-            body = make.CATCH(body, errors, handler, self.tok_span(keyword_token), self.node_node(body, handler))
+            body = make.CATCH(body, errors, handler, self.tok_span(keyword_token), *self.node_node(body, handler))
         return body
 
     def or_else_first(self, c: list[Any]) -> list[Any]:
@@ -455,79 +464,79 @@ class _Builder:
     def or_else(self, c: list[Any]) -> Any:
         body = c[0]
         for keyword_token, fallback in c[1]:
-            body = make.OR_ELSE(body, fallback, self.tok_span(keyword_token), self.node_node(body, fallback))
+            body = make.OR_ELSE(body, fallback, self.tok_span(keyword_token), *self.node_node(body, fallback))
         return body
 
     def par_one(self, c: list[Any]) -> s.Par:
-        return make.PAR((c[2],), self.tok_span(c[0]), self.tok_tok(c[0], c[3]))
+        return make.PAR((c[2],), self.tok_span(c[0]), *self.tok_tok(c[0], c[3]))
 
     def par_many(self, c: list[Any]) -> s.Par:
-        return make.PAR((c[2], *c[3]), self.tok_span(c[0]), self.tok_tok(c[0], c[4]))
+        return make.PAR((c[2], *c[3]), self.tok_span(c[0]), *self.tok_tok(c[0], c[4]))
 
     def each(self, c: list[Any]) -> s.Each:
-        return make.EACH(c[1], None, None, self.tok_span(c[0]), self.tok_node(c[0], c[1]))
+        return make.EACH(c[1], None, None, self.tok_span(c[0]), *self.tok_node(c[0], c[1]))
 
     def each_limit(self, c: list[Any]) -> s.Each:
         limit: _Tok = c[4]
         body = c[6]
-        return make.EACH(body, int(limit[0]), self.tok_span(limit), self.tok_span(c[0]), self.tok_node(c[0], body))
+        return make.EACH(body, int(limit[0]), self.tok_span(limit), self.tok_span(c[0]), *self.tok_node(c[0], body))
 
     def local(self, c: list[Any]) -> s.Local:
-        return make.LOCAL(c[1], self.tok_span(c[0]), self.tok_node(c[0], c[1]))
+        return make.LOCAL(c[1], self.tok_span(c[0]), *self.tok_node(c[0], c[1]))
 
     # -- blocks
 
     def statement(self, c: list[Any]) -> s.Statement:
-        return make.STATEMENT(c[0], False, self.node_tok(c[0], c[1]))
+        return make.STATEMENT(c[0], False, *self.node_tok(c[0], c[1]))
 
     def statement_step(self, c: list[Any]) -> s.Statement:
-        return make.STATEMENT(c[1], True, self.tok_tok(c[0], c[2]))
+        return make.STATEMENT(c[1], True, *self.tok_tok(c[0], c[2]))
 
     def block(self, c: list[Any]) -> s.Block:
-        return make.BLOCK(tuple(c[1]), self.tok_tok(c[0], c[2]))
+        return make.BLOCK(tuple(c[1]), *self.tok_tok(c[0], c[2]))
 
     def block_empty(self, c: list[Any]) -> s.Block:
-        return make.BLOCK((), self.tok_tok(c[0], c[1]))
+        return make.BLOCK((), *self.tok_tok(c[0], c[1]))
 
     # -- declarations
 
     def imported_name(self, name: s.Name) -> s.ImportedName:
-        entry = s.ImportedName(name, None, name.span)
+        entry = s.ImportedName(name, None, *self.node_node(name, name))
         self.check_name(name, "an imported name")
         return entry
 
     def imported_name_alias(self, c: list[Any]) -> s.ImportedName:
-        entry = s.ImportedName(c[0], c[2], self.node_node(c[0], c[2]))
+        entry = s.ImportedName(c[0], c[2], *self.node_node(c[0], c[2]))
         self.check_name(c[2], "an import alias")
         return entry
 
     def from_import_one(self, c: list[Any]) -> s.FromImport:
         self.check_python_path(c[1])
-        return s.FromImport(c[1], (c[3],), self.tok_node(c[0], c[3]))
+        return s.FromImport(c[1], (c[3],), *self.tok_node(c[0], c[3]))
 
     def from_import_many(self, c: list[Any]) -> s.FromImport:
         rest: list[s.ImportedName] = c[4]
         self.check_python_path(c[1])
-        return s.FromImport(c[1], (c[3], *rest), self.tok_node(c[0], rest[-1]))
+        return s.FromImport(c[1], (c[3], *rest), *self.tok_node(c[0], rest[-1]))
 
     def module_import(self, c: list[Any]) -> s.ModuleImport:
         self.check_python_path(c[1])
-        return s.ModuleImport(c[1], None, self.tok_node(c[0], c[1]))
+        return s.ModuleImport(c[1], None, *self.tok_node(c[0], c[1]))
 
     def module_import_alias(self, c: list[Any]) -> s.ModuleImport:
         self.check_python_path(c[1])
         self.check_name(c[3], "an import alias")
-        return s.ModuleImport(c[1], c[3], self.tok_node(c[0], c[3]))
+        return s.ModuleImport(c[1], c[3], *self.tok_node(c[0], c[3]))
 
     def state_decl(self, c: list[Any]) -> s.StateDecl:
-        return s.StateDecl(c[1], None, self.tok_node(c[0], c[1]))
+        return s.StateDecl(c[1], None, *self.tok_node(c[0], c[1]))
 
     def state_decl_merge(self, c: list[Any]) -> s.StateDecl:
         self.check_python_path(c[3])
-        return s.StateDecl(c[1], c[3], self.tok_node(c[0], c[3]))
+        return s.StateDecl(c[1], c[3], *self.tok_node(c[0], c[3]))
 
     def error_decl(self, c: list[Any]) -> s.ErrorDecl:
-        return s.ErrorDecl(c[1], self.tok_node(c[0], c[1]))
+        return s.ErrorDecl(c[1], *self.tok_node(c[0], c[1]))
 
     def step_decl(self, c: list[Any]) -> s.StepDecl:
         # [ASYNC] STEP name COLON type ARROW type [error_list] EQUAL qual_name
@@ -537,13 +546,13 @@ class _Builder:
         errors = c[at + 5] if len(c) == at + 8 else None
         self.check_name(name, "a step name")
         self.check_python_path(c[-1])
-        return make.STEP_DECL(name, is_async, c[at + 2], c[at + 4], errors, c[-1], self.tok_node(c[0], c[-1]))
+        return make.STEP_DECL(name, is_async, c[at + 2], c[at + 4], errors, c[-1], *self.tok_node(c[0], c[-1]))
 
     def fn_decl(self, c: list[Any]) -> s.FnDecl:
         # FN name COLON type ARROW type EQUAL qual_name
         self.check_name(c[1], "a fn name")
         self.check_python_path(c[7])
-        return make.FN_DECL(c[1], c[3], c[5], c[7], self.tok_node(c[0], c[7]))
+        return make.FN_DECL(c[1], c[3], c[5], c[7], *self.tok_node(c[0], c[7]))
 
     def server_decl(self, c: list[Any]) -> s.ServerDecl:
         # SERVER name EQUAL STDIO STRING
@@ -563,13 +572,13 @@ class _Builder:
                 )
             )
             command = ""
-        return s.ServerDecl(name, command, self.tok_span(token), self.tok_tok(c[0], token))
+        return s.ServerDecl(name, command, self.tok_span(token), *self.tok_tok(c[0], token))
 
     def tool_decl(self, c: list[Any]) -> s.ToolDecl:
         # TOOL name COLON type ARROW type [error_list] EQUAL name DOT name
         errors = c[6] if len(c) == 11 else None
         self.check_name(c[1], "a tool name")
-        return s.ToolDecl(c[1], c[3], c[5], errors, c[-3], c[-1], self.tok_node(c[0], c[-1]))
+        return s.ToolDecl(c[1], c[3], c[5], errors, c[-3], c[-1], *self.tok_node(c[0], c[-1]))
 
     def pipeline_decl(self, c: list[Any]) -> s.PipelineDecl:
         # PIPELINE name COLON type ARROW type [error_list] (EQUAL expr SEMI | block)
@@ -577,8 +586,8 @@ class _Builder:
         last = c[-1]
         body = c[-2] if type(last) is tuple else last
         self.check_name(c[1], "a pipeline name")
-        span = self.tok_tok(c[0], last) if type(last) is tuple else self.tok_node(c[0], last)
-        return make.PIPELINE_DECL(c[1], c[3], c[5], errors, body, span)
+        where = self.tok_tok(c[0], last) if type(last) is tuple else self.tok_node(c[0], last)
+        return make.PIPELINE_DECL(c[1], c[3], c[5], errors, body, *where)
 
     def start(self, decls: list[s.Decl]) -> list[s.Decl]:
         return decls
@@ -639,8 +648,8 @@ def _stack_items(tables: _Tables, states: list[int], values: list[Any]) -> tuple
         symbol = tables.entered_by[state]
         if symbol.isupper():
             items.append(StackItem(symbol, value[1], value[1] + len(value[0])))
-        elif not symbol.startswith("_") and isinstance(getattr(value, "span", None), Span):
-            items.append(StackItem(type(value).__name__, value.span.start, value.span.end))
+        elif not symbol.startswith("_") and isinstance(value, s.Node):
+            items.append(StackItem(type(value).__name__, value.start, value.end))
         else:
             items.append(StackItem("?", -1, -1))
     return tuple(items)

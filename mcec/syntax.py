@@ -10,30 +10,82 @@ block ``{ s1; s2; }`` is a :class:`Block` of statements, so a 100,000-step
 pipeline is a wide node, not a 100,000-deep one. Parentheses leave no node
 behind: ``(e)`` is just ``e`` (with ``e``'s own span). Precedence, loosest
 first, is ``orelse`` < ``catch`` < ``>>=`` < terms (LANGUAGE.md §5).
+
+Decision: a node stores where it is as three plain fields, ``source``,
+``start`` and ``end`` (always its last three, in that order), and ``span`` is a
+property of the shared base :class:`Node` that makes the :class:`Span` when it
+is read. A node's own ``Span`` object used to be built at parse time: on the
+benchmark spec (``benchmarks/frontend_bench.py``) a line built 23.9 GC-tracked
+objects, 8.0 of them spans, each costing about 2,000 CPU instructions
+(allocation, the class switch of :mod:`mcec.fastinit`, a Python call). Without
+them the recursive-descent parse takes 78,100 instead of 89,100 instructions
+per line (callgrind, deterministic; -12%) and builds 16.7 objects per line
+(-30%, which also shortens the collector's pass over the tree). Most spans are
+never read: name resolution reads about 0.7 per line (the ones it stores in
+bindings and typed declarations), which costs it 2,000 instructions per line
+more; the formatter and diagnostics read only the ones they use.
+
+Equality and hashing mean what they did: the three fields compare ``source``,
+``start`` and ``end`` as the ``Span`` field did. The repr is unchanged too
+(``span=Span(path, line:col-line:col)`` in place of the three fields; the
+source's text may be megabytes). Positions that are not the node's own extent
+(``Par.keyword``, ``Each.limit_span``, ``ServerDecl.command_span``, …) stay
+``Span`` fields: there are few of them. :class:`Module` keeps a ``span`` field.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TypeAlias
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, ClassVar, TypeAlias
 
-from mcec.span import Span
+from mcec.span import SourceFile, Span, make_span
 
 
-@dataclass(frozen=True, slots=True)
-class Name:
+class Node:
+    """Base of every syntax node but :class:`Module`: the ``span`` property and the repr.
+
+    It adds no slots (``__slots__ = ()``), so a node's layout is its own
+    fields only, which :func:`mcec.fastinit.fast_constructor` relies on.
+    """
+
+    __slots__ = ()
+
+    # Declared here for the type checker; each subclass defines them as its last three fields.
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+    source: SourceFile
+    start: int
+    end: int
+
+    @property
+    def span(self) -> Span:
+        """Where the node is: ``Span(source, start, end)``, made when read."""
+        return make_span(self.source, self.start, self.end)
+
+    def __repr__(self) -> str:
+        # The fields shown by a dataclass repr, then the span in place of source/start/end.
+        shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr]
+        shown.append(f"span={self.span!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Name(Node):
     """An identifier as written, with its span."""
 
     text: str
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class QualName:
+@dataclass(frozen=True, slots=True, repr=False)
+class QualName(Node):
     """A dotted name such as ``impl.plan_action`` or ``examples.research.impl``."""
 
     parts: tuple[Name, ...]
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
     @property
     def dotted(self) -> str:
@@ -44,142 +96,170 @@ class QualName:
 # ---------------------------------------------------------------- type syntax
 
 
-@dataclass(frozen=True, slots=True)
-class TypeName:
+@dataclass(frozen=True, slots=True, repr=False)
+class TypeName(Node):
     """A type written as a (possibly dotted) name: ``str``, ``None``, ``impl.ToolCall``."""
 
     name: QualName
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class TypeApply:
+@dataclass(frozen=True, slots=True, repr=False)
+class TypeApply(Node):
     """A generic applied to arguments: ``list[str]``, ``dict[str, int]``, ``tuple[A, B]``."""
 
     head: QualName
     args: tuple[TypeExpr, ...]
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class TypeUnion:
+@dataclass(frozen=True, slots=True, repr=False)
+class TypeUnion(Node):
     """``A | B | C`` (two or more members, flattened)."""
 
     members: tuple[TypeExpr, ...]
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
 TypeExpr: TypeAlias = TypeName | TypeApply | TypeUnion
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorList:
+@dataclass(frozen=True, slots=True, repr=False)
+class ErrorList(Node):
     """The ``! E1 | E2`` clause of a step, tool or pipeline; each entry names an error type."""
 
     errors: tuple[TypeExpr, ...]
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
 # ---------------------------------------------------------------- expressions
 
 
-@dataclass(frozen=True, slots=True)
-class Ref:
+@dataclass(frozen=True, slots=True, repr=False)
+class Ref(Node):
     """A use of a declared step, fn, tool or pipeline."""
 
     name: Name
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Bind:
+@dataclass(frozen=True, slots=True, repr=False)
+class Bind(Node):
     """``e1 >>= e2 >>= …``: two or more parts, run left to right."""
 
     parts: tuple[Expr, ...]
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Par:
+@dataclass(frozen=True, slots=True, repr=False)
+class Par(Node):
     """``par <e1, …, en>``. The parser keeps a one-branch group so that the
     checker can report MCE019 for it; ``keyword`` is the span of ``par``."""
 
     branches: tuple[Expr, ...]
     keyword: Span
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Each:
+@dataclass(frozen=True, slots=True, repr=False)
+class Each(Node):
     """``each e`` or ``each(limit=k) e``; ``limit_span`` points at ``k``."""
 
     body: Expr
     limit: int | None
     limit_span: Span | None
     keyword: Span
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Local:
+@dataclass(frozen=True, slots=True, repr=False)
+class Local(Node):
     """``local e``: run ``e`` and give back the input state."""
 
     body: Expr
     keyword: Span
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Catch:
+@dataclass(frozen=True, slots=True, repr=False)
+class Catch(Node):
     """``body catch E1 | E2 => handler``; chained catches nest to the left."""
 
     body: Expr
     errors: tuple[TypeExpr, ...]
     handler: Expr
     keyword: Span
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class OrElse:
+@dataclass(frozen=True, slots=True, repr=False)
+class OrElse(Node):
     """``body orelse fallback``; chains nest to the left."""
 
     body: Expr
     fallback: Expr
     keyword: Span
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
 Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse
 
 
-@dataclass(frozen=True, slots=True)
-class Statement:
+@dataclass(frozen=True, slots=True, repr=False)
+class Statement(Node):
     """One statement of a block pipeline: ``[step] EXPR ;``."""
 
     expr: Expr
     has_step_keyword: bool
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+@dataclass(frozen=True, slots=True, repr=False)
+class Block(Node):
     """The ``{ s1; s2; … }`` body of a block pipeline (possibly empty)."""
 
     statements: tuple[Statement, ...]
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
 # ---------------------------------------------------------------- declarations
 
 
-@dataclass(frozen=True, slots=True)
-class ImportedName:
+@dataclass(frozen=True, slots=True, repr=False)
+class ImportedName(Node):
     """``X`` or ``X as Y`` inside a from-import; ``bound`` is the name it binds."""
 
     name: Name
     alias: Name | None
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
     @property
     def bound(self) -> Name:
@@ -187,43 +267,51 @@ class ImportedName:
         return self.alias if self.alias is not None else self.name
 
 
-@dataclass(frozen=True, slots=True)
-class FromImport:
+@dataclass(frozen=True, slots=True, repr=False)
+class FromImport(Node):
     """``from a.b import X, Y as Z``."""
 
     module: QualName
     names: tuple[ImportedName, ...]
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class ModuleImport:
+@dataclass(frozen=True, slots=True, repr=False)
+class ModuleImport(Node):
     """``import a.b as m`` (alias set) or ``import a.b`` (refer to it as ``a.b.X``)."""
 
     module: QualName
     alias: Name | None
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class StateDecl:
+@dataclass(frozen=True, slots=True, repr=False)
+class StateDecl(Node):
     """``state T`` or ``state T merge m.f``."""
 
     type: TypeExpr
     merge: QualName | None
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorDecl:
+@dataclass(frozen=True, slots=True, repr=False)
+class ErrorDecl(Node):
     """``error T``."""
 
     type: TypeExpr
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class StepDecl:
+@dataclass(frozen=True, slots=True, repr=False)
+class StepDecl(Node):
     """``[async] step n : A -> B [! E…] = m.f``; ``errors`` is None when ``!`` is omitted."""
 
     name: Name
@@ -232,32 +320,38 @@ class StepDecl:
     output: TypeExpr
     errors: ErrorList | None
     impl: QualName
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class FnDecl:
+@dataclass(frozen=True, slots=True, repr=False)
+class FnDecl(Node):
     """``fn n : A -> B = m.f``."""
 
     name: Name
     input: TypeExpr
     output: TypeExpr
     impl: QualName
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class ServerDecl:
+@dataclass(frozen=True, slots=True, repr=False)
+class ServerDecl(Node):
     """``server n = stdio "COMMAND LINE"``; ``command`` is the decoded string."""
 
     name: Name
     command: str
     command_span: Span
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolDecl:
+@dataclass(frozen=True, slots=True, repr=False)
+class ToolDecl(Node):
     """``tool n : A -> B [! E…] = server.tool_name``."""
 
     name: Name
@@ -266,11 +360,13 @@ class ToolDecl:
     errors: ErrorList | None
     server: Name
     tool_name: Name
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class PipelineDecl:
+@dataclass(frozen=True, slots=True, repr=False)
+class PipelineDecl(Node):
     """``pipeline n : A -> B [! E…] = EXPR;`` or ``… { STMT … }``.
 
     ``errors`` is None when the error set is to be inferred; ``! Never`` is an
@@ -282,7 +378,9 @@ class PipelineDecl:
     output: TypeExpr
     errors: ErrorList | None
     body: Expr | Block
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
 Decl: TypeAlias = (
@@ -298,12 +396,14 @@ Decl: TypeAlias = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Comment:
+@dataclass(frozen=True, slots=True, repr=False)
+class Comment(Node):
     """A ``# …`` comment, kept so that ``mcec fmt`` can put it back."""
 
     text: str
-    span: Span
+    source: SourceFile = field(repr=False)
+    start: int = field(repr=False)
+    end: int = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)

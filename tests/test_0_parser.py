@@ -30,7 +30,7 @@ def dump(node: object, indent: int = 0) -> list[str]:
     assert dataclasses.is_dataclass(node), node
     lines = [f"{pad}{type(node).__name__} {_at(node.span)}"]  # type: ignore[attr-defined]
     for item in dataclasses.fields(node):
-        if item.name in ("span", "path"):
+        if item.name in ("span", "path", "source", "start", "end"):
             continue
         value = getattr(node, item.name)
         label = f"{pad}  {item.name}:"
@@ -137,14 +137,64 @@ def test_fast_constructors_build_ordinary_equal_objects() -> None:
     assert type(span) is Span and span == Span(source, 1, 4)
     assert hash(span) == hash(Span(source, 1, 4))
     assert (span.path, span.line, span.column, span.end_line, span.end_column) == ("a.mce", 1, 2, 1, 5)
-    name = _fast_constructor(s.Name)("x", span)
-    assert type(name) is s.Name and name == s.Name("x", span)
+    name = _fast_constructor(s.Name)("x", source, 1, 4)
+    assert type(name) is s.Name and name == s.Name("x", source, 1, 4)
+    assert hash(name) == hash(s.Name("x", SourceFile("a.mce", "xabcd\n"), 1, 4))
+    assert name != s.Name("x", source, 1, 3) and name.span == span
     with pytest.raises(dataclasses.FrozenInstanceError):
         name.text = "y"  # type: ignore[misc]
+    # Refused (a frozen slotted dataclass of Python 3.11 raises TypeError for a name that is not a field).
+    with pytest.raises((AttributeError, TypeError)):
+        name.span = span  # type: ignore[misc]
+
+
+def _syntax_classes() -> list[type]:
+    return [v for v in vars(s).values() if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == s.__name__]
+
+
+@pytest.mark.parametrize("cls", _syntax_classes(), ids=lambda c: c.__name__)
+def test_every_syntax_class_takes_the_fast_path(cls: type) -> None:
+    """The class switch of fast_constructor works for every node (it falls back silently when layouts differ)."""
+    from mcec.construct import fast_constructor
+    from mcec.fastinit import takes_fast_path
+
+    assert takes_fast_path(fast_constructor(cls))
+
+
+def test_the_parsers_constructors_take_the_fast_path() -> None:
+    from mcec import construct
+    from mcec.fastinit import takes_fast_path
+
+    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper()]
+    assert len(makers) == 20 and all(takes_fast_path(make) for make in makers)
+
+
+@pytest.mark.parametrize("cls", [c for c in _syntax_classes() if c is not s.Module], ids=lambda c: c.__name__)
+def test_nodes_keep_their_position_in_three_last_fields(cls: type) -> None:
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert names[-3:] == ["source", "start", "end"] and "span" not in names
+    assert issubclass(cls, s.Node) and not [f for f in dataclasses.fields(cls) if f.name == "source" and f.repr]
+
+
+def test_a_node_repr_shows_its_span_not_its_source() -> None:
+    source = SourceFile("a.mce", "ab\n  cd" + "x" * 10_000)
+    ref = s.Ref(s.Name("cd", source, 5, 7), source, 5, 7)
+    assert repr(ref) == "Ref(name=Name(text='cd', span=Span('a.mce', 2:3-2:5)), span=Span('a.mce', 2:3-2:5))"
+
+
+def test_a_fallback_is_detected() -> None:
+    """takes_fast_path tells the two kinds of constructor apart (so the test above can fail)."""
+    from mcec.fastinit import _compile_maker, takes_fast_path
+
+    names = ["text", "source", "start", "end"]
+    builder = type("_Unused", (), {"__slots__": tuple(names)})
+    assert not takes_fast_path(_compile_maker(s.Name, names, builder, switch=False))
+    assert takes_fast_path(_compile_maker(s.Name, names, builder, switch=True))
+    assert not takes_fast_path(s.Name)
 
 
 def test_the_descriptor_fallback_of_fast_constructors_builds_the_same_objects() -> None:
-    from mcec.construct import _compile_maker
+    from mcec.fastinit import _compile_maker
 
     source = SourceFile("a.mce", "xabcd\n")
     builder = type("_Unused", (), {"__slots__": ("source", "start", "end")})
