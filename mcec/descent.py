@@ -172,7 +172,8 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     make_name = c.NAME
     make_qual = c.QUAL
     make_type_name = c.TYPE_NAME
-    make_ref = c.REF
+    one_name_ref = c.ONE_NAME_REF
+    one_name_type = c.ONE_NAME_TYPE
 
     def token_span(at: int) -> Span:
         end = ends[at]
@@ -243,15 +244,16 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         end = ends[i]
         start = end - len(tok)
         i += 1
-        first = make_name(tok, source, start, end)
         after = toks[i]
         if after == ".":
-            head = dotted(first)
+            head = dotted(make_name(tok, source, start, end))
             after = toks[i]
+            if after != "[":
+                return make_type_name(head, source, start, head.end)
+        elif after == "[":
+            head = make_qual((make_name(tok, source, start, end),), source, start, end)
         else:
-            head = make_qual((first,), source, start, end)
-        if after != "[":
-            return make_type_name(head, source, start, head.end)
+            return one_name_type(tok, source, start, end)  # most types: one name
         i += 1
         args = [type_()]
         while toks[i] == ",":
@@ -408,7 +410,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         end = ends[i]
         start = end - len(tok)
         i += 1
-        return make_ref(make_name(tok, source, start, end), source, start, end)
+        return one_name_ref(tok, source, start, end)
 
     # -- declarations
 

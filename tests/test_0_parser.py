@@ -165,8 +165,26 @@ def test_the_parsers_constructors_take_the_fast_path() -> None:
     from mcec import construct
     from mcec.fastinit import takes_fast_path
 
-    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper()]
+    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper() and not name.startswith("ONE_")]
     assert len(makers) == 20 and all(takes_fast_path(make) for make in makers)
+
+
+def test_the_one_name_builders_make_the_trees_of_the_general_constructors() -> None:
+    """ONE_NAME_REF / ONE_NAME_TYPE build two and three nodes in one call; the result is the same tree."""
+    from mcec import construct as c
+    from mcec.fastinit import builder_of
+
+    source = SourceFile("a.mce", "  abc")
+    ref = c.ONE_NAME_REF("abc", source, 2, 5)
+    assert ref == s.Ref(s.Name("abc", source, 2, 5), source, 2, 5)
+    assert type(ref) is s.Ref and type(ref.name) is s.Name
+    type_name = c.ONE_NAME_TYPE("abc", source, 2, 5)
+    assert type_name == s.TypeName(s.QualName((s.Name("abc", source, 2, 5),), source, 2, 5), source, 2, 5)
+    assert type(type_name) is s.TypeName and type(type_name.name) is s.QualName and type(type_name.name.parts[0]) is s.Name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        type_name.name.parts[0].text = "x"  # type: ignore[misc]
+    assert all(builder_of(make) is not None for make in (c.NAME, c.QUAL, c.TYPE_NAME, c.REF))
+    assert builder_of(s.Name) is None
 
 
 @pytest.mark.parametrize("cls", [c for c in _syntax_classes() if c is not s.Module], ids=lambda c: c.__name__)
