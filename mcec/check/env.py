@@ -20,6 +20,7 @@ import enum
 from dataclasses import dataclass, field
 
 from mcec import syntax
+from mcec.construct import fast_constructor
 from mcec.span import Span
 from mcec.typed import PyRef
 from mcec.types import (
@@ -59,6 +60,10 @@ class Kind(enum.Enum):
 #: The builtin types by name, and the generic heads by name (typed lookups).
 _BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_NAMES}
 _GENERIC_HEADS: dict[str, GenericName] = {head: head for head in GENERIC_ARITY}
+
+#: ``PyRef(...)`` without the frozen dataclass ``__init__``: one is built per
+#: step and fn (see :func:`mcec.construct.fast_constructor`).
+_make_pyref = fast_constructor(PyRef)
 
 #: Kinds a pipeline body may refer to by name.
 CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.PIPELINE)
@@ -130,7 +135,8 @@ class Env:
         if existing is not None:
             return existing
         self.bindings[binding.name] = binding
-        self._types.clear()
+        if self._types:  # a test, not a call: every name is bound before any type is resolved
+            self._types.clear()
         return None
 
     def import_plainly(self, module: str) -> None:
@@ -228,7 +234,7 @@ class Env:
             if binding is not None and (binding.kind is Kind.MODULE or binding.kind is Kind.FROM_IMPORT):
                 self.used.add(first)
                 attr = parts[1].text
-                return PyRef(binding.target, attr, f"{first}.{attr}")
+                return _make_pyref(binding.target, attr, f"{first}.{attr}")
         resolved = self.resolve_path(qual)
         if isinstance(resolved, Failure):
             return resolved
@@ -348,7 +354,9 @@ def written(expr: syntax.TypeExpr) -> str:
     one list, so that a deeply nested type costs time linear in its size.
     """
     if type(expr) is syntax.TypeName:
-        return dotted(expr.name)
+        parts = expr.name.parts
+        # dotted(), inlined here and in _write: a one-part name is the usual case.
+        return parts[0].text if len(parts) == 1 else dotted(expr.name)
     if type(expr) is syntax.TypeApply and len(expr.args) == 1:
         head, arg = expr.head.parts, expr.args[0]
         if len(head) == 1 and type(arg) is syntax.TypeName and len(arg.name.parts) == 1:
@@ -361,21 +369,29 @@ def written(expr: syntax.TypeExpr) -> str:
 def _write(expr: syntax.TypeExpr, out: list[str]) -> None:
     """Append the pieces of :func:`written` for ``expr`` to ``out`` (recursive, like resolution)."""
     if type(expr) is syntax.TypeApply:
-        out.append(dotted(expr.head))
+        head = expr.head.parts
+        out.append(head[0].text if len(head) == 1 else dotted(expr.head))
         out.append("[")
         inner, separator, close = expr.args, ",", "]"
     else:
         assert isinstance(expr, syntax.TypeUnion)
         out.append("(")
         inner, separator, close = expr.members, "|", ")"
-    for index, item in enumerate(inner):
-        if index:
-            out.append(separator)
+    for item in inner:
         if type(item) is syntax.TypeName:
-            out.append(dotted(item.name))
+            parts = item.name.parts
+            out.append(parts[0].text if len(parts) == 1 else dotted(item.name))
         else:
             _write(item, out)
-    out.append(close)
+        out.append(separator)
+    # The separator after the last item becomes the closing bracket (cheaper
+    # than asking at every item whether it is the first). The grammar gives
+    # every generic an argument and every union two members; a tree built
+    # otherwise still gets a key of its own.
+    if inner:
+        out[-1] = close
+    else:
+        out.append(close)
 
 
 def _arity_failure(head: GenericName, given: int, span: Span) -> Failure:
