@@ -1,8 +1,8 @@
 """The memos of name resolution change no result and no diagnostic.
 
-:meth:`mcec.check.env.Env.resolve_type` remembers each type expression that
-resolved cleanly by its written form, :class:`~mcec.check.names.DeclarationChecker`
-does the same for ``!`` clauses and shares equal signatures. A problem must
+:meth:`mcec.check.names.DeclarationChecker.type_of` remembers each type
+expression that resolved cleanly by its written form, the checker does the same
+for ``!`` clauses and shares equal signatures. A problem must
 still be reported at every place it is written (the memos only hold what
 resolved without a diagnostic), two spellings of one class must keep their own
 spelling (``ClassRef`` equality ignores it), and checking any spec must give
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from mcec.check import CheckResult, check
-from mcec.check import env as env_module
 from mcec.check import names as names_module
 from mcec.parser import parse
 from mcec.render import render_json
@@ -123,7 +122,7 @@ def memos_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Check with every memo of name resolution switched off."""
     counter = iter(range(1 << 62))
     with monkeypatch.context() as patch:
-        patch.setattr(env_module.Env, "resolve_type", lambda self, expr, failures: self._resolve(expr, failures))
+        patch.setattr(names_module.DeclarationChecker, "type_of", lambda self, expr: self._fresh_type(expr, None))
         # A key that never repeats: `!` clauses are resolved again each time.
         patch.setattr(names_module, "written", lambda expr: f"#{next(counter)}")
         patch.setattr(names_module.DeclarationChecker, "_sig", lambda self, i, o, e, s: Sig(i, o, e, s))

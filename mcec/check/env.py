@@ -115,11 +115,6 @@ class Env:
     used: set[str] = field(default_factory=set)
     #: Plain-imported module paths used by some resolution.
     used_modules: set[str] = field(default_factory=set)
-    #: Memo of :meth:`resolve_type`: each type expression that resolved without
-    #: a failure, by its written form (:func:`written`). Valid while
-    #: ``bindings`` and ``plain_modules`` stay as they are, so :meth:`bind` and
-    #: :meth:`import_plainly` empty it.
-    _types: dict[str, Type] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def with_builtins(cls) -> Env:
@@ -131,18 +126,12 @@ class Env:
 
     def bind(self, binding: Binding) -> Binding | None:
         """Add ``binding``; if its name is taken, keep the first and return it."""
-        existing = self.bindings.get(binding.name)
-        if existing is not None:
-            return existing
-        self.bindings[binding.name] = binding
-        if self._types:  # a test, not a call: every name is bound before any type is resolved
-            self._types.clear()
-        return None
+        first = self.bindings.setdefault(binding.name, binding)
+        return None if first is binding else first
 
     def import_plainly(self, module: str) -> None:
         """Record a plain ``import module`` (its root is bound separately, with :meth:`bind`)."""
         self.plain_modules.add(module)
-        self._types.clear()
 
     def lookup(self, name: str) -> Binding | None:
         """The binding of ``name`` (marking it used), or None."""
@@ -248,36 +237,14 @@ class Env:
 
         Problems are appended to ``failures`` and the offending part becomes
         ``Any``, so that one bad type does not cause further diagnostics.
-
-        A spec writes the same few types over and over, and every name is
-        top-level, so a type expression resolves the same way wherever it is
-        written in the file. An expression that resolved without a failure is
-        therefore remembered by its written form and not resolved again: its
-        only side effects, marking names and modules used, happened the first
-        time and are sets. An expression with a failure is resolved afresh at
-        every occurrence, so each occurrence gets its own diagnostics at its
-        own spans.
+        (:meth:`mcec.check.names.DeclarationChecker.type_of` remembers the
+        result by the expression's :func:`written` form.)
         """
-        if type(expr) is syntax.TypeName and len(expr.name.parts) == 1:
-            key = expr.name.parts[0].text  # the common case, without a call
-        else:
-            key = written(expr)
-        known = self._types.get(key)
-        if known is not None:
-            return known
-        before = len(failures)
-        resolved = self._resolve(expr, failures)
-        if len(failures) == before:
-            self._types[key] = resolved
-        return resolved
-
-    def _resolve(self, expr: syntax.TypeExpr, failures: list[Failure]) -> Type:
-        """:meth:`resolve_type` without the memo (which is only consulted for a whole expression)."""
         if isinstance(expr, syntax.TypeName):
             return self._resolve_name(expr.name, failures)
         if isinstance(expr, syntax.TypeApply):
             return self._resolve_apply(expr, failures)
-        return union([self._resolve(m, failures) for m in expr.members])
+        return union([self.resolve_type(m, failures) for m in expr.members])
 
     def _resolve_name(self, qual: syntax.QualName, failures: list[Failure]) -> Type:
         parts = qual.parts
@@ -320,7 +287,7 @@ class Env:
         return ClassRef(f"{module}.{attr}", dotted(qual))
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
-        args = tuple([self._resolve(a, failures) for a in expr.args])  # no generator: see types._flows
+        args = tuple([self.resolve_type(a, failures) for a in expr.args])  # no generator: see types._flows
         spelled = dotted(expr.head)
         head = _GENERIC_HEADS.get(spelled)
         if head is None:

@@ -87,7 +87,12 @@ class DeclarationChecker:
         #: The environment being built (``declared.env``; an attribute, not a
         #: property, because every type and implementation is resolved through it).
         self.env = self.declared.env
-        #: Memo of :meth:`_error_list`, emptied whenever a name is bound or an error declared.
+        # The memos of name resolution hold what resolved without a diagnostic.
+        # They are valid while the bindings stay as they are, so binding a name
+        # empties them (run() binds every name before it resolves anything).
+        #: Memo of :meth:`type_of`, by written form.
+        self._types: dict[str, Type] = {}
+        #: Memo of :meth:`_error_list`, by written form; also emptied when an error is declared.
         self._error_sets: dict[str, ErrorSet] = {}
         #: Memo of :meth:`_sig`.
         self._sigs: dict[tuple[int, int, int, bool], Sig] = {}
@@ -120,8 +125,8 @@ class DeclarationChecker:
     def _add(self, binding: Binding) -> None:
         first = self.env.bind(binding)
         if first is None:
-            if self._error_sets:
-                self._error_sets.clear()
+            if self._types or self._error_sets:
+                self._forget()
             return
         assert binding.span is not None
         if first.kind is Kind.MODULE_ROOT and binding.kind is Kind.MODULE_ROOT:
@@ -131,6 +136,11 @@ class DeclarationChecker:
         else:
             assert first.span is not None
             self.sink.add(report.duplicate(binding.name, binding.span, first.span))
+
+    def _forget(self) -> None:
+        """Empty the memos of name resolution (the bindings changed)."""
+        self._types.clear()
+        self._error_sets.clear()
 
     def _bind_named(self, decl: _Named) -> None:
         name = decl.name
@@ -150,19 +160,41 @@ class DeclarationChecker:
         else:
             root = decl.module.parts[0]
             self.env.import_plainly(module)
-            self._error_sets.clear()
+            self._forget()
             self._add(Binding(root.text, Kind.MODULE_ROOT, root.span, root.text))
         self.declared.imports.append(TModuleImport(module, decl.alias.text if decl.alias else None, decl.span))
 
     # ------------------------------------------------------------ types
 
     def type_of(self, expr: syntax.TypeExpr) -> Type:
-        """Resolve a type, reporting MCE017 for each unresolvable part (which becomes ``Any``)."""
+        """Resolve a type, reporting MCE017 for each unresolvable part (which becomes ``Any``).
+
+        A spec writes the same few types over and over, and every name is
+        top-level, so a type expression resolves the same way wherever it is
+        written in the file. An expression that resolved without a failure is
+        therefore remembered by its written form and not resolved again: its
+        only side effects, marking names and modules used, happened the first
+        time and are sets. An expression with a failure is resolved afresh at
+        every occurrence, so each occurrence gets its own diagnostics at its
+        own spans.
+        """
+        if type(expr) is syntax.TypeName and len(expr.name.parts) == 1:
+            key = expr.name.parts[0].text  # written(expr) without a call, for the commonest case
+        else:
+            key = written(expr)
+        known = self._types.get(key)
+        if known is None:
+            known = self._fresh_type(expr, key)
+        return known
+
+    def _fresh_type(self, expr: syntax.TypeExpr, key: str | None) -> Type:
+        """:meth:`type_of` without the memo; the type is remembered under ``key`` (if any) when it had no failure."""
         failures: list[Failure] = []
         resolved = self.env.resolve_type(expr, failures)
-        if failures:
-            for failure in failures:
-                self.sink.add(report.unknown(failure.message, failure.span, failure.help, code="MCE017"))
+        for failure in failures:
+            self.sink.add(report.unknown(failure.message, failure.span, failure.help, code="MCE017"))
+        if not failures and key is not None:
+            self._types[key] = resolved
         return resolved
 
     def errors_of(self, exprs: tuple[syntax.TypeExpr, ...], where: str) -> list[tuple[Type, Span]]:
