@@ -123,11 +123,16 @@ class DeclarationChecker:
     # ------------------------------------------------------------ binding
 
     def _add(self, binding: Binding) -> None:
+        """Bind ``binding``, or report why its name is taken."""
         first = self.env.bind(binding)
         if first is None:
             if self._types or self._error_sets:
                 self._forget()
-            return
+        else:
+            self._clash(binding, first)
+
+    def _clash(self, binding: Binding, first: Binding) -> None:
+        """Report ``binding``, whose name ``first`` already took (MCE003), unless both are roots of imports."""
         assert binding.span is not None
         if first.kind is Kind.MODULE_ROOT and binding.kind is Kind.MODULE_ROOT:
             return  # `import a.b` and `import a.c` share the root `a`, as in Python
@@ -143,8 +148,15 @@ class DeclarationChecker:
         self._error_sets.clear()
 
     def _bind_named(self, decl: _Named) -> None:
+        # _add, inlined: this is the one binding of nearly every declaration.
         name = decl.name
-        self._add(_make_binding(name.text, _KINDS[type(decl)], name.span, ""))
+        binding = _make_binding(name.text, _KINDS[type(decl)], name.span, "")
+        first = self.env.bind(binding)
+        if first is None:
+            if self._types or self._error_sets:
+                self._forget()
+        else:
+            self._clash(binding, first)
 
     def _bind_from_import(self, decl: syntax.FromImport) -> None:
         module = decl.module.dotted
