@@ -1,8 +1,8 @@
 """The memos of name resolution change no result and no diagnostic.
 
-:meth:`mcec.check.env.Env.resolve_type` remembers each type expression that
-resolved cleanly by its written form, :class:`~mcec.check.names.DeclarationChecker`
-does the same for ``!`` clauses and shares equal signatures. A problem must
+:meth:`mcec.check.names.DeclarationChecker.type_of` remembers each type
+expression that resolved cleanly by its written form, the checker does the same
+for ``!`` clauses and shares equal signatures. A problem must
 still be reported at every place it is written (the memos only hold what
 resolved without a diagnostic), two spellings of one class must keep their own
 spelling (``ClassRef`` equality ignores it), and checking any spec must give
@@ -11,6 +11,7 @@ exactly what it gives with the memos switched off.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from mcec.check import CheckResult, check
-from mcec.check import env as env_module
+from mcec import syntax
 from mcec.check import names as names_module
+from mcec.check.env import written
+from mcec.diagnostics import DiagnosticSink
 from mcec.parser import parse
 from mcec.render import render_json
 from mcec.span import SourceFile
@@ -118,12 +121,75 @@ def test_each_spelling_of_a_class_keeps_its_spelling() -> None:
     assert fns == {"a": "A -> list[A]", "b": "impl.A -> list[impl.A]", "c": "A -> list[A]"}
 
 
+#: Type expressions that are all different trees (the generic arities need not be right).
+DIFFERENT_TYPES = [
+    "A", "impl.A", "list", "list[A]", "list[impl.A]", "impl.list[A]", "list[A, A]", "list[list[A]]",
+    "dict[str, A]", "dict[str, A | None]", "dict[str | A, None]", "dict[str, A] | None", "A | None",
+    "None | A", "A | None | str", "tuple[A, tuple[A, A]]", "tuple[tuple[A, A], A]", "tuple[A | str]",
+]
+
+
+def type_exprs(types: list[str]) -> list[syntax.TypeExpr]:
+    """Each of ``types`` parsed as the state type of a one-line spec."""
+    found = []
+    for text in types:
+        module = parse(SourceFile("types.mce", f"state {text}\n")).module
+        assert module is not None and isinstance(module.decls[0], syntax.StateDecl), text
+        found.append(module.decls[0].type)
+    return found
+
+
+def test_the_memo_key_of_a_type_tells_every_tree_apart() -> None:
+    keys = [written(expr) for expr in type_exprs(DIFFERENT_TYPES)]
+    assert len(set(keys)) == len(DIFFERENT_TYPES), keys
+    # ... and ignores layout: the same trees written with spaces and comments.
+    spaced = [t.replace("[", " [ ").replace(",", " ,  ").replace("|", "# c\n |") for t in DIFFERENT_TYPES]
+    assert [written(expr) for expr in type_exprs(spaced)] == keys
+
+
+def test_a_generic_without_arguments_has_a_key_of_its_own() -> None:
+    # The grammar never builds one, but the key must not fold it into another tree.
+    (applied,) = type_exprs(["list[A]"])
+    assert isinstance(applied, syntax.TypeApply)
+    assert written(dataclasses.replace(applied, args=())) not in {written(e) for e in type_exprs(DIFFERENT_TYPES)}
+
+
+def test_declarations_are_ordinary_frozen_objects() -> None:
+    """The checker builds them with fast constructors: they must be what the dataclass would build."""
+    text = (
+        "from app.impl import S, A, E\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "error E\n"
+        "step s : A -> A ! E = impl.s\n"
+        "fn f : A -> list[A] = impl.f\n"
+        "pipeline p : A -> list[A] ! E = s >>= f;\n"
+    )
+    module = parse(SourceFile("objects.mce", text)).module
+    assert module is not None
+    declared = names_module.DeclarationChecker(module, DiagnosticSink()).run()
+    made: list[object] = [
+        *declared.env.bindings.values(),
+        *declared.steps.values(),
+        *declared.fns.values(),
+        *declared.pipelines.values(),
+        *[step.impl for step in declared.steps.values()],
+    ]
+    assert {type(obj).__name__ for obj in made} >= {"Binding", "TStep", "TFn", "DeclaredPipeline", "PyRef"}
+    for obj in made:
+        assert dataclasses.is_dataclass(obj)
+        copy = dataclasses.replace(obj)  # type: ignore[type-var]  # through the dataclass __init__
+        assert type(obj) is type(copy) and obj == copy and hash(obj) == hash(copy)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, dataclasses.fields(obj)[0].name, None)
+
+
 @contextmanager
 def memos_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Check with every memo of name resolution switched off."""
     counter = iter(range(1 << 62))
     with monkeypatch.context() as patch:
-        patch.setattr(env_module.Env, "resolve_type", lambda self, expr, failures: self._resolve(expr, failures))
+        patch.setattr(names_module.DeclarationChecker, "type_of", lambda self, expr: self._fresh_type(expr, None))
         # A key that never repeats: `!` clauses are resolved again each time.
         patch.setattr(names_module, "written", lambda expr: f"#{next(counter)}")
         patch.setattr(names_module.DeclarationChecker, "_sig", lambda self, i, o, e, s: Sig(i, o, e, s))

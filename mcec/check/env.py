@@ -20,6 +20,7 @@ import enum
 from dataclasses import dataclass, field
 
 from mcec import syntax
+from mcec.construct import fast_constructor
 from mcec.span import Span
 from mcec.typed import PyRef
 from mcec.types import (
@@ -59,6 +60,10 @@ class Kind(enum.Enum):
 #: The builtin types by name, and the generic heads by name (typed lookups).
 _BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_NAMES}
 _GENERIC_HEADS: dict[str, GenericName] = {head: head for head in GENERIC_ARITY}
+
+#: ``PyRef(...)`` without the frozen dataclass ``__init__``: one is built per
+#: step and fn (see :func:`mcec.construct.fast_constructor`).
+_make_pyref = fast_constructor(PyRef)
 
 #: Kinds a pipeline body may refer to by name.
 CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.PIPELINE)
@@ -110,11 +115,6 @@ class Env:
     used: set[str] = field(default_factory=set)
     #: Plain-imported module paths used by some resolution.
     used_modules: set[str] = field(default_factory=set)
-    #: Memo of :meth:`resolve_type`: each type expression that resolved without
-    #: a failure, by its written form (:func:`written`). Valid while
-    #: ``bindings`` and ``plain_modules`` stay as they are, so :meth:`bind` and
-    #: :meth:`import_plainly` empty it.
-    _types: dict[str, Type] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def with_builtins(cls) -> Env:
@@ -126,17 +126,12 @@ class Env:
 
     def bind(self, binding: Binding) -> Binding | None:
         """Add ``binding``; if its name is taken, keep the first and return it."""
-        existing = self.bindings.get(binding.name)
-        if existing is not None:
-            return existing
-        self.bindings[binding.name] = binding
-        self._types.clear()
-        return None
+        first = self.bindings.setdefault(binding.name, binding)
+        return None if first is binding else first
 
     def import_plainly(self, module: str) -> None:
         """Record a plain ``import module`` (its root is bound separately, with :meth:`bind`)."""
         self.plain_modules.add(module)
-        self._types.clear()
 
     def lookup(self, name: str) -> Binding | None:
         """The binding of ``name`` (marking it used), or None."""
@@ -228,7 +223,7 @@ class Env:
             if binding is not None and (binding.kind is Kind.MODULE or binding.kind is Kind.FROM_IMPORT):
                 self.used.add(first)
                 attr = parts[1].text
-                return PyRef(binding.target, attr, f"{first}.{attr}")
+                return _make_pyref(binding.target, attr, f"{first}.{attr}")
         resolved = self.resolve_path(qual)
         if isinstance(resolved, Failure):
             return resolved
@@ -242,36 +237,14 @@ class Env:
 
         Problems are appended to ``failures`` and the offending part becomes
         ``Any``, so that one bad type does not cause further diagnostics.
-
-        A spec writes the same few types over and over, and every name is
-        top-level, so a type expression resolves the same way wherever it is
-        written in the file. An expression that resolved without a failure is
-        therefore remembered by its written form and not resolved again: its
-        only side effects, marking names and modules used, happened the first
-        time and are sets. An expression with a failure is resolved afresh at
-        every occurrence, so each occurrence gets its own diagnostics at its
-        own spans.
+        (:meth:`mcec.check.names.DeclarationChecker.type_of` remembers the
+        result by the expression's :func:`written` form.)
         """
-        if type(expr) is syntax.TypeName and len(expr.name.parts) == 1:
-            key = expr.name.parts[0].text  # the common case, without a call
-        else:
-            key = written(expr)
-        known = self._types.get(key)
-        if known is not None:
-            return known
-        before = len(failures)
-        resolved = self._resolve(expr, failures)
-        if len(failures) == before:
-            self._types[key] = resolved
-        return resolved
-
-    def _resolve(self, expr: syntax.TypeExpr, failures: list[Failure]) -> Type:
-        """:meth:`resolve_type` without the memo (which is only consulted for a whole expression)."""
         if isinstance(expr, syntax.TypeName):
             return self._resolve_name(expr.name, failures)
         if isinstance(expr, syntax.TypeApply):
             return self._resolve_apply(expr, failures)
-        return union([self._resolve(m, failures) for m in expr.members])
+        return union([self.resolve_type(m, failures) for m in expr.members])
 
     def _resolve_name(self, qual: syntax.QualName, failures: list[Failure]) -> Type:
         parts = qual.parts
@@ -314,7 +287,7 @@ class Env:
         return ClassRef(f"{module}.{attr}", dotted(qual))
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
-        args = tuple([self._resolve(a, failures) for a in expr.args])  # no generator: see types._flows
+        args = tuple([self.resolve_type(a, failures) for a in expr.args])  # no generator: see types._flows
         spelled = dotted(expr.head)
         head = _GENERIC_HEADS.get(spelled)
         if head is None:
@@ -348,7 +321,9 @@ def written(expr: syntax.TypeExpr) -> str:
     one list, so that a deeply nested type costs time linear in its size.
     """
     if type(expr) is syntax.TypeName:
-        return dotted(expr.name)
+        parts = expr.name.parts
+        # dotted(), inlined here and in _write: a one-part name is the usual case.
+        return parts[0].text if len(parts) == 1 else dotted(expr.name)
     if type(expr) is syntax.TypeApply and len(expr.args) == 1:
         head, arg = expr.head.parts, expr.args[0]
         if len(head) == 1 and type(arg) is syntax.TypeName and len(arg.name.parts) == 1:
@@ -361,21 +336,29 @@ def written(expr: syntax.TypeExpr) -> str:
 def _write(expr: syntax.TypeExpr, out: list[str]) -> None:
     """Append the pieces of :func:`written` for ``expr`` to ``out`` (recursive, like resolution)."""
     if type(expr) is syntax.TypeApply:
-        out.append(dotted(expr.head))
+        head = expr.head.parts
+        out.append(head[0].text if len(head) == 1 else dotted(expr.head))
         out.append("[")
         inner, separator, close = expr.args, ",", "]"
     else:
         assert isinstance(expr, syntax.TypeUnion)
         out.append("(")
         inner, separator, close = expr.members, "|", ")"
-    for index, item in enumerate(inner):
-        if index:
-            out.append(separator)
+    for item in inner:
         if type(item) is syntax.TypeName:
-            out.append(dotted(item.name))
+            parts = item.name.parts
+            out.append(parts[0].text if len(parts) == 1 else dotted(item.name))
         else:
             _write(item, out)
-    out.append(close)
+        out.append(separator)
+    # The separator after the last item becomes the closing bracket (cheaper
+    # than asking at every item whether it is the first). The grammar gives
+    # every generic an argument and every union two members; a tree built
+    # otherwise still gets a key of its own.
+    if inner:
+        out[-1] = close
+    else:
+        out.append(close)
 
 
 def _arity_failure(head: GenericName, given: int, span: Span) -> Failure:

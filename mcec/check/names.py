@@ -9,11 +9,14 @@ error declarations, producing a :class:`Declared` for the expression checker.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from mcec import syntax
 from mcec.check import report
 from mcec.check.env import Binding, Env, Failure, Kind, suggest, written
+from mcec.construct import fast_constructor
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
 from mcec.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
@@ -56,8 +59,15 @@ class Declared:
 
 _NO_ERRORS: ErrorSet = frozenset()
 
+# Built per declaration, so built without the frozen dataclass __init__ (one
+# object.__setattr__ call per field): see mcec.construct.fast_constructor.
+_make_binding = fast_constructor(Binding)
+_make_step = fast_constructor(TStep)
+_make_fn = fast_constructor(TFn)
+_make_pipeline = fast_constructor(DeclaredPipeline)
+
 #: The declarations that bind their own name, and what they bind it as.
-_NAMED = (syntax.StepDecl, syntax.FnDecl, syntax.ToolDecl, syntax.PipelineDecl, syntax.ServerDecl)
+_Named: TypeAlias = syntax.StepDecl | syntax.FnDecl | syntax.ToolDecl | syntax.PipelineDecl | syntax.ServerDecl
 _KINDS: dict[type, Kind] = {
     syntax.StepDecl: Kind.STEP,
     syntax.FnDecl: Kind.FN,
@@ -74,58 +84,55 @@ class DeclarationChecker:
         self.module = module
         self.sink = sink
         self.declared = Declared(Env.with_builtins())
-        #: Memo of :meth:`_error_list`, emptied whenever a name is bound or an error declared.
+        #: The environment being built (``declared.env``; an attribute, not a
+        #: property, because every type and implementation is resolved through it).
+        self.env = self.declared.env
+        # The memos of name resolution hold what resolved without a diagnostic.
+        # They are valid while the bindings stay as they are, so binding a name
+        # empties them (run() binds every name before it resolves anything).
+        #: Memo of :meth:`type_of`, by written form.
+        self._types: dict[str, Type] = {}
+        #: Memo of :meth:`_error_list`, by written form; also emptied when an error is declared.
         self._error_sets: dict[str, ErrorSet] = {}
         #: Memo of :meth:`_sig`.
         self._sigs: dict[tuple[int, int, int, bool], Sig] = {}
-
-    @property
-    def env(self) -> Env:
-        """The environment being built."""
-        return self.declared.env
+        #: Where each ``state`` declaration is (a second one is MCE004).
+        self._state_spans: list[Span] = []
 
     def run(self) -> Declared:
-        """Bind all names, then type all declarations (order in the file is irrelevant)."""
+        """Bind all names, then type all declarations (order in the file is irrelevant).
+
+        Three passes over the declarations, each dispatching on the exact
+        class through a table (one dict lookup instead of a chain of
+        isinstance calls): bind every name; then the state, errors and
+        servers; then the signatures, once every error is declared (their
+        ``!`` clauses need it).
+        """
         decls = self.module.decls
-        for decl in decls:
-            self._bind(decl)
-        state_spans: list[Span] = []
-        # Signatures are typed once every error is declared (their `!` clauses need it).
-        signed: list[syntax.StepDecl | syntax.FnDecl | syntax.ToolDecl | syntax.PipelineDecl] = []
-        steps: list[syntax.StepDecl] = []
-        for decl in decls:
-            if isinstance(decl, (syntax.PipelineDecl, syntax.FnDecl, syntax.ToolDecl)):
-                signed.append(decl)
-            elif isinstance(decl, syntax.StepDecl):
-                signed.append(decl)
-                steps.append(decl)
-            elif isinstance(decl, syntax.StateDecl):
-                self._state(decl, state_spans)
-            elif isinstance(decl, syntax.ErrorDecl):
-                self._error_decl(decl)
-            elif isinstance(decl, syntax.ServerDecl):
-                self._server(decl)
-        for decl in signed:
-            if isinstance(decl, syntax.PipelineDecl):
-                self._pipeline(decl)
-            elif isinstance(decl, syntax.StepDecl):
-                self._step(decl)
-            elif isinstance(decl, syntax.FnDecl):
-                self._fn(decl)
-            else:
-                self._tool(decl)
-        if steps and not state_spans:
-            self.sink.add(report.missing_state(steps[0].name.text, steps[0].name.span, [s.name.span for s in steps[1:]]))
+        for table in (_BINDERS, _EARLY, _SIGNED):
+            for decl in decls:
+                handler = table.get(type(decl))
+                if handler is not None:
+                    handler(self, decl)
+        if not self._state_spans:
+            steps = [decl.name for decl in decls if type(decl) is syntax.StepDecl]
+            if steps:
+                self.sink.add(report.missing_state(steps[0].text, steps[0].span, [s.span for s in steps[1:]]))
         return self.declared
 
     # ------------------------------------------------------------ binding
 
     def _add(self, binding: Binding) -> None:
+        """Bind ``binding``, or report why its name is taken."""
         first = self.env.bind(binding)
         if first is None:
-            if self._error_sets:
-                self._error_sets.clear()
-            return
+            if self._types or self._error_sets:
+                self._forget()
+        else:
+            self._clash(binding, first)
+
+    def _clash(self, binding: Binding, first: Binding) -> None:
+        """Report ``binding``, whose name ``first`` already took (MCE003), unless both are roots of imports."""
         assert binding.span is not None
         if first.kind is Kind.MODULE_ROOT and binding.kind is Kind.MODULE_ROOT:
             return  # `import a.b` and `import a.c` share the root `a`, as in Python
@@ -135,40 +142,71 @@ class DeclarationChecker:
             assert first.span is not None
             self.sink.add(report.duplicate(binding.name, binding.span, first.span))
 
-    def _bind(self, decl: syntax.Decl) -> None:
-        kind = _KINDS.get(type(decl))
-        if kind is not None:
-            assert isinstance(decl, _NAMED)
-            name = decl.name
-            self._add(Binding(name.text, kind, name.span))
-        elif isinstance(decl, syntax.FromImport):
-            module = decl.module.dotted
-            for item in decl.names:
-                self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound.span, f"{module}.{item.name.text}"))
-            names = tuple((i.name.text, i.alias.text if i.alias else None) for i in decl.names)
-            self.declared.imports.append(TFromImport(module, names, decl.span))
-        elif isinstance(decl, syntax.ModuleImport):
-            module = decl.module.dotted
-            if decl.alias is not None:
-                self._add(Binding(decl.alias.text, Kind.MODULE, decl.alias.span, module))
-            else:
-                root = decl.module.parts[0]
-                self.env.import_plainly(module)
-                self._error_sets.clear()
-                self._add(Binding(root.text, Kind.MODULE_ROOT, root.span, root.text))
-            self.declared.imports.append(
-                TModuleImport(module, decl.alias.text if decl.alias else None, decl.span)
-            )
+    def _forget(self) -> None:
+        """Empty the memos of name resolution (the bindings changed)."""
+        self._types.clear()
+        self._error_sets.clear()
+
+    def _bind_named(self, decl: _Named) -> None:
+        # _add, inlined: this is the one binding of nearly every declaration.
+        name = decl.name
+        binding = _make_binding(name.text, _KINDS[type(decl)], name.span, "")
+        first = self.env.bind(binding)
+        if first is None:
+            if self._types or self._error_sets:
+                self._forget()
+        else:
+            self._clash(binding, first)
+
+    def _bind_from_import(self, decl: syntax.FromImport) -> None:
+        module = decl.module.dotted
+        for item in decl.names:
+            self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound.span, f"{module}.{item.name.text}"))
+        names = tuple((i.name.text, i.alias.text if i.alias else None) for i in decl.names)
+        self.declared.imports.append(TFromImport(module, names, decl.span))
+
+    def _bind_module_import(self, decl: syntax.ModuleImport) -> None:
+        module = decl.module.dotted
+        if decl.alias is not None:
+            self._add(Binding(decl.alias.text, Kind.MODULE, decl.alias.span, module))
+        else:
+            root = decl.module.parts[0]
+            self.env.import_plainly(module)
+            self._forget()
+            self._add(Binding(root.text, Kind.MODULE_ROOT, root.span, root.text))
+        self.declared.imports.append(TModuleImport(module, decl.alias.text if decl.alias else None, decl.span))
 
     # ------------------------------------------------------------ types
 
     def type_of(self, expr: syntax.TypeExpr) -> Type:
-        """Resolve a type, reporting MCE017 for each unresolvable part (which becomes ``Any``)."""
+        """Resolve a type, reporting MCE017 for each unresolvable part (which becomes ``Any``).
+
+        A spec writes the same few types over and over, and every name is
+        top-level, so a type expression resolves the same way wherever it is
+        written in the file. An expression that resolved without a failure is
+        therefore remembered by its written form and not resolved again: its
+        only side effects, marking names and modules used, happened the first
+        time and are sets. An expression with a failure is resolved afresh at
+        every occurrence, so each occurrence gets its own diagnostics at its
+        own spans.
+        """
+        if type(expr) is syntax.TypeName and len(expr.name.parts) == 1:
+            key = expr.name.parts[0].text  # written(expr) without a call, for the commonest case
+        else:
+            key = written(expr)
+        known = self._types.get(key)
+        if known is None:
+            known = self._fresh_type(expr, key)
+        return known
+
+    def _fresh_type(self, expr: syntax.TypeExpr, key: str | None) -> Type:
+        """:meth:`type_of` without the memo; the type is remembered under ``key`` (if any) when it had no failure."""
         failures: list[Failure] = []
         resolved = self.env.resolve_type(expr, failures)
-        if failures:
-            for failure in failures:
-                self.sink.add(report.unknown(failure.message, failure.span, failure.help, code="MCE017"))
+        for failure in failures:
+            self.sink.add(report.unknown(failure.message, failure.span, failure.help, code="MCE017"))
+        if not failures and key is not None:
+            self._types[key] = resolved
         return resolved
 
     def errors_of(self, exprs: tuple[syntax.TypeExpr, ...], where: str) -> list[tuple[Type, Span]]:
@@ -198,8 +236,8 @@ class DeclarationChecker:
                 found.append(member)
         return found
 
-    def _error_list(self, errors: syntax.ErrorList | None, owner: tuple[str, syntax.Name]) -> ErrorSet:
-        """The error set of the ``!`` clause of ``owner`` (its kind and name, for MCE018).
+    def _error_list(self, errors: syntax.ErrorList | None, kind: str, owner: syntax.Name) -> ErrorSet:
+        """The error set of the ``!`` clause of ``owner``, a ``kind`` (for MCE018).
 
         A clause that raised no diagnostic is remembered by its written form,
         like types in :meth:`Env.resolve_type`: while the bindings and the
@@ -211,12 +249,13 @@ class DeclarationChecker:
         if errors is None:
             return _NO_ERRORS
         exprs = errors.errors
-        key = written(exprs[0]) if len(exprs) == 1 else ";".join([written(e) for e in exprs])
+        # map, not a list comprehension: no frame of its own for the usual one or two entries.
+        key = written(exprs[0]) if len(exprs) == 1 else ";".join(map(written, exprs))
         known = self._error_sets.get(key)
         if known is not None:
             return known
         reported = len(self.sink.items)
-        where = f"of {owner[0]} `{owner[1].text}`"
+        where = f"of {kind} `{owner.text}`"
         found = frozenset([member for expr in exprs for member in self._error_types(expr, where)])
         if len(self.sink.items) == reported:
             self._error_sets[key] = found
@@ -245,7 +284,8 @@ class DeclarationChecker:
 
     # ------------------------------------------------------------ declarations
 
-    def _state(self, decl: syntax.StateDecl, spans: list[Span]) -> None:
+    def _state(self, decl: syntax.StateDecl) -> None:
+        spans = self._state_spans
         spans.append(decl.span)
         state = self.type_of(decl.type)  # resolved even when rejected: its import is used
         if len(spans) > 1:
@@ -274,18 +314,19 @@ class DeclarationChecker:
             self.declared.servers[decl.name.text] = TServer(decl.name.text, decl.command, decl.span)
 
     def _step(self, decl: syntax.StepDecl) -> None:
+        name = decl.name
         input, output = self.type_of(decl.input), self.type_of(decl.output)
-        sig = self._sig(input, output, self._error_list(decl.errors, ("step", decl.name)), True)
-        impl = self._impl(decl.impl)
-        self.declared.steps.setdefault(decl.name.text, TStep(decl.name.text, decl.is_async, sig, impl, decl.span))
+        sig = self._sig(input, output, self._error_list(decl.errors, "step", name), True)
+        step = _make_step(name.text, decl.is_async, sig, self._impl(decl.impl), decl.span)
+        self.declared.steps.setdefault(name.text, step)
 
     def _fn(self, decl: syntax.FnDecl) -> None:
         sig = self._sig(self.type_of(decl.input), self.type_of(decl.output), _NO_ERRORS, False)
-        impl = self._impl(decl.impl)
-        self.declared.fns.setdefault(decl.name.text, TFn(decl.name.text, sig, impl, decl.span))
+        fn = _make_fn(decl.name.text, sig, self._impl(decl.impl), decl.span)
+        self.declared.fns.setdefault(decl.name.text, fn)
 
     def _tool(self, decl: syntax.ToolDecl) -> None:
-        errors = self._error_list(decl.errors, ("tool", decl.name)) | {TOOL_FAILED, TOOL_UNAVAILABLE}
+        errors = self._error_list(decl.errors, "tool", decl.name) | {TOOL_FAILED, TOOL_UNAVAILABLE}
         sig = Sig(self.type_of(decl.input), self.type_of(decl.output), errors, False)
         binding = self.env.lookup(decl.server.text)
         if binding is None or binding.kind is not Kind.SERVER:
@@ -304,9 +345,30 @@ class DeclarationChecker:
         self.declared.tools.setdefault(decl.name.text, tool)
 
     def _pipeline(self, decl: syntax.PipelineDecl) -> None:
-        errors = None if decl.errors is None else self._error_list(decl.errors, ("pipeline", decl.name))
-        declared = DeclaredPipeline(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
+        errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
+        declared = _make_pipeline(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
         self.declared.pipelines.setdefault(decl.name.text, declared)
+
+
+# The passes of DeclarationChecker.run: which method handles each class of
+# declaration in each (a declaration absent from a table is skipped there).
+_Handler: TypeAlias = Callable[[DeclarationChecker, Any], None]
+_BINDERS: dict[type, _Handler] = {
+    **{cls: DeclarationChecker._bind_named for cls in _KINDS},
+    syntax.FromImport: DeclarationChecker._bind_from_import,
+    syntax.ModuleImport: DeclarationChecker._bind_module_import,
+}
+_EARLY: dict[type, _Handler] = {
+    syntax.StateDecl: DeclarationChecker._state,
+    syntax.ErrorDecl: DeclarationChecker._error_decl,
+    syntax.ServerDecl: DeclarationChecker._server,
+}
+_SIGNED: dict[type, _Handler] = {
+    syntax.StepDecl: DeclarationChecker._step,
+    syntax.FnDecl: DeclarationChecker._fn,
+    syntax.ToolDecl: DeclarationChecker._tool,
+    syntax.PipelineDecl: DeclarationChecker._pipeline,
+}
 
 
 def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnostic]:
