@@ -148,15 +148,8 @@ class DeclarationChecker:
         self._error_sets.clear()
 
     def _bind_named(self, decl: _Named) -> None:
-        # _add, inlined: this is the one binding of nearly every declaration.
         name = decl.name
-        binding = _make_binding(name.text, _KINDS[type(decl)], name.span, "")
-        first = self.env.bind(binding)
-        if first is None:
-            if self._types or self._error_sets:
-                self._forget()
-        else:
-            self._clash(binding, first)
+        self._add(_make_binding(name.text, _KINDS[type(decl)], name.span, ""))
 
     def _bind_from_import(self, decl: syntax.FromImport) -> None:
         module = decl.module.dotted
