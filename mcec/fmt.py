@@ -220,10 +220,10 @@ class _Formatter:
     def __init__(self, module: s.Module, text: str) -> None:
         self.module = module
         self.text = text
-        self.comments = sorted(module.comments, key=lambda c: c.span.start)
-        self.comment_starts = [c.span.start for c in self.comments]
-        self.comment_ends_by_start = {c.span.start: c.span.start + len(c.text) for c in self.comments}
-        self.comment_starts_by_end = {c.span.start + len(c.text): c.span.start for c in self.comments}
+        self.comments = sorted(module.comments, key=lambda c: c.start)
+        self.comment_starts = [c.start for c in self.comments]
+        self.comment_ends_by_start = {c.start: c.start + len(c.text) for c in self.comments}
+        self.comment_starts_by_end = {c.start + len(c.text): c.start for c in self.comments}
         self._flat: dict[int, str] = {}
         self._breaks: dict[int, bool] = {}
 
@@ -325,10 +325,10 @@ class _Formatter:
             result = False
         elif isinstance(e, s.Bind):
             result = any(self.must_break(p) for p in e.parts) or any(
-                self.has_comment(a.span.end, b.span.start) for a, b in zip(e.parts, e.parts[1:])
+                self.has_comment(a.end, b.start) for a, b in zip(e.parts, e.parts[1:])
             )
         elif isinstance(e, s.Par):
-            bounds = [e.keyword.end, *(x for b in e.branches for x in (b.span.start, b.span.end)), e.span.end]
+            bounds = [e.keyword.end, *(x for b in e.branches for x in (b.start, b.end)), e.end]
             result = any(self.must_break(b) for b in e.branches) or any(
                 self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
             )
@@ -338,13 +338,13 @@ class _Formatter:
             result = (
                 self.must_break(e.body)
                 or self.must_break(e.handler)
-                or self.has_comment(e.body.span.end, e.keyword.start)
+                or self.has_comment(e.body.end, e.keyword.start)
             )
         else:
             result = (
                 self.must_break(e.body)
                 or self.must_break(e.fallback)
-                or self.has_comment(e.body.span.end, e.keyword.start)
+                or self.has_comment(e.body.end, e.keyword.start)
             )
         self._breaks[key] = result
         return result
@@ -360,7 +360,7 @@ class _Formatter:
         if not self.must_break(e):
             text = self.flat(e)
             if column + len(text) + tail <= LINE_LENGTH:
-                return [_Line(indent, text, e.span.start, e.span.end)]
+                return [_Line(indent, text, e.start, e.end)]
         return self.broken(e, indent, column, tail)
 
     def layout_term(self, e: s.Expr, indent: int, column: int, tail: int) -> list[_Line]:
@@ -371,11 +371,11 @@ class _Formatter:
         if not self.must_break(e):
             text = f"({self.flat(e)})"
             if column + len(text) + tail <= LINE_LENGTH:
-                return [_Line(indent, text, e.span.start, e.span.end)]
+                return [_Line(indent, text, e.start, e.end)]
         inner = self.layout(e, indent + INDENT, indent + INDENT, 0)
         inner[0].indent = indent + INDENT
-        opening = self.bracket_before(e.span.start, "(")
-        closing = self.bracket_after(e.span.end, ")")
+        opening = self.bracket_before(e.start, "(")
+        closing = self.bracket_after(e.end, ")")
         return [
             _Line(indent, "(", opening, opening + 1, opens=True),
             *inner,
@@ -386,7 +386,7 @@ class _Formatter:
         """``e`` over several lines (the style's rules per construct)."""
         deeper = indent + INDENT
         if isinstance(e, s.Ref):
-            return [_Line(indent, e.name.text, e.span.start, e.span.end)]
+            return [_Line(indent, e.name.text, e.start, e.end)]
         if isinstance(e, s.Bind):
             lines = self.layout_term(e.parts[0], indent, column, 0)
             for index, part in enumerate(e.parts[1:], start=1):
@@ -394,7 +394,7 @@ class _Formatter:
                 lines.extend(self.prefixed(">>= ", part, deeper, tail if last else 0, term=True))
             return lines
         if isinstance(e, s.Par):
-            lines = [_Line(indent, "par <", e.span.start, e.keyword.end, opens=True)]
+            lines = [_Line(indent, "par <", e.start, e.keyword.end, opens=True)]
             for index, branch in enumerate(e.branches):
                 last = index == len(e.branches) - 1
                 branch_lines = self.layout(branch, deeper, deeper, 0 if last else 1)
@@ -402,13 +402,13 @@ class _Formatter:
                 if not last:
                     branch_lines[-1].text += ","
                 lines.extend(branch_lines)
-            lines.append(_Line(indent, ">", e.span.end - 1, e.span.end, kind="close"))
+            lines.append(_Line(indent, ">", e.end - 1, e.end, kind="close"))
             return lines
         if isinstance(e, (s.Each, s.Local)):
             prefix = self.each_prefix(e) if isinstance(e, s.Each) else "local "
             lines = self.layout_term(e.body, indent, column + len(prefix), tail)
             lines[0].text = prefix + lines[0].text
-            lines[0].first = e.span.start
+            lines[0].first = e.start
             return lines
         if isinstance(e, s.Catch):
             body = (
@@ -450,7 +450,7 @@ class _Formatter:
                 group_type = s.ServerDecl if isinstance(decl, s.ServerDecl) else _Aligned
                 end = index + 1
                 while end < len(decls) and _same_table(decls[end], group_type) and not self.gap_has_blank(
-                    decls[end - 1].span.end, decls[end].span.start
+                    decls[end - 1].end, decls[end].start
                 ):
                     end += 1
                 group = decls[index:end]
@@ -472,7 +472,7 @@ class _Formatter:
         lines = []
         for decl, (head, sig, impl) in zip(group, parts):
             text = f"{head.ljust(colon)} : {sig.ljust(equals)} = {impl}"
-            lines.append(_Line(0, text, decl.span.start, decl.span.end, kind="item"))
+            lines.append(_Line(0, text, decl.start, decl.end, kind="item"))
         return lines
 
     def server_table(self, group: list[s.ServerDecl]) -> list[_Line]:
@@ -481,7 +481,7 @@ class _Formatter:
         for decl in group:
             literal = self.text[decl.command_span.start : decl.command_span.end]
             text = f"server {decl.name.text.ljust(width)} = stdio {literal}"
-            lines.append(_Line(0, text, decl.span.start, decl.span.end, kind="item"))
+            lines.append(_Line(0, text, decl.start, decl.end, kind="item"))
         return lines
 
     def declaration(self, decl: s.Decl) -> list[_Line]:
@@ -498,33 +498,33 @@ class _Formatter:
             text = f"error {_type(decl.type)}"
         else:  # pragma: no cover - tables are handled by the caller
             raise FormatError(f"unexpected declaration {type(decl).__name__}")
-        return [_Line(0, text, decl.span.start, decl.span.end, kind="item")]
+        return [_Line(0, text, decl.start, decl.end, kind="item")]
 
     def pipeline(self, decl: s.PipelineDecl) -> list[_Line]:
         header = f"pipeline {decl.name.text} : {_signature(decl.input, decl.output, decl.errors)}"
-        header_end = (decl.errors or decl.output).span.end
+        header_end = (decl.errors or decl.output).end
         body = decl.body
         if isinstance(body, s.Block):
-            if not body.statements and not self.has_comment(header_end, body.span.end):
-                return [_Line(0, header + " {}", decl.span.start, decl.span.end, kind="item")]
-            lines = [_Line(0, header + " {", decl.span.start, header_end, kind="item", opens=True)]
+            if not body.statements and not self.has_comment(header_end, body.end):
+                return [_Line(0, header + " {}", decl.start, decl.end, kind="item")]
+            lines = [_Line(0, header + " {", decl.start, header_end, kind="item", opens=True)]
             for statement in body.statements:
                 prefix = "step " if statement.has_step_keyword else ""
                 part: list[_Line] = self.layout(statement.expr, INDENT, INDENT + len(prefix), 1)
                 part[0].text = prefix + part[0].text
                 part[0].indent = INDENT
-                part[0].first = statement.span.start
+                part[0].first = statement.start
                 part[0].kind = "item"
                 part[-1].text += ";"
                 lines.extend(part)
-            lines.append(_Line(0, "}", body.span.end - 1, body.span.end, kind="close"))
+            lines.append(_Line(0, "}", body.end - 1, body.end, kind="close"))
             return lines
-        flat_ok = not self.must_break(body) and not self.has_comment(header_end, body.span.start)
+        flat_ok = not self.must_break(body) and not self.has_comment(header_end, body.start)
         if flat_ok:
             text = f"{header} = {self.flat(body)};"
             if len(text) <= LINE_LENGTH:
-                return [_Line(0, text, decl.span.start, body.span.end, kind="item")]
-        lines = [_Line(0, header + " =", decl.span.start, header_end, kind="item", opens=True)]
+                return [_Line(0, text, decl.start, body.end, kind="item")]
+        lines = [_Line(0, header + " =", decl.start, header_end, kind="item", opens=True)]
         part = self.layout(body, INDENT, INDENT, 1)
         part[0].indent = INDENT
         part[-1].text += ";"
@@ -557,35 +557,35 @@ class _Formatter:
             nonlocal prev_end, after_opener
             blank_before(start, allowed)
             out.append(" " * indent + comment.text.rstrip())
-            prev_end = max(prev_end or 0, comment.span.end)
+            prev_end = max(prev_end or 0, comment.end)
             after_opener = False
 
         def trails(comment: s.Comment) -> bool:
             return (
                 prev_line is not None
                 and not prev_trailing
-                and comment.span.start >= prev_line.last
-                and "\n" not in self.text[prev_line.last : comment.span.start]
+                and comment.start >= prev_line.last
+                and "\n" not in self.text[prev_line.last : comment.start]
             )
 
         def attach_trailing(comment: s.Comment) -> None:
             nonlocal prev_end, prev_trailing
             out[prev_index] += "  " + comment.text.rstrip()
-            prev_end = max(prev_end or 0, comment.span.end)
+            prev_end = max(prev_end or 0, comment.end)
             prev_trailing = True
 
         for line in lines:
             allowed = line.kind in ("item", "close")
             # comments before the line: trailing the previous line, or on their own
-            while next_comment < len(comments) and comments[next_comment].span.start < line.first:
+            while next_comment < len(comments) and comments[next_comment].start < line.first:
                 comment = comments[next_comment]
                 if trails(comment):
                     attach_trailing(comment)
                 else:
-                    own_line(comment, line.comment_indent, comment.span.start, allowed)
+                    own_line(comment, line.comment_indent, comment.start, allowed)
                 next_comment += 1
             # comments inside the line: hoisted above it
-            while next_comment < len(comments) and comments[next_comment].span.start < line.last:
+            while next_comment < len(comments) and comments[next_comment].start < line.last:
                 own_line(comments[next_comment], line.comment_indent, line.first, line.kind == "item")
                 next_comment += 1
             blank_before(line.first, line.kind == "item")
@@ -600,7 +600,7 @@ class _Formatter:
             if trails(comment):
                 attach_trailing(comment)
             else:
-                own_line(comment, 0, comment.span.start, True)
+                own_line(comment, 0, comment.start, True)
             next_comment += 1
         return "\n".join(out) + "\n" if out else ""
 
