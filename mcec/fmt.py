@@ -466,14 +466,46 @@ class _Formatter:
 
     def table(self, group: list[_Aligned]) -> list[_Line]:
         parts = [_table_parts(d) for d in group]
-        colon = max(len(head) for head, _, _ in parts)
-        fitting = [len(sig) for _, sig, _ in parts if colon + 3 + len(sig) <= ALIGN_LIMIT]
+        # A row too long even without the alignment is broken out of the table and takes no part in it.
+        rows = [len(f"{head} : {sig} = {impl}") <= LINE_LENGTH for head, sig, impl in parts]
+        colon = max((len(head) for (head, _, _), row in zip(parts, rows) if row), default=0)
+        fitting = [len(sig) for (_, sig, _), row in zip(parts, rows) if row and colon + 3 + len(sig) <= ALIGN_LIMIT]
         equals = max(fitting, default=0)
         lines = []
-        for decl, (head, sig, impl) in zip(group, parts):
+        for decl, (head, sig, impl), row in zip(group, parts, rows):
+            if not row:
+                lines.extend(self.long_table_row(decl, head, sig, impl))
+                continue
             text = f"{head.ljust(colon)} : {sig.ljust(equals)} = {impl}"
             lines.append(_Line(0, text, decl.start, decl.end, kind="item"))
         return lines
+
+    def long_table_row(self, decl: _Aligned, head: str, sig: str, impl: str) -> list[_Line]:
+        """A step, fn or tool too long for one line, out of the table's alignment.
+
+        The implementation moves to a line of its own; if the signature still
+        does not fit beside the name, the signature and the ``!`` clause get a
+        line each too (types themselves are never broken)::
+
+            step name : A -> B ! E         step a_long_name
+                = impl.name                    : dict[str, list[A]] -> B
+                                               ! E1 | E2
+                                               = impl.a_long_name
+        """
+        errors = None if isinstance(decl, s.FnDecl) else decl.errors
+        signature_end = (errors or decl.output).end
+        impl_start = decl.server.start if isinstance(decl, s.ToolDecl) else decl.impl.start
+        impl_line = _Line(INDENT, f"= {impl}", impl_start, decl.end)
+        first = f"{head} : {sig}"
+        if len(first) <= LINE_LENGTH:
+            return [_Line(0, first, decl.start, signature_end, kind="item"), impl_line]
+        lines = [
+            _Line(0, head, decl.start, decl.name.end, kind="item"),
+            _Line(INDENT, f": {_type(decl.input)} -> {_type(decl.output)}", decl.input.start, decl.output.end),
+        ]
+        if errors is not None:
+            lines.append(_Line(INDENT, _errors(errors).lstrip(), errors.start, errors.end))
+        return [*lines, impl_line]
 
     def server_table(self, group: list[s.ServerDecl]) -> list[_Line]:
         width = max(len(d.name.text) for d in group)
@@ -502,22 +534,15 @@ class _Formatter:
 
     def pipeline(self, decl: s.PipelineDecl) -> list[_Line]:
         header = f"pipeline {decl.name.text} : {_signature(decl.input, decl.output, decl.errors)}"
+        if len(header) + 2 > LINE_LENGTH:  # no room for " {" or " ="
+            return self.long_pipeline(decl)
         header_end = (decl.errors or decl.output).end
         body = decl.body
         if isinstance(body, s.Block):
             if not body.statements and not self.has_comment(header_end, body.end):
                 return [_Line(0, header + " {}", decl.start, decl.end, kind="item")]
             lines = [_Line(0, header + " {", decl.start, header_end, kind="item", opens=True)]
-            for statement in body.statements:
-                prefix = "step " if statement.has_step_keyword else ""
-                part: list[_Line] = self.layout(statement.expr, INDENT, INDENT + len(prefix), 1)
-                part[0].text = prefix + part[0].text
-                part[0].indent = INDENT
-                part[0].first = statement.start
-                part[0].kind = "item"
-                part[-1].text += ";"
-                lines.extend(part)
-            lines.append(_Line(0, "}", body.end - 1, body.end, kind="close"))
+            lines.extend(self.statements(body))
             return lines
         flat_ok = not self.must_break(body) and not self.has_comment(header_end, body.start)
         if flat_ok:
@@ -527,6 +552,51 @@ class _Formatter:
         lines = [_Line(0, header + " =", decl.start, header_end, kind="item", opens=True)]
         part = self.layout(body, INDENT, INDENT, 1)
         part[0].indent = INDENT
+        part[-1].text += ";"
+        return lines + part
+
+    def statements(self, body: s.Block) -> list[_Line]:
+        """The statements of a block, one level in, and its closing brace."""
+        lines: list[_Line] = []
+        for statement in body.statements:
+            prefix = "step " if statement.has_step_keyword else ""
+            part: list[_Line] = self.layout(statement.expr, INDENT, INDENT + len(prefix), 1)
+            part[0].text = prefix + part[0].text
+            part[0].indent = INDENT
+            part[0].first = statement.start
+            part[0].kind = "item"
+            part[-1].text += ";"
+            lines.extend(part)
+        lines.append(_Line(0, "}", body.end - 1, body.end, kind="close"))
+        return lines
+
+    def long_pipeline(self, decl: s.PipelineDecl) -> list[_Line]:
+        """A pipeline whose header does not fit on one line: the signature and ``!`` clause one level in.
+
+        ::
+
+            pipeline name                         pipeline name
+                : dict[str, list[A]] -> B             : dict[str, list[A]] -> B
+                ! E1 | E2 {                           ! E1 | E2
+                step a >>= b;                         = a >>= b;
+            }
+        """
+        lines = [
+            _Line(0, f"pipeline {decl.name.text}", decl.start, decl.name.end, kind="item"),
+            _Line(INDENT, f": {_type(decl.input)} -> {_type(decl.output)}", decl.input.start, decl.output.end),
+        ]
+        if decl.errors is not None:
+            lines.append(_Line(INDENT, _errors(decl.errors).lstrip(), decl.errors.start, decl.errors.end))
+        body = decl.body
+        if isinstance(body, s.Block):
+            if not body.statements and not self.has_comment(lines[-1].last, body.end):
+                lines[-1].text += " {}"
+                lines[-1].last = body.end
+                return lines
+            lines[-1].text += " {"
+            lines[-1].opens = True
+            return lines + self.statements(body)
+        part = self.prefixed("= ", body, INDENT, 1, term=False)
         part[-1].text += ";"
         return lines + part
 

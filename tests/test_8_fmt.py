@@ -98,7 +98,81 @@ def test_a_very_long_signature_does_not_widen_the_table() -> None:
     long_type = "tuple[" + ", ".join(f"Type{i}" for i in range(12)) + "]"
     out = format_text(f"fn a : int -> int = m.a\nfn b : {long_type} -> int = m.b\n")
     assert out.splitlines()[0] == "fn a : int -> int = m.a"
-    assert out.splitlines()[1] == f"fn b : {long_type} -> int = m.b"
+    assert out.splitlines()[1:] == ["fn b", f"    : {long_type} -> int", "    = m.b"]
+
+
+LONG = "dict[str, list[tuple[Plan, SearchResults, Answer, Plan, Plan, Plan, Plan, Plan, Plan, Plan, Plan]]]"
+
+
+def test_a_declaration_too_long_for_a_line_is_broken_before_its_parts() -> None:
+    """Past 100 columns: the implementation gets a line, then the signature and the `!` clause too."""
+    out = format_text(
+        f"step s : A -> B ! E = impl.{'s' * 90}\n"
+        f"step t : A -> {LONG} ! E1 | E2 = impl.t\n"
+        f"fn f : {LONG} -> A = impl.f\n"
+        f"tool x : A -> {LONG} ! E = srv.x\n"
+        "step u : A -> B = impl.u\n"
+    )
+    assert out.splitlines() == [
+        "step s : A -> B ! E",
+        f"    = impl.{'s' * 90}",
+        "step t",
+        f"    : A -> {LONG}",
+        "    ! E1 | E2",
+        "    = impl.t",
+        "fn f",
+        f"    : {LONG} -> A",
+        "    = impl.f",
+        "tool x",
+        f"    : A -> {LONG}",
+        "    ! E",
+        "    = srv.x",
+        "step u : A -> B = impl.u",
+    ]
+    assert format_text(out) == out
+
+
+def test_a_pipeline_header_too_long_for_a_line_is_broken() -> None:
+    out = format_text(
+        f"pipeline p : A -> {LONG} ! E = a >>= b;\n"
+        f"pipeline q : A -> {LONG} {{ step a; b; }}\n"
+        f"pipeline r : A -> {LONG} {{}}\n"
+    )
+    assert out.splitlines() == [
+        "pipeline p",
+        f"    : A -> {LONG}",
+        "    ! E",
+        "    = a >>= b;",
+        "pipeline q",
+        f"    : A -> {LONG} {{",
+        "    step a;",
+        "    b;",
+        "}",
+        "pipeline r",
+        f"    : A -> {LONG} {{}}",
+    ]
+    assert format_text(out) == out
+
+
+def test_comments_inside_a_broken_declaration_stay_where_they_were() -> None:
+    text = (
+        f"step t # after the name\n  : A -> {LONG} # after the signature\n"
+        "  ! E # after the errors\n  = impl.t # after the implementation\n"
+        f"pipeline p # name\n  : A -> {LONG} # sig\n  {{ # open\n  a; # stmt\n}}\n"
+    )
+    out = format_text(text)
+    assert out.splitlines() == [
+        "step t  # after the name",
+        f"    : A -> {LONG}  # after the signature",
+        "    ! E  # after the errors",
+        "    = impl.t  # after the implementation",
+        "pipeline p  # name",
+        f"    : A -> {LONG} {{  # sig",
+        "    # open",
+        "    a;  # stmt",
+        "}",
+    ]
+    assert format_text(out) == out
 
 
 def test_servers_align_and_keep_their_string_as_written() -> None:
