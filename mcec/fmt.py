@@ -499,13 +499,7 @@ class _Formatter:
         first = f"{head} : {sig}"
         if len(first) <= LINE_LENGTH:
             return [_Line(0, first, decl.start, signature_end, kind="item"), impl_line]
-        lines = [
-            _Line(0, head, decl.start, decl.name.end, kind="item"),
-            _Line(INDENT, f": {_type(decl.input)} -> {_type(decl.output)}", decl.input.start, decl.output.end),
-        ]
-        if errors is not None:
-            lines.append(_Line(INDENT, _errors(errors).lstrip(), errors.start, errors.end))
-        return [*lines, impl_line]
+        return [*_broken_header(decl, head, errors), impl_line]
 
     def server_table(self, group: list[s.ServerDecl]) -> list[_Line]:
         width = max(len(d.name.text) for d in group)
@@ -581,12 +575,7 @@ class _Formatter:
                 step a >>= b;                         = a >>= b;
             }
         """
-        lines = [
-            _Line(0, f"pipeline {decl.name.text}", decl.start, decl.name.end, kind="item"),
-            _Line(INDENT, f": {_type(decl.input)} -> {_type(decl.output)}", decl.input.start, decl.output.end),
-        ]
-        if decl.errors is not None:
-            lines.append(_Line(INDENT, _errors(decl.errors).lstrip(), decl.errors.start, decl.errors.end))
+        lines = _broken_header(decl, f"pipeline {decl.name.text}", decl.errors)
         body = decl.body
         if isinstance(body, s.Block):
             if not body.statements and not self.has_comment(lines[-1].last, body.end):
@@ -678,6 +667,20 @@ class _Formatter:
 def _needs_term_parens(e: s.Expr) -> bool:
     """Where the grammar wants a term (bind parts, handlers, ``each``/``local`` bodies)."""
     return isinstance(e, (s.Bind, s.Catch, s.OrElse))
+
+
+def _broken_header(
+    decl: _Aligned | s.PipelineDecl, head: str, errors: s.ErrorList | None
+) -> list[_Line]:
+    """A declaration's head (``step name``, ``pipeline name``) alone, then ``: A -> B`` and ``! E…`` one level in."""
+    input_type, output_type = decl.input, decl.output
+    lines = [
+        _Line(0, head, decl.start, decl.name.end, kind="item"),
+        _Line(INDENT, f": {_type(input_type)} -> {_type(output_type)}", input_type.start, output_type.end),
+    ]
+    if errors is not None:
+        lines.append(_Line(INDENT, _errors(errors).lstrip(), errors.start, errors.end))
+    return lines
 
 
 def _same_table(decl: s.Decl, group_type: object) -> bool:
