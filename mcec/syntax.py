@@ -89,8 +89,9 @@ class QualName(Node):
 
     @property
     def dotted(self) -> str:
-        """The name joined with dots, as written."""
-        return ".".join(part.text for part in self.parts)
+        """The name joined with dots, as written (a one-part name without a join: most are one part)."""
+        parts = self.parts
+        return parts[0].text if len(parts) == 1 else ".".join([part.text for part in parts])
 
 
 # ---------------------------------------------------------------- type syntax

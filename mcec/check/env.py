@@ -228,7 +228,7 @@ class Env:
         if isinstance(resolved, Failure):
             return resolved
         module, attr = resolved
-        return PyRef(module, attr, dotted(qual))
+        return PyRef(module, attr, qual.dotted)
 
     # ------------------------------------------------------------------ types
 
@@ -284,11 +284,11 @@ class Env:
             failures.append(Failure(resolved.message.replace("unknown name", "unknown type"), resolved.span, resolved.help))
             return ANY
         module, attr = resolved
-        return ClassRef(f"{module}.{attr}", dotted(qual))
+        return ClassRef(f"{module}.{attr}", qual.dotted)
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
         args = tuple([self.resolve_type(a, failures) for a in expr.args])  # no generator: see types._flows
-        spelled = dotted(expr.head)
+        spelled = expr.head.dotted
         head = _GENERIC_HEADS.get(spelled)
         if head is None:
             failures.append(
@@ -306,12 +306,6 @@ class Env:
         return Generic(head, args)
 
 
-def dotted(qual: syntax.QualName) -> str:
-    """``qual.dotted`` without joining a one-part name."""
-    parts = qual.parts
-    return parts[0].text if len(parts) == 1 else ".".join([p.text for p in parts])
-
-
 def written(expr: syntax.TypeExpr) -> str:
     """A type expression as written, without spaces or comments: the key of the memos of types.
 
@@ -321,9 +315,7 @@ def written(expr: syntax.TypeExpr) -> str:
     one list, so that a deeply nested type costs time linear in its size.
     """
     if type(expr) is syntax.TypeName:
-        parts = expr.name.parts
-        # dotted(), inlined here and in _write: a one-part name is the usual case.
-        return parts[0].text if len(parts) == 1 else dotted(expr.name)
+        return expr.name.dotted
     if type(expr) is syntax.TypeApply and len(expr.args) == 1:
         head, arg = expr.head.parts, expr.args[0]
         if len(head) == 1 and type(arg) is syntax.TypeName and len(arg.name.parts) == 1:
@@ -336,8 +328,7 @@ def written(expr: syntax.TypeExpr) -> str:
 def _write(expr: syntax.TypeExpr, out: list[str]) -> None:
     """Append the pieces of :func:`written` for ``expr`` to ``out`` (recursive, like resolution)."""
     if type(expr) is syntax.TypeApply:
-        head = expr.head.parts
-        out.append(head[0].text if len(head) == 1 else dotted(expr.head))
+        out.append(expr.head.dotted)
         out.append("[")
         inner, separator, close = expr.args, ",", "]"
     else:
@@ -346,8 +337,7 @@ def _write(expr: syntax.TypeExpr, out: list[str]) -> None:
         inner, separator, close = expr.members, "|", ")"
     for item in inner:
         if type(item) is syntax.TypeName:
-            parts = item.name.parts
-            out.append(parts[0].text if len(parts) == 1 else dotted(item.name))
+            out.append(item.name.dotted)
         else:
             _write(item, out)
         out.append(separator)
