@@ -34,8 +34,9 @@ from mcec.fastinit import fast_constructor
 class Span:
     """A half-open range ``[start, end)`` of a source file's text.
 
-    Only the file and the two offsets are stored (cheap to build: the parser
-    makes one per token and per node); ``path``, ``line``, ``column``,
+    Only the file and the two offsets are stored (cheap to build: typed nodes
+    and diagnostics hold one each, and a syntax node makes one whenever its
+    ``span`` is read); ``path``, ``line``, ``column``,
     ``end_line`` and ``end_column`` are derived through
     :meth:`SourceFile.position` each time they are read. Equality and hash are
     those of ``(source, start, end)``.

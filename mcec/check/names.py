@@ -233,7 +233,7 @@ class DeclarationChecker:
         """The error set of the ``!`` clause of ``owner``, a ``kind`` (for MCE018).
 
         A clause that raised no diagnostic is remembered by its written form,
-        like types in :meth:`Env.resolve_type`: while the bindings and the
+        like types in :meth:`type_of`: while the bindings and the
         declared errors stay the same it means the same errors everywhere, and
         its side effects (marking names and errors used) happened the first
         time. A clause with a diagnostic is checked again at every occurrence,
