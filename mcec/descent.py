@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import keyword
 import re
 from collections.abc import Callable
 from itertools import accumulate, repeat
@@ -33,7 +32,7 @@ from typing import Any, Final, NoReturn
 from mcec import construct as c
 from mcec import syntax as s
 from mcec.span import SourceFile, Span
-from mcec.syntax_errors import KEYWORDS, SPELLING
+from mcec.syntax_errors import KEYWORDS, PYTHON_KEYWORDS, SPELLING
 
 __all__ = ["RESERVED_WORDS", "parse_valid"]
 
@@ -68,9 +67,8 @@ _COMMENTS: Final = re.compile(r"\#[^\n]*")
 _OTHER_ASCII_SPACE: Final = "\x0b\x1c\x1d\x1e\x1f"
 #: First characters of NAME tokens (and reserved words).
 _NAME_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
 #: Words that are never a plain reference: reserved (a syntax error) or a Python keyword (MCE016).
-_NOT_A_REF: Final = RESERVED_WORDS | _PYTHON_KEYWORDS
+_NOT_A_REF: Final = RESERVED_WORDS | PYTHON_KEYWORDS
 #: After the end of the tokens; it starts no rule, so reaching it where a token is expected gives up.
 _END: Final = "\x00"
 
@@ -200,7 +198,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     def declared_name() -> s.Name:
         """A name the parser checks for MCE016 (a Python keyword gets a diagnostic: give up)."""
         result = name()
-        if result.text in _PYTHON_KEYWORDS:
+        if result.text in PYTHON_KEYWORDS:
             _give_up()
         return result
 
@@ -211,7 +209,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         while toks[i] == ".":
             i += 1
             tok = toks[i]
-            if tok[0] not in _NAME_FIRST or tok in _PYTHON_KEYWORDS:
+            if tok[0] not in _NAME_FIRST or tok in PYTHON_KEYWORDS:
                 _give_up()
             end = ends[i]
             i += 1
@@ -231,7 +229,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         A Python keyword heading it gets MCE016 (the parts after a dot are checked in ``dotted``).
         """
         path = qual_name()
-        if path.parts[0].text in _PYTHON_KEYWORDS:
+        if path.parts[0].text in PYTHON_KEYWORDS:
             _give_up()
         return path
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import json
-import keyword
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from mcec import syntax as s
 from mcec.diagnostics import Diagnostic, error
 from mcec.parser import MAX_SYNTAX_ERRORS, ParseResult, load_grammar
 from mcec.span import SourceFile, Span
-from mcec.syntax_errors import KEYWORDS, ErrorSite, StackItem, describe_bad_character, describe_unexpected
+from mcec.syntax_errors import KEYWORDS, PYTHON_KEYWORDS, ErrorSite, StackItem, describe_bad_character, describe_unexpected
 
 __all__ = ["GrammarMismatch", "parse"]
 
@@ -329,7 +328,7 @@ class _Builder:
     def check_name(self, name: s.Name, what: str) -> None:
         """MCE016 for a Python keyword (or a name Python would NFKC-normalise differently)."""
         text = name.text
-        if keyword.iskeyword(text):
+        if text in PYTHON_KEYWORDS:
             self.diagnostics.append(
                 error(
                     "MCE016",
@@ -412,7 +411,7 @@ class _Builder:
     def ref(self, tok: _Tok) -> s.Ref:
         where = self.one_tok(tok)
         name = make.NAME(tok[0], *where)
-        if tok[0] in _PYTHON_KEYWORDS:
+        if tok[0] in PYTHON_KEYWORDS:
             self.check_name(name, "a name")
         return make.REF(name, *where)
 
@@ -596,8 +595,6 @@ class _Builder:
         return []
 
 
-#: Names that need a closer look in :meth:`_Builder.ref` (everything else is a plain ASCII identifier).
-_PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
 
 
 # ---------------------------------------------------------------- the driver loop

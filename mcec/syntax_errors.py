@@ -11,6 +11,7 @@ A reserved word found where a name was expected is MCE016, not MCE001.
 
 from __future__ import annotations
 
+import keyword
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -51,6 +52,10 @@ KEYWORDS: Final[dict[str, str]] = {
         "merge limit server stdio tool"
     ).split()
 }
+
+#: Python's keywords: a name spelled like one gets MCE016 (the generated module
+#: could not use it). Both parsers look names up here.
+PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
 
 #: Terminals that can start an expression term.
 _TERM_START: Final = frozenset({"NAME", "PAR", "EACH", "LOCAL", "LPAR"})
