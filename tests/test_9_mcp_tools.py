@@ -211,6 +211,30 @@ def test_a_scope_with_restart_failed_starts_a_crashed_server_again(tmp_path: Pat
     assert_all_gone(tmp_path, expected=2)
 
 
+def test_a_server_that_keeps_crashing_does_not_pile_up_in_a_long_lived_scope(tmp_path: Path) -> None:
+    """Under ``restart_failed`` a crashed connection is kept only until its process is gone."""
+    from agentmonad.tools import _SCOPE
+
+    _program, module = compile_spec(tmp_path)
+
+    async def main() -> tuple[list[Any], int]:
+        async with tool_scope(restart_failed=True):
+            results = []
+            for n in range(4):
+                results.append(await module.say(None, EchoArgs(text=f"up {n}")))
+                results.append(await module.dies(None, {}))
+            results.append(await module.say(None, EchoArgs(text="last")))
+            scope = _SCOPE.get()
+            assert scope is not None
+            return results, len(scope.retired)
+
+    results, retired = asyncio.run(main())
+    assert results[::2] == [Ok(f"up {n}", None) for n in range(4)] + [Ok("last", None)]
+    assert all(isinstance(r, Err) and isinstance(r.error, ToolUnavailable) for r in results[1::2])
+    assert retired <= 2  # 4 without pruning: one per crash
+    assert_all_gone(tmp_path, expected=5)
+
+
 def test_servers_that_cannot_start(tmp_path: Path) -> None:
     """Not found, exits at once (its stderr is quoted), never answers ``initialize``.
     The first two are called outside any scope: each call gets a scope of its own."""

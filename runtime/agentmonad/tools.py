@@ -323,6 +323,9 @@ class _Scope:
             # Its owner task may still be tearing the old process down: start afresh
             # beside it, and keep it to be awaited when the scope closes.
             found.close()
+            # Only the ones still stopping need awaiting: a server that keeps
+            # failing in a long-lived scope must not pile up connections.
+            self.retired = [c for c in self.retired if not c.task.done()]
             self.retired.append(found)
             found = None
         if found is None:
