@@ -5,9 +5,10 @@ object is built is the largest single cost of parsing. A frozen dataclass's
 ``__init__`` sets each field through ``object.__setattr__`` (a generic call
 per field, with an argument tuple), because its own ``__setattr__`` refuses.
 
-:func:`fast_constructor` builds the object as an instance of a plain "builder"
-class with the same slots (and the same bases), where ``obj.field = value`` is
-the interpreter's fastest store (a specialised slot write, no call), and then
+:func:`fast_constructor` builds the object as an instance of a "builder": a
+subclass of the dataclass that adds no slots and puts back ``object``'s own
+``__init__`` and ``__setattr__``, so ``obj.field = value`` is the
+interpreter's fastest store (a specialised slot write, no call). It then
 switches the object's class to the frozen dataclass, which CPython allows
 between classes of identical layout. The result is an ordinary instance of the
 dataclass: equal to, hashing like, and as frozen as one its own constructor
@@ -45,9 +46,19 @@ def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     if hasattr(cls, "__post_init__") or tuple(getattr(cls, "__slots__", ())) != tuple(names):
         return cls  # pragma: no cover - the plain constructor is always right
-    # The same bases as the dataclass: CPython's class switch requires both
-    # classes to add the same slots to the same base.
-    builder = type(f"_{cls.__name__}Builder", cls.__bases__, {"__slots__": tuple(names), "__module__": __name__})
+    # A subclass adding no slots, with the plain object __init__ and __setattr__
+    # (the frozen one refuses): the same layout, so the class switch back to
+    # ``cls`` is allowed, and CPython sees that by walking up one base instead
+    # of comparing the two classes' slot names one by one (175 of the 1,740
+    # instructions a node cost).
+    namespace = {
+        "__slots__": (),
+        "__init__": object.__init__,
+        "__setattr__": object.__setattr__,
+        "__delattr__": object.__delattr__,
+        "__module__": __name__,
+    }
+    builder = type(f"_{cls.__name__}Builder", (cls,), namespace)
     make = _compile_maker(cls, names, builder, switch=True)
     try:
         sample = make(*range(len(names)))
