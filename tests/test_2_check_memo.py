@@ -1,7 +1,7 @@
 """The memos of name resolution change no result and no diagnostic.
 
 :meth:`mcec.check.names.DeclarationChecker.type_of` remembers each type
-expression that resolved cleanly by its written form, the checker does the same
+expression that resolved cleanly by its source text, the checker does the same
 for ``!`` clauses and shares equal signatures. A problem must
 still be reported at every place it is written (the memos only hold what
 resolved without a diagnostic), two spellings of one class must keep their own
@@ -22,7 +22,6 @@ import pytest
 from mcec.check import CheckResult, check
 from mcec import syntax
 from mcec.check import names as names_module
-from mcec.check.env import written
 from mcec.diagnostics import DiagnosticSink
 from mcec.parser import parse
 from mcec.render import render_json
@@ -139,19 +138,49 @@ def type_exprs(types: list[str]) -> list[syntax.TypeExpr]:
     return found
 
 
-def test_the_memo_key_of_a_type_tells_every_tree_apart() -> None:
-    keys = [written(expr) for expr in type_exprs(DIFFERENT_TYPES)]
-    assert len(set(keys)) == len(DIFFERENT_TYPES), keys
-    # ... and ignores layout: the same trees written with spaces and comments.
-    spaced = [t.replace("[", " [ ").replace(",", " ,  ").replace("|", "# c\n |") for t in DIFFERENT_TYPES]
-    assert [written(expr) for expr in type_exprs(spaced)] == keys
+def test_the_memo_key_of_a_type_is_its_text_and_equal_keys_are_equal_trees() -> None:
+    # Every type in three layouts: equal keys must mean equal trees (positions aside), and the
+    # different trees of DIFFERENT_TYPES must get different keys in every layout.
+    layouts = [
+        DIFFERENT_TYPES,
+        [t.replace("[", " [ ").replace(",", " ,  ").replace("|", "# c\n |") for t in DIFFERENT_TYPES],
+        [t.replace(".", " . ").replace("]", " ]") for t in DIFFERENT_TYPES],
+    ]
+    by_key: dict[str, str] = {}
+    for texts in layouts:
+        exprs = type_exprs(texts)
+        keys = [names_module.memo_key(expr) for expr in exprs]
+        assert keys == texts  # exactly the text of the type, comments and all
+        assert len(set(keys)) == len(texts)
+        for key, expr in zip(keys, exprs):
+            shape = without_positions(expr)
+            assert by_key.setdefault(key, shape) == shape, key
 
 
-def test_a_generic_without_arguments_has_a_key_of_its_own() -> None:
-    # The grammar never builds one, but the key must not fold it into another tree.
-    (applied,) = type_exprs(["list[A]"])
-    assert isinstance(applied, syntax.TypeApply)
-    assert written(dataclasses.replace(applied, args=())) not in {written(e) for e in type_exprs(DIFFERENT_TYPES)}
+def without_positions(node: object) -> str:
+    """``node``'s tree with names and structure but no positions, to compare trees parsed at different places."""
+    if isinstance(node, syntax.Name):
+        return node.text
+    if isinstance(node, tuple):
+        return "(" + ",".join(without_positions(item) for item in node) + ")"
+    assert isinstance(node, syntax.Node), node
+    fields = [f.name for f in dataclasses.fields(node)][:-3]  # all but source, start, end
+    return f"{type(node).__name__}(" + ",".join(without_positions(getattr(node, f)) for f in fields) + ")"
+
+
+def test_a_type_written_twice_in_two_layouts_resolves_alike() -> None:
+    result = checked(
+        "from app.impl import S, A\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "fn a : dict[str, A | None] -> list[ impl.A ] = impl.a\n"
+        "fn b : dict[ str , A|None ] -> list[impl . A] = impl.b\n"
+        "pipeline p : dict[str, A | None] -> list[impl.A] = a;\n"
+        "pipeline q : dict[str,A|None] -> list[impl.A] = b;\n"
+    )
+    assert result.program is not None, result.diagnostics
+    fns = {f.name: str(f.sig) for f in result.program.fns}
+    assert fns["a"] == fns["b"] == "dict[str, None | A] -> list[impl.A]", fns
 
 
 def test_declarations_are_ordinary_frozen_objects() -> None:
@@ -191,7 +220,7 @@ def memos_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with monkeypatch.context() as patch:
         patch.setattr(names_module.DeclarationChecker, "type_of", lambda self, expr: self._fresh_type(expr, None))
         # A key that never repeats: `!` clauses are resolved again each time.
-        patch.setattr(names_module, "written", lambda expr: f"#{next(counter)}")
+        patch.setattr(names_module, "memo_key", lambda node: f"#{next(counter)}")
         patch.setattr(names_module.DeclarationChecker, "_sig", lambda self, i, o, e, s: Sig(i, o, e, s))
         yield
 

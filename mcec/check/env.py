@@ -238,7 +238,7 @@ class Env:
         Problems are appended to ``failures`` and the offending part becomes
         ``Any``, so that one bad type does not cause further diagnostics.
         (:meth:`mcec.check.names.DeclarationChecker.type_of` remembers the
-        result by the expression's :func:`written` form.)
+        result by the expression's source text.)
         """
         if isinstance(expr, syntax.TypeName):
             return self._resolve_name(expr.name, failures)
@@ -304,51 +304,6 @@ class Env:
             failures.append(_arity_failure(head, len(args), expr.span))
             return ANY
         return Generic(head, args)
-
-
-def written(expr: syntax.TypeExpr) -> str:
-    """A type expression as written, without spaces or comments: the key of the memos of types.
-
-    Different trees give different strings: names contain none of ``[],|()``,
-    and unions are parenthesised. A name and a generic applied to one name,
-    most of what specs write, take a shortcut; anything else is written into
-    one list, so that a deeply nested type costs time linear in its size.
-    """
-    if type(expr) is syntax.TypeName:
-        return expr.name.dotted
-    if type(expr) is syntax.TypeApply and len(expr.args) == 1:
-        head, arg = expr.head.parts, expr.args[0]
-        if len(head) == 1 and type(arg) is syntax.TypeName and len(arg.name.parts) == 1:
-            return f"{head[0].text}[{arg.name.parts[0].text}]"
-    out: list[str] = []
-    _write(expr, out)
-    return "".join(out)
-
-
-def _write(expr: syntax.TypeExpr, out: list[str]) -> None:
-    """Append the pieces of :func:`written` for ``expr`` to ``out`` (recursive, like resolution)."""
-    if type(expr) is syntax.TypeApply:
-        out.append(expr.head.dotted)
-        out.append("[")
-        inner, separator, close = expr.args, ",", "]"
-    else:
-        assert isinstance(expr, syntax.TypeUnion)
-        out.append("(")
-        inner, separator, close = expr.members, "|", ")"
-    for item in inner:
-        if type(item) is syntax.TypeName:
-            out.append(item.name.dotted)
-        else:
-            _write(item, out)
-        out.append(separator)
-    # The separator after the last item becomes the closing bracket (cheaper
-    # than asking at every item whether it is the first). The grammar gives
-    # every generic an argument and every union two members; a tree built
-    # otherwise still gets a key of its own.
-    if inner:
-        out[-1] = close
-    else:
-        out.append(close)
 
 
 def _arity_failure(head: GenericName, given: int, span: Span) -> Failure:
