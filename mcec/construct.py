@@ -47,7 +47,6 @@ __all__ = [
     "TYPE_APPLY",
     "TYPE_NAME",
     "TYPE_UNION",
-    "ONE_NAME_REF",
     "ONE_NAME_TYPE",
     "fast_constructor",
 ]
@@ -74,41 +73,23 @@ PIPELINE_DECL: Final = fast_constructor(s.PipelineDecl)
 COMMENT: Final = fast_constructor(s.Comment)
 
 
-def _one_name_makers() -> tuple[Callable[[str, SourceFile, int, int], s.Ref], Callable[[str, SourceFile, int, int], s.TypeName]]:
-    """Builders of the two commonest little trees: a reference ``a`` and a type ``A``, each one name.
+def _one_name_type_maker() -> Callable[[str, SourceFile, int, int], s.TypeName]:
+    """The builder of the commonest little tree: a type ``A``, one name.
 
-    ``Ref(Name(a))`` is two nodes and ``TypeName(QualName((Name(A),)))`` three,
-    all at the same position. Building them in one function saves a Python call
-    per node after the first (about 2,000 of the benchmark's 75,000 parse
-    instructions per line). Only when every class involved takes the fast path;
-    else the same trees from the general constructors.
+    ``TypeName(QualName((Name(A),)))`` is three nodes at the same position.
+    Building them in one function saves a Python call per node after the
+    first (about 1,000 of the benchmark's 71,000 parse instructions per line).
+    Only when every class involved takes the fast path; else the same tree
+    from the general constructors.
     """
-    name_builder, qual_builder, type_builder, ref_builder = map(builder_of, (NAME, QUAL, TYPE_NAME, REF))
-    if None in (name_builder, qual_builder, type_builder, ref_builder):  # pragma: no cover - see fastinit
-
-        def plain_ref(text: str, source: SourceFile, start: int, end: int) -> s.Ref:
-            return REF(NAME(text, source, start, end), source, start, end)
+    name_builder, qual_builder, type_builder = map(builder_of, (NAME, QUAL, TYPE_NAME))
+    if None in (name_builder, qual_builder, type_builder):  # pragma: no cover - see fastinit
 
         def plain_type(text: str, source: SourceFile, start: int, end: int) -> s.TypeName:
             return TYPE_NAME(QUAL((NAME(text, source, start, end),), source, start, end), source, start, end)
 
-        return plain_ref, plain_type
-    name_class, qual_class, type_class, ref_class = s.Name, s.QualName, s.TypeName, s.Ref
-
-    def one_name_ref(text: str, source: SourceFile, start: int, end: int) -> s.Ref:
-        name: Any = name_builder()
-        name.text = text
-        name.source = source
-        name.start = start
-        name.end = end
-        name.__class__ = name_class
-        ref: Any = ref_builder()
-        ref.name = name
-        ref.source = source
-        ref.start = start
-        ref.end = end
-        ref.__class__ = ref_class
-        return ref  # type: ignore[no-any-return]
+        return plain_type
+    name_class, qual_class, type_class = s.Name, s.QualName, s.TypeName
 
     def one_name_type(text: str, source: SourceFile, start: int, end: int) -> s.TypeName:
         name: Any = name_builder()
@@ -131,9 +112,8 @@ def _one_name_makers() -> tuple[Callable[[str, SourceFile, int, int], s.Ref], Ca
         type_name.__class__ = type_class
         return type_name  # type: ignore[no-any-return]
 
-    return one_name_ref, one_name_type
+    return one_name_type
 
 
-#: ``ONE_NAME_REF(text, source, start, end)``: the reference ``Ref(Name(text, …), …)``.
 #: ``ONE_NAME_TYPE(text, source, start, end)``: the type ``TypeName(QualName((Name(text, …),), …), …)``.
-ONE_NAME_REF, ONE_NAME_TYPE = _one_name_makers()
+ONE_NAME_TYPE = _one_name_type_maker()

@@ -173,7 +173,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     make_name = c.NAME
     make_qual = c.QUAL
     make_type_name = c.TYPE_NAME
-    one_name_ref = c.ONE_NAME_REF
+    make_ref = c.REF
     one_name_type = c.ONE_NAME_TYPE
 
     def token_span(at: int) -> Span:
@@ -411,7 +411,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         end = ends[i]
         start = end - len(tok)
         i += 1
-        return one_name_ref(tok, source, start, end)
+        return make_ref(tok, source, start, end)
 
     # -- declarations
 

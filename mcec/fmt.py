@@ -276,7 +276,7 @@ class _Formatter:
         if cached is not None:
             return cached
         if isinstance(e, s.Ref):
-            text = e.name.text
+            text = e.name
         elif isinstance(e, s.Bind):
             text = " >>= ".join(self.flat_term(p) for p in e.parts)
         elif isinstance(e, s.Par):
@@ -386,7 +386,7 @@ class _Formatter:
         """``e`` over several lines (the style's rules per construct)."""
         deeper = indent + INDENT
         if isinstance(e, s.Ref):
-            return [_Line(indent, e.name.text, e.start, e.end)]
+            return [_Line(indent, e.name, e.start, e.end)]
         if isinstance(e, s.Bind):
             lines = self.layout_term(e.parts[0], indent, column, 0)
             for index, part in enumerate(e.parts[1:], start=1):

@@ -410,10 +410,9 @@ class _Builder:
 
     def ref(self, tok: _Tok) -> s.Ref:
         where = self.one_tok(tok)
-        name = make.NAME(tok[0], *where)
         if tok[0] in PYTHON_KEYWORDS:
-            self.check_name(name, "a name")
-        return make.REF(name, *where)
+            self.check_name(make.NAME(tok[0], *where), "a name")
+        return make.REF(tok[0], *where)
 
     def group(self, c: list[Any]) -> Any:
         # `( e )` is just `e`, with `e`'s own span.

@@ -146,9 +146,14 @@ class ErrorList(Node):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Ref(Node):
-    """A use of a declared step, fn, tool or pipeline."""
+    """A use of a declared step, fn, tool or pipeline: its name, where it is written.
 
-    name: Name
+    The name is a plain string (a reference is one name token, so the node's
+    own span is the name's): one node per reference instead of a ``Ref`` around
+    a :class:`Name`, on the commonest node of a pipeline body.
+    """
+
+    name: str
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)

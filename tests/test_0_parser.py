@@ -80,7 +80,7 @@ def _only_pipeline_body(text: str) -> s.Expr | s.Block:
 def test_bind_is_flat_and_parentheses_leave_no_node() -> None:
     body = _only_pipeline_body("a >>= (b >>= c) >>= ((d))")
     assert isinstance(body, s.Bind)
-    assert [p.name.text for p in body.parts if isinstance(p, s.Ref)] == ["a", "b", "c", "d"]
+    assert [p.name for p in body.parts if isinstance(p, s.Ref)] == ["a", "b", "c", "d"]
 
 
 def test_precedence_orelse_catch_bind() -> None:
@@ -169,21 +169,18 @@ def test_the_parsers_constructors_take_the_fast_path() -> None:
     assert len(makers) == 20 and all(takes_fast_path(make) for make in makers)
 
 
-def test_the_one_name_builders_make_the_trees_of_the_general_constructors() -> None:
-    """ONE_NAME_REF / ONE_NAME_TYPE build two and three nodes in one call; the result is the same tree."""
+def test_the_one_name_type_builder_makes_the_tree_of_the_general_constructors() -> None:
+    """ONE_NAME_TYPE builds three nodes in one call; the result is the same tree."""
     from mcec import construct as c
     from mcec.fastinit import builder_of
 
     source = SourceFile("a.mce", "  abc")
-    ref = c.ONE_NAME_REF("abc", source, 2, 5)
-    assert ref == s.Ref(s.Name("abc", source, 2, 5), source, 2, 5)
-    assert type(ref) is s.Ref and type(ref.name) is s.Name
     type_name = c.ONE_NAME_TYPE("abc", source, 2, 5)
     assert type_name == s.TypeName(s.QualName((s.Name("abc", source, 2, 5),), source, 2, 5), source, 2, 5)
     assert type(type_name) is s.TypeName and type(type_name.name) is s.QualName and type(type_name.name.parts[0]) is s.Name
     with pytest.raises(dataclasses.FrozenInstanceError):
         type_name.name.parts[0].text = "x"  # type: ignore[misc]
-    assert all(builder_of(make) is not None for make in (c.NAME, c.QUAL, c.TYPE_NAME, c.REF))
+    assert all(builder_of(make) is not None for make in (c.NAME, c.QUAL, c.TYPE_NAME))
     assert builder_of(s.Name) is None
 
 
@@ -196,8 +193,10 @@ def test_nodes_keep_their_position_in_three_last_fields(cls: type) -> None:
 
 def test_a_node_repr_shows_its_span_not_its_source() -> None:
     source = SourceFile("a.mce", "ab\n  cd" + "x" * 10_000)
-    ref = s.Ref(s.Name("cd", source, 5, 7), source, 5, 7)
-    assert repr(ref) == "Ref(name=Name(text='cd', span=Span('a.mce', 2:3-2:5)), span=Span('a.mce', 2:3-2:5))"
+    ref = s.Ref("cd", source, 5, 7)
+    assert repr(ref) == "Ref(name='cd', span=Span('a.mce', 2:3-2:5))"
+    qual = s.QualName((s.Name("cd", source, 5, 7),), source, 5, 7)
+    assert repr(qual) == "QualName(parts=(Name(text='cd', span=Span('a.mce', 2:3-2:5)),), span=Span('a.mce', 2:3-2:5))"
 
 
 def test_a_fallback_is_detected() -> None:

@@ -47,7 +47,7 @@ _KIND_WORD: dict[Kind, DeclKind] = {Kind.STEP: "step", Kind.FN: "fn", Kind.TOOL:
 def describe(expr: syntax.Expr) -> str:
     """How messages name an expression: a reference by its name, a group by its form."""
     if isinstance(expr, syntax.Ref):
-        return f"`{expr.name.text}`"
+        return f"`{expr.name}`"
     if isinstance(expr, syntax.Bind):
         return f"the chain ending in {describe(expr.parts[-1])}"
     if isinstance(expr, syntax.Par):
@@ -111,7 +111,7 @@ class ExprChecker:
     # ------------------------------------------------------------ references
 
     def _ref(self, expr: syntax.Ref) -> TRef:
-        name = expr.name.text
+        name = expr.name
         binding = self.declared.env.lookup(name)
         if binding is None:
             help = suggest(name, self.declared.env.names_of(CALLABLE_KINDS))

@@ -51,9 +51,9 @@ def pipeline_references(declared: Declared) -> dict[str, list[Reference]]:
         while stack:
             expr = stack.pop()
             if isinstance(expr, syntax.Ref):
-                binding = env.bindings.get(expr.name.text)
+                binding = env.bindings.get(expr.name)
                 if binding is not None and binding.kind is Kind.PIPELINE:
-                    found.append(Reference(name, expr.name.text, expr.span))
+                    found.append(Reference(name, expr.name, expr.span))
             elif isinstance(expr, syntax.Bind):
                 stack.extend(reversed(expr.parts))
             elif isinstance(expr, syntax.Par):
