@@ -45,16 +45,14 @@ __all__ = [
     "STATEMENT",
     "STEP_DECL",
     "TYPE_APPLY",
-    "TYPE_NAME",
     "TYPE_UNION",
-    "ONE_NAME_TYPE",
+    "ONE_NAME_QUAL",
     "fast_constructor",
 ]
 
 SPAN: Final = make_span
 NAME: Final = fast_constructor(s.Name)
 QUAL: Final = fast_constructor(s.QualName)
-TYPE_NAME: Final = fast_constructor(s.TypeName)
 TYPE_APPLY: Final = fast_constructor(s.TypeApply)
 TYPE_UNION: Final = fast_constructor(s.TypeUnion)
 ERROR_LIST: Final = fast_constructor(s.ErrorList)
@@ -73,25 +71,24 @@ PIPELINE_DECL: Final = fast_constructor(s.PipelineDecl)
 COMMENT: Final = fast_constructor(s.Comment)
 
 
-def _one_name_type_maker() -> Callable[[str, SourceFile, int, int], s.TypeName]:
-    """The builder of the commonest little tree: a type ``A``, one name.
+def _one_name_qual_maker() -> Callable[[str, SourceFile, int, int], s.QualName]:
+    """The builder of the commonest little tree: a name of one part, such as the type ``A``.
 
-    ``TypeName(QualName((Name(A),)))`` is three nodes at the same position.
-    Building them in one function saves a Python call per node after the
-    first (about 1,000 of the benchmark's 71,000 parse instructions per line).
-    Only when every class involved takes the fast path; else the same tree
-    from the general constructors.
+    ``QualName((Name(A),))`` is two nodes at the same position. Building them
+    in one function saves the Python call of the second. Only when both
+    classes take the fast path; else the same tree from the general
+    constructors.
     """
-    name_builder, qual_builder, type_builder = map(builder_of, (NAME, QUAL, TYPE_NAME))
-    if None in (name_builder, qual_builder, type_builder):  # pragma: no cover - see fastinit
+    name_builder, qual_builder = map(builder_of, (NAME, QUAL))
+    if None in (name_builder, qual_builder):  # pragma: no cover - see fastinit
 
-        def plain_type(text: str, source: SourceFile, start: int, end: int) -> s.TypeName:
-            return TYPE_NAME(QUAL((NAME(text, source, start, end),), source, start, end), source, start, end)
+        def plain_qual(text: str, source: SourceFile, start: int, end: int) -> s.QualName:
+            return QUAL((NAME(text, source, start, end),), source, start, end)
 
-        return plain_type
-    name_class, qual_class, type_class = s.Name, s.QualName, s.TypeName
+        return plain_qual
+    name_class, qual_class = s.Name, s.QualName
 
-    def one_name_type(text: str, source: SourceFile, start: int, end: int) -> s.TypeName:
+    def one_name_qual(text: str, source: SourceFile, start: int, end: int) -> s.QualName:
         name: Any = name_builder()
         name.text = text
         name.source = source
@@ -104,16 +101,10 @@ def _one_name_type_maker() -> Callable[[str, SourceFile, int, int], s.TypeName]:
         qual.start = start
         qual.end = end
         qual.__class__ = qual_class
-        type_name: Any = type_builder()
-        type_name.name = qual
-        type_name.source = source
-        type_name.start = start
-        type_name.end = end
-        type_name.__class__ = type_class
-        return type_name  # type: ignore[no-any-return]
+        return qual  # type: ignore[no-any-return]
 
-    return one_name_type
+    return one_name_qual
 
 
-#: ``ONE_NAME_TYPE(text, source, start, end)``: the type ``TypeName(QualName((Name(text, …),), …), …)``.
-ONE_NAME_TYPE = _one_name_type_maker()
+#: ``ONE_NAME_QUAL(text, source, start, end)``: the name ``QualName((Name(text, …),), …)``.
+ONE_NAME_QUAL = _one_name_qual_maker()

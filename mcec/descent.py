@@ -172,9 +172,8 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     make_span = c.SPAN
     make_name = c.NAME
     make_qual = c.QUAL
-    make_type_name = c.TYPE_NAME
     make_ref = c.REF
-    one_name_type = c.ONE_NAME_TYPE
+    one_name_qual = c.ONE_NAME_QUAL
 
     def token_span(at: int) -> Span:
         end = ends[at]
@@ -236,8 +235,8 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             _give_up()
         return path
 
-    def type_atom() -> s.TypeName | s.TypeApply:
-        """``_type_atom: type_name | type_apply`` (``name`` and ``qual_name`` inlined: most types are one name)."""
+    def type_atom() -> s.QualName | s.TypeApply:
+        """``_type_atom: qual_name | type_apply`` (``name`` and ``qual_name`` inlined: most types are one name)."""
         nonlocal i
         tok = toks[i]
         if tok[0] not in _NAME_FIRST or tok in RESERVED_WORDS:
@@ -250,11 +249,11 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             head = dotted(make_name(tok, source, start, end))
             after = toks[i]
             if after != "[":
-                return make_type_name(head, source, start, head.end)
+                return head
         elif after == "[":
             head = make_qual((make_name(tok, source, start, end),), source, start, end)
         else:
-            return one_name_type(tok, source, start, end)  # most types: one name
+            return one_name_qual(tok, source, start, end)  # most types: one name
         i += 1
         args = [type_()]
         while toks[i] == ",":

@@ -154,8 +154,8 @@ def _qual(name: s.QualName) -> str:
 
 
 def _type(t: s.TypeExpr) -> str:
-    if isinstance(t, s.TypeName):
-        return _qual(t.name)
+    if isinstance(t, s.QualName):
+        return _qual(t)
     if isinstance(t, s.TypeApply):
         return f"{_qual(t.head)}[{', '.join(_type(a) for a in t.args)}]"
     return " | ".join(_type(m) for m in t.members)

@@ -98,16 +98,6 @@ class QualName(Node):
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class TypeName(Node):
-    """A type written as a (possibly dotted) name: ``str``, ``None``, ``impl.ToolCall``."""
-
-    name: QualName
-    source: SourceFile = field(repr=False)
-    start: int = field(repr=False)
-    end: int = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True, repr=False)
 class TypeApply(Node):
     """A generic applied to arguments: ``list[str]``, ``dict[str, int]``, ``tuple[A, B]``."""
 
@@ -128,7 +118,10 @@ class TypeUnion(Node):
     end: int = field(repr=False)
 
 
-TypeExpr: TypeAlias = TypeName | TypeApply | TypeUnion
+#: A type expression. A type written as a (possibly dotted) name, such as ``str``,
+#: ``None`` or ``impl.ToolCall``, is its :class:`QualName`: no node wraps it (a
+#: wrapper made three nodes of the commonest type, ``A``, where two say it all).
+TypeExpr: TypeAlias = QualName | TypeApply | TypeUnion
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -166,21 +166,21 @@ def test_the_parsers_constructors_take_the_fast_path() -> None:
     from mcec.fastinit import takes_fast_path
 
     makers = [getattr(construct, name) for name in construct.__all__ if name.isupper() and not name.startswith("ONE_")]
-    assert len(makers) == 20 and all(takes_fast_path(make) for make in makers)
+    assert len(makers) == 19 and all(takes_fast_path(make) for make in makers)
 
 
-def test_the_one_name_type_builder_makes_the_tree_of_the_general_constructors() -> None:
-    """ONE_NAME_TYPE builds three nodes in one call; the result is the same tree."""
+def test_the_one_name_builder_makes_the_tree_of_the_general_constructors() -> None:
+    """ONE_NAME_QUAL builds two nodes in one call; the result is the same tree."""
     from mcec import construct as c
     from mcec.fastinit import builder_of
 
     source = SourceFile("a.mce", "  abc")
-    type_name = c.ONE_NAME_TYPE("abc", source, 2, 5)
-    assert type_name == s.TypeName(s.QualName((s.Name("abc", source, 2, 5),), source, 2, 5), source, 2, 5)
-    assert type(type_name) is s.TypeName and type(type_name.name) is s.QualName and type(type_name.name.parts[0]) is s.Name
+    qual = c.ONE_NAME_QUAL("abc", source, 2, 5)
+    assert qual == s.QualName((s.Name("abc", source, 2, 5),), source, 2, 5)
+    assert type(qual) is s.QualName and type(qual.parts[0]) is s.Name
     with pytest.raises(dataclasses.FrozenInstanceError):
-        type_name.name.parts[0].text = "x"  # type: ignore[misc]
-    assert all(builder_of(make) is not None for make in (c.NAME, c.QUAL, c.TYPE_NAME))
+        qual.parts[0].text = "x"  # type: ignore[misc]
+    assert all(builder_of(make) is not None for make in (c.NAME, c.QUAL))
     assert builder_of(s.Name) is None
 
 

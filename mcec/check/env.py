@@ -240,8 +240,8 @@ class Env:
         (:meth:`mcec.check.names.DeclarationChecker.type_of` remembers the
         result by the expression's source text.)
         """
-        if isinstance(expr, syntax.TypeName):
-            return self._resolve_name(expr.name, failures)
+        if isinstance(expr, syntax.QualName):
+            return self._resolve_name(expr, failures)
         if isinstance(expr, syntax.TypeApply):
             return self._resolve_apply(expr, failures)
         return union([self.resolve_type(m, failures) for m in expr.members])
