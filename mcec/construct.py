@@ -19,12 +19,11 @@ someone reads ``node.span``. ``SPAN`` remains for the few positions that are
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from mcec import syntax as s
-from mcec.fastinit import builder_of, fast_constructor
-from mcec.span import SourceFile, make_span
+from mcec.fastinit import fast_constructor
+from mcec.span import make_span
 
 __all__ = [
     "BIND",
@@ -46,7 +45,6 @@ __all__ = [
     "STEP_DECL",
     "TYPE_APPLY",
     "TYPE_UNION",
-    "ONE_NAME_QUAL",
     "fast_constructor",
 ]
 
@@ -69,42 +67,3 @@ STEP_DECL: Final = fast_constructor(s.StepDecl)
 FN_DECL: Final = fast_constructor(s.FnDecl)
 PIPELINE_DECL: Final = fast_constructor(s.PipelineDecl)
 COMMENT: Final = fast_constructor(s.Comment)
-
-
-def _one_name_qual_maker() -> Callable[[str, SourceFile, int, int], s.QualName]:
-    """The builder of the commonest little tree: a name of one part, such as the type ``A``.
-
-    ``QualName((Name(A),))`` is two nodes at the same position. Building them
-    in one function saves the Python call of the second. Only when both
-    classes take the fast path; else the same tree from the general
-    constructors.
-    """
-    name_builder, qual_builder = map(builder_of, (NAME, QUAL))
-    if None in (name_builder, qual_builder):  # pragma: no cover - see fastinit
-
-        def plain_qual(text: str, source: SourceFile, start: int, end: int) -> s.QualName:
-            return QUAL((NAME(text, source, start, end),), source, start, end)
-
-        return plain_qual
-    name_class, qual_class = s.Name, s.QualName
-
-    def one_name_qual(text: str, source: SourceFile, start: int, end: int) -> s.QualName:
-        name: Any = name_builder()
-        name.text = text
-        name.source = source
-        name.start = start
-        name.end = end
-        name.__class__ = name_class
-        qual: Any = qual_builder()
-        qual.parts = (name,)
-        qual.source = source
-        qual.start = start
-        qual.end = end
-        qual.__class__ = qual_class
-        return qual  # type: ignore[no-any-return]
-
-    return one_name_qual
-
-
-#: ``ONE_NAME_QUAL(text, source, start, end)``: the name ``QualName((Name(text, …),), …)``.
-ONE_NAME_QUAL = _one_name_qual_maker()

@@ -173,7 +173,6 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     make_name = c.NAME
     make_qual = c.QUAL
     make_ref = c.REF
-    one_name_qual = c.ONE_NAME_QUAL
 
     def token_span(at: int) -> Span:
         end = ends[at]
@@ -235,8 +234,8 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             _give_up()
         return path
 
-    def type_atom() -> s.QualName | s.TypeApply:
-        """``_type_atom: qual_name | type_apply`` (``name`` and ``qual_name`` inlined: most types are one name)."""
+    def type_atom() -> s.Name | s.QualName | s.TypeApply:
+        """``_type_atom: type_name | type_apply`` (``name`` and ``qual_name`` inlined: most types are one name)."""
         nonlocal i
         tok = toks[i]
         if tok[0] not in _NAME_FIRST or tok in RESERVED_WORDS:
@@ -253,7 +252,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         elif after == "[":
             head = make_qual((make_name(tok, source, start, end),), source, start, end)
         else:
-            return one_name_qual(tok, source, start, end)  # most types: one name
+            return make_name(tok, source, start, end)  # most types: one name
         i += 1
         args = [type_()]
         while toks[i] == ",":

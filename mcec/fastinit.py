@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["builder_of", "fast_constructor", "takes_fast_path"]
+__all__ = ["fast_constructor", "takes_fast_path"]
 
 _T = TypeVar("_T")
 
@@ -72,16 +72,6 @@ def takes_fast_path(make: Callable[..., object]) -> bool:
     """True when ``make`` (from :func:`fast_constructor`) builds through the builder class and a class switch."""
     code = getattr(make, "__code__", None)
     return code is not None and "_builder" in code.co_names
-
-
-def builder_of(make: Callable[..., object]) -> Any:
-    """The builder class ``make`` builds through, or ``None`` when it takes the slow path.
-
-    For code that builds several nodes in one function (see
-    :mod:`mcec.construct`): an instance of the builder takes its fields by plain
-    assignment, then ``obj.__class__ = cls``, exactly as ``make`` does.
-    """
-    return make.__globals__["_builder"] if takes_fast_path(make) else None
 
 
 def _compile_maker(cls: type[_T], names: list[str], builder: type, *, switch: bool) -> Callable[..., _T]:

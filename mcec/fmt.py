@@ -154,6 +154,8 @@ def _qual(name: s.QualName) -> str:
 
 
 def _type(t: s.TypeExpr) -> str:
+    if isinstance(t, s.Name):
+        return t.text
     if isinstance(t, s.QualName):
         return _qual(t)
     if isinstance(t, s.TypeApply):

@@ -90,7 +90,7 @@ def _fuse(tables: _Tables, below: int, origin: str, lookahead: str) -> tuple[int
     """Where a reduction to ``origin`` over state ``below`` ends up after the one-child reductions that follow.
 
     Most reductions are one-child rules (``NAME`` → ``name`` → ``qual_name`` →
-    ``_type_atom`` → ``type``): each pops one state and goes to
+    ``type_name`` → ``_type_atom`` → ``type``): each pops one state and goes to
     from the same state ``below``, so which of them run depends only on
     ``(below, origin, lookahead)``. Returns the final state and the rules whose
     builders must run, in order; the driver does them in one step. It stops
@@ -145,6 +145,7 @@ _RULE_METHODS: Final[dict[str, str | None]] = {
     "error_list: BANG _type_atom __error_list_star_3": "error_list_many",
     "error_list: BANG _type_atom": "error_list_one",
     "type_union: _type_atom __error_list_star_3": "type_union",
+    "type_name: qual_name": "type_name",
     "type_apply: qual_name LSQB type __type_apply_star_4 RSQB": "type_apply_many",
     "type_apply: qual_name LSQB type RSQB": "type_apply_one",
     "qual_name: name __qual_name_star_5": "qual_name_many",
@@ -383,6 +384,9 @@ class _Builder:
         first: s.Name = c[0]
         rest: list[s.Name] = c[1]
         return make.QUAL((first, *rest), *self.node_node(first, rest[-1]))
+
+    def type_name(self, name: s.QualName) -> s.Name | s.QualName:
+        return name.parts[0] if len(name.parts) == 1 else name
 
     def type_apply_one(self, c: list[Any]) -> s.TypeApply:
         return make.TYPE_APPLY(c[0], (c[2],), *self.node_tok(c[0], c[3]))

@@ -118,10 +118,11 @@ class TypeUnion(Node):
     end: int = field(repr=False)
 
 
-#: A type expression. A type written as a (possibly dotted) name, such as ``str``,
-#: ``None`` or ``impl.ToolCall``, is its :class:`QualName`: no node wraps it (a
-#: wrapper made three nodes of the commonest type, ``A``, where two say it all).
-TypeExpr: TypeAlias = QualName | TypeApply | TypeUnion
+#: A type expression. A type written as a name is that name, with no node
+#: around it: a :class:`Name` (``str``, ``A``) or, dotted, a :class:`QualName`
+#: (``impl.ToolCall``). The commonest type, ``A``, is one node (it was three:
+#: a type node around a qualified name around the name).
+TypeExpr: TypeAlias = Name | QualName | TypeApply | TypeUnion
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -165,23 +165,8 @@ def test_the_parsers_constructors_take_the_fast_path() -> None:
     from mcec import construct
     from mcec.fastinit import takes_fast_path
 
-    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper() and not name.startswith("ONE_")]
+    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper()]
     assert len(makers) == 19 and all(takes_fast_path(make) for make in makers)
-
-
-def test_the_one_name_builder_makes_the_tree_of_the_general_constructors() -> None:
-    """ONE_NAME_QUAL builds two nodes in one call; the result is the same tree."""
-    from mcec import construct as c
-    from mcec.fastinit import builder_of
-
-    source = SourceFile("a.mce", "  abc")
-    qual = c.ONE_NAME_QUAL("abc", source, 2, 5)
-    assert qual == s.QualName((s.Name("abc", source, 2, 5),), source, 2, 5)
-    assert type(qual) is s.QualName and type(qual.parts[0]) is s.Name
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        qual.parts[0].text = "x"  # type: ignore[misc]
-    assert all(builder_of(make) is not None for make in (c.NAME, c.QUAL))
-    assert builder_of(s.Name) is None
 
 
 @pytest.mark.parametrize("cls", [c for c in _syntax_classes() if c is not s.Module], ids=lambda c: c.__name__)

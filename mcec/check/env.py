@@ -240,6 +240,9 @@ class Env:
         (:meth:`mcec.check.names.DeclarationChecker.type_of` remembers the
         result by the expression's source text.)
         """
+        if isinstance(expr, syntax.Name):
+            # A one-name type (the commonest) resolves as the qualified name of one part.
+            return self._resolve_name(syntax.QualName((expr,), expr.source, expr.start, expr.end), failures)
         if isinstance(expr, syntax.QualName):
             return self._resolve_name(expr, failures)
         if isinstance(expr, syntax.TypeApply):
