@@ -301,10 +301,10 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             body = catch_rest(body)
             after = toks[i]
         while after == "orelse":
-            keyword_span = token_span(i)
+            keyword_at = ends[i] - 6  # `orelse`
             i += 1
             fallback = catch_level()
-            body = c.OR_ELSE(body, fallback, keyword_span, source, body.start, fallback.end)
+            body = c.OR_ELSE(body, fallback, keyword_at, source, body.start, fallback.end)
             after = toks[i]
         return body
 
@@ -321,7 +321,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         """``catch: _bind_level (CATCH _type_atom (BAR _type_atom)* FATARROW _term)+``, folded to the left."""
         nonlocal i
         while toks[i] == "catch":
-            keyword_span = token_span(i)
+            keyword_at = ends[i] - 5  # `catch`
             i += 1
             errors: list[s.TypeExpr] = [type_atom()]
             while toks[i] == "|":
@@ -329,7 +329,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
                 errors.append(type_atom())
             expect("=>")
             handler = term()
-            body = c.CATCH(body, tuple(errors), handler, keyword_span, source, body.start, handler.end)
+            body = c.CATCH(body, tuple(errors), handler, keyword_at, source, body.start, handler.end)
         return body
 
     def bind_rest(first: Any) -> s.Bind:
@@ -356,7 +356,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     def par() -> s.Par:
         """``par: PAR LT expr (COMMA expr)* GT``."""
         nonlocal i
-        keyword_span = token_span(i)
+        first = ends[i] - 3  # `par`
         i += 1
         expect("<")
         branches = [expr()]
@@ -364,12 +364,12 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             i += 1
             branches.append(expr())
         close = expect(">")
-        return c.PAR(tuple(branches), keyword_span, source, keyword_span.start, ends[close])
+        return c.PAR(tuple(branches), source, first, ends[close])
 
     def each() -> s.Each:
         """``each: EACH (LPAR LIMIT EQUAL INT RPAR)? _term``."""
         nonlocal i
-        keyword_span = token_span(i)
+        first = ends[i] - 4  # `each`
         i += 1
         limit: int | None = None
         limit_span: Span | None = None
@@ -384,15 +384,15 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
             i += 1
             expect(")")
         body = term()
-        return c.EACH(body, limit, limit_span, keyword_span, source, keyword_span.start, body.end)
+        return c.EACH(body, limit, limit_span, source, first, body.end)
 
     def local() -> s.Local:
         """``local: LOCAL _term``."""
         nonlocal i
-        keyword_span = token_span(i)
+        first = ends[i] - 5  # `local`
         i += 1
         body = term()
-        return c.LOCAL(body, keyword_span, source, keyword_span.start, body.end)
+        return c.LOCAL(body, source, first, body.end)
 
     term_rules: dict[str, Callable[[], Any]] = {"(": group, "par": par, "each": each, "local": local}
     term_rule = term_rules.get

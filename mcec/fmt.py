@@ -53,7 +53,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TextIO, TypeAlias
+from typing import TextIO, TypeAlias
 
 from mcec import syntax as s
 from mcec.deep import with_deep_stack
@@ -110,7 +110,6 @@ class FormatResult:
 
 
 #: The fields holding a syntax node's own position (see :mod:`mcec.syntax`).
-_POSITION_FIELDS: Final = frozenset({"source", "start", "end"})
 
 
 def tree_key(node: object) -> object:
@@ -130,7 +129,7 @@ def tree_key(node: object) -> object:
     if dataclasses.is_dataclass(node) and not isinstance(node, type):
         items: list[object] = [type(node).__name__]
         for f in dataclasses.fields(node):
-            if f.name in _POSITION_FIELDS:
+            if f.name in s.POSITION_FIELDS:
                 continue
             value = getattr(node, f.name)
             if isinstance(value, Span) or (value is None and f.name.endswith("span")):

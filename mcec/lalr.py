@@ -448,7 +448,7 @@ class _Builder:
         # `body (catch E… => handler)+`, folded to the left.
         body = c[0]
         for keyword_token, errors, handler in c[1]:
-            body = make.CATCH(body, errors, handler, self.tok_span(keyword_token), *self.node_node(body, handler))
+            body = make.CATCH(body, errors, handler, keyword_token[1], *self.node_node(body, handler))
         return body
 
     def or_else_first(self, c: list[Any]) -> list[Any]:
@@ -462,25 +462,25 @@ class _Builder:
     def or_else(self, c: list[Any]) -> Any:
         body = c[0]
         for keyword_token, fallback in c[1]:
-            body = make.OR_ELSE(body, fallback, self.tok_span(keyword_token), *self.node_node(body, fallback))
+            body = make.OR_ELSE(body, fallback, keyword_token[1], *self.node_node(body, fallback))
         return body
 
     def par_one(self, c: list[Any]) -> s.Par:
-        return make.PAR((c[2],), self.tok_span(c[0]), *self.tok_tok(c[0], c[3]))
+        return make.PAR((c[2],), *self.tok_tok(c[0], c[3]))
 
     def par_many(self, c: list[Any]) -> s.Par:
-        return make.PAR((c[2], *c[3]), self.tok_span(c[0]), *self.tok_tok(c[0], c[4]))
+        return make.PAR((c[2], *c[3]), *self.tok_tok(c[0], c[4]))
 
     def each(self, c: list[Any]) -> s.Each:
-        return make.EACH(c[1], None, None, self.tok_span(c[0]), *self.tok_node(c[0], c[1]))
+        return make.EACH(c[1], None, None, *self.tok_node(c[0], c[1]))
 
     def each_limit(self, c: list[Any]) -> s.Each:
         limit: _Tok = c[4]
         body = c[6]
-        return make.EACH(body, int(limit[0]), self.tok_span(limit), self.tok_span(c[0]), *self.tok_node(c[0], body))
+        return make.EACH(body, int(limit[0]), self.tok_span(limit), *self.tok_node(c[0], body))
 
     def local(self, c: list[Any]) -> s.Local:
-        return make.LOCAL(c[1], self.tok_span(c[0]), *self.tok_node(c[0], c[1]))
+        return make.LOCAL(c[1], *self.tok_node(c[0], c[1]))
 
     # -- blocks
 

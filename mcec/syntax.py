@@ -41,6 +41,11 @@ from typing import Any, ClassVar, TypeAlias
 from mcec.span import SourceFile, Span, make_span
 
 
+#: The fields that say where a node (or its keyword) is, not what it is: offsets and
+#: the file. Comparing trees "by meaning" (``mcec fmt``'s check, tests) skips them.
+POSITION_FIELDS: frozenset[str] = frozenset({"source", "start", "end", "keyword_at"})
+
+
 class Node:
     """Base of every syntax node but :class:`Module`: the ``span`` property and the repr.
 
@@ -166,13 +171,17 @@ class Bind(Node):
 @dataclass(frozen=True, slots=True, repr=False)
 class Par(Node):
     """``par <e1, …, en>``. The parser keeps a one-branch group so that the
-    checker can report MCE019 for it; ``keyword`` is the span of ``par``."""
+    checker can report MCE019 for it."""
 
     branches: tuple[Expr, ...]
-    keyword: Span
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
+
+    @property
+    def keyword(self) -> Span:
+        """The span of ``par`` (the node's first token)."""
+        return make_span(self.source, self.start, self.start + 3)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -182,10 +191,14 @@ class Each(Node):
     body: Expr
     limit: int | None
     limit_span: Span | None
-    keyword: Span
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
+
+    @property
+    def keyword(self) -> Span:
+        """The span of ``each`` (the node's first token)."""
+        return make_span(self.source, self.start, self.start + 4)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -193,10 +206,14 @@ class Local(Node):
     """``local e``: run ``e`` and give back the input state."""
 
     body: Expr
-    keyword: Span
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
+
+    @property
+    def keyword(self) -> Span:
+        """The span of ``local`` (the node's first token)."""
+        return make_span(self.source, self.start, self.start + 5)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -206,10 +223,16 @@ class Catch(Node):
     body: Expr
     errors: tuple[TypeExpr, ...]
     handler: Expr
-    keyword: Span
+    #: Where ``catch`` starts (an offset, like ``start``; ``keyword`` is its span).
+    keyword_at: int = field(repr=False)
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
+
+    @property
+    def keyword(self) -> Span:
+        """The span of ``catch``."""
+        return make_span(self.source, self.keyword_at, self.keyword_at + 5)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -218,10 +241,16 @@ class OrElse(Node):
 
     body: Expr
     fallback: Expr
-    keyword: Span
+    #: Where ``orelse`` starts (an offset, like ``start``; ``keyword`` is its span).
+    keyword_at: int = field(repr=False)
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
+
+    @property
+    def keyword(self) -> Span:
+        """The span of ``orelse``."""
+        return make_span(self.source, self.keyword_at, self.keyword_at + 6)
 
 
 Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse

@@ -30,7 +30,7 @@ def dump(node: object, indent: int = 0) -> list[str]:
     assert dataclasses.is_dataclass(node), node
     lines = [f"{pad}{type(node).__name__} {_at(node.span)}"]  # type: ignore[attr-defined]
     for item in dataclasses.fields(node):
-        if item.name in ("span", "path", "source", "start", "end"):
+        if item.name in s.POSITION_FIELDS or item.name in ("span", "path"):
             continue
         value = getattr(node, item.name)
         label = f"{pad}  {item.name}:"
@@ -48,6 +48,8 @@ def dump(node: object, indent: int = 0) -> list[str]:
             lines.extend(dump(value, indent + 2))
         else:
             lines.append(f"{label} {value!r}")
+    if isinstance(node, (s.Par, s.Each, s.Local, s.Catch, s.OrElse)):
+        lines.append(f"{pad}  keyword: {_at(node.keyword)}")  # a property: where the keyword is
     return lines
 
 
