@@ -10,7 +10,7 @@ A node takes its position as its last three arguments, ``source, start,
 end``, not as a :class:`Span` (see :mod:`mcec.syntax`): the parsers pass the
 offsets they already have, and no span object is built for a node unless
 someone reads ``node.span``. ``SPAN`` remains for the few positions that are
-``Span`` fields (keywords, ``Each.limit_span``, ``ServerDecl.command_span``).
+``Span`` fields (``Each.limit_span``, ``ServerDecl.command_span``).
 
 :func:`fast_constructor` is importable from here too (it lives in
 :mod:`mcec.fastinit`, which imports nothing from the compiler, so that

@@ -28,9 +28,11 @@ more; the formatter and diagnostics read only the ones they use.
 Equality and hashing mean what they did: the three fields compare ``source``,
 ``start`` and ``end`` as the ``Span`` field did. The repr is unchanged too
 (``span=Span(path, line:col-line:col)`` in place of the three fields; the
-source's text may be megabytes). Positions that are not the node's own extent
-(``Par.keyword``, ``Each.limit_span``, ``ServerDecl.command_span``, …) stay
-``Span`` fields: there are few of them. :class:`Module` keeps a ``span`` field.
+source's text may be megabytes). A keyword's span is a property too: ``par``,
+``each`` and ``local`` start their node, and ``Catch``/``OrElse`` store where
+their keyword starts (``keyword_at``). The few other positions that are not
+the node's own extent (``Each.limit_span``, ``ServerDecl.command_span``) stay
+``Span`` fields. :class:`Module` keeps a ``span`` field.
 """
 
 from __future__ import annotations
