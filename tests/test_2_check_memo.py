@@ -39,6 +39,13 @@ def checked(text: str) -> CheckResult:
     return check(parsed.module, source)
 
 
+def fn_signatures(text: str) -> dict[str, str]:
+    """The signature of each fn of ``text``, as the checker spells it."""
+    result = checked(text)
+    assert result.program is not None, result.diagnostics
+    return {f.name: str(f.sig) for f in result.program.fns}
+
+
 def located(result: CheckResult, code: str) -> list[tuple[int, int, str]]:
     """(line, column, message) of every diagnostic with ``code``, in order."""
     return [(d.span.line, d.span.column, d.message) for d in result.diagnostics if d.code == code]
@@ -104,7 +111,7 @@ def test_an_unknown_implementation_is_reported_at_every_occurrence() -> None:
 
 
 def test_each_spelling_of_a_class_keeps_its_spelling() -> None:
-    result = checked(
+    fns = fn_signatures(
         "from app.impl import S, A\n"
         "import app.impl as impl\n"
         "state S\n"
@@ -115,8 +122,6 @@ def test_each_spelling_of_a_class_keeps_its_spelling() -> None:
         "pipeline q : impl.A -> list[impl.A] = b;\n"
         "pipeline r : A -> list[A] = c;\n"
     )
-    assert result.program is not None, result.diagnostics
-    fns = {f.name: str(f.sig) for f in result.program.fns}
     assert fns == {"a": "A -> list[A]", "b": "impl.A -> list[impl.A]", "c": "A -> list[A]"}
 
 
@@ -169,7 +174,7 @@ def without_positions(node: object) -> str:
 
 
 def test_a_type_written_twice_in_two_layouts_resolves_alike() -> None:
-    result = checked(
+    fns = fn_signatures(
         "from app.impl import S, A\n"
         "import app.impl as impl\n"
         "state S\n"
@@ -178,8 +183,6 @@ def test_a_type_written_twice_in_two_layouts_resolves_alike() -> None:
         "pipeline p : dict[str, A | None] -> list[impl.A] = a;\n"
         "pipeline q : dict[str,A|None] -> list[impl.A] = b;\n"
     )
-    assert result.program is not None, result.diagnostics
-    fns = {f.name: str(f.sig) for f in result.program.fns}
     assert fns["a"] == fns["b"] == "dict[str, None | A] -> list[impl.A]", fns
 
 
