@@ -116,6 +116,9 @@ def test_anything_needing_a_diagnostic_falls_back(text: str) -> None:
         "fn f : int -> int = m.f#x\nfn g : int -> int = m.g",
         "fn f : int -> int = m.f\n# café — ünïcode\n",
         "\ufeff# bom then comment\nfn f : int -> int = m.f",
+        "\t# tab first\r\nfn f : int -> int = m.f\r\n# crlf last\r\n",
+        "fn f : int -> int = m.f\n  # a\r  b, still the comment\n\n\x0c  # after a form feed\nfn g : int -> int = m.g",
+        "fn f : int -> int = m.f # one\n# two\n    # three",
     ],
 )
 def test_comments_and_gaps_agree(text: str) -> None:
@@ -126,13 +129,14 @@ def test_comments_and_gaps_agree(text: str) -> None:
 
 
 @pytest.mark.parametrize("space", ["\x0b", "\x1c", "\x1f", "\x85", "\xa0", "\u2003", "\u3000"])
-@pytest.mark.parametrize("where", ["end", "middle", "after_name"])
+@pytest.mark.parametrize("where", ["end", "middle", "after_name", "after_comment"])
 def test_whitespace_the_grammar_does_not_allow_is_not_skipped(space: str, where: str) -> None:
     """``str.lstrip()`` would strip these; the grammar's WS does not, so the file has a syntax error."""
     text = {
         "end": f"fn f : int -> int = m.f{space}",
         "middle": f"fn f : int ->{space}int = m.f",
         "after_name": f"fn f{space} : int -> int = m.f\n",
+        "after_comment": f"# c\n{space}fn f : int -> int = m.f\n",
     }[where]
     assert parse_valid(SourceFile("t.mce", text)) is None
     assert parse(SourceFile("t.mce", text)).diagnostics
