@@ -173,7 +173,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     ``ends[k] - len(toks[k])``. A node takes its position as its last three
     arguments, ``source, start, end`` (see :mod:`mcec.syntax`), worked out from
     ``ends`` and the children's own ``start``/``end``: no ``Span`` is built but
-    for the few ``Span`` fields (keywords, a limit, a server's command).
+    for the two ``Span`` fields (a limit, a server's command).
 
     The rules are closures over the token lists and the cursor ``i``: the
     cheapest way for CPython to share them (no attribute lookups).

@@ -109,9 +109,6 @@ class FormatResult:
 # ---------------------------------------------------------------- comparing trees
 
 
-#: The fields holding a syntax node's own position (see :mod:`mcec.syntax`).
-
-
 def tree_key(node: object) -> object:
     """A comparable value for a syntax tree that ignores every span and the path.
 

@@ -296,8 +296,8 @@ class _Builder:
     # A node takes its position as its last three arguments, ``source, start,
     # end`` (no Span object: see mcec.syntax); the helpers below give those three
     # for a node running from its first child to its last, to be star-unpacked
-    # into the constructor. ``tok_span`` makes a Span for the few Span fields
-    # (keywords, a limit, a server's command). Line and column are worked out
+    # into the constructor. ``tok_span`` makes a Span for the two Span fields
+    # (a limit, a server's command). Line and column are worked out
     # from the offsets only when a diagnostic is rendered or a site is generated.
 
     def tok_span(self, tok: _Tok) -> Span:

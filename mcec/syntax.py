@@ -26,8 +26,8 @@ bindings and typed declarations), which costs it 2,000 instructions per line
 more; the formatter and diagnostics read only the ones they use.
 
 Equality and hashing mean what they did: the three fields compare ``source``,
-``start`` and ``end`` as the ``Span`` field did. The repr is unchanged too
-(``span=Span(path, line:col-line:col)`` in place of the three fields; the
+``start`` and ``end`` as the ``Span`` field did. The repr shows
+``span=Span(path, line:col-line:col)`` in place of the three fields (the
 source's text may be megabytes). A keyword's span is a property too: ``par``,
 ``each`` and ``local`` start their node, and ``Catch``/``OrElse`` store where
 their keyword starts (``keyword_at``). The few other positions that are not

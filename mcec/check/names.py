@@ -260,7 +260,6 @@ class DeclarationChecker:
         if errors is None:
             return _NO_ERRORS
         exprs = errors.errors
-        # map, not a list comprehension: no frame of its own for the usual one or two entries.
         key = memo_key(errors)
         known = self._error_sets.get(key)
         if known is not None:
