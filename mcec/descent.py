@@ -253,16 +253,17 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         end = ends[i]
         start = end - len(tok)
         i += 1
+        first = make_name(tok, source, start, end)
         after = toks[i]
         if after == ".":
-            head = dotted(make_name(tok, source, start, end))
+            head = dotted(first)
             after = toks[i]
             if after != "[":
                 return head
         elif after == "[":
-            head = make_qual((make_name(tok, source, start, end),), source, start, end)
+            head = make_qual((first,), source, start, end)
         else:
-            return make_name(tok, source, start, end)  # most types: one name
+            return first  # most types: one name
         i += 1
         args = [type_()]
         while toks[i] == ",":

@@ -671,10 +671,9 @@ def _broken_header(
     decl: _Aligned | s.PipelineDecl, head: str, errors: s.ErrorList | None
 ) -> list[_Line]:
     """A declaration's head (``step name``, ``pipeline name``) alone, then ``: A -> B`` and ``! E…`` one level in."""
-    input_type, output_type = decl.input, decl.output
     lines = [
         _Line(0, head, decl.start, decl.name.end, kind="item"),
-        _Line(INDENT, f": {_type(input_type)} -> {_type(output_type)}", input_type.start, output_type.end),
+        _Line(INDENT, f": {_signature(decl.input, decl.output, None)}", decl.input.start, decl.output.end),
     ]
     if errors is not None:
         lines.append(_Line(INDENT, _errors(errors).lstrip(), errors.start, errors.end))
