@@ -28,9 +28,8 @@ more; the formatter and diagnostics read only the ones they use.
 Equality and hashing mean what they did: the three fields compare ``source``,
 ``start`` and ``end`` as the ``Span`` field did. The repr shows
 ``span=Span(path, line:col-line:col)`` in place of the three fields (the
-source's text may be megabytes). A keyword's span is a property too: ``par``,
-``each`` and ``local`` start their node, and ``Catch``/``OrElse`` store where
-their keyword starts (``keyword_at``). The few other positions that are not
+source's text may be megabytes). A keyword's span is a property too (see
+:class:`KeywordNode`). The few other positions that are not
 the node's own extent (``Each.limit_span``, ``ServerDecl.command_span``) stay
 ``Span`` fields. :class:`Module` keeps a ``span`` field.
 """
@@ -73,6 +72,33 @@ class Node:
         shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr]
         shown.append(f"span={self.span!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class KeywordNode(Node):
+    """Base of the expressions written with a keyword: ``par``, ``each``, ``local``, ``catch``, ``orelse``.
+
+    ``keyword`` is the keyword's span, made when read from where the keyword
+    starts (``keyword_at``) and how it is spelled (``KEYWORD``), so a parse
+    builds no ``Span`` for it. ``par``, ``each`` and ``local`` start their
+    node, so ``keyword_at`` is ``start``; ``Catch`` and ``OrElse``, whose
+    keyword stands between their parts, store it as a field of that name.
+    """
+
+    __slots__ = ()
+
+    #: The keyword, as written.
+    KEYWORD: ClassVar[str]
+
+    @property
+    def keyword_at(self) -> int:
+        """Where the keyword starts: the node's own start, for a node written keyword first."""
+        return self.start
+
+    @property
+    def keyword(self) -> Span:
+        """The keyword's span."""
+        at = self.keyword_at
+        return make_span(self.source, at, at + len(self.KEYWORD))
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -171,24 +197,23 @@ class Bind(Node):
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class Par(Node):
+class Par(KeywordNode):
     """``par <e1, …, en>``. The parser keeps a one-branch group so that the
     checker can report MCE019 for it."""
+
+    KEYWORD: ClassVar[str] = "par"
 
     branches: tuple[Expr, ...]
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
 
-    @property
-    def keyword(self) -> Span:
-        """The span of ``par`` (the node's first token)."""
-        return make_span(self.source, self.start, self.start + 3)
-
 
 @dataclass(frozen=True, slots=True, repr=False)
-class Each(Node):
+class Each(KeywordNode):
     """``each e`` or ``each(limit=k) e``; ``limit_span`` points at ``k``."""
+
+    KEYWORD: ClassVar[str] = "each"
 
     body: Expr
     limit: int | None
@@ -197,62 +222,48 @@ class Each(Node):
     start: int = field(repr=False)
     end: int = field(repr=False)
 
-    @property
-    def keyword(self) -> Span:
-        """The span of ``each`` (the node's first token)."""
-        return make_span(self.source, self.start, self.start + 4)
-
 
 @dataclass(frozen=True, slots=True, repr=False)
-class Local(Node):
+class Local(KeywordNode):
     """``local e``: run ``e`` and give back the input state."""
+
+    KEYWORD: ClassVar[str] = "local"
 
     body: Expr
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
 
-    @property
-    def keyword(self) -> Span:
-        """The span of ``local`` (the node's first token)."""
-        return make_span(self.source, self.start, self.start + 5)
-
 
 @dataclass(frozen=True, slots=True, repr=False)
-class Catch(Node):
+class Catch(KeywordNode):
     """``body catch E1 | E2 => handler``; chained catches nest to the left."""
+
+    KEYWORD: ClassVar[str] = "catch"
 
     body: Expr
     errors: tuple[TypeExpr, ...]
     handler: Expr
-    #: Where ``catch`` starts (an offset, like ``start``; ``keyword`` is its span).
+    #: Where ``catch`` starts (an offset, like ``start``).
     keyword_at: int = field(repr=False)
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
-
-    @property
-    def keyword(self) -> Span:
-        """The span of ``catch``."""
-        return make_span(self.source, self.keyword_at, self.keyword_at + 5)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class OrElse(Node):
+class OrElse(KeywordNode):
     """``body orelse fallback``; chains nest to the left."""
+
+    KEYWORD: ClassVar[str] = "orelse"
 
     body: Expr
     fallback: Expr
-    #: Where ``orelse`` starts (an offset, like ``start``; ``keyword`` is its span).
+    #: Where ``orelse`` starts (an offset, like ``start``).
     keyword_at: int = field(repr=False)
     source: SourceFile = field(repr=False)
     start: int = field(repr=False)
     end: int = field(repr=False)
-
-    @property
-    def keyword(self) -> Span:
-        """The span of ``orelse``."""
-        return make_span(self.source, self.keyword_at, self.keyword_at + 6)
 
 
 Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse

@@ -48,7 +48,7 @@ def dump(node: object, indent: int = 0) -> list[str]:
             lines.extend(dump(value, indent + 2))
         else:
             lines.append(f"{label} {value!r}")
-    if isinstance(node, (s.Par, s.Each, s.Local, s.Catch, s.OrElse)):
+    if isinstance(node, s.KeywordNode):
         lines.append(f"{pad}  keyword: {_at(node.keyword)}")  # a property: where the keyword is
     return lines
 
