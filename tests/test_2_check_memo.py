@@ -223,7 +223,7 @@ def memos_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with monkeypatch.context() as patch:
         patch.setattr(names_module.DeclarationChecker, "type_of", lambda self, expr: self._fresh_type(expr, None))
         # A key that never repeats: `!` clauses are resolved again each time.
-        patch.setattr(names_module, "memo_key", lambda node: f"#{next(counter)}")
+        patch.setattr(names_module, "memo_key", lambda *nodes: f"#{next(counter)}")
         patch.setattr(names_module.DeclarationChecker, "_sig", lambda self, i, o, e, s: Sig(i, o, e, s))
         yield
 

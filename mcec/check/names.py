@@ -60,8 +60,12 @@ class Declared:
 _NO_ERRORS: ErrorSet = frozenset()
 
 
-def memo_key(node: syntax.TypeExpr | syntax.ErrorList) -> str:
-    """The key of a type or ``!`` clause in the memos of name resolution: its source text.
+def memo_key(first: syntax.Node, last: syntax.Node | None = None) -> str:
+    """The key of a type, ``!`` clause or signature in the memos of name resolution: its source text.
+
+    The text runs from the start of ``first`` to the end of ``last`` (``first``
+    itself when ``last`` is None): a signature's key is the text from its input
+    type to its ``!`` clause, or to its output type when it has none.
 
     Equal texts are equal token sequences, so they resolve alike while the
     bindings stay as they are. Layout is part of the key (``list[A]`` and
@@ -78,7 +82,7 @@ def memo_key(node: syntax.TypeExpr | syntax.ErrorList) -> str:
     10,000-line front-end benchmark from 4.3 to 3.1 µs per line (and resolve
     from 12.4k to 10.0k instructions per line).
     """
-    return node.source.text[node.start : node.end]
+    return first.source.text[first.start : (last or first).end]
 
 # Built per declaration, so built without the frozen dataclass __init__ (one
 # object.__setattr__ call per field): see mcec.construct.fast_constructor.
@@ -117,6 +121,12 @@ class DeclarationChecker:
         self._error_sets: dict[str, ErrorSet] = {}
         #: Memo of :meth:`_sig`.
         self._sigs: dict[tuple[int, int, int, bool], Sig] = {}
+        #: Memos of whole signatures by :func:`memo_key` (input type to ``!`` clause), per kind of
+        #: declaration: the ``Sig`` of steps and of fns, the types of pipelines. Emptied with
+        #: the memos of ``!`` clauses.
+        self._step_sigs: dict[str, Sig] = {}
+        self._fn_sigs: dict[str, Sig] = {}
+        self._pipeline_types: dict[str, tuple[Type, Type, ErrorSet | None]] = {}
         #: Where each ``state`` declaration is (a second one is MCE004).
         self._state_spans: list[Span] = []
 
@@ -166,7 +176,14 @@ class DeclarationChecker:
     def _forget(self) -> None:
         """Empty the memos of name resolution (the bindings changed)."""
         self._types.clear()
+        self._forget_errors()
+
+    def _forget_errors(self) -> None:
+        """Empty the memos that hold error sets (the bindings or the declared errors changed)."""
         self._error_sets.clear()
+        self._step_sigs.clear()
+        self._fn_sigs.clear()
+        self._pipeline_types.clear()
 
     def _bind_named(self, decl: _Named) -> None:
         name = decl.name
@@ -317,21 +334,39 @@ class DeclarationChecker:
             self.sink.add(report.duplicate_error(resolved, decl.type.span, first))
             return
         self.declared.error_types[resolved] = decl.type.span
-        self._error_sets.clear()
+        self._forget_errors()
 
     def _server(self, decl: syntax.ServerDecl) -> None:
         if decl.name.text not in self.declared.servers:
             self.declared.servers[decl.name.text] = TServer(decl.name.text, decl.command, decl.span)
 
+    # A spec repeats whole signatures (``A -> A ! E1``), so a step's, fn's or pipeline's is
+    # remembered by its text (:func:`memo_key` from the input type to the end): one slice and one
+    # lookup instead of resolving two types and a ``!`` clause through their own memos and
+    # sharing the Sig (a third of name resolution's instructions on the front-end benchmark).
+    # As in those memos, only what resolved without a diagnostic is remembered.
+
     def _step(self, decl: syntax.StepDecl) -> None:
         name = decl.name
-        input, output = self.type_of(decl.input), self.type_of(decl.output)
-        sig = self._sig(input, output, self._error_list(decl.errors, "step", name), True)
+        key = memo_key(decl.input, decl.errors or decl.output)
+        sig = self._step_sigs.get(key)
+        if sig is None:
+            reported = len(self.sink.items)
+            input, output = self.type_of(decl.input), self.type_of(decl.output)
+            sig = self._sig(input, output, self._error_list(decl.errors, "step", name), True)
+            if len(self.sink.items) == reported:
+                self._step_sigs[key] = sig
         step = _make_step(name.text, decl.is_async, sig, self._impl(decl.impl), decl.span)
         self.declared.steps.setdefault(name.text, step)
 
     def _fn(self, decl: syntax.FnDecl) -> None:
-        sig = self._sig(self.type_of(decl.input), self.type_of(decl.output), _NO_ERRORS, False)
+        key = memo_key(decl.input, decl.output)
+        sig = self._fn_sigs.get(key)
+        if sig is None:
+            reported = len(self.sink.items)
+            sig = self._sig(self.type_of(decl.input), self.type_of(decl.output), _NO_ERRORS, False)
+            if len(self.sink.items) == reported:
+                self._fn_sigs[key] = sig
         fn = _make_fn(decl.name.text, sig, self._impl(decl.impl), decl.span)
         self.declared.fns.setdefault(decl.name.text, fn)
 
@@ -355,8 +390,15 @@ class DeclarationChecker:
         self.declared.tools.setdefault(decl.name.text, tool)
 
     def _pipeline(self, decl: syntax.PipelineDecl) -> None:
-        errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
-        declared = _make_pipeline(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
+        key = memo_key(decl.input, decl.errors or decl.output)
+        types = self._pipeline_types.get(key)
+        if types is None:
+            reported = len(self.sink.items)
+            errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
+            types = (self.type_of(decl.input), self.type_of(decl.output), errors)
+            if len(self.sink.items) == reported:
+                self._pipeline_types[key] = types
+        declared = _make_pipeline(decl, *types)
         self.declared.pipelines.setdefault(decl.name.text, declared)
 
 
