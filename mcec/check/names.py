@@ -187,24 +187,24 @@ class DeclarationChecker:
 
     def _bind_named(self, decl: _Named) -> None:
         name = decl.name
-        self._add(_make_binding(name.text, _KINDS[type(decl)], name.span, ""))
+        self._add(_make_binding(name.text, _KINDS[type(decl)], name, ""))
 
     def _bind_from_import(self, decl: syntax.FromImport) -> None:
         module = decl.module.dotted
         for item in decl.names:
-            self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound.span, f"{module}.{item.name.text}"))
+            self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound, f"{module}.{item.name.text}"))
         names = tuple((i.name.text, i.alias.text if i.alias else None) for i in decl.names)
         self.declared.imports.append(TFromImport(module, names, decl.span))
 
     def _bind_module_import(self, decl: syntax.ModuleImport) -> None:
         module = decl.module.dotted
         if decl.alias is not None:
-            self._add(Binding(decl.alias.text, Kind.MODULE, decl.alias.span, module))
+            self._add(Binding(decl.alias.text, Kind.MODULE, decl.alias, module))
         else:
             root = decl.module.parts[0]
             self.env.import_plainly(module)
             self._forget()
-            self._add(Binding(root.text, Kind.MODULE_ROOT, root.span, root.text))
+            self._add(Binding(root.text, Kind.MODULE_ROOT, root, root.text))
         self.declared.imports.append(TModuleImport(module, decl.alias.text if decl.alias else None, decl.span))
 
     # ------------------------------------------------------------ types
@@ -434,7 +434,7 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
 
     def check(kind: str, name: syntax.Name) -> None:
         binding = env.bindings.get(name.text)
-        if binding is not None and binding.span == name.span and name.text not in env.used:
+        if binding is not None and binding.site is name and name.text not in env.used:
             found.append(report.unused(kind, name.text, name.span))
 
     for decl in module.decls:
