@@ -167,7 +167,7 @@ def test_the_parsers_constructors_take_the_fast_path() -> None:
     from mcec import construct
     from mcec.fastinit import takes_fast_path
 
-    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper()]
+    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper() and not name.endswith("_BUILDER")]
     assert len(makers) == 19 and all(takes_fast_path(make) for make in makers)
 
 
@@ -184,6 +184,23 @@ def test_a_node_repr_shows_its_span_not_its_source() -> None:
     assert repr(ref) == "Ref(name='cd', span=Span('a.mce', 2:3-2:5))"
     qual = s.QualName((s.Name("cd", source, 5, 7),), source, 5, 7)
     assert repr(qual) == "QualName(parts=(Name(text='cd', span=Span('a.mce', 2:3-2:5)),), span=Span('a.mce', 2:3-2:5))"
+
+
+def test_an_object_built_in_place_from_builder_class_is_the_frozen_node() -> None:
+    """What the descent parser does with NAME_BUILDER and REF_BUILDER, instead of calling NAME and REF."""
+    from mcec import construct
+    from mcec.fastinit import builder_class
+
+    source = SourceFile("a.mce", "ab cd")
+    node = construct.NAME_BUILDER()
+    node.text, node.source, node.start, node.end = "cd", source, 3, 5
+    node.__class__ = s.Name
+    assert type(node) is s.Name and node == construct.NAME("cd", source, 3, 5) == s.Name("cd", source, 3, 5)
+    assert hash(node) == hash(s.Name("cd", source, 3, 5))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.text = "ab"
+    with pytest.raises(ValueError):
+        builder_class(s.Name)  # the dataclass itself: no builder behind it
 
 
 def test_a_fallback_is_detected() -> None:
