@@ -282,8 +282,10 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         while toks[i] == ",":
             i += 1
             args.append(type_())
-        close = expect("]")
-        return c.TYPE_APPLY(head, tuple(args), source, start, ends[close])
+        if toks[i] != "]":
+            _give_up()
+        i += 1
+        return c.TYPE_APPLY(head, tuple(args), source, start, ends[i - 1])
 
     def type_() -> s.TypeExpr:
         """``?type: _type_atom | type_union``."""
@@ -386,13 +388,17 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         nonlocal i
         first = ends[i] - 3  # `par`
         i += 1
-        expect("<")
+        if toks[i] != "<":
+            _give_up()
+        i += 1
         branches = [expr()]
         while toks[i] == ",":
             i += 1
             branches.append(expr())
-        close = expect(">")
-        return c.PAR(tuple(branches), source, first, ends[close])
+        if toks[i] != ">":
+            _give_up()
+        i += 1
+        return c.PAR(tuple(branches), source, first, ends[i - 1])
 
     def each() -> s.Each:
         """``each: EACH (LPAR LIMIT EQUAL INT RPAR)? _term``."""
@@ -454,16 +460,17 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         i += 1
         statements: list[s.Statement] = []
         while toks[i] != "}":
-            if toks[i] == "step":
+            is_step = toks[i] == "step"
+            if is_step:
                 first = ends[i] - 4  # `step`
                 i += 1
-                body = expr()
-                semi = expect(";")
-                statements.append(c.STATEMENT(body, True, source, first, ends[semi]))
-            else:
-                body = expr()
-                semi = expect(";")
-                statements.append(c.STATEMENT(body, False, source, body.start, ends[semi]))
+            body = expr()
+            if not is_step:
+                first = body.start
+            if toks[i] != ";":  # `expect` written out here and in par, type_atom, pipeline_decl: see signature
+                _give_up()
+            statements.append(c.STATEMENT(body, is_step, source, first, ends[i]))
+            i += 1
         i += 1
         return c.BLOCK(tuple(statements), source, opening, ends[i - 1])
 
@@ -498,8 +505,10 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
         if toks[i] == "=":
             i += 1
             body: Any = expr()
-            semi = expect(";")
-            end = ends[semi]
+            if toks[i] != ";":
+                _give_up()
+            end = ends[i]
+            i += 1
         elif toks[i] == "{":
             body = block()
             end = body.end
