@@ -98,6 +98,24 @@ def test_an_undeclared_error_is_reported_at_every_occurrence() -> None:
     assert "of step `b`" in undeclared[1][2] and "of pipeline `p`" in undeclared[3][2]
 
 
+def test_a_bad_signature_written_twice_is_reported_at_both() -> None:
+    # Whole signatures are memoised by their text too: one with a diagnostic must not be.
+    result = checked(
+        "from app.impl import S, A\n"
+        "import app.impl as impl\n"
+        "state S\n"
+        "fn a : A -> Nope = impl.a\n"
+        "fn b : A -> Nope = impl.b\n"
+        "step c : A -> A ! Oops = impl.c\n"
+        "step d : A -> A ! Oops = impl.d\n"
+        "pipeline p : A -> Nope = a;\n"
+        "pipeline q : A -> Nope = b;\n"
+    )
+    assert [(line, column) for line, column, _ in located(result, "MCE017")] == [
+        (4, 13), (5, 13), (6, 19), (7, 19), (8, 19), (9, 19),
+    ]
+
+
 def test_an_unknown_implementation_is_reported_at_every_occurrence() -> None:
     result = checked(
         "from app.impl import S\n"
