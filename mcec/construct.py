@@ -4,7 +4,9 @@
 as ``Name(text, source, start, end)``, without the frozen dataclass's slow
 ``__init__`` (see :mod:`mcec.fastinit` for how, and why that halves the cost
 of an object). The parsers call these for every node they build; rare nodes
-(imports, state and error declarations, servers, tools) use their classes.
+(imports, state and error declarations, servers, tools) use their classes, and
+the descent parser builds the commonest names and references in place from
+``NAME_BUILDER`` and ``REF_BUILDER`` (the same objects, without a call).
 
 A node takes its position as its last three arguments, ``source, start,
 end``, not as a :class:`Span` (see :mod:`mcec.syntax`): the parsers pass the
@@ -35,18 +37,18 @@ __all__ = [
     "FN_DECL",
     "LOCAL",
     "NAME",
+    "NAME_BUILDER",
     "OR_ELSE",
     "PAR",
     "PIPELINE_DECL",
     "QUAL",
     "REF",
+    "REF_BUILDER",
     "SPAN",
     "STATEMENT",
     "STEP_DECL",
     "TYPE_APPLY",
     "TYPE_UNION",
-    "NAME_BUILDER",
-    "REF_BUILDER",
     "fast_constructor",
 ]
 
