@@ -184,7 +184,7 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     make_qual = c.QUAL
     # The two most frequent nodes, one-name types and references, are built in
     # place where they are most often made (type_atom, term), not by a call to
-    # NAME or REF: a call costs a third of the node (see mcec.fastinit.builder_class).
+    # NAME or REF: the call is over a quarter of the node (see mcec.fastinit.builder_class).
     new_name = c.NAME_BUILDER
     new_ref = c.REF_BUILDER
 

@@ -78,7 +78,7 @@ def builder_class(make: Callable[..., object]) -> Callable[[], Any]:
     """The builder class behind ``make``, a constructor from :func:`fast_constructor` that takes the fast path.
 
     For the few places so hot that the call to ``make`` matters (it costs
-    about a third of an object): they build the object in place as ``make``
+    over a quarter of an object): they build the object in place as ``make``
     does, by calling this class, storing every field, then setting
     ``__class__`` to the dataclass. Typed ``Any``: until that last store the
     object is a mutable builder, not the frozen dataclass. Raises
