@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 from mcec import syntax
 from mcec.check import report
@@ -58,6 +58,9 @@ class Declared:
 
 
 _NO_ERRORS: ErrorSet = frozenset()
+#: A memoised result (see DeclarationChecker._remember_if_clean).
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 def memo_key(first: syntax.Node, last: syntax.Node | None = None) -> str:
@@ -276,17 +279,32 @@ class DeclarationChecker:
         """
         if errors is None:
             return _NO_ERRORS
-        exprs = errors.errors
         key = memo_key(errors)
         known = self._error_sets.get(key)
-        if known is not None:
-            return known
+        if known is None:
+            known = self._remember_if_clean(self._error_sets, key, self._fresh_error_set, errors, f"of {kind} `{owner.text}`")
+        return known
+
+    def _fresh_error_set(self, errors: syntax.ErrorList, where: str) -> ErrorSet:
+        """:meth:`_error_list` without the memo; ``where`` names the owner for MCE018."""
+        return frozenset([member for expr in errors.errors for member in self._error_types(expr, where)])
+
+    def _remember_if_clean(
+        self, memo: dict[str, _T], key: str, resolve: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``resolve(*args, **kwargs)``, remembered in ``memo`` under ``key`` only if it reported no diagnostic.
+
+        The rule of the memos of name resolution by text: a result that came
+        with a diagnostic is resolved again wherever it is written, so that
+        every place gets its own report. Called on a memo miss only; the
+        resolver takes its arguments here rather than as a closure, which
+        would cost every call of the caller, hits included.
+        """
         reported = len(self.sink.items)
-        where = f"of {kind} `{owner.text}`"
-        found = frozenset([member for expr in exprs for member in self._error_types(expr, where)])
+        result = resolve(*args, **kwargs)
         if len(self.sink.items) == reported:
-            self._error_sets[key] = found
-        return found
+            memo[key] = result
+        return result
 
     def _sig(self, input: Type, output: Type, errors: ErrorSet, stateful: bool) -> Sig:
         """``Sig(input, output, errors, stateful)``, one object per distinct signature.
@@ -344,31 +362,33 @@ class DeclarationChecker:
     # remembered by its text (:func:`memo_key` from the input type to the end): one slice and one
     # lookup instead of resolving two types and a ``!`` clause through their own memos and
     # sharing the Sig (a third of name resolution's instructions on the front-end benchmark).
-    # As in those memos, only what resolved without a diagnostic is remembered.
+    # As in those memos, only what resolved without a diagnostic is remembered (_remember_if_clean).
 
     def _step(self, decl: syntax.StepDecl) -> None:
         name = decl.name
         key = memo_key(decl.input, decl.errors or decl.output)
         sig = self._step_sigs.get(key)
         if sig is None:
-            reported = len(self.sink.items)
-            input, output = self.type_of(decl.input), self.type_of(decl.output)
-            sig = self._sig(input, output, self._error_list(decl.errors, "step", name), True)
-            if len(self.sink.items) == reported:
-                self._step_sigs[key] = sig
+            sig = self._remember_if_clean(self._step_sigs, key, self._fresh_step_sig, decl)
         step = _make_step(name.text, decl.is_async, sig, self._impl(decl.impl), decl.span)
         self.declared.steps.setdefault(name.text, step)
+
+    def _fresh_step_sig(self, decl: syntax.StepDecl) -> Sig:
+        """A step's signature, resolved without the signature memo."""
+        input, output = self.type_of(decl.input), self.type_of(decl.output)
+        return self._sig(input, output, self._error_list(decl.errors, "step", decl.name), True)
 
     def _fn(self, decl: syntax.FnDecl) -> None:
         key = memo_key(decl.input, decl.output)
         sig = self._fn_sigs.get(key)
         if sig is None:
-            reported = len(self.sink.items)
-            sig = self._sig(self.type_of(decl.input), self.type_of(decl.output), _NO_ERRORS, False)
-            if len(self.sink.items) == reported:
-                self._fn_sigs[key] = sig
+            sig = self._remember_if_clean(self._fn_sigs, key, self._fresh_fn_sig, decl)
         fn = _make_fn(decl.name.text, sig, self._impl(decl.impl), decl.span)
         self.declared.fns.setdefault(decl.name.text, fn)
+
+    def _fresh_fn_sig(self, decl: syntax.FnDecl) -> Sig:
+        """A fn's signature, resolved without the signature memo."""
+        return self._sig(self.type_of(decl.input), self.type_of(decl.output), _NO_ERRORS, False)
 
     def _tool(self, decl: syntax.ToolDecl) -> None:
         errors = self._error_list(decl.errors, "tool", decl.name) | {TOOL_FAILED, TOOL_UNAVAILABLE}
@@ -393,13 +413,14 @@ class DeclarationChecker:
         key = memo_key(decl.input, decl.errors or decl.output)
         types = self._pipeline_types.get(key)
         if types is None:
-            reported = len(self.sink.items)
-            errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
-            types = (self.type_of(decl.input), self.type_of(decl.output), errors)
-            if len(self.sink.items) == reported:
-                self._pipeline_types[key] = types
+            types = self._remember_if_clean(self._pipeline_types, key, self._fresh_pipeline_types, decl)
         declared = _make_pipeline(decl, *types)
         self.declared.pipelines.setdefault(decl.name.text, declared)
+
+    def _fresh_pipeline_types(self, decl: syntax.PipelineDecl) -> tuple[Type, Type, ErrorSet | None]:
+        """A pipeline's input, output and ``!`` errors (None: to be inferred), resolved without the signature memo."""
+        errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
+        return self.type_of(decl.input), self.type_of(decl.output), errors
 
 
 # The passes of DeclarationChecker.run: which method handles each class of
