@@ -237,19 +237,13 @@ def _descend(source: SourceFile, toks: list[str], ends: list[int], count: int) -
     def python_path() -> s.QualName:
         """``qual_name: name (DOT attr_name)*``, written as Python by the generated module (a module, an implementation).
 
-        A Python keyword heading it gets MCE016 (the parts after a dot are checked in ``dotted``).
+        A Python keyword heading it gets MCE016, as a declared name does (the
+        parts after a dot are checked in ``dotted``).
         """
-        nonlocal i
-        tok = toks[i]
-        if tok[0] not in _NAME_FIRST or tok in _NOT_A_REF:
-            _give_up()
-        end = ends[i]
-        start = end - len(tok)
-        i += 1
-        first = make_name(tok, source, start, end)
+        first = declared_name()
         if toks[i] == ".":
             return dotted(first)
-        return make_qual((first,), source, start, end)
+        return make_qual((first,), source, first.start, first.end)
 
     def type_atom() -> s.Name | s.QualName | s.TypeApply:
         """``_type_atom: type_name | type_apply`` (``name`` and ``qual_name`` inlined: most types are one name)."""
