@@ -68,7 +68,7 @@ _make_pyref = fast_constructor(PyRef)
 #: Kinds a pipeline body may refer to by name.
 CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.PIPELINE)
 
-# The kinds `= m.f` resolves through, for resolve_impl's fast path, as module globals: in
+# The kinds `= m.f` resolves through (resolve_path, resolve_impl), as module globals: in
 # CPython 3.11 reading an attribute of an enum class is an unspecialised lookup (about 900
 # instructions), a global is a cached one.
 _MODULE = Kind.MODULE
@@ -189,7 +189,7 @@ class Env:
         attr = parts[-1].text
         if binding is not None:
             kind = binding.kind
-            if kind is Kind.MODULE or kind is Kind.FROM_IMPORT:
+            if kind is _MODULE or kind is _FROM_IMPORT:
                 self.used.add(text)
                 if len(parts) == 2:
                     return binding.target, attr
