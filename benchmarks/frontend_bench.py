@@ -18,20 +18,34 @@ scaled to 10x the input of at most 12 (10 is linear). Times are medians of
 interleaved runs (the parse + resolve figure is the median of each run's sum),
 so that load from other jobs on a shared machine does not land on one size
 only.
+
+The baseline, measured in the same rounds: Lark's own LALR parser with
+position propagation, the design issue #3 suggested, used the standard way
+(``Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True)``,
+then ``.parse(text)``) on the same text and grammar. It builds Lark's tree only, no syntax tree and no
+resolution, so it does less than what it is compared with. Each round times
+both back to back and ``times_lark`` is the median of the rounds' ratios
+(Lark's time over parse + resolve): this machine's speed swings by 1.5x and
+more from one minute to the next, and a ratio taken within a round cancels
+most of that, where lines per second do not. Lark takes about 3 seconds per
+10,000 lines, so the baseline runs up to ``BASELINE_MAX_LINES`` only.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import statistics
 import sys
 import time
 
+import lark
+
 from mcec.check.names import DeclarationChecker
 from mcec.diagnostics import DiagnosticSink
 from mcec.gc_pause import gc_paused
-from mcec.parser import parse
+from mcec.parser import load_grammar, parse
 from mcec.span import SourceFile
 
 HEADER = """# generated benchmark spec
@@ -69,6 +83,9 @@ def generate(lines: int) -> str:
 #: The phases timed per size, their sum, and the garbage collector's pass afterwards.
 PHASES = ("parse", "resolve", "total", "gc")
 
+#: The largest size the Lark baseline runs at (about 30 seconds a run at 100,000 lines).
+BASELINE_MAX_LINES = 10_000
+
 
 def measure(lines: int, repeat: int) -> dict[str, float]:
     """Median wall seconds per phase (``PHASES``) for a ``lines``-line spec, over ``repeat`` runs."""
@@ -105,18 +122,43 @@ def _run_once(source: SourceFile) -> dict[str, float]:
     }
 
 
-def _measure_all(sizes: list[int], repeat: int) -> dict[int, dict[str, float]]:
+@functools.cache
+def _lark_parser() -> lark.Lark:
+    """The baseline parser: Lark's LALR on mcec's grammar, with position propagation (built once)."""
+    return lark.Lark(load_grammar(), parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=False)
+
+
+def _run_baseline(text: str) -> float:
+    """Wall seconds of one Lark LALR parse of ``text`` (the tree only), with the collector paused as for mcec."""
+    parser = _lark_parser()
+    with gc_paused():
+        started = time.perf_counter()
+        tree = parser.parse(text)
+        seconds = time.perf_counter() - started
+        del tree
+    return seconds
+
+
+def _measure_all(sizes: list[int], repeat: int, baseline: bool = False) -> dict[int, dict[str, float]]:
     """Median wall seconds per size and phase (``PHASES``); the runs of the sizes are interleaved.
 
     The machine is shared, so load comes and goes: interleaving spreads it over
-    all sizes instead of one, and the median drops the outliers.
+    all sizes instead of one, and the median drops the outliers. With
+    ``baseline``, sizes up to ``BASELINE_MAX_LINES`` also get ``lark`` (the
+    baseline's median seconds) and ``times_lark`` (the median over rounds of
+    the baseline's time over parse + resolve, each pair timed back to back).
     """
     sources = {lines: SourceFile("bench.mce", generate(lines)) for lines in sizes}
     times: dict[int, dict[str, list[float]]] = {lines: {phase: [] for phase in PHASES} for lines in sizes}
     for _ in range(repeat):
         for lines in sizes:
-            for phase, seconds in _run_once(sources[lines]).items():
+            ours = _run_once(sources[lines])
+            for phase, seconds in ours.items():
                 times[lines][phase].append(seconds)
+            if baseline and lines <= BASELINE_MAX_LINES:
+                lark_seconds = _run_baseline(sources[lines].text)
+                times[lines].setdefault("lark", []).append(lark_seconds)
+                times[lines].setdefault("times_lark", []).append(lark_seconds / ours["total"])
     return {
         lines: {phase: statistics.median(values) for phase, values in phases.items()}
         for lines, phases in times.items()
@@ -136,14 +178,18 @@ def main(quick: bool = False, sizes: list[int] | None = None) -> dict[str, objec
     parse + resolve (what the targets apply to), ``parse_seconds``,
     ``parse_lines_per_second``, ``resolve_seconds``,
     ``resolve_lines_per_second``, ``gc_seconds`` (the collector's pass
-    afterwards) and ``lines_per_second_with_gc``. ``growth`` is that of parse + resolve. Each
+    afterwards) and ``lines_per_second_with_gc``; up to ``BASELINE_MAX_LINES``,
+    ``lark_lines_per_second`` (the baseline) and ``times_lark`` (how many
+    times faster than the baseline parse + resolve ran, the median of the
+    rounds' ratios). ``growth`` is that of parse + resolve. Each
     time is the median of interleaved runs (5, or 3 with ``quick``; 100,000
     lines is left out with ``quick``).
     """
     if sizes is None:
         sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     _run_once(SourceFile("warmup.mce", generate(100)))  # first-call costs outside the timings
-    seconds = _measure_all(sizes, repeat=3 if quick else 5)
+    _run_baseline(generate(100))  # and the baseline's: building Lark's table
+    seconds = _measure_all(sizes, repeat=3 if quick else 5, baseline=True)
     results = {
         lines: {
             "seconds": round(seconds[lines]["total"], 4),
@@ -154,6 +200,7 @@ def main(quick: bool = False, sizes: list[int] | None = None) -> dict[str, objec
             "resolve_lines_per_second": round(lines / seconds[lines]["resolve"]),
             "gc_seconds": round(seconds[lines]["gc"], 4),
             "lines_per_second_with_gc": round(lines / (seconds[lines]["total"] + seconds[lines]["gc"])),
+            **_baseline_figures(lines, seconds[lines]),
         }
         for lines in sizes
     }
@@ -169,6 +216,16 @@ def main(quick: bool = False, sizes: list[int] | None = None) -> dict[str, objec
         "growth": growth,
         "targets": {"lines_per_second": TARGET_LINES_PER_SECOND, "growth_per_10x": TARGET_GROWTH_PER_10X},
         "meets_targets": meets,
+    }
+
+
+def _baseline_figures(lines: int, seconds: dict[str, float]) -> dict[str, float]:
+    """The baseline's lines per second and ``times_lark`` for one size, if it ran there."""
+    if "lark" not in seconds:
+        return {}
+    return {
+        "lark_lines_per_second": round(lines / seconds["lark"]),
+        "times_lark": round(seconds["times_lark"], 1),
     }
 
 

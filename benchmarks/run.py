@@ -88,7 +88,7 @@ def rows_runtime(r: dict[str, Any]) -> list[Row]:
 
 
 def rows_frontend(r: dict[str, Any]) -> list[Row]:
-    """Summary rows of ``frontend_bench``: parse + resolve (the issue #3 targets), then each phase alone."""
+    """Summary rows of ``frontend_bench``: parse + resolve (the issue #3 targets), each phase alone, the Lark baseline."""
     rows: list[Row] = []
     target = r["targets"]["lines_per_second"]
     for lines, s in r["sizes"].items():
@@ -105,6 +105,15 @@ def rows_frontend(r: dict[str, Any]) -> list[Row]:
         rows.append(("frontend", f"parse only {int(lines):,} lines: lines/s", f"{s['parse_lines_per_second']:,}", "", ""))
     for lines, s in r["sizes"].items():
         rows.append(("frontend", f"resolve only {int(lines):,} lines: lines/s", f"{s['resolve_lines_per_second']:,}", "", ""))
+    for lines, s in r["sizes"].items():
+        if "times_lark" in s:  # the baseline, same rounds: Lark's own LALR parse (its tree only)
+            rows.append((
+                "frontend",
+                f"parse+resolve {int(lines):,} lines: times faster than Lark LALR ({s['lark_lines_per_second']:,} lines/s)",
+                f"{s['times_lark']:.1f}",
+                "",
+                "",
+            ))
     return rows
 
 

@@ -33,6 +33,11 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {"overhead_sync", "overhead_async", "compile"} <= set(codegen)
     assert {"ratio", "us_per_step", "ratio_to_floor"} <= set(codegen["overhead_sync"])
 
+    frontend = figures["frontend"]["sizes"]
+    for size in frontend.values():  # the smoke sizes are small enough for the Lark baseline
+        assert {"lines_per_second", "lark_lines_per_second", "times_lark"} <= set(size)
+        assert size["times_lark"] > 0
+
     peers = figures["peers"]
     assert {"chain", "depth", "groups", "versions"} <= set(peers)
     chain = peers["chain"]["sync_10"]
@@ -51,3 +56,4 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "## Summary" in text and table in text
     for label in ("runtime", "frontend", "checker", "codegen #5", "peers #6"):
         assert f"| {label} |" in table, label
+    assert "times faster than Lark LALR" in table
