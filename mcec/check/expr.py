@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from mcec import syntax
 from mcec.check import report
-from mcec.check.env import CALLABLE_KINDS, Kind, suggest
+from mcec.check.env import CALLABLE_KINDS, Kind
 from mcec.check.names import Declared, DeclarationChecker
 from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
@@ -114,7 +114,7 @@ class ExprChecker:
         name = expr.name
         binding = self.declared.env.lookup(name)
         if binding is None:
-            help = suggest(name, self.declared.env.names_of(CALLABLE_KINDS))
+            help = self.declared.env.suggestion(name, CALLABLE_KINDS)
             self.sink.add(report.unknown(f"unknown name `{name}`", expr.span, help))
             return TRef(name, "fn", POISONED, expr.span)
         kind = _KIND_WORD.get(binding.kind)

@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 from mcec import syntax
 from mcec.check import report
-from mcec.check.env import Binding, Env, Failure, Kind, suggest
+from mcec.check.env import Binding, Env, Failure, Kind
 from mcec.construct import fast_constructor
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
@@ -396,16 +396,12 @@ class DeclarationChecker:
         sig = Sig(self.type_of(decl.input), self.type_of(decl.output), errors, False)
         binding = self.env.lookup(decl.server.text)
         if binding is None or binding.kind is not Kind.SERVER:
-            servers = self.env.names_of((Kind.SERVER,))
+            help = self.env.suggestion(decl.server.text, (Kind.SERVER,))
             if binding is None:
-                self.sink.add(report.unknown_server(decl.server.text, decl.server.span, suggest(decl.server.text, servers)))
+                self.sink.add(report.unknown_server(decl.server.text, decl.server.span, help))
             else:
                 self.sink.add(
-                    report.unknown(
-                        f"`{decl.server.text}` is {binding.kind.article}, not a server",
-                        decl.server.span,
-                        suggest(decl.server.text, servers),
-                    )
+                    report.unknown(f"`{decl.server.text}` is {binding.kind.article}, not a server", decl.server.span, help)
                 )
         tool = TTool(decl.name.text, sig, decl.server.text, decl.tool_name.text, decl.span)
         self.declared.tools.setdefault(decl.name.text, tool)
