@@ -172,13 +172,24 @@ def duplicate_error(type_: Type, span: Span, first: Span) -> Diagnostic:
     )
 
 
+#: How many of the other steps MCE004 (no ``state``) points at; the last label counts the rest.
+#: One label per step made a 20,000-step file print a 2 MB diagnostic.
+MAX_OTHER_STEPS_SHOWN = 3
+
+
 def missing_state(step: str, span: Span, others: list[Span]) -> Diagnostic:
-    """MCE004: the file has steps but no ``state``."""
+    """MCE004: the file has steps but no ``state``; ``others`` are the other steps, in file order."""
+    shown = others[:MAX_OTHER_STEPS_SHOWN]
+    labels = [Label(s, "this step needs it too") for s in shown]
+    hidden = len(others) - len(shown)
+    if hidden:
+        more = "1 more step" if hidden == 1 else f"{hidden} more steps"
+        labels[-1] = Label(shown[-1], f"this step needs it too, and so do {more} after it")
     return error(
         "MCE004",
         f"step `{step}` needs a state, but this file declares no `state`",
         span,
-        tuple(Label(s, "this step needs it too") for s in others),
+        tuple(labels),
         "declare the state type that every step receives and returns: `state T`",
     )
 
