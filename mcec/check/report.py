@@ -318,20 +318,36 @@ def impossible_catch(caught: Type, span: Span, body: Span, body_errors: str | No
     return error("MCE014", message, span, (Label(body, label),), f"remove `{caught}` from this `catch`")
 
 
+#: The longest cycle MCE015 spells out whole; a longer one shows its first uses and counts
+#: the rest (a 4,000-pipeline cycle printed a 570 KB diagnostic).
+MAX_CYCLE_SHOWN = 6
+
+
 def cycle(names: list[str], references: list[Span]) -> Diagnostic:
     """MCE015: pipelines ``names[0] -> names[1] -> … -> names[0]`` refer to each other."""
-    path = " -> ".join([*names, names[0]])
-    if len(names) == 1:
-        message = f"pipeline `{names[0]}` refers to itself: {path}"
+    count = len(names)
+    if count == 1:
+        message = f"pipeline `{names[0]}` refers to itself: {names[0]} -> {names[0]}"
+    elif count <= MAX_CYCLE_SHOWN:
+        message = f"pipelines {_quoted(names)} refer to each other in a cycle: {' -> '.join([*names, names[0]])}"
     else:
-        message = f"pipelines {_quoted(names)} refer to each other in a cycle: {path}"
-    labels = tuple(
-        Label(span, f"`{names[i]}` uses `{names[(i + 1) % len(names)]}` here") for i, span in enumerate(references)
-    )
+        head = " -> ".join(names[: MAX_CYCLE_SHOWN - 1])
+        message = (
+            f"{count} pipelines refer to each other in a cycle: "
+            f"{head} -> … ({count - MAX_CYCLE_SHOWN} more) -> {names[-1]} -> {names[0]}"
+        )
+    shown = min(count, MAX_CYCLE_SHOWN)
+    labels = [Label(references[i], f"`{names[i]}` uses `{names[(i + 1) % count]}` here") for i in range(shown)]
+    if count > shown:
+        last = shown - 1
+        labels[last] = Label(
+            references[last],
+            f"`{names[last]}` uses `{names[last + 1]}` here, and so on through {count - shown} more uses",
+        )
     return error(
         "MCE015",
         message,
         references[0],
-        labels,
+        tuple(labels),
         "a pipeline cannot run itself, directly or through others; break the cycle",
     )
