@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import platform
 import statistics
 import sys
 import time
@@ -175,16 +176,16 @@ def main(quick: bool = False, sizes: list[int] | None = None) -> dict[str, objec
     """Run the benchmark.
 
     Returns ``{"sizes": {lines: {...}}, "growth": {"a->b": time ratio}, "targets": {...},
-    "meets_targets": bool}``. Per size: ``seconds`` and ``lines_per_second`` of
-    parse + resolve (what the targets apply to), ``parse_seconds``,
-    ``parse_lines_per_second``, ``resolve_seconds``,
-    ``resolve_lines_per_second``, ``gc_seconds`` (the collector's pass
-    afterwards) and ``lines_per_second_with_gc``; up to ``BASELINE_MAX_LINES``,
-    ``lark_lines_per_second`` (the baseline) and ``times_lark`` (how many
-    times faster than the baseline parse + resolve ran, the median of the
-    rounds' ratios). ``growth`` is that of parse + resolve. Each
-    time is the median of interleaved runs (5, or 3 with ``quick``; 100,000
-    lines is left out with ``quick``).
+    "meets_targets": bool, "python": {"version": ..., "executable": ...}}``: the interpreter is
+    part of the result because two builds of the same CPython version ran this benchmark 10-30%
+    apart on one machine (benchmarks/README.md §). Per size: ``seconds`` and
+    ``lines_per_second`` of parse + resolve (what the targets apply to), ``parse_seconds``,
+    ``parse_lines_per_second``, ``resolve_seconds``, ``resolve_lines_per_second``,
+    ``gc_seconds`` (the collector's pass afterwards) and ``lines_per_second_with_gc``; up to
+    ``BASELINE_MAX_LINES``, ``lark_lines_per_second`` (the baseline) and ``times_lark`` (how
+    many times faster than the baseline parse + resolve ran, the median of the rounds' ratios).
+    ``growth`` is that of parse + resolve. Each time is the median of interleaved runs (5, or 3
+    with ``quick``; 100,000 lines is left out with ``quick``).
     """
     if sizes is None:
         sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
@@ -217,6 +218,7 @@ def main(quick: bool = False, sizes: list[int] | None = None) -> dict[str, objec
         "growth": growth,
         "targets": {"lines_per_second": TARGET_LINES_PER_SECOND, "growth_per_10x": TARGET_GROWTH_PER_10X},
         "meets_targets": meets,
+        "python": {"version": platform.python_version(), "executable": sys.executable},
     }
 
 

@@ -61,6 +61,10 @@ def machine() -> dict[str, Any]:
         "nproc": os.cpu_count(),
         "cpu": cpu,
         "python": platform.python_version(),
+        # Which interpreter, not only which version: on the reference VM two CPython 3.11 builds
+        # ran the front end 10-30% apart (benchmarks/README.md §), so a figure needs its build.
+        "python_executable": sys.executable,
+        "python_build": " ".join(platform.python_build()),
         "platform": platform.platform(),
         "load_average_at_start": [round(x, 2) for x in load],
         "git_commit": commit,

@@ -9,6 +9,8 @@ the harness itself (``benchmarks.peers.PEERS_AVAILABLE``).
 from __future__ import annotations
 
 import json
+import platform
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,8 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in run.BENCHMARKS:
         assert "error" not in figures[name], (name, figures[name])
     assert figures["level"] == "smoke"
-    assert {"nproc", "cpu", "python", "versions"} <= set(figures["machine"])
+    assert {"nproc", "cpu", "python", "python_executable", "python_build", "versions"} <= set(figures["machine"])
+    assert figures["frontend"]["python"] == {"version": platform.python_version(), "executable": sys.executable}
 
     codegen = figures["codegen"]
     assert {"overhead_sync", "overhead_async", "compile"} <= set(codegen)
