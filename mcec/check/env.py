@@ -194,11 +194,14 @@ class Env:
         made = self._suggestions.get(key)
         if made is not None and made[0] == count:
             return made[1]
-        candidates = (*extra, *self.names_of(kinds))
+        names = self.names_of(kinds)
+        size = len(extra) + len(names)
         help = None
-        if len(candidates) <= self._suggestion_budget:
-            self._suggestion_budget -= len(candidates)
-            help = suggest(name, candidates)
+        # The candidates are joined only when they will be compared: once the budget is spent,
+        # every further question would otherwise still copy all the names for nothing.
+        if size <= self._suggestion_budget:
+            self._suggestion_budget -= size
+            help = suggest(name, (*extra, *names))
         self._suggestions[key] = (count, help)
         return help
 
