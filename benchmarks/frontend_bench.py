@@ -24,12 +24,12 @@ position propagation, the design issue #3 suggested, used the standard way
 (``Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True)``,
 then ``.parse(text)``) on the same text and grammar. It builds Lark's tree
 only, no syntax tree and no resolution, so it does less than what it is
-compared with. Each round times
-both back to back and ``times_lark`` is the median of the rounds' ratios
-(Lark's time over parse + resolve): this machine's speed swings by 1.5x and
-more from one minute to the next, and a ratio taken within a round cancels
-most of that, where lines per second do not. Lark takes about 3 seconds per
-10,000 lines, so the baseline runs up to ``BASELINE_MAX_LINES`` only.
+compared with. Each round times both back to back and ``times_lark`` is the
+median of the rounds' ratios (Lark's time over parse + resolve): this
+machine's speed swings by 1.5x and more from one minute to the next, and a
+ratio taken within a round cancels most of that, where lines per second do
+not. Lark takes about 3 seconds per 10,000 lines, so the baseline runs up to
+``BASELINE_MAX_LINES`` only.
 """
 
 from __future__ import annotations
