@@ -4,12 +4,12 @@ Shapes, each at 1,000, 10,000 and 100,000 steps:
 
 - ``chain``: one pipeline ``s0 >>= s1 >>= …`` over a few alternating steps;
 - ``wide_par``: one ``par < … >`` with that many branches;
-- ``deep``: that many nested ``par <local (…), f>`` groups (nesting depth = steps / 2).
+- ``deep``: nested ``par <local (…), f>`` groups, as deep as the parser allows
+  (:data:`mcec.syntax.MAX_DEPTH`), repeated in pipelines to make up the size.
 
 Run ``python benchmarks/checker_bench.py [--quick]``; ``main()`` returns the
 figures as a dict (seconds and steps per second per shape and size, plus the
-10×-growth ratios) so tests or CI can assert on them. Everything runs inside
-:func:`mcec.deep.with_deep_stack`, as the CLI runs it.
+10×-growth ratios) so tests or CI can assert on them.
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ import time
 from collections.abc import Callable
 
 from mcec.check import check
-from mcec.deep import with_deep_stack
-from mcec.parser import parse
 from mcec.span import SourceFile
-from mcec.syntax import Module
+from mcec.syntax import MAX_DEPTH, Module, parse
 
 HEADER = """from bench.impl import S, E1, E2
 import bench.impl as impl
@@ -52,14 +50,15 @@ def wide_par(n: int) -> str:
 
 
 def deep(n: int) -> str:
-    """``n // 2`` nested ``par <local (…), f>`` groups around one ``f``."""
-    depth = n // 2
-    expr = "f"
-    out = "int"
-    for _ in range(depth):
+    """Pipelines of nested ``par <local (…), f>`` groups, as deep as the parser allows, ``n // 2`` groups in all."""
+    levels = (MAX_DEPTH - 2) // 2  # two nodes a level: the par and the local
+    expr, out = "f", "int"
+    for _ in range(levels):
         expr = f"par <local ({expr}), f>"
         out = f"tuple[{out}, int]"
-    return HEADER + f"pipeline p : int -> {out} = {expr};\n"
+    count = max(1, (n // 2) // levels)
+    pipelines = "".join(f"pipeline p{i} : int -> {out} = {expr};\n" for i in range(count))
+    return HEADER + pipelines
 
 
 SHAPES: dict[str, Callable[[int], str]] = {"chain": chain, "wide_par": wide_par, "deep": deep}
@@ -89,20 +88,17 @@ def main(quick: bool = False, sizes: list[int] | None = None) -> dict[str, objec
         sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     figures: dict[str, object] = {}
 
-    def run() -> None:
-        for shape, make in SHAPES.items():
-            rows: dict[str, dict[str, float]] = {}
-            for size in sizes:
-                module, source = _parse(make(size))
-                seconds = _time_check(module, source, repeat=3 if size < 100_000 else 2)
-                rows[str(size)] = {"seconds": round(seconds, 4), "steps_per_second": round(size / seconds)}
-            ratios = [
-                round(rows[str(big)]["seconds"] / rows[str(small)]["seconds"], 2)
-                for small, big in zip(sizes, sizes[1:])
-            ]
-            figures[shape] = {"sizes": rows, "growth_per_10x": ratios}
-
-    with_deep_stack(run)
+    for shape, make in SHAPES.items():
+        rows: dict[str, dict[str, float]] = {}
+        for size in sizes:
+            module, source = _parse(make(size))
+            seconds = _time_check(module, source, repeat=3 if size < 100_000 else 2)
+            rows[str(size)] = {"seconds": round(seconds, 4), "steps_per_second": round(size / seconds)}
+        ratios = [
+            round(rows[str(big)]["seconds"] / rows[str(small)]["seconds"], 2)
+            for small, big in zip(sizes, sizes[1:])
+        ]
+        figures[shape] = {"sizes": rows, "growth_per_10x": ratios}
     return figures
 
 

@@ -136,15 +136,10 @@ def bench_compile(sizes: list[int], mypy: bool, repeats: dict[int, int]) -> dict
 
 
 def compile_profile(n: int) -> str:
-    """cProfile top entries (cumulative) of compiling an ``n``-step chain
-    (profiled inside the deep-stack thread, where the phases run). black is
+    """cProfile top entries (cumulative) of compiling an ``n``-step chain. black is
     compiled with mypyc, so its internals show as one entry."""
-    from mcec.deep import with_deep_stack
-
     text = w.chain_spec(n, False)
-    return with_deep_stack(
-        lambda: w.profile_top(lambda: w.compile_phases(text, deep=False), limit=18, sort="cumulative")
-    )
+    return w.profile_top(lambda: w.compile_phases(text), limit=18, sort="cumulative")
 
 
 # --------------------------------------------------------------- (3) 100,000 steps

@@ -129,20 +129,18 @@ def _formatter() -> tuple[str, Callable[[Any], str]]:
     return "mcec layout (black only on long lines)", layout
 
 
-def compile_phases(text: str, path: str = "bench.mce", *, deep: bool = True) -> tuple[PhaseTimes, Any]:
+def compile_phases(text: str, path: str = "bench.mce") -> tuple[PhaseTimes, Any]:
     """Compile ``text`` phase by phase (as ``mcec.codegen.generate`` does), timing each.
 
     The "black" phase is whatever formatting ``generate`` does (see
     :func:`_formatter`; its name is in ``PhaseTimes.formatter``). Returns the
-    times and the ``Generated`` (code + source map). Runs inside
-    ``with_deep_stack`` as the compiler facade does.
+    times and the ``Generated`` (code + source map).
     """
     from mcec.check import check
     from mcec.codegen import Generated, header_lines
     from mcec.codegen.emitter import Emitter
     from mcec.codegen.sourcemap import build_source_map
-    from mcec.deep import with_deep_stack
-    from mcec.parser import parse
+    from mcec.syntax import parse
     from mcec.span import SourceFile
 
     name, format_module = _formatter()
@@ -166,7 +164,7 @@ def compile_phases(text: str, path: str = "bench.mce", *, deep: bool = True) -> 
         times = PhaseTimes(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, code.count("\n"), name)
         return times, generated
 
-    return with_deep_stack(run) if deep else run()
+    return run()
 
 
 def compile_text(text: str, path: str = "bench.mce") -> str:

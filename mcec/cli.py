@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from mcec.deep import with_deep_stack
 from mcec.diagnostics import Diagnostic, error
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.render import DEFAULT_LIMIT, render_json, render_summary, render_text
 from mcec.span import SourceFile, Span
 from mcec.syntax import Module
@@ -110,7 +109,7 @@ def _checker() -> Callable[[Module, SourceFile], Sequence[Diagnostic]] | None:
 
 
 def front_end(source: SourceFile) -> tuple[Module | None, tuple[Diagnostic, ...]]:
-    """Parse, then (when parsing succeeded) check one spec, on a deep stack.
+    """Parse, then (when parsing succeeded) check one spec.
 
     The checker (``mcec.check``) is imported lazily; while it does not exist
     yet, only syntax-level diagnostics are reported.
@@ -126,7 +125,7 @@ def front_end(source: SourceFile) -> tuple[Module | None, tuple[Diagnostic, ...]
         unique = dict.fromkeys(diagnostics)
         return parsed.module, tuple(sorted(unique, key=Diagnostic.sort_key))
 
-    return with_deep_stack(run)
+    return run()
 
 
 @dataclass

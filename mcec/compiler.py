@@ -2,8 +2,6 @@
 
 ``compile_source`` chains the phases — parse, check, generate — as pure
 functions over a :class:`~mcec.span.SourceFile`; nothing here touches files.
-It runs them inside :func:`mcec.deep.with_deep_stack`, so deeply nested specs
-cannot overflow the stack.
 """
 
 from __future__ import annotations
@@ -12,10 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcec.check import check
-from mcec.deep import with_deep_stack
 from mcec.diagnostics import Diagnostic
-from mcec.gc_pause import gc_paused
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.span import SourceFile
 from mcec.typed import Program
 
@@ -40,19 +36,12 @@ class CompileResult:
 
 def check_source(source: SourceFile) -> CompileResult:
     """Parse and check, without generating code."""
-    return with_deep_stack(lambda: _run(source, emit=False))
+    return _phases(source, emit=False)
 
 
 def compile_source(source: SourceFile) -> CompileResult:
     """Parse, check and generate."""
-    return with_deep_stack(lambda: _run(source, emit=True))
-
-
-def _run(source: SourceFile, *, emit: bool) -> CompileResult:
-    # The phases build millions of cycle-free objects for a large spec (syntax
-    # nodes, libcst nodes, ast nodes): one pause around all of them (see gc_pause).
-    with gc_paused():
-        return _phases(source, emit=emit)
+    return _phases(source, emit=True)
 
 
 def _phases(source: SourceFile, *, emit: bool) -> CompileResult:

@@ -53,12 +53,11 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO, TypeAlias
+from typing import TextIO, TypeAlias, assert_never
 
 from mcec import syntax as s
-from mcec.deep import with_deep_stack
 from mcec.diagnostics import Diagnostic
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.span import SourceFile, Span
 
 __all__ = [
@@ -150,13 +149,17 @@ def _qual(name: s.QualName) -> str:
 
 
 def _type(t: s.TypeExpr) -> str:
-    if isinstance(t, s.Name):
-        return t.text
-    if isinstance(t, s.QualName):
-        return _qual(t)
-    if isinstance(t, s.TypeApply):
-        return f"{_qual(t.head)}[{', '.join(_type(a) for a in t.args)}]"
-    return " | ".join(_type(m) for m in t.members)
+    match t:
+        case s.Name():
+            return t.text
+        case s.QualName():
+            return _qual(t)
+        case s.TypeApply():
+            return f"{_qual(t.head)}[{', '.join(_type(a) for a in t.args)}]"
+        case s.TypeUnion():
+            return " | ".join(_type(m) for m in t.members)
+        case _:
+            assert_never(t)
 
 
 def _errors(errors: s.ErrorList | None) -> str:
@@ -172,13 +175,17 @@ _Aligned: TypeAlias = s.StepDecl | s.FnDecl | s.ToolDecl
 
 def _table_parts(decl: _Aligned) -> tuple[str, str, str]:
     """(head, signature, implementation) of a table declaration."""
-    if isinstance(decl, s.StepDecl):
-        head = f"{'async step' if decl.is_async else 'step'} {decl.name.text}"
-        return head, _signature(decl.input, decl.output, decl.errors), _qual(decl.impl)
-    if isinstance(decl, s.FnDecl):
-        return f"fn {decl.name.text}", _signature(decl.input, decl.output, None), _qual(decl.impl)
-    head = f"tool {decl.name.text}"
-    return head, _signature(decl.input, decl.output, decl.errors), f"{decl.server.text}.{decl.tool_name.text}"
+    match decl:
+        case s.StepDecl():
+            head = f"{'async step' if decl.is_async else 'step'} {decl.name.text}"
+            return head, _signature(decl.input, decl.output, decl.errors), _qual(decl.impl)
+        case s.FnDecl():
+            return f"fn {decl.name.text}", _signature(decl.input, decl.output, None), _qual(decl.impl)
+        case s.ToolDecl():
+            head = f"tool {decl.name.text}"
+            return head, _signature(decl.input, decl.output, decl.errors), f"{decl.server.text}.{decl.tool_name.text}"
+        case _:
+            assert_never(decl)
 
 
 # ---------------------------------------------------------------- output lines
@@ -273,20 +280,23 @@ class _Formatter:
         cached = self._flat.get(key)
         if cached is not None:
             return cached
-        if isinstance(e, s.Ref):
-            text = e.name
-        elif isinstance(e, s.Bind):
-            text = " >>= ".join(self.flat_term(p) for p in e.parts)
-        elif isinstance(e, s.Par):
-            text = "par <" + ", ".join(self.flat(b) for b in e.branches) + ">"
-        elif isinstance(e, s.Each):
-            text = self.each_prefix(e) + self.flat_term(e.body)
-        elif isinstance(e, s.Local):
-            text = "local " + self.flat_term(e.body)
-        elif isinstance(e, s.Catch):
-            text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
-        else:
-            text = f"{self.flat(e.body)} orelse {self.flat_or_operand(e.fallback)}"
+        match e:
+            case s.Ref():
+                text = e.name
+            case s.Bind():
+                text = " >>= ".join(self.flat_term(p) for p in e.parts)
+            case s.Par():
+                text = "par <" + ", ".join(self.flat(b) for b in e.branches) + ">"
+            case s.Each():
+                text = self.each_prefix(e) + self.flat_term(e.body)
+            case s.Local():
+                text = "local " + self.flat_term(e.body)
+            case s.Catch():
+                text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
+            case s.OrElse():
+                text = f"{self.flat(e.body)} orelse {self.flat_or_operand(e.fallback)}"
+            case _:
+                assert_never(e)
         self._flat[key] = text
         return text
 
@@ -319,31 +329,34 @@ class _Formatter:
         cached = self._breaks.get(key)
         if cached is not None:
             return cached
-        if isinstance(e, s.Ref):
-            result = False
-        elif isinstance(e, s.Bind):
-            result = any(self.must_break(p) for p in e.parts) or any(
-                self.has_comment(a.end, b.start) for a, b in zip(e.parts, e.parts[1:])
-            )
-        elif isinstance(e, s.Par):
-            bounds = [e.keyword.end, *(x for b in e.branches for x in (b.start, b.end)), e.end]
-            result = any(self.must_break(b) for b in e.branches) or any(
-                self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
-            )
-        elif isinstance(e, (s.Each, s.Local)):
-            result = self.must_break(e.body)
-        elif isinstance(e, s.Catch):
-            result = (
-                self.must_break(e.body)
-                or self.must_break(e.handler)
-                or self.has_comment(e.body.end, e.keyword.start)
-            )
-        else:
-            result = (
-                self.must_break(e.body)
-                or self.must_break(e.fallback)
-                or self.has_comment(e.body.end, e.keyword.start)
-            )
+        match e:
+            case s.Ref():
+                result = False
+            case s.Bind():
+                result = any(self.must_break(p) for p in e.parts) or any(
+                    self.has_comment(a.end, b.start) for a, b in zip(e.parts, e.parts[1:])
+                )
+            case s.Par():
+                bounds = [e.keyword.end, *(x for b in e.branches for x in (b.start, b.end)), e.end]
+                result = any(self.must_break(b) for b in e.branches) or any(
+                    self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
+                )
+            case s.Each() | s.Local():
+                result = self.must_break(e.body)
+            case s.Catch():
+                result = (
+                    self.must_break(e.body)
+                    or self.must_break(e.handler)
+                    or self.has_comment(e.body.end, e.keyword.start)
+                )
+            case s.OrElse():
+                result = (
+                    self.must_break(e.body)
+                    or self.must_break(e.fallback)
+                    or self.has_comment(e.body.end, e.keyword.start)
+                )
+            case _:
+                assert_never(e)
         self._breaks[key] = result
         return result
 
@@ -383,49 +396,53 @@ class _Formatter:
     def broken(self, e: s.Expr, indent: int, column: int, tail: int) -> list[_Line]:
         """``e`` over several lines (the style's rules per construct)."""
         deeper = indent + INDENT
-        if isinstance(e, s.Ref):
-            return [_Line(indent, e.name, e.start, e.end)]
-        if isinstance(e, s.Bind):
-            lines = self.layout_term(e.parts[0], indent, column, 0)
-            for index, part in enumerate(e.parts[1:], start=1):
-                last = index == len(e.parts) - 1
-                lines.extend(self.prefixed(">>= ", part, deeper, tail if last else 0, term=True))
-            return lines
-        if isinstance(e, s.Par):
-            lines = [_Line(indent, "par <", e.start, e.keyword.end, opens=True)]
-            for index, branch in enumerate(e.branches):
-                last = index == len(e.branches) - 1
-                branch_lines = self.layout(branch, deeper, deeper, 0 if last else 1)
-                branch_lines[0].indent = deeper
-                if not last:
-                    branch_lines[-1].text += ","
-                lines.extend(branch_lines)
-            lines.append(_Line(indent, ">", e.end - 1, e.end, kind="close"))
-            return lines
-        if isinstance(e, (s.Each, s.Local)):
-            prefix = self.each_prefix(e) if isinstance(e, s.Each) else "local "
-            lines = self.layout_term(e.body, indent, column + len(prefix), tail)
-            lines[0].text = prefix + lines[0].text
-            lines[0].first = e.start
-            return lines
-        if isinstance(e, s.Catch):
-            body = (
-                self.layout_group(e.body, indent, column, 0)
-                if isinstance(e.body, s.OrElse)
-                else self.layout(e.body, indent, column, 0)
-            )
-            clause = self.prefixed(self.catch_clause(e), e.handler, deeper, tail, term=True)
-            clause[0].first = e.keyword.start
-            return body + clause
-        body = self.layout(e.body, indent, column, 0)
-        if isinstance(e.fallback, s.OrElse):
-            fallback = self.layout_group(e.fallback, deeper, deeper + len("orelse "), tail)
-        else:
-            fallback = self.layout(e.fallback, deeper, deeper + len("orelse "), tail)
-        fallback[0].text = "orelse " + fallback[0].text
-        fallback[0].indent = deeper
-        fallback[0].first = e.keyword.start
-        return body + fallback
+        match e:
+            case s.Ref():
+                return [_Line(indent, e.name, e.start, e.end)]
+            case s.Bind():
+                lines = self.layout_term(e.parts[0], indent, column, 0)
+                for index, part in enumerate(e.parts[1:], start=1):
+                    last = index == len(e.parts) - 1
+                    lines.extend(self.prefixed(">>= ", part, deeper, tail if last else 0, term=True))
+                return lines
+            case s.Par():
+                lines = [_Line(indent, "par <", e.start, e.keyword.end, opens=True)]
+                for index, branch in enumerate(e.branches):
+                    last = index == len(e.branches) - 1
+                    branch_lines = self.layout(branch, deeper, deeper, 0 if last else 1)
+                    branch_lines[0].indent = deeper
+                    if not last:
+                        branch_lines[-1].text += ","
+                    lines.extend(branch_lines)
+                lines.append(_Line(indent, ">", e.end - 1, e.end, kind="close"))
+                return lines
+            case s.Each() | s.Local():
+                prefix = self.each_prefix(e) if isinstance(e, s.Each) else "local "
+                lines = self.layout_term(e.body, indent, column + len(prefix), tail)
+                lines[0].text = prefix + lines[0].text
+                lines[0].first = e.start
+                return lines
+            case s.Catch():
+                body = (
+                    self.layout_group(e.body, indent, column, 0)
+                    if isinstance(e.body, s.OrElse)
+                    else self.layout(e.body, indent, column, 0)
+                )
+                clause = self.prefixed(self.catch_clause(e), e.handler, deeper, tail, term=True)
+                clause[0].first = e.keyword.start
+                return body + clause
+            case s.OrElse():
+                body = self.layout(e.body, indent, column, 0)
+                if isinstance(e.fallback, s.OrElse):
+                    fallback = self.layout_group(e.fallback, deeper, deeper + len("orelse "), tail)
+                else:
+                    fallback = self.layout(e.fallback, deeper, deeper + len("orelse "), tail)
+                fallback[0].text = "orelse " + fallback[0].text
+                fallback[0].indent = deeper
+                fallback[0].first = e.keyword.start
+                return body + fallback
+            case _:
+                assert_never(e)
 
     def prefixed(self, prefix: str, e: s.Expr, indent: int, tail: int, *, term: bool) -> list[_Line]:
         """A continuation line ``prefix e`` at ``indent``."""
@@ -509,19 +526,23 @@ class _Formatter:
         return lines
 
     def declaration(self, decl: s.Decl) -> list[_Line]:
-        if isinstance(decl, s.PipelineDecl):
-            return self.pipeline(decl)
-        if isinstance(decl, s.FromImport):
-            names = ", ".join(n.name.text + (f" as {n.alias.text}" if n.alias else "") for n in decl.names)
-            text = f"from {_qual(decl.module)} import {names}"
-        elif isinstance(decl, s.ModuleImport):
-            text = f"import {_qual(decl.module)}" + (f" as {decl.alias.text}" if decl.alias else "")
-        elif isinstance(decl, s.StateDecl):
-            text = f"state {_type(decl.type)}" + (f" merge {_qual(decl.merge)}" if decl.merge else "")
-        elif isinstance(decl, s.ErrorDecl):
-            text = f"error {_type(decl.type)}"
-        else:  # pragma: no cover - tables are handled by the caller
-            raise FormatError(f"unexpected declaration {type(decl).__name__}")
+        match decl:
+            case s.PipelineDecl():
+                return self.pipeline(decl)
+            case s.FromImport():
+                names = ", ".join(n.name.text + (f" as {n.alias.text}" if n.alias else "") for n in decl.names)
+                text = f"from {_qual(decl.module)} import {names}"
+            case s.ModuleImport():
+                text = f"import {_qual(decl.module)}" + (f" as {decl.alias.text}" if decl.alias else "")
+            case s.StateDecl():
+                text = f"state {_type(decl.type)}" + (f" merge {_qual(decl.merge)}" if decl.merge else "")
+            case s.ErrorDecl():
+                text = f"error {_type(decl.type)}"
+            case s.StepDecl() | s.FnDecl() | s.ToolDecl() | s.ServerDecl():
+                # tables: the caller lays these out together
+                raise FormatError(f"{type(decl).__name__} belongs in a table")
+            case _:
+                assert_never(decl)
         return [_Line(0, text, decl.start, decl.end, kind="item")]
 
     def pipeline(self, decl: s.PipelineDecl) -> list[_Line]:
@@ -731,7 +752,7 @@ def format_source(source: SourceFile) -> FormatResult:
         _self_check(source, parsed.module, formatted)
         return FormatResult(source, formatted, ())
 
-    return with_deep_stack(run)
+    return run()
 
 
 def format_text(text: str, path: str = "<text>") -> str:

@@ -34,7 +34,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Literal, TextIO, assert_never
 
 from mcec import typed as t
 from mcec.types import MERGE_CONFLICT, ErrorSet, render_errors
@@ -156,46 +156,48 @@ class _Builder:
 
     def draw(self, e: t.TExpr) -> _Frag:
         """Draw ``e``; dispatch by node type."""
-        if isinstance(e, t.TRef):
-            ref = self.node(e.kind, e.name, str(e.sig))
-            return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
-        if isinstance(e, t.TBind):
-            parts = [self.draw(p) for p in e.parts]
-            for before, after in zip(parts, parts[1:]):
-                self.connect(before.exits, after.entry)
-            return _Frag(parts[0].entry, parts[-1].exits, [f for p in parts for f in p.failures])
-        if isinstance(e, (t.TPar, t.TEach)):
-            return self.draw_group(e)
-        if isinstance(e, t.TLocal):
-            box = _Box(self.fresh(), "local: state restored")
-            self.stack[-1].boxes.append(box)
-            self.stack.append(box)
-            try:
-                return self.draw(e.body)
-            finally:
-                self.stack.pop()
-        if isinstance(e, t.TCatch):
-            body = self.draw(e.body)
-            handler = self.draw(e.handler)
-            caught = frozenset(e.errors)
-            left: list[tuple[str, ErrorSet]] = []
-            for source, errors in body.failures:
-                handled = errors & caught
-                if handled:
-                    self.edge(source, handler.entry, "recover", render_errors(handled))
-                if errors - caught:
-                    left.append((source, errors - caught))
-            return _Frag(body.entry, body.exits + handler.exits, left + handler.failures)
-        if isinstance(e, t.TOrElse):
-            body = self.draw(e.body)
-            fallback = self.draw(e.fallback)
-            for source, errors in body.failures:
-                self.edge(source, fallback.entry, "recover", render_errors(errors))
-            return _Frag(body.entry, body.exits + fallback.exits, fallback.failures)
-        if isinstance(e, t.TIdentity):
-            node = self.node("pass", "(no steps)", str(e.sig))
-            return _Frag(node, [node], [])
-        raise TypeError(f"mcec graph cannot draw {type(e).__name__}")  # a new IR node: a bug here
+        match e:
+            case t.TRef():
+                ref = self.node(e.kind, e.name, str(e.sig))
+                return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
+            case t.TBind():
+                parts = [self.draw(p) for p in e.parts]
+                for before, after in zip(parts, parts[1:]):
+                    self.connect(before.exits, after.entry)
+                return _Frag(parts[0].entry, parts[-1].exits, [f for p in parts for f in p.failures])
+            case t.TPar() | t.TEach():
+                return self.draw_group(e)
+            case t.TLocal():
+                box = _Box(self.fresh(), "local: state restored")
+                self.stack[-1].boxes.append(box)
+                self.stack.append(box)
+                try:
+                    return self.draw(e.body)
+                finally:
+                    self.stack.pop()
+            case t.TCatch():
+                body = self.draw(e.body)
+                handler = self.draw(e.handler)
+                caught = frozenset(e.errors)
+                left: list[tuple[str, ErrorSet]] = []
+                for source, errors in body.failures:
+                    handled = errors & caught
+                    if handled:
+                        self.edge(source, handler.entry, "recover", render_errors(handled))
+                    if errors - caught:
+                        left.append((source, errors - caught))
+                return _Frag(body.entry, body.exits + handler.exits, left + handler.failures)
+            case t.TOrElse():
+                attempt = self.draw(e.body)
+                fallback = self.draw(e.fallback)
+                for source, errors in attempt.failures:
+                    self.edge(source, fallback.entry, "recover", render_errors(errors))
+                return _Frag(attempt.entry, attempt.exits + fallback.exits, fallback.failures)
+            case t.TIdentity():
+                node = self.node("pass", "(no steps)", str(e.sig))
+                return _Frag(node, [node], [])
+            case _:
+                assert_never(e)
 
     def draw_group(self, e: t.TPar | t.TEach) -> _Frag:
         if isinstance(e, t.TPar):

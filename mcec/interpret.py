@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from functools import reduce
-from typing import Any
+from typing import Any, assert_never
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
 from agentmonad.compiled import declared_merge
@@ -76,36 +76,38 @@ class Interpreter:
 
     def arrow(self, expr: t.TExpr) -> Arrow:
         """The Kleisli arrow ``A -> AgentMonad[S, E, B]`` of an expression."""
-        if isinstance(expr, t.TRef):
-            return self._ref(expr)
-        if isinstance(expr, t.TBind):
-            arrows = [self.arrow(part) for part in expr.parts]
-            first, rest = arrows[0], arrows[1:]
-            return lambda v: reduce(lambda m, k: m.then(k), rest, first(v))
-        if isinstance(expr, t.TPar):
-            branches = [self.arrow(b) for b in expr.branches]
-            merge = self.merge if expr.merges else None
-            site = self.site("par", expr.span)
-            return lambda v: AgentMonad.par([b(v) for b in branches], merge=merge, site=site)
-        if isinstance(expr, t.TEach):
-            body = self.arrow(expr.body)
-            merge = self.merge if expr.merges else None
-            site = self.site("each", expr.span)
-            limit = expr.limit
-            return lambda vs: AgentMonad.each(vs, body, limit=limit, merge=merge, site=site)
-        if isinstance(expr, t.TLocal):
-            inner = self.arrow(expr.body)
-            return lambda v: inner(v).local()
-        if isinstance(expr, t.TCatch):
-            body, handler = self.arrow(expr.body), self.arrow(expr.handler)
-            caught = error_classes(frozenset(expr.errors))
-            return lambda v: body(v).catch(caught, handler)
-        if isinstance(expr, t.TOrElse):
-            body, fallback = self.arrow(expr.body), self.arrow(expr.fallback)
-            return lambda v: body(v).orelse(fallback(v))
-        if isinstance(expr, t.TIdentity):
-            return AgentMonad.pure
-        raise AssertionError(f"no interpretation for {type(expr).__name__}")
+        match expr:
+            case t.TRef():
+                return self._ref(expr)
+            case t.TBind():
+                arrows = [self.arrow(part) for part in expr.parts]
+                first, rest = arrows[0], arrows[1:]
+                return lambda v: reduce(lambda m, k: m.then(k), rest, first(v))
+            case t.TPar():
+                branches = [self.arrow(b) for b in expr.branches]
+                par_merge = self.merge if expr.merges else None
+                par_site = self.site("par", expr.span)
+                return lambda v: AgentMonad.par([b(v) for b in branches], merge=par_merge, site=par_site)
+            case t.TEach():
+                each_body = self.arrow(expr.body)
+                each_merge = self.merge if expr.merges else None
+                each_site = self.site("each", expr.span)
+                limit = expr.limit
+                return lambda vs: AgentMonad.each(vs, each_body, limit=limit, merge=each_merge, site=each_site)
+            case t.TLocal():
+                inner = self.arrow(expr.body)
+                return lambda v: inner(v).local()
+            case t.TCatch():
+                body, handler = self.arrow(expr.body), self.arrow(expr.handler)
+                caught = error_classes(frozenset(expr.errors))
+                return lambda v: body(v).catch(caught, handler)
+            case t.TOrElse():
+                attempt, fallback = self.arrow(expr.body), self.arrow(expr.fallback)
+                return lambda v: attempt(v).orelse(fallback(v))
+            case t.TIdentity():
+                return AgentMonad.pure
+            case _:
+                assert_never(expr)
 
     def _ref(self, ref: t.TRef) -> Arrow:
         site = self.site(ref.name, ref.span)
@@ -128,7 +130,7 @@ class Interpreter:
                 impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
             errors = error_classes(decl.sig.errors)
             return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
-        raise NotImplementedError(f"the interpreter does not run {ref.kind}s yet")
+        assert_never(ref.kind)
 
 
 async def interpret(

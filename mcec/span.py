@@ -3,20 +3,8 @@
 Every syntax node, typed node and diagnostic has a :class:`Span`. A span
 stores only its :class:`SourceFile` and two 0-based character offsets
 (``start``/``end``, ``end`` exclusive); lines and columns are 1-based (columns
-count code points, as editors do) and are computed from the offsets when asked.
-
-Decision: offsets only, line/column on demand. The parser makes positions for
-every token and node, so they must be cheap to make; lines and columns are
-only needed when a diagnostic is rendered or a generated site/source map is
-written, which touches a tiny fraction of them.
-
-Decision: syntax nodes store the offsets themselves. A :mod:`mcec.syntax` node
-holds ``source``, ``start`` and ``end`` as its own last three fields, and its
-``span`` is a property making a :class:`Span` from them when read (with
-:data:`make_span`, the fast constructor). A source line used to build eight
-``Span`` objects among its 24 objects, and most were never read; this made the
-parse 12% cheaper (see :mod:`mcec.syntax`). Typed nodes and diagnostics, far
-fewer, keep a ``Span`` field.
+count code points, as editors do) and are computed from the offsets when asked,
+since only diagnostics, sites and source maps need them.
 """
 
 from __future__ import annotations
@@ -25,19 +13,13 @@ import bisect
 import itertools
 import operator
 from dataclasses import dataclass, field
-from typing import Final
-
-from mcec.fastinit import fast_constructor
-
 
 @dataclass(frozen=True, slots=True)
 class Span:
     """A half-open range ``[start, end)`` of a source file's text.
 
-    Only the file and the two offsets are stored (cheap to build: typed nodes
-    and diagnostics hold one each, and a syntax node makes one whenever its
-    ``span`` is read); ``path``, ``line``, ``column``,
-    ``end_line`` and ``end_column`` are derived through
+    Only the file and the two offsets are stored; ``path``, ``line``,
+    ``column``, ``end_line`` and ``end_column`` are derived through
     :meth:`SourceFile.position` each time they are read. Equality and hash are
     those of ``(source, start, end)``.
     """
@@ -107,11 +89,8 @@ class SourceFile:
     _line_starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # A line starts at 0 and after every "\n". Line i starts after the i
-        # earlier lines and their newlines: the running sum of the earlier
-        # lines' lengths plus i. Built from str.split, accumulate and map (all
-        # C loops) rather than a Python loop over every character, since every
-        # parse (and every formatter and build run) makes one of these.
+        # A line starts at 0 and after every "\n": line i starts after the i
+        # earlier lines and their newlines.
         lines = self.text.split("\n")
         lengths_before = itertools.accumulate(map(len, lines[:-1]), initial=0)
         starts = tuple(map(operator.add, lengths_before, range(len(lines))))
@@ -140,6 +119,3 @@ class SourceFile:
         stop = self._line_starts[line] - 1 if line < len(self._line_starts) else len(self.text)
         return self.text[begin:stop].rstrip("\r")
 
-
-#: ``make_span(source, start, end)``: a :class:`Span`, built without the frozen dataclass's slow ``__init__``.
-make_span: Final = fast_constructor(Span)

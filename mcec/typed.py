@@ -11,7 +11,7 @@ old ones. Only a program without errors is ever turned into a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, assert_never
 
 from mcec.span import Span
 from mcec.types import ErrorSet, Type, render_errors
@@ -204,6 +204,37 @@ class TIdentity:
 
 
 TExpr: TypeAlias = TRef | TBind | TPar | TEach | TLocal | TCatch | TOrElse | TIdentity
+
+
+def children(expr: TExpr) -> tuple[TExpr, ...]:
+    """The expressions directly inside ``expr``, in source order."""
+    match expr:
+        case TRef() | TIdentity():
+            return ()
+        case TBind(parts=parts):
+            return parts
+        case TPar(branches=branches):
+            return branches
+        case TEach(body=body) | TLocal(body=body):
+            return (body,)
+        case TCatch(body=body, handler=handler):
+            return (body, handler)
+        case TOrElse(body=body, fallback=fallback):
+            return (body, fallback)
+        case _:
+            assert_never(expr)
+
+
+def references(expr: TExpr) -> list[TRef]:
+    """Every use of a declaration inside ``expr``, in source order (iterative: chains are long)."""
+    found: list[TRef] = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, TRef):
+            found.append(node)
+        stack.extend(reversed(children(node)))
+    return found
 
 
 @dataclass(frozen=True, slots=True)

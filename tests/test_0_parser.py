@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from mcec import syntax as s
-from mcec.parser import load_grammar, parse
+from mcec.syntax import parse
+from mcec.syntax.grammar import load_grammar
 from mcec.span import SourceFile, Span
 
 CASES = Path(__file__).parent / "cases" / "parse"
@@ -30,7 +31,7 @@ def dump(node: object, indent: int = 0) -> list[str]:
     assert dataclasses.is_dataclass(node), node
     lines = [f"{pad}{type(node).__name__} {_at(node.span)}"]  # type: ignore[attr-defined]
     for item in dataclasses.fields(node):
-        if item.name in s.POSITION_FIELDS or item.name in ("span", "path"):
+        if item.name in ("span", "path", "keyword"):
             continue
         value = getattr(node, item.name)
         label = f"{pad}  {item.name}:"
@@ -49,7 +50,7 @@ def dump(node: object, indent: int = 0) -> list[str]:
         else:
             lines.append(f"{label} {value!r}")
     if isinstance(node, s.KeywordNode):
-        lines.append(f"{pad}  keyword: {_at(node.keyword)}")  # a property: where the keyword is
+        lines.append(f"{pad}  keyword: {_at(node.keyword)}")  # where the keyword is
     return lines
 
 
@@ -117,12 +118,37 @@ def test_spans_point_at_the_text() -> None:
     assert text[decl.body.span.start : decl.body.span.end] == "a >>= bb"
 
 
-def test_deep_parentheses_and_pars_parse() -> None:
+def test_deep_parentheses_leave_no_node_and_parse() -> None:
     depth = 10_000
     body = _only_pipeline_body("(" * depth + "a" + ")" * depth)
     assert isinstance(body, s.Ref)
-    body = _only_pipeline_body("par <a, " * depth + "a" + ">" * depth)
+
+
+def test_nesting_up_to_the_limit_parses_and_one_more_level_is_mce001() -> None:
+    """Expressions and types nest at most MAX_DEPTH levels (the later phases recurse)."""
+    from mcec.syntax import MAX_DEPTH
+
+    at_limit = "par <a, " * (MAX_DEPTH - 1) + "a" + ">" * (MAX_DEPTH - 1)
+    body = _only_pipeline_body(at_limit)
     assert isinstance(body, s.Par)
+    deeper = "local " * MAX_DEPTH + "a"
+    result = parse(SourceFile("t.mce", f"pipeline p : A -> A = {deeper};"))
+    assert result.module is None
+    (diagnostic,) = result.diagnostics
+    assert diagnostic.code == "MCE001" and f"more than {MAX_DEPTH} levels" in diagnostic.message
+    # the innermost part is the one reported
+    assert diagnostic.span.start == len("pipeline p : A -> A = ") + len("local ") * MAX_DEPTH
+    deep_type = "list[" * MAX_DEPTH + "A" + "]" * MAX_DEPTH
+    result = parse(SourceFile("t.mce", f"fn f : {deep_type} -> A = m.f"))
+    assert result.module is None and "this type nests" in result.diagnostics[0].message
+
+
+def test_a_number_too_long_for_python_is_a_diagnostic() -> None:
+    """4,301 digits would make int() raise (Python's int-string limit); numbers have at most 18."""
+    result = parse(SourceFile("t.mce", "pipeline p : A -> A = each(limit=" + "9" * 4_301 + ") a;"))
+    assert result.module is None
+    (diagnostic,) = result.diagnostics
+    assert diagnostic.code == "MCE019" and "4,301 digits" in diagnostic.message
 
 
 def test_long_chain_is_one_node() -> None:
@@ -130,97 +156,22 @@ def test_long_chain_is_one_node() -> None:
     assert isinstance(body, s.Bind) and len(body.parts) == 100_000
 
 
-def test_fast_constructors_build_ordinary_equal_objects() -> None:
-    from mcec.construct import fast_constructor as _fast_constructor
-
-    source = SourceFile("a.mce", "xabcd\n")
-    make_span = _fast_constructor(Span)
-    span = make_span(source, 1, 4)
-    assert type(span) is Span and span == Span(source, 1, 4)
-    assert hash(span) == hash(Span(source, 1, 4))
-    assert (span.path, span.line, span.column, span.end_line, span.end_column) == ("a.mce", 1, 2, 1, 5)
-    name = _fast_constructor(s.Name)("x", source, 1, 4)
-    assert type(name) is s.Name and name == s.Name("x", source, 1, 4)
-    assert hash(name) == hash(s.Name("x", SourceFile("a.mce", "xabcd\n"), 1, 4))
-    assert name != s.Name("x", source, 1, 3) and name.span == span
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        name.text = "y"  # type: ignore[misc]
-    # Refused (a frozen slotted dataclass of Python 3.11 raises TypeError for a name that is not a field).
-    with pytest.raises((AttributeError, TypeError)):
-        name.span = span  # type: ignore[misc]
-
-
 def _syntax_classes() -> list[type]:
-    return [v for v in vars(s).values() if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == s.__name__]
+    from mcec.syntax import tree
 
-
-@pytest.mark.parametrize("cls", _syntax_classes(), ids=lambda c: c.__name__)
-def test_every_syntax_class_takes_the_fast_path(cls: type) -> None:
-    """The class switch of fast_constructor works for every node (it falls back silently when layouts differ)."""
-    from mcec.construct import fast_constructor
-    from mcec.fastinit import takes_fast_path
-
-    assert takes_fast_path(fast_constructor(cls))
-
-
-def test_the_parsers_constructors_take_the_fast_path() -> None:
-    from mcec import construct
-    from mcec.fastinit import takes_fast_path
-
-    makers = [getattr(construct, name) for name in construct.__all__ if name.isupper() and not name.endswith("_BUILDER")]
-    assert len(makers) == 19 and all(takes_fast_path(make) for make in makers)
+    return [v for v in vars(tree).values() if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == tree.__name__]
 
 
 @pytest.mark.parametrize("cls", [c for c in _syntax_classes() if c is not s.Module], ids=lambda c: c.__name__)
-def test_nodes_keep_their_position_in_three_last_fields(cls: type) -> None:
+def test_nodes_are_frozen_and_end_with_their_span(cls: type) -> None:
     names = [f.name for f in dataclasses.fields(cls)]
-    assert names[-3:] == ["source", "start", "end"] and "span" not in names
-    assert issubclass(cls, s.Node) and not [f for f in dataclasses.fields(cls) if f.name == "source" and f.repr]
+    assert names[-1] == "span" and issubclass(cls, s.Node)
+    assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
 def test_a_node_repr_shows_its_span_not_its_source() -> None:
     source = SourceFile("a.mce", "ab\n  cd" + "x" * 10_000)
-    ref = s.Ref("cd", source, 5, 7)
+    ref = s.Ref("cd", Span(source, 5, 7))
     assert repr(ref) == "Ref(name='cd', span=Span('a.mce', 2:3-2:5))"
-    qual = s.QualName((s.Name("cd", source, 5, 7),), source, 5, 7)
-    assert repr(qual) == "QualName(parts=(Name(text='cd', span=Span('a.mce', 2:3-2:5)),), span=Span('a.mce', 2:3-2:5))"
-
-
-def test_an_object_built_in_place_from_builder_class_is_the_frozen_node() -> None:
-    """What the descent parser does with NAME_BUILDER and REF_BUILDER, instead of calling NAME and REF."""
-    from mcec import construct
-    from mcec.fastinit import builder_class
-
-    source = SourceFile("a.mce", "ab cd")
-    node = construct.NAME_BUILDER()
-    node.text, node.source, node.start, node.end = "cd", source, 3, 5
-    node.__class__ = s.Name
-    assert type(node) is s.Name and node == construct.NAME("cd", source, 3, 5) == s.Name("cd", source, 3, 5)
-    assert hash(node) == hash(s.Name("cd", source, 3, 5))
     with pytest.raises(dataclasses.FrozenInstanceError):
-        node.text = "ab"
-    with pytest.raises(ValueError):
-        builder_class(s.Name)  # the dataclass itself: no builder behind it
-
-
-def test_a_fallback_is_detected() -> None:
-    """takes_fast_path tells the two kinds of constructor apart (so the test above can fail)."""
-    from mcec.fastinit import _compile_maker, takes_fast_path
-
-    names = ["text", "source", "start", "end"]
-    builder = type("_Unused", (), {"__slots__": tuple(names)})
-    assert not takes_fast_path(_compile_maker(s.Name, names, builder, switch=False))
-    assert takes_fast_path(_compile_maker(s.Name, names, builder, switch=True))
-    assert not takes_fast_path(s.Name)
-
-
-def test_the_descriptor_fallback_of_fast_constructors_builds_the_same_objects() -> None:
-    from mcec.fastinit import _compile_maker
-
-    source = SourceFile("a.mce", "xabcd\n")
-    builder = type("_Unused", (), {"__slots__": ("source", "start", "end")})
-    make_span = _compile_maker(Span, ["source", "start", "end"], builder, switch=False)
-    span = make_span(source, 1, 4)
-    assert type(span) is Span and span == Span(source, 1, 4) and span.end_column == 5
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        span.start = 0  # type: ignore[misc]
+        ref.name = "ab"  # type: ignore[misc]

@@ -14,7 +14,7 @@ import pytest
 from mcec.cli import load_source
 from mcec import syntax as s
 from mcec.diagnostics import Diagnostic
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.render import render_json, render_summary, render_text
 from mcec.span import SourceFile
 

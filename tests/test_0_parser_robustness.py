@@ -8,8 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcec.deep import with_deep_stack
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.render import render_json, render_text
 from mcec.span import SourceFile
 
@@ -100,7 +99,7 @@ def test_deep_nesting_errors_do_not_overflow() -> None:
         "pipeline p : A -> B = " + "par <a, " * depth + "a" + ">" * depth + ";",
         "pipeline p : A -> B = " + "(" * depth + "a" + ")" * depth + ";",
     ):
-        result = with_deep_stack(lambda text=text: parse(SourceFile("deep.mce", text)))  # type: ignore[misc]
+        result = parse(SourceFile("deep.mce", text))
         check_never_raises(text)
         assert result.diagnostics or result.module is not None
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcec.check import CheckResult, check
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.render import render_json, render_text
 from mcec.span import SourceFile
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mcec.check import CheckResult, check
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.span import SourceFile
 from mcec.typed import Sig
 from mcec.types import (
@@ -289,20 +289,23 @@ def test_language_reference_example_checks_cleanly() -> None:
     assert (step.impl.module, step.impl.attr, step.impl.spelling) == ("examples.research.impl", "plan_action", "impl.plan_action")
 
 
-def test_deep_nesting_and_long_chains_check_without_crashing() -> None:
-    """20,000 nested groups and a 20,000-step chain, run in the deep-stack helper as the CLI does."""
-    from mcec.deep import with_deep_stack
+def test_nesting_at_the_limit_and_long_chains_check_without_crashing() -> None:
+    """Groups nested as deep as the parser allows and a 20,000-step chain, checked with Python's
+    default recursion limit (and 200 frames already used, as an embedding caller might)."""
+    from mcec.syntax import MAX_DEPTH
 
-    depth = 20_000
     nested = "f"
-    for _ in range(depth):
+    for _ in range((MAX_DEPTH - 1) // 2):
         nested = f"local (par <{nested}, f>)"
-    chain = " >>= ".join(["f"] * depth)
+    chain = " >>= ".join(["f"] * 20_000)
     text = (
         "import app.impl as impl\nfn f : int -> int = impl.f\n"
         f"pipeline deep : int -> int = {nested};\n"
         f"pipeline long : int -> int ! Never = {chain};\n"
     )
-    result = with_deep_stack(lambda: check_text(text))
+    def nested_call(frames: int) -> CheckResult:
+        return check_text(text) if frames == 0 else nested_call(frames - 1)
+
+    result = nested_call(200)
     # The nested tuple output does not fit `int`: one MCE012, nothing else, no crash.
     assert [d.code for d in result.diagnostics] == ["MCE012"]

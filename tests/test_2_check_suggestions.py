@@ -15,7 +15,7 @@ import pytest
 from mcec.check import check
 from mcec.check import env as env_module
 from mcec.check.env import Binding, Env, Kind
-from mcec.parser import parse
+from mcec.syntax import parse
 from mcec.span import SourceFile
 
 HEADER = "from app.impl import S\nimport app.impl as impl\nstate S\n"

@@ -8,9 +8,9 @@ diagnostics are collected (their prose is in :mod:`mcec.check.report`) and
 returned sorted, and a :class:`~mcec.typed.Program` is built only when none of
 them is an error.
 
-Checking recurses over nested expressions (chains are flat and iterate); run
-it inside :func:`mcec.deep.with_deep_stack` for arbitrarily deep specs, as the
-CLI does.
+Checking recurses over nested expressions (chains are flat and iterate); the
+parser bounds nesting (:data:`mcec.syntax.MAX_DEPTH`), so the recursion stays
+well within Python's default limit.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from mcec import syntax
 from mcec.check.names import DeclarationChecker, unused_warnings
 from mcec.check.pipelines import PipelineChecker
 from mcec.diagnostics import Diagnostic, DiagnosticSink
-from mcec.gc_pause import gc_paused
 from mcec.span import SourceFile
 from mcec.typed import Program
 
@@ -39,11 +38,6 @@ class CheckResult:
 
 def check(module: syntax.Module, source: SourceFile) -> CheckResult:
     """Resolve names and check types of ``module``, parsed from ``source``."""
-    with gc_paused():
-        return _check(module, source)
-
-
-def _check(module: syntax.Module, source: SourceFile) -> CheckResult:
     sink = DiagnosticSink()
     declarations = DeclarationChecker(module, sink)
     declared = declarations.run()

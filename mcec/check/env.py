@@ -18,9 +18,9 @@ from __future__ import annotations
 import difflib
 import enum
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from mcec import syntax
-from mcec.construct import fast_constructor
 from mcec.span import Span
 from mcec.typed import PyRef
 from mcec.types import (
@@ -61,18 +61,8 @@ class Kind(enum.Enum):
 _BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_NAMES}
 _GENERIC_HEADS: dict[str, GenericName] = {head: head for head in GENERIC_ARITY}
 
-#: ``PyRef(...)`` without the frozen dataclass ``__init__``: one is built per
-#: step and fn (see :func:`mcec.construct.fast_constructor`).
-_make_pyref = fast_constructor(PyRef)
-
 #: Kinds a pipeline body may refer to by name.
 CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.PIPELINE)
-
-# The kinds `= m.f` resolves through (resolve_path, resolve_impl), as module globals: in
-# CPython 3.11 reading an attribute of an enum class is an unspecialised lookup (about 900
-# instructions), a global is a cached one.
-_MODULE = Kind.MODULE
-_FROM_IMPORT = Kind.FROM_IMPORT
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +72,7 @@ class Binding:
     ``target`` is the resolved dotted path: ``a.b.X`` for ``from a.b import X``,
     ``a.b`` for ``import a.b as m``, ``a`` for the root of ``import a.b``, and
     ``agentmonad.X`` for a built-in error. ``site`` is the name as declared
-    (None only for built-ins); its span is made when read, because most
-    bindings are never reported (making it took 2,700 instructions a declaration).
+    (None only for built-ins).
     """
 
     name: str
@@ -237,7 +226,7 @@ class Env:
         attr = parts[-1].text
         if binding is not None:
             kind = binding.kind
-            if kind is _MODULE or kind is _FROM_IMPORT:
+            if kind is Kind.MODULE or kind is Kind.FROM_IMPORT:
                 self.used.add(text)
                 if len(parts) == 2:
                     return binding.target, attr
@@ -276,15 +265,6 @@ class Env:
 
     def resolve_impl(self, qual: syntax.QualName) -> PyRef | Failure:
         """Resolve the ``= m.f`` of a step or fn (or a state's merge) to a :class:`PyRef`."""
-        parts = qual.parts
-        if len(parts) == 2:
-            # The usual `= impl.f` through a module alias, as resolve_path resolves it, in one call.
-            first = parts[0].text
-            binding = self.bindings.get(first)
-            if binding is not None and (binding.kind is _MODULE or binding.kind is _FROM_IMPORT):
-                self.used.add(first)
-                attr = parts[1].text
-                return _make_pyref(binding.target, attr, f"{first}.{attr}")
         resolved = self.resolve_path(qual)
         if isinstance(resolved, Failure):
             return resolved
@@ -301,14 +281,17 @@ class Env:
         (:meth:`mcec.check.names.DeclarationChecker.type_of` remembers the
         result by the expression's source text.)
         """
-        if isinstance(expr, syntax.Name):
-            # A one-name type (the commonest) resolves as the qualified name of one part.
-            return self._resolve_name(syntax.QualName((expr,), expr.source, expr.start, expr.end), failures)
-        if isinstance(expr, syntax.QualName):
-            return self._resolve_name(expr, failures)
-        if isinstance(expr, syntax.TypeApply):
-            return self._resolve_apply(expr, failures)
-        return union([self.resolve_type(m, failures) for m in expr.members])
+        match expr:
+            case syntax.Name():
+                return self._resolve_name(syntax.QualName((expr,), expr.span), failures)
+            case syntax.QualName():
+                return self._resolve_name(expr, failures)
+            case syntax.TypeApply():
+                return self._resolve_apply(expr, failures)
+            case syntax.TypeUnion():
+                return union([self.resolve_type(m, failures) for m in expr.members])
+            case _:
+                assert_never(expr)
 
     def _resolve_name(self, qual: syntax.QualName, failures: list[Failure]) -> Type:
         parts = qual.parts
@@ -351,7 +334,7 @@ class Env:
         return ClassRef(f"{module}.{attr}", qual.dotted)
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
-        args = tuple([self.resolve_type(a, failures) for a in expr.args])  # no generator: see types._flows
+        args = tuple(self.resolve_type(a, failures) for a in expr.args)
         spelled = expr.head.dotted
         head = _GENERIC_HEADS.get(spelled)
         if head is None:

@@ -15,6 +15,7 @@ binds and block statements are flattened into one :class:`~mcec.typed.TBind`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import assert_never
 
 from mcec import syntax
 from mcec.check import report
@@ -46,19 +47,23 @@ _KIND_WORD: dict[Kind, DeclKind] = {Kind.STEP: "step", Kind.FN: "fn", Kind.TOOL:
 
 def describe(expr: syntax.Expr) -> str:
     """How messages name an expression: a reference by its name, a group by its form."""
-    if isinstance(expr, syntax.Ref):
-        return f"`{expr.name}`"
-    if isinstance(expr, syntax.Bind):
-        return f"the chain ending in {describe(expr.parts[-1])}"
-    if isinstance(expr, syntax.Par):
-        return "the `par` group"
-    if isinstance(expr, syntax.Each):
-        return "the `each`"
-    if isinstance(expr, syntax.Local):
-        return "the `local`"
-    if isinstance(expr, syntax.Catch):
-        return "the `catch`"
-    return "the `orelse`"
+    match expr:
+        case syntax.Ref():
+            return f"`{expr.name}`"
+        case syntax.Bind():
+            return f"the chain ending in {describe(expr.parts[-1])}"
+        case syntax.Par():
+            return "the `par` group"
+        case syntax.Each():
+            return "the `each`"
+        case syntax.Local():
+            return "the `local`"
+        case syntax.Catch():
+            return "the `catch`"
+        case syntax.OrElse():
+            return "the `orelse`"
+        case _:
+            assert_never(expr)
 
 
 class ExprChecker:
@@ -85,20 +90,24 @@ class ExprChecker:
 
     def infer(self, expr: syntax.Expr) -> TExpr:
         """The typed form of ``expr``; problems are reported, never raised."""
-        if isinstance(expr, syntax.Ref):
-            return self._ref(expr)
-        if isinstance(expr, syntax.Bind):
-            return self._chain(list(expr.parts), expr.span)
-        if isinstance(expr, syntax.Par):
-            return self._par(expr)
-        if isinstance(expr, syntax.Each):
-            return self._each(expr)
-        if isinstance(expr, syntax.Local):
-            body = self.infer(expr.body)
-            return TLocal(body, Sig(body.sig.input, body.sig.output, body.sig.errors, False), expr.span)
-        if isinstance(expr, syntax.Catch):
-            return self._catch(expr)
-        return self._orelse(expr)
+        match expr:
+            case syntax.Ref():
+                return self._ref(expr)
+            case syntax.Bind():
+                return self._chain(list(expr.parts), expr.span)
+            case syntax.Par():
+                return self._par(expr)
+            case syntax.Each():
+                return self._each(expr)
+            case syntax.Local():
+                body = self.infer(expr.body)
+                return TLocal(body, Sig(body.sig.input, body.sig.output, body.sig.errors, False), expr.span)
+            case syntax.Catch():
+                return self._catch(expr)
+            case syntax.OrElse():
+                return self._orelse(expr)
+            case _:
+                assert_never(expr)
 
     def infer_body(self, body: syntax.Expr | syntax.Block, declared_input: Type) -> TExpr:
         """A pipeline body; an empty block is the identity on ``declared_input``."""
@@ -184,9 +193,7 @@ class ExprChecker:
     def _par(self, expr: syntax.Par) -> TPar:
         if len(expr.branches) < 2:
             self.sink.add(report.par_too_small(len(expr.branches), expr.keyword))
-        # A list, not a generator: recursing through suspended generators costs
-        # time proportional to the nesting depth at each level (see types._flows).
-        branches = tuple([self.infer(b) for b in expr.branches])
+        branches = tuple(self.infer(b) for b in expr.branches)
         # The group's input is the first branch input that says something (not Any);
         # every branch must take that same type (MCE011).
         chosen = 0

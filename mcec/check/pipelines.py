@@ -16,6 +16,7 @@ the error).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_never
 
 from mcec import syntax
 from mcec.check import report
@@ -54,16 +55,7 @@ def pipeline_references(declared: Declared) -> dict[str, list[Reference]]:
                 binding = env.bindings.get(expr.name)
                 if binding is not None and binding.kind is Kind.PIPELINE:
                     found.append(Reference(name, expr.name, expr.span))
-            elif isinstance(expr, syntax.Bind):
-                stack.extend(reversed(expr.parts))
-            elif isinstance(expr, syntax.Par):
-                stack.extend(reversed(expr.branches))
-            elif isinstance(expr, (syntax.Each, syntax.Local)):
-                stack.append(expr.body)
-            elif isinstance(expr, syntax.Catch):
-                stack.extend((expr.handler, expr.body))
-            else:
-                stack.extend((expr.fallback, expr.body))
+            stack.extend(reversed(syntax.expr_children(expr)))
         result[name] = found
     return result
 
@@ -270,26 +262,29 @@ def find_origin(expr: TExpr, error_type: Type) -> tuple[report.Origin, str, Span
     Returns what kind of origin it is, a description and the span. Iterative: chains are long.
     """
     while True:
-        if isinstance(expr, TRef):
-            return report.Origin.REFERENCE, f"`{expr.name}`", expr.span
-        if isinstance(expr, TBind):
-            expr = next(p for p in expr.parts if error_type in p.sig.errors)
-        elif isinstance(expr, TPar):
-            branch = next((b for b in expr.branches if error_type in b.sig.errors), None)
-            if branch is None:
-                assert error_type == MERGE_CONFLICT
-                return report.Origin.PAR, "", expr.span
-            expr = branch
-        elif isinstance(expr, TEach):
-            if error_type not in expr.body.sig.errors:
-                return report.Origin.EACH, "", expr.span
-            expr = expr.body
-        elif isinstance(expr, TLocal):
-            expr = expr.body
-        elif isinstance(expr, TCatch):
-            expr = expr.handler if error_type in expr.handler.sig.errors else expr.body
-        elif isinstance(expr, TOrElse):
-            expr = expr.fallback
-        else:
-            return report.Origin.REFERENCE, "this expression", expr.span
+        match expr:
+            case TRef():
+                return report.Origin.REFERENCE, f"`{expr.name}`", expr.span
+            case TBind():
+                expr = next(p for p in expr.parts if error_type in p.sig.errors)
+            case TPar():
+                branch = next((b for b in expr.branches if error_type in b.sig.errors), None)
+                if branch is None:
+                    assert error_type == MERGE_CONFLICT
+                    return report.Origin.PAR, "", expr.span
+                expr = branch
+            case TEach():
+                if error_type not in expr.body.sig.errors:
+                    return report.Origin.EACH, "", expr.span
+                expr = expr.body
+            case TLocal():
+                expr = expr.body
+            case TCatch():
+                expr = expr.handler if error_type in expr.handler.sig.errors else expr.body
+            case TOrElse():
+                expr = expr.fallback
+            case TIdentity():
+                return report.Origin.REFERENCE, "this expression", expr.span
+            case _:
+                assert_never(expr)
 

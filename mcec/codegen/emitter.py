@@ -25,7 +25,8 @@ construct's span, for the source map (:mod:`mcec.codegen.sourcemap`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import assert_never
 
 import libcst as cst
 
@@ -95,21 +96,23 @@ class Emitter:
 
     def type_expr(self, type_: Type) -> cst.BaseExpression:
         """A spec type as a Python annotation expression."""
-        if isinstance(type_, Builtin):
-            if type_.name == "None":
+        match type_:
+            case Builtin(name="None"):
                 return c.name("None")
-            if type_.name in ("Any", "Never"):
+            case Builtin(name="Any" | "Never"):
                 return self.runtime(type_.name, "typing")
-            return self.builtin(type_.name)
-        if isinstance(type_, Generic):
-            return c.subscript(self.builtin(type_.head), [self.type_expr(a) for a in type_.args])
-        if isinstance(type_, ClassRef):
-            if type_.is_runtime:
+            case Builtin():
+                return self.builtin(type_.name)
+            case Generic():
+                return c.subscript(self.builtin(type_.head), [self.type_expr(a) for a in type_.args])
+            case ClassRef() if type_.is_runtime:
                 return self.runtime(type_.path.rsplit(".", 1)[1])
-            return c.dotted(type_.spelling)
-        if isinstance(type_, Union):
-            return c.bitor([self.type_expr(m) for m in type_.members])
-        raise AssertionError(f"no emitter for type {type_!r}")
+            case ClassRef():
+                return c.dotted(type_.spelling)
+            case Union():
+                return c.bitor([self.type_expr(m) for m in type_.members])
+            case _:
+                assert_never(type_)
 
     def errors_expr(self, errors: ErrorSet) -> cst.BaseExpression:
         """An error set as the ``E`` of ``Outcome[S, E, A]`` (``Never`` when empty)."""
@@ -416,18 +419,24 @@ class Emitter:
         the helpers it needs in turn are named after ``owner``."""
         scope = self.names.child()
         state, value = scope.fresh("state"), scope.fresh("value")
-        builders: dict[type, Callable[[t.TExpr, str, str, NameAllocator, str], list[cst.BaseStatement]]] = {
-            t.TPar: self._par_body,  # type: ignore[dict-item]
-            t.TEach: self._each_body,  # type: ignore[dict-item]
-            t.TCatch: self._catch_body,  # type: ignore[dict-item]
-            t.TOrElse: self._orelse_body,  # type: ignore[dict-item]
-            t.TLocal: self._local_body,  # type: ignore[dict-item]
-            t.TIdentity: self._identity_body,  # type: ignore[dict-item]
-        }
-        build = builders.get(type(expr))
-        if build is None:
-            raise AssertionError(f"no emitter for expression {type(expr).__name__}")
-        body = build(expr, state, value, scope, owner)
+        body: list[cst.BaseStatement]
+        match expr:
+            case t.TPar():
+                body = self._par_body(expr, state, value, scope, owner)
+            case t.TEach():
+                body = self._each_body(expr, state, value, scope, owner)
+            case t.TCatch():
+                body = self._catch_body(expr, state, value, scope, owner)
+            case t.TOrElse():
+                body = self._orelse_body(expr, state, value, scope, owner)
+            case t.TLocal():
+                body = self._local_body(expr, state, value, scope, owner)
+            case t.TIdentity():
+                body = self._identity_body(expr, state, value, scope, owner)
+            case t.TRef() | t.TBind():
+                raise AssertionError(f"{type(expr).__name__} is a chain, emitted by chain_function")
+            case _:
+                assert_never(expr)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(expr.sig.input))], self.outcome(expr.sig), body
         )
@@ -576,27 +585,6 @@ def _spec_names(program: t.Program) -> set[str]:
     return names
 
 
-def _refs(expr: t.TExpr) -> list[t.TRef]:
-    """Every name an expression uses (iteratively: expressions may nest deeply)."""
-    found: list[t.TRef] = []
-    stack: list[t.TExpr] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, t.TRef):
-            found.append(node)
-        elif isinstance(node, t.TBind):
-            stack.extend(node.parts)
-        elif isinstance(node, t.TPar):
-            stack.extend(node.branches)
-        elif isinstance(node, t.TEach | t.TLocal):
-            stack.append(node.body)
-        elif isinstance(node, t.TCatch):
-            stack.extend((node.body, node.handler))
-        elif isinstance(node, t.TOrElse):
-            stack.extend((node.body, node.fallback))
-    return found
-
-
 def _tool_users(program: t.Program) -> set[str]:
     """The pipelines that call an MCP tool, directly or through other pipelines
     (``program.pipelines`` lists callees before callers). In a spec that
@@ -605,7 +593,7 @@ def _tool_users(program: t.Program) -> set[str]:
     users: set[str] = set()
     async_steps = {s.name for s in program.steps if s.is_async} if program.servers else set()
     for pipeline in program.pipelines:
-        refs = _refs(pipeline.body)
+        refs = t.references(pipeline.body)
         if any(
             r.kind == "tool" or (r.kind == "pipeline" and r.name in users) or (r.kind == "step" and r.name in async_steps)
             for r in refs
@@ -630,7 +618,21 @@ def _flatten(expr: t.TExpr) -> list[t.TExpr]:
 
 
 def _label(expr: t.TExpr) -> str:
-    labels = {t.TPar: "par", t.TEach: "each", t.TCatch: "catch", t.TOrElse: "orelse", t.TLocal: "local"}
-    if isinstance(expr, t.TRef):
-        return expr.name
-    return labels.get(type(expr), "steps")
+    """The part of a helper's name that says what it computes."""
+    match expr:
+        case t.TRef():
+            return expr.name
+        case t.TPar():
+            return "par"
+        case t.TEach():
+            return "each"
+        case t.TCatch():
+            return "catch"
+        case t.TOrElse():
+            return "orelse"
+        case t.TLocal():
+            return "local"
+        case t.TBind() | t.TIdentity():
+            return "steps"
+        case _:
+            assert_never(expr)

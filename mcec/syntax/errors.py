@@ -1,68 +1,42 @@
 """Syntax errors in words: what the parser expected, said the way a person would.
 
-:mod:`mcec.lalr` hands over plain data about a failed parse — the token it
-found, the set of terminal names the grammar allowed there, and the parser's
-stack (what was read so far in the current declaration) — and this module
-writes the MCE001 diagnostic. Messages never list grammar terminal names; they
-say "expected `->` after the input type" or "expected a step name after `>>=`".
+:mod:`mcec.syntax.parser` hands over plain data about a failed parse — the
+token it found, the set of terminal names the grammar allowed there, and the
+parser's stack (what was read so far in the current declaration) — and this
+module writes the MCE001 diagnostic. Messages never list grammar terminal
+names; they say "expected `->` after the input type" or "expected a step name
+after `>>=`". How terminals are spelled comes from the grammar
+(:mod:`mcec.syntax.grammar`).
 
 A reserved word found where a name was expected is MCE016, not MCE001.
 """
 
 from __future__ import annotations
 
-import keyword
 import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Final
 
 from mcec.diagnostics import Diagnostic, Label, error
-from mcec.span import SourceFile
+from mcec.span import SourceFile, Span
+from mcec.syntax.grammar import tables
 
-__all__ = ["ErrorSite", "StackItem", "describe_bad_character", "describe_unexpected"]
+__all__ = ["ErrorSite", "StackItem", "describe_bad_character", "describe_unexpected", "reserved_word"]
 
-#: Terminal name → how it is written in a spec (grammar/mce.lark).
-SPELLING: Final[dict[str, str]] = {
-    "BINDOP": ">>=",
-    "ARROW": "->",
-    "FATARROW": "=>",
-    "EQUAL": "=",
-    "COLON": ":",
-    "SEMI": ";",
-    "COMMA": ",",
-    "DOT": ".",
-    "BANG": "!",
-    "BAR": "|",
-    "LT": "<",
-    "GT": ">",
-    "LPAR": "(",
-    "RPAR": ")",
-    "LSQB": "[",
-    "RSQB": "]",
-    "LBRACE": "{",
-    "RBRACE": "}",
-}
-
+_GRAMMAR: Final = tables()
+#: Terminal name → how it is written in a spec.
+SPELLING: Final = _GRAMMAR.spelling
 #: Reserved words (§2): terminal name → word.
-KEYWORDS: Final[dict[str, str]] = {
-    word.upper(): word
-    for word in (
-        "from import as state error step async fn pipeline par each local catch orelse "
-        "merge limit server stdio tool"
-    ).split()
-}
-
-#: Python's keywords: a name spelled like one gets MCE016 (the generated module
-#: could not use it). Both parsers look names up here.
-PYTHON_KEYWORDS: Final = frozenset(keyword.kwlist)
-
+KEYWORDS: Final = _GRAMMAR.keywords
 #: Terminals that can start an expression term.
-_TERM_START: Final = frozenset({"NAME", "PAR", "EACH", "LOCAL", "LPAR"})
+_TERM_START: Final = _GRAMMAR.term_start
 #: Terminals that start a top-level declaration.
-_DECL_START: Final = frozenset({"FROM", "IMPORT", "STATE", "ERROR", "ASYNC", "STEP", "FN", "PIPELINE", "SERVER", "TOOL"})
+_DECL_START: Final = _GRAMMAR.declaration_start
 
-_DECL_WORDS: Final = "`from`, `import`, `state`, `error`, `step`, `fn`, `pipeline`, `server` or `tool`"
+_DECL_WORDS: Final = (
+    ", ".join(f"`{word}`" for word in _GRAMMAR.declaration_words[:-1]) + f" or `{_GRAMMAR.declaration_words[-1]}`"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,13 +256,7 @@ def describe_unexpected(source: SourceFile, site: ErrorSite) -> Diagnostic:
     """The diagnostic for an unexpected token (MCE001, or MCE016 for a misplaced reserved word)."""
     span = source.span(site.start, site.end)
     if site.found_type in KEYWORDS and "NAME" in site.expected:
-        word = KEYWORDS[site.found_type]
-        return error(
-            "MCE016",
-            f"`{word}` is a reserved word and cannot be used as a name",
-            span,
-            help=f"choose another name, such as `{word}_`",
-        )
+        return reserved_word(KEYWORDS[site.found_type], span)
     attribute = _attribute_word(site.stack)
     if attribute is not None and attribute.kind in _DECL_START:
         # `m.f.` at the end of a line, then `pipeline p …`: the keyword was taken as the last part of the name.
@@ -316,6 +284,16 @@ def describe_unexpected(source: SourceFile, site: ErrorSite) -> Diagnostic:
         if previous.start >= 0:
             labels = (Label(source.span(previous.start, previous.end), "after this"),)
     return error("MCE001", f"{message}, {_found(site)}", span, labels=labels, help=help_text)
+
+
+def reserved_word(word: str, span: Span) -> Diagnostic:
+    """MCE016 for a reserved word written where a name belongs."""
+    return error(
+        "MCE016",
+        f"`{word}` is a reserved word and cannot be used as a name",
+        span,
+        help=f"choose another name, such as `{word}_`",
+    )
 
 
 def describe_bad_character(source: SourceFile, offset: int) -> Diagnostic:

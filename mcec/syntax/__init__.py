@@ -1,0 +1,88 @@
+"""The syntax phase: `.mce` text to the untyped tree of :mod:`mcec.syntax.tree`.
+
+- :mod:`mcec.syntax.tree` — the nodes (frozen dataclasses, each with a span);
+- :mod:`mcec.syntax.parser` — :func:`parse` (Lark, the only module that imports it);
+- :mod:`mcec.syntax.errors` — syntax errors in words (MCE001, MCE016);
+- :mod:`mcec.syntax.grammar` — the grammar file and the word lists read off it.
+
+The node classes are re-exported here, so phases write ``syntax.Ref`` or ``s.Bind``.
+"""
+
+from mcec.syntax.parser import MAX_DEPTH, MAX_SYNTAX_ERRORS, ParseResult, parse
+from mcec.syntax.tree import (
+    Bind,
+    Block,
+    Catch,
+    Comment,
+    Decl,
+    Each,
+    ErrorDecl,
+    ErrorList,
+    Expr,
+    FnDecl,
+    FromImport,
+    ImportedName,
+    KeywordNode,
+    Local,
+    Module,
+    ModuleImport,
+    Name,
+    Node,
+    OrElse,
+    POSITION_FIELDS,
+    Par,
+    PipelineDecl,
+    QualName,
+    Ref,
+    ServerDecl,
+    StateDecl,
+    Statement,
+    StepDecl,
+    ToolDecl,
+    TypeApply,
+    TypeExpr,
+    TypeUnion,
+    expr_children,
+    type_children,
+)
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SYNTAX_ERRORS",
+    "ParseResult",
+    "parse",
+    "Bind",
+    "Block",
+    "Catch",
+    "Comment",
+    "Decl",
+    "Each",
+    "ErrorDecl",
+    "ErrorList",
+    "Expr",
+    "FnDecl",
+    "FromImport",
+    "ImportedName",
+    "KeywordNode",
+    "Local",
+    "Module",
+    "ModuleImport",
+    "Name",
+    "Node",
+    "OrElse",
+    "POSITION_FIELDS",
+    "Par",
+    "PipelineDecl",
+    "QualName",
+    "Ref",
+    "ServerDecl",
+    "StateDecl",
+    "Statement",
+    "StepDecl",
+    "ToolDecl",
+    "TypeApply",
+    "TypeExpr",
+    "TypeUnion",
+    "expr_children",
+    "type_children",
+]

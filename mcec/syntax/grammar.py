@@ -1,0 +1,118 @@
+"""The grammar, ``grammar/mce.lark``, and the word lists derived from it.
+
+The grammar file is the only definition of the language's syntax: the parser
+is built from it (:mod:`mcec.syntax.parser`), and the tables syntax errors are
+written from — how each punctuation terminal is spelled, which words are
+reserved, which terminals can start a declaration or a term — are read off
+the same Lark grammar here, never retyped.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import keyword
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import lark
+from lark.lexer import PatternStr
+
+__all__ = ["GrammarTables", "PYTHON_KEYWORDS", "load_grammar", "tables"]
+
+#: Python's keywords: a name spelled like one is MCE016 (the generated module could not use it).
+PYTHON_KEYWORDS: frozenset[str] = frozenset(keyword.kwlist)
+
+
+def load_grammar() -> str:
+    """The text of ``mce.lark``: the wheel's ``mcec/grammar/mce.lark``, else the checkout's ``grammar/mce.lark``."""
+    packaged = importlib.resources.files("mcec") / "grammar" / "mce.lark"
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[2] / "grammar" / "mce.lark").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarTables:
+    """What the grammar says about its terminals, as plain data."""
+
+    #: Punctuation terminal name → how it is written (``"BINDOP"`` → ``">>="``).
+    spelling: dict[str, str]
+    #: Keyword terminal name → the word (``"PAR"`` → ``"par"``): the reserved words of LANGUAGE.md §2.
+    keywords: dict[str, str]
+    #: Terminals that can start a top-level declaration.
+    declaration_start: frozenset[str]
+    #: Terminals that can start an expression term.
+    term_start: frozenset[str]
+    #: The words a declaration starts with, in the grammar's order (``async``, which
+    #: modifies the word after it, left out).
+    declaration_words: tuple[str, ...]
+
+    @property
+    def reserved_words(self) -> frozenset[str]:
+        """The reserved words, as written."""
+        return frozenset(self.keywords.values())
+
+
+@functools.cache
+def tables() -> GrammarTables:
+    """The tables of the grammar (analysed once per process)."""
+    grammar = lark.Lark(load_grammar(), parser="lalr", lexer="contextual", maybe_placeholders=False)
+    name_pattern = re.compile(next(t.pattern.to_regexp() for t in grammar.terminals if t.name == "NAME"))
+    spelling: dict[str, str] = {}
+    keywords: dict[str, str] = {}
+    for terminal in grammar.terminals:
+        if isinstance(terminal.pattern, PatternStr):
+            text = terminal.pattern.value
+            (keywords if name_pattern.fullmatch(text) else spelling)[terminal.name] = text
+    rules = [(str(rule.origin.name), [str(s.name) for s in rule.expansion]) for rule in grammar.rules]
+    first = _first_sets(rules)
+    words = [keywords[t] for t in _leading_keywords(rules, "_decl", first) if t in keywords]
+    return GrammarTables(spelling, keywords, first["_decl"], first["_term"], tuple(words))
+
+
+def _leading_keywords(rules: list[tuple[str, list[str]]], origin: str, first: dict[str, frozenset[str]]) -> list[str]:
+    """The terminal each alternative of ``origin`` is introduced by, in rule order.
+
+    An alternative's leading terminals are its FIRST set, less any terminal
+    that is followed by another of them in some expansion (an optional
+    modifier such as ``async`` in ``async? step``).
+    """
+    leading: list[str] = []
+    for alternative in [expansion[0] for rule, expansion in rules if rule == origin and expansion]:
+        starts = first.get(alternative, frozenset({alternative}))
+        modifiers = {
+            expansion[0]
+            for rule, expansion in rules
+            if rule == alternative and len(expansion) > 1 and expansion[1] in starts
+        }
+        leading.extend(t for t in sorted(starts - modifiers) if t not in leading)
+    return leading
+
+
+def _first_sets(rules: Iterable[tuple[str, list[str]]]) -> dict[str, frozenset[str]]:
+    """FIRST(rule) for every rule: the terminals a rule's text can start with.
+
+    No rule of the grammar derives the empty string except through ``x*``
+    helpers, and those never stand first in a rule, so the first symbol of
+    each alternative decides.
+    """
+    alternatives: dict[str, list[list[str]]] = {}
+    for origin, expansion in rules:
+        alternatives.setdefault(origin, []).append(expansion)
+    first: dict[str, set[str]] = {origin: set() for origin in alternatives}
+    changed = True
+    while changed:
+        changed = False
+        for origin, expansions in alternatives.items():
+            for expansion in expansions:
+                if not expansion:
+                    continue
+                head = expansion[0]
+                found = first[head] if head in first else {head}
+                if not found <= first[origin]:
+                    first[origin] |= found
+                    changed = True
+    return {origin: frozenset(terminals) for origin, terminals in first.items()}

@@ -1,0 +1,431 @@
+"""The untyped syntax tree of a `.mce` file, as the parser builds it.
+
+Every node is a frozen, slotted dataclass whose last field is its ``span``. No
+Lark object ever appears here: :mod:`mcec.syntax.parser` (the only module that
+knows Lark exists) builds these classes directly. The checker turns this tree
+into the typed IR of :mod:`mcec.check.typed`; nothing ever mutates a syntax node.
+
+Chains are flat: ``a >>= b >>= c`` is one :class:`Bind` with three parts, and a
+block ``{ s1; s2; }`` is a :class:`Block` of statements, so a 100,000-step
+pipeline is a wide node, not a 100,000-deep one. Parentheses leave no node
+behind: ``(e)`` is just ``e`` (with ``e``'s own span). Precedence, loosest
+first, is ``orelse`` < ``catch`` < ``>>=`` < terms (LANGUAGE.md §5).
+
+The unions :data:`Expr`, :data:`TypeExpr` and :data:`Decl` are closed: every
+function that walks them dispatches with ``match`` and ends in
+``assert_never``, so a node kind added here is a mypy error in every phase
+that does not handle it yet (``tests/syntax/test_exhaustive.py`` proves it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, TypeAlias, assert_never
+
+from mcec.span import Span
+
+__all__ = [
+    "Bind",
+    "Block",
+    "Catch",
+    "Comment",
+    "Decl",
+    "Each",
+    "ErrorDecl",
+    "ErrorList",
+    "Expr",
+    "FnDecl",
+    "FromImport",
+    "ImportedName",
+    "KeywordNode",
+    "Local",
+    "Module",
+    "ModuleImport",
+    "Name",
+    "Node",
+    "OrElse",
+    "POSITION_FIELDS",
+    "Par",
+    "PipelineDecl",
+    "QualName",
+    "Ref",
+    "ServerDecl",
+    "StateDecl",
+    "Statement",
+    "StepDecl",
+    "ToolDecl",
+    "TypeApply",
+    "TypeExpr",
+    "TypeUnion",
+    "expr_children",
+    "type_children",
+]
+
+#: The fields that say where a node (or a part of it) is, not what it is.
+#: Comparing trees "by meaning" (``mcec fmt``'s self-check, tests) skips them.
+POSITION_FIELDS: frozenset[str] = frozenset({"span", "keyword", "limit_span", "command_span"})
+
+
+class Node:
+    """Base of every syntax node but :class:`Module`: offsets read through the span."""
+
+    __slots__ = ()
+
+    span: Span
+
+    @property
+    def start(self) -> int:
+        """The offset where the node starts (``span.start``)."""
+        return self.span.start
+
+    @property
+    def end(self) -> int:
+        """The offset just past the node (``span.end``)."""
+        return self.span.end
+
+
+class KeywordNode(Node):
+    """Base of the expressions written with a keyword: ``par``, ``each``, ``local``, ``catch``, ``orelse``.
+
+    Each keeps the span of its keyword in ``keyword`` (diagnostics and the
+    formatter point at it).
+    """
+
+    __slots__ = ()
+
+    #: The keyword, as written.
+    KEYWORD: ClassVar[str]
+    keyword: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Name(Node):
+    """An identifier as written."""
+
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class QualName(Node):
+    """A dotted name such as ``impl.plan_action`` or ``examples.research.impl``."""
+
+    parts: tuple[Name, ...]
+    span: Span
+
+    @property
+    def dotted(self) -> str:
+        """The name joined with dots, as written."""
+        return ".".join(part.text for part in self.parts)
+
+
+# ---------------------------------------------------------------- type syntax
+
+
+@dataclass(frozen=True, slots=True)
+class TypeApply(Node):
+    """A generic applied to arguments: ``list[str]``, ``dict[str, int]``, ``tuple[A, B]``."""
+
+    head: QualName
+    args: tuple[TypeExpr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TypeUnion(Node):
+    """``A | B | C`` (two or more members, flattened)."""
+
+    members: tuple[TypeExpr, ...]
+    span: Span
+
+
+#: A type expression. A type written as a name is that name, with no node
+#: around it: a :class:`Name` (``str``, ``A``) or, dotted, a :class:`QualName`
+#: (``impl.ToolCall``).
+TypeExpr: TypeAlias = Name | QualName | TypeApply | TypeUnion
+
+
+def type_children(expr: TypeExpr) -> tuple[TypeExpr, ...]:
+    """The type expressions directly inside ``expr``."""
+    match expr:
+        case Name() | QualName():
+            return ()
+        case TypeApply(args=args):
+            return args
+        case TypeUnion(members=members):
+            return members
+        case _:
+            assert_never(expr)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorList(Node):
+    """The ``! E1 | E2`` clause of a step, tool or pipeline; each entry names an error type."""
+
+    errors: tuple[TypeExpr, ...]
+    span: Span
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Ref(Node):
+    """A use of a declared step, fn, tool or pipeline: its name, where it is written."""
+
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Bind(Node):
+    """``e1 >>= e2 >>= …``: two or more parts, run left to right."""
+
+    parts: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Par(KeywordNode):
+    """``par <e1, …, en>``. The parser keeps a one-branch group so that the
+    checker can report MCE019 for it."""
+
+    KEYWORD: ClassVar[str] = "par"
+
+    branches: tuple[Expr, ...]
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Each(KeywordNode):
+    """``each e`` or ``each(limit=k) e``; ``limit_span`` points at ``k``."""
+
+    KEYWORD: ClassVar[str] = "each"
+
+    body: Expr
+    limit: int | None
+    limit_span: Span | None
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Local(KeywordNode):
+    """``local e``: run ``e`` and give back the input state."""
+
+    KEYWORD: ClassVar[str] = "local"
+
+    body: Expr
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Catch(KeywordNode):
+    """``body catch E1 | E2 => handler``; chained catches nest to the left."""
+
+    KEYWORD: ClassVar[str] = "catch"
+
+    body: Expr
+    errors: tuple[TypeExpr, ...]
+    handler: Expr
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class OrElse(KeywordNode):
+    """``body orelse fallback``; chains nest to the left."""
+
+    KEYWORD: ClassVar[str] = "orelse"
+
+    body: Expr
+    fallback: Expr
+    keyword: Span
+    span: Span
+
+
+Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse
+
+
+def expr_children(expr: Expr) -> tuple[Expr, ...]:
+    """The expressions directly inside ``expr``, in source order."""
+    match expr:
+        case Ref():
+            return ()
+        case Bind(parts=parts):
+            return parts
+        case Par(branches=branches):
+            return branches
+        case Each(body=body) | Local(body=body):
+            return (body,)
+        case Catch(body=body, handler=handler):
+            return (body, handler)
+        case OrElse(body=body, fallback=fallback):
+            return (body, fallback)
+        case _:
+            assert_never(expr)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement(Node):
+    """One statement of a block pipeline: ``[step] EXPR ;``."""
+
+    expr: Expr
+    has_step_keyword: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Block(Node):
+    """The ``{ s1; s2; … }`` body of a block pipeline (possibly empty)."""
+
+    statements: tuple[Statement, ...]
+    span: Span
+
+
+# ---------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedName(Node):
+    """``X`` or ``X as Y`` inside a from-import; ``bound`` is the name it binds."""
+
+    name: Name
+    alias: Name | None
+    span: Span
+
+    @property
+    def bound(self) -> Name:
+        """The name this entry brings into scope."""
+        return self.alias if self.alias is not None else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class FromImport(Node):
+    """``from a.b import X, Y as Z``."""
+
+    module: QualName
+    names: tuple[ImportedName, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleImport(Node):
+    """``import a.b as m`` (alias set) or ``import a.b`` (refer to it as ``a.b.X``)."""
+
+    module: QualName
+    alias: Name | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class StateDecl(Node):
+    """``state T`` or ``state T merge m.f``."""
+
+    type: TypeExpr
+    merge: QualName | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorDecl(Node):
+    """``error T``."""
+
+    type: TypeExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class StepDecl(Node):
+    """``[async] step n : A -> B [! E…] = m.f``; ``errors`` is None when ``!`` is omitted."""
+
+    name: Name
+    is_async: bool
+    input: TypeExpr
+    output: TypeExpr
+    errors: ErrorList | None
+    impl: QualName
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class FnDecl(Node):
+    """``fn n : A -> B = m.f``."""
+
+    name: Name
+    input: TypeExpr
+    output: TypeExpr
+    impl: QualName
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ServerDecl(Node):
+    """``server n = stdio "COMMAND LINE"``; ``command`` is the decoded string."""
+
+    name: Name
+    command: str
+    command_span: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecl(Node):
+    """``tool n : A -> B [! E…] = server.tool_name``."""
+
+    name: Name
+    input: TypeExpr
+    output: TypeExpr
+    errors: ErrorList | None
+    server: Name
+    tool_name: Name
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineDecl(Node):
+    """``pipeline n : A -> B [! E…] = EXPR;`` or ``… { STMT … }``.
+
+    ``errors`` is None when the error set is to be inferred; ``! Never`` is an
+    :class:`ErrorList` holding the single type name ``Never``.
+    """
+
+    name: Name
+    input: TypeExpr
+    output: TypeExpr
+    errors: ErrorList | None
+    body: Expr | Block
+    span: Span
+
+
+Decl: TypeAlias = (
+    FromImport
+    | ModuleImport
+    | StateDecl
+    | ErrorDecl
+    | StepDecl
+    | FnDecl
+    | ServerDecl
+    | ToolDecl
+    | PipelineDecl
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Comment(Node):
+    """A ``# …`` comment, kept so that ``mcec fmt`` can put it back."""
+
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """A whole `.mce` file: its declarations in source order, and its comments."""
+
+    path: str
+    decls: tuple[Decl, ...]
+    comments: tuple[Comment, ...]
+    span: Span
