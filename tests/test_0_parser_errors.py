@@ -48,6 +48,7 @@ EXPECTED_CODES = {
     "python_keyword_name": {"MCE016"},
     "python_keyword_attribute": {"MCE016"},
     "python_keyword_module": {"MCE016"},
+    "dunder_names": {"MCE016"},
 }
 
 

@@ -94,7 +94,9 @@ class Spec:
 
     def ref(self, input_type: Type, output: Type | None = None, kind: str | None = None) -> tuple[str, Sig]:
         """Declare a fresh step, fn or tool from ``input_type`` and refer to it."""
-        kind = kind or self.data.draw(st.sampled_from(["step", "fn", "tool"]))
+        # a tool's input is a model or a dict (its arguments), so tools take only the class A
+        tool_ok = input_type == ClassRef("app.impl.A", "A")
+        kind = kind or self.data.draw(st.sampled_from(["step", "fn", "tool"] if tool_ok else ["step", "fn"]))
         output = output if output is not None else self.draw_type()
         name = self.fresh(kind[0])
         if kind == "fn":

@@ -161,3 +161,128 @@ def test_string_literals_are_quoted_as_black_quotes_them(text: str) -> None:
     literal = black_string(text)
     assert eval(literal) == text
     assert black_module(f"x = {literal}\n") == f"x = {literal}\n"
+
+
+
+def _emitter_vocabulary() -> list[str]:
+    """The identifiers in the golden cases' generated modules (locals, runtime imports,
+    builtins, constants, spec names), but for those the test spec below imports itself."""
+    found: set[str] = set()
+    for spec in SPECS:
+        for node in ast.walk(ast.parse(generate(spec))):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                found.add(node.name)
+            elif isinstance(node, ast.alias):
+                found.add(node.asname or node.name)
+    from mcec.syntax.grammar import tables
+
+    builtin_errors = {"MergeConflict", "ToolFailed", "ToolUnavailable"}  # predeclared in every spec
+    unusable = {"TState", "Odd", "toolbox", "tb"} | builtin_errors | tables().reserved_words
+    return sorted(n for n in found - unusable if not n.startswith("__"))
+
+
+VOCABULARY = _emitter_vocabulary()
+
+
+def test_the_vocabulary_holds_the_emitters_names() -> None:
+    assert {"value", "exc", "r", "v", "result", "Ok", "Err", "stop", "raised", "SITE_1", "cast"} <= set(VOCABULARY)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(VOCABULARY), min_size=7, max_size=7, unique=True), st.integers(-5, 5))
+def test_spec_names_from_the_emitters_own_vocabulary_compile_and_run(names: list[str], value: int) -> None:
+    """Steps, fns and pipelines named like the generated code's own names (``exc``, ``state``,
+    ``r``, ``Ok``, ``stop``, ``SITE_1`` …) must not collide with them (issue 18, item 4)."""
+    step, failing, fn, add, recover, helper, main = names
+    text = (
+        "from toolbox import TState, Odd\nimport toolbox as tb\nstate TState\nerror Odd\n"
+        f"step {step} : int -> int = tb.inc\n"
+        f"step {failing} : int -> int ! Odd = tb.even_only\n"
+        f"fn {fn} : int -> int = tb.double\n"
+        f"fn {add} : tuple[int, int] -> int = tb.add_pair\n"
+        f"fn {recover} : Odd -> int = tb.recover\n"
+        f"pipeline {helper} : int -> int ! Odd = {step} >>= {failing};\n"
+        f"pipeline {main} : int -> int = ({helper} catch Odd => {recover}) >>= local {step} >>= {fn}"
+        f" >>= par <{fn}, {step}> >>= {add};\n"
+    )
+    source = SourceFile("vocabulary.mce", text)
+    result = compile_source(source)
+    assert result.ok and result.program is not None and result.generated is not None, render_text(
+        result.diagnostics, {source.path: source}, color=False
+    ) + text
+    module = load_module(result.program, result.generated)
+    compiled = asyncio.run(getattr(module, main)(TState(), value))
+    interpreted = asyncio.run(Interpreter(result.program).run(main, TState(), value))
+    assert compiled == interpreted, text
+
+
+def test_a_spec_importing_future_annotations_compiles_to_one_valid_future_import() -> None:
+    """Issue 18, item 6: the spec's line used to be copied after the generated imports (a SyntaxError)."""
+    text = (
+        "from __future__ import annotations\nfrom toolbox import TState\nimport toolbox as tb\n"
+        "state TState\nstep inc : int -> int = tb.inc\npipeline main : int -> int = inc;\n"
+    )
+    result = compile_source(SourceFile("future.mce", text))
+    assert result.ok and result.program is not None and result.generated is not None
+    code = result.generated.code
+    assert code.count("from __future__ import annotations") == 1
+    module = load_module(result.program, result.generated)
+    assert asyncio.run(module.main(TState(), 1)) == Ok(2, TState(count=1))
+
+
+def test_output_that_does_not_compile_is_an_internal_error_before_anything_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every generated module is compiled before it is returned: an emitter bug can never give users
+    a module that raises SyntaxError on import."""
+    from mcec.codegen import InvalidOutput, layout
+
+    monkeypatch.setattr(layout, "layout", lambda module: "def broken(:\n")
+    with pytest.raises(InvalidOutput, match="does not compile"):
+        compile_source(SourceFile("broken.mce", "fn f : int -> int = m.f\npipeline p : int -> int = f;\nimport m\n"))
+
+
+def _nested(depth: int, make: str) -> str:
+    expr = "inc"
+    for _ in range(depth - 1):
+        expr = make.format(expr)
+    return expr
+
+
+@pytest.mark.parametrize(
+    "form", ["local ({})", "({}) orelse inc", "par <{}, inc> >>= add_pair", "(even_only >>= ({})) catch Odd => recover"]
+)
+def test_nesting_at_the_parsers_limit_compiles_and_runs_like_the_interpreter(form: str) -> None:
+    """Issue 18, item 7: everything the parser accepts compiles and runs, compiled and interpreted,
+    within Python's default recursion limit — here with 200 frames already in use by the caller."""
+    from mcec.syntax import MAX_DEPTH
+
+    # levels of nodes: `par` and `catch` add two a level (the group and its chain), the others one
+    depth = MAX_DEPTH // 2 if ">>=" in form else MAX_DEPTH - 1
+    body = _nested(depth, form)
+    text = (
+        "from toolbox import TState, Odd\nimport toolbox as tb\nstate TState\nerror Odd\n"
+        "step inc : int -> int = tb.inc\nstep even_only : int -> int ! Odd = tb.even_only\n"
+        "fn add_pair : tuple[int, int] -> int = tb.add_pair\nfn recover : Odd -> int = tb.recover\n"
+        f"pipeline main : int -> int = {body};\n"
+    )
+    source = SourceFile("deep.mce", text)
+
+    def at_depth(frames: int) -> tuple[object, object]:
+        if frames:
+            return at_depth(frames - 1)
+        result = compile_source(source)
+        assert result.ok and result.program is not None and result.generated is not None, render_text(
+            result.diagnostics, {source.path: source}, color=False
+        )
+        module = load_module(result.program, result.generated)
+        compiled = asyncio.run(module.main(TState(), 1))
+        interpreted = asyncio.run(Interpreter(result.program).run("main", TState(), 1))
+        return compiled, interpreted
+
+    compiled, interpreted = at_depth(200)
+    assert isinstance(compiled, Ok) and compiled == interpreted

@@ -18,7 +18,7 @@ from mcec.check.env import Binding, Env, Failure, Kind
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
 from mcec.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
-from mcec.types import ANY, NEVER, TOOL_FAILED, TOOL_UNAVAILABLE, ClassRef, ErrorSet, Type, Union
+from mcec.types import ANY, NEVER, STR, TOOL_FAILED, TOOL_UNAVAILABLE, Builtin, ClassRef, ErrorSet, Generic, Type, Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,8 @@ class Declared:
     servers: dict[str, TServer] = field(default_factory=dict)
     tools: dict[str, TTool] = field(default_factory=dict)
     pipelines: dict[str, DeclaredPipeline] = field(default_factory=dict)
+    #: Names declared more than once (their MCE003 says enough: no W001 for them).
+    duplicated: set[str] = field(default_factory=set)
 
     @property
     def custom_merge(self) -> bool:
@@ -56,6 +58,22 @@ class Declared:
 
 
 _NO_ERRORS: ErrorSet = frozenset()
+#: ``dict[str, Any]``, the one builtin type a tool's arguments may have.
+TOOL_ARGUMENTS = Generic("dict", (STR, ANY))
+
+
+def _testable_class(error_type: Type) -> bool:
+    """Can ``isinstance`` test for ``error_type``? An imported class or a builtin class (not
+    ``None``, ``Any`` or ``Never``); not a generic or a union."""
+    match error_type:
+        case ClassRef():
+            return True
+        case Builtin(name=name):
+            return name not in ("None", "Any", "Never")
+        case Generic() | Union():
+            return False
+        case _:
+            assert_never(error_type)
 
 class DeclarationChecker:
     """Binds and types the declarations of one module, reporting into a sink."""
@@ -168,6 +186,7 @@ class DeclarationChecker:
         assert binding.span is not None
         if first.kind is Kind.MODULE_ROOT and binding.kind is Kind.MODULE_ROOT:
             return  # `import a.b` and `import a.c` share the root `a`, as in Python
+        self.declared.duplicated.add(binding.name)
         if first.kind is Kind.BUILTIN_ERROR:
             self.sink.add(report.builtin_redeclared(binding.name, binding.span))
         else:
@@ -176,6 +195,9 @@ class DeclarationChecker:
 
     def _bind_from_import(self, decl: syntax.FromImport) -> None:
         module = decl.module.dotted
+        if module == "__future__":
+            self._future_import(decl)
+            return
         for item in decl.names:
             self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound, f"{module}.{item.name.text}"))
         names = tuple((i.name.text, i.alias.text if i.alias else None) for i in decl.names)
@@ -190,6 +212,13 @@ class DeclarationChecker:
             self.env.import_plainly(module)
             self._add(Binding(root.text, Kind.MODULE_ROOT, root, root.text))
         self.declared.imports.append(TModuleImport(module, decl.alias.text if decl.alias else None, decl.span))
+
+    def _future_import(self, decl: syntax.FromImport) -> None:
+        """``from __future__ import annotations`` is what every generated module starts with
+        already: accepted, and not written twice; any other feature is an error."""
+        for item in decl.names:
+            if item.name.text != "annotations" or item.alias is not None:
+                self.sink.add(report.unsupported_future(item.name.text, item.span))
 
     # ------------------------------------------------------------ types
 
@@ -256,8 +285,12 @@ class DeclarationChecker:
             self.declared.merge = self._impl(decl.merge)
 
     def _error_decl(self, decl: syntax.ErrorDecl) -> None:
+        reported = len(self.sink.items)
         resolved = self.type_of(decl.type)
-        if resolved == ANY:
+        if len(self.sink.items) > reported:
+            return  # the type did not resolve: its MCE017 says enough
+        if not _testable_class(resolved):
+            self.sink.add(report.bad_error_type(resolved, decl.type.span))
             return
         if isinstance(resolved, ClassRef) and resolved.is_runtime:
             self.sink.add(report.builtin_redeclared(str(resolved), decl.type.span))
@@ -286,6 +319,9 @@ class DeclarationChecker:
     def _tool(self, decl: syntax.ToolDecl) -> None:
         errors = self._error_list(decl.errors, "tool", decl.name) | {TOOL_FAILED, TOOL_UNAVAILABLE}
         sig = Sig(self.type_of(decl.input), self.type_of(decl.output), errors, False)
+        # LANGUAGE.md §9: a tool's arguments are a pydantic model's fields or a dict.
+        if not (isinstance(sig.input, ClassRef) or sig.input == ANY or sig.input == TOOL_ARGUMENTS):
+            self.sink.add(report.bad_tool_input(sig.input, decl.input.span))
         binding = self.env.lookup(decl.server.text)
         if binding is None or binding.kind is not Kind.SERVER:
             help = self.env.suggestion(decl.server.text, (Kind.SERVER,))
@@ -305,29 +341,26 @@ class DeclarationChecker:
 
 
 def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnostic]:
-    """W001 for every import, step, fn, tool, server and error nothing uses.
+    """W001 for every step, fn, tool, server and error nothing uses.
 
-    Pipelines are entry points and never unused. A declaration that failed to
-    bind (a duplicate) is not warned about: its MCE003 says enough.
+    Pipelines are entry points and never unused. Imports are not warned about:
+    a spec imports the types its signatures name and the modules its
+    implementations live in, and warning about each name a spec does not use
+    itself buried the warnings that matter. A declaration that clashed with
+    another (MCE003) is not warned about either: the error says enough.
     """
     env = declared.env
     found: list[Diagnostic] = []
 
     def check(kind: str, name: syntax.Name) -> None:
         binding = env.bindings.get(name.text)
-        if binding is not None and binding.site is name and name.text not in env.used:
+        if binding is None or binding.site is not name or name.text in declared.duplicated:
+            return
+        if name.text not in env.used:
             found.append(report.unused(kind, name.text, name.span))
 
     for decl in module.decls:
         match decl:
-            case syntax.FromImport():
-                for item in decl.names:
-                    check("import", item.bound)
-            case syntax.ModuleImport():
-                if decl.alias is not None:
-                    check("module", decl.alias)
-                elif decl.module.dotted not in env.used_modules:
-                    found.append(report.unused("module", decl.module.dotted, decl.module.span))
             case syntax.StepDecl():
                 check("step", decl.name)
             case syntax.FnDecl():
@@ -336,7 +369,13 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
                 check("tool", decl.name)
             case syntax.ServerDecl():
                 check("server", decl.name)
-            case syntax.StateDecl() | syntax.ErrorDecl() | syntax.PipelineDecl():
+            case (
+                syntax.FromImport()
+                | syntax.ModuleImport()
+                | syntax.StateDecl()
+                | syntax.ErrorDecl()
+                | syntax.PipelineDecl()
+            ):
                 pass
             case _:
                 assert_never(decl)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from mcec.diagnostics import Diagnostic, Label, error, warning
 from mcec.span import Span
-from mcec.types import Type
+from mcec.types import Type, Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +137,44 @@ def _quoted(names: list[str] | tuple[str, ...]) -> str:
 def unknown(message: str, span: Span, help: str | None, *, code: str = "MCE002") -> Diagnostic:
     """MCE002 (a name) or MCE017 (a type) that did not resolve; prose from resolution."""
     return error(code, message, span, (), help)
+
+
+def unsupported_future(feature: str, span: Span) -> Diagnostic:
+    """MCE002: a ``from __future__`` import other than ``annotations``."""
+    return error(
+        "MCE002",
+        f"`from __future__ import {feature}` is not supported",
+        span,
+        (),
+        "generated modules start with `from __future__ import annotations` and use no other feature; "
+        "remove this import",
+    )
+
+
+def bad_error_type(error_type: Type, span: Span) -> Diagnostic:
+    """MCE025: ``error T`` where T is not a class ``isinstance`` can test."""
+    if isinstance(error_type, Union):
+        help = "declare each error type on its own: " + ", ".join(f"`error {m}`" for m in error_type.members)
+    else:
+        help = "declare a class for it (an `Exception` subclass can also be raised) and write `error ThatClass`"
+    return error(
+        "MCE025",
+        f"`{error_type}` cannot be an error type: errors are told apart with `isinstance`, which needs a class",
+        span,
+        (),
+        help,
+    )
+
+
+def bad_tool_input(given: Type, span: Span) -> Diagnostic:
+    """MCE025: a tool's input that is not a model or ``dict[str, Any]`` (it cannot be sent as arguments)."""
+    return error(
+        "MCE025",
+        f"a tool's input must be a pydantic model or `dict[str, Any]`, not `{given}`",
+        span,
+        (),
+        "the input is sent as the tool's arguments, by name: declare a pydantic model with one field per argument",
+    )
 
 
 def duplicate(name: str, span: Span, first: Span) -> Diagnostic:

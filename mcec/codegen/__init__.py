@@ -51,8 +51,17 @@ def header_lines(program: Program) -> list[str]:
     ]
 
 
+class InvalidOutput(Exception):
+    """The generated module is not valid Python: a bug in mcec, found before anything is written."""
+
+
 def generate(program: Program) -> Generated:
-    """Generate the Python module for a checked program."""
+    """Generate the Python module for a checked program.
+
+    The output is compiled before it is returned (``compile()``), so a module
+    Python would reject raises :class:`InvalidOutput` here instead of being
+    written for users to import.
+    """
     from mcec.codegen.emitter import Emitter
     from mcec.codegen.layout import layout
     from mcec.codegen.sourcemap import build_source_map
@@ -60,4 +69,8 @@ def generate(program: Program) -> Generated:
     emitter = Emitter(program)
     module = emitter.module(header_lines(program))
     formatted = layout(module)
+    try:
+        compile(formatted, module_name_for(program.path) + ".py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
     return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))

@@ -354,7 +354,7 @@ class Emitter:
         attempt = c.assign(result, call)
         self.record(attempt, part.span)
         errors = self.error_classes(part.sig.errors)
-        body.append(self._guarded([attempt], site, state, errors))
+        body.append(self._guarded([attempt], scope, site, state, errors))
         stop = c.call(self.runtime("stop", COMPILED), c.name(result), site, errors)
         # the state the step received, for the Defect when it returned a non-Outcome
         stop = stop.with_changes(args=[*stop.args, c.keyword_arg("state", c.name(state))])
@@ -385,17 +385,23 @@ class Emitter:
         output = scope.fresh("v")
         attempt = c.assign(output, c.call(c.name(part.name), c.name(value)))
         self.record(attempt, part.span)
-        body.append(self._guarded([attempt], site, state, c.tuple_([])))
+        body.append(self._guarded([attempt], scope, site, state, c.tuple_([])))
         if last:
             body.append(c.return_(c.call(self.runtime("Ok"), c.name(output), c.name(state))))
         return output
 
     def _guarded(
-        self, statements: list[cst.BaseStatement], site: cst.Name, state: str, errors: cst.Tuple
+        self,
+        statements: list[cst.BaseStatement],
+        scope: NameAllocator,
+        site: cst.Name,
+        state: str,
+        errors: cst.Tuple,
     ) -> cst.Try:
         """``try: statements`` / ``except Exception as exc: return raised(exc, site, state, errors)``."""
-        raised = c.call(self.runtime("raised", COMPILED), c.name("exc"), site, c.name(state), errors)
-        return c.try_except(statements, self.builtin("Exception"), "exc", [c.return_(raised)])
+        exc = scope.shared("exc")
+        raised = c.call(self.runtime("raised", COMPILED), c.name(exc), site, c.name(state), errors)
+        return c.try_except(statements, self.builtin("Exception"), exc, [c.return_(raised)])
 
     def _is_ok(self, result: str) -> cst.Call:
         return c.call(self.builtin("isinstance"), c.name(result), self.runtime("Ok"))

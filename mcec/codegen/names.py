@@ -22,6 +22,7 @@ class NameAllocator:
         # next suffix to try per preferred name: keeps ``fresh`` O(1) amortised
         # when one prefix is used thousands of times (``r``, ``v`` in long chains)
         self._next: dict[str, int] = {}
+        self._shared: dict[str, str] = {}
 
     def is_taken(self, name: str) -> bool:
         """True when ``name`` is used in this scope or an enclosing one."""
@@ -37,6 +38,15 @@ class NameAllocator:
         self._next[preferred] = counter + 1
         self._taken.add(candidate)
         return candidate
+
+    def shared(self, preferred: str) -> str:
+        """One fresh name per scope for ``preferred``, the same each time it is asked for
+        (``except Exception as exc`` reuses one name in a function: Python unbinds it after
+        each handler)."""
+        name = self._shared.get(preferred)
+        if name is None:
+            name = self._shared[preferred] = self.fresh(preferred)
+        return name
 
     def child(self) -> NameAllocator:
         """A nested scope (a function body) that sees this scope's names as taken."""

@@ -252,6 +252,35 @@ def _by_expected(site: ErrorSite) -> tuple[str, str | None]:
     return "expected " + (" or ".join(words[:4]) if len(words) <= 4 else ", ".join(words[:4]) + " or …"), None
 
 
+#: Help for a token found where an expression could go on with an operator: what the user
+#: probably meant (`a >= b`, `a > b`, `a = b`, `a | b`, `a, b` between steps).
+_NOT_AN_OPERATOR: Final = {
+    "GT": "did you mean `>>=`? Steps run one after another with `a >>= b`",
+    "EQUAL": "did you mean `>>=`? Steps run one after another with `a >>= b`",
+    "BAR": "did you mean `a >>= b` (one after another) or `par <a, b>` (side by side)?",
+    "COMMA": "to run steps side by side, write `par <a, b>`",
+}
+
+
+def _each_limit_without_parentheses(source: SourceFile, site: ErrorSite) -> Diagnostic | None:
+    """`each limit=3 a`: the limit was read as a step named `limit`."""
+    stack = site.stack
+    if not (site.found_type == "EQUAL" and len(stack) >= 2 and stack[-2].kind == "EACH" and stack[-1].kind == "NAME"):
+        return None
+    word = stack[-1]
+    if source.text[word.start : word.end] != "limit":
+        return None
+    number = re.match(r"\s*=\s*([0-9]+)", source.text[site.start :])
+    limit = number.group(1) if number else "4"
+    end = site.start + number.end() if number else site.end
+    return error(
+        "MCE001",
+        "the limit of `each` goes in parentheses",
+        source.span(word.start, end),
+        help=f"write `each(limit={limit}) …`",
+    )
+
+
 def describe_unexpected(source: SourceFile, site: ErrorSite) -> Diagnostic:
     """The diagnostic for an unexpected token (MCE001, or MCE016 for a misplaced reserved word)."""
     span = source.span(site.start, site.end)
@@ -271,9 +300,14 @@ def describe_unexpected(source: SourceFile, site: ErrorSite) -> Diagnostic:
         glued = _par_glued_bind(source, site)
         if glued is not None:
             return glued
+    each_limit = _each_limit_without_parentheses(source, site)
+    if each_limit is not None:
+        return each_limit
     last = _last_token(site.stack)
     described = _after_token(last, site) if last is not None else None
     message, help_text = described if described is not None else _by_expected(site)
+    if message.startswith("expected `;` after") and site.found_type in _NOT_AN_OPERATOR:
+        help_text = _NOT_AN_OPERATOR[site.found_type]
     if site.found_type == "BINDOP" and any(item.kind == "FATARROW" for item in site.stack):
         help_text = "a `catch` handler is one term: write `catch E => (h >>= k)` for a chain, or `(a catch E => h) >>= k` to go on after it"
     elif site.found_type == "BINDOP" and any(item.kind == "ORELSE" for item in site.stack):
@@ -309,6 +343,8 @@ def describe_bad_character(source: SourceFile, offset: int) -> Diagnostic:
             help='a string ends with `"` on the same line; write a line break as `\\n`',
         )
     span = source.span(offset, offset + 1)
+    if char == "'":
+        return error("MCE001", "unexpected character `'`", span, help='strings use double quotes: `"…"`')
     code_point = f"U+{ord(char):04X}" if char else "end of file"
     if char and ord(char) > 127:
         name = unicodedata.name(char, "")

@@ -295,9 +295,23 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         return token
 
     def check_name(self, name: s.Name, what: str) -> None:
-        """MCE016 for a Python keyword (or a name Python would NFKC-normalise differently)."""
+        """MCE016 for a name the generated module cannot bind: a Python keyword, a dunder
+        (``__debug__`` cannot be assigned at all; ``__name__``, ``__annotations__`` … are the
+        module's own), or a name Python would NFKC-normalise differently."""
         text = name.text
-        if text in PYTHON_KEYWORDS:
+        binds = what not in ("an attribute name", "a module or implementation name")  # those are read, not bound
+        if binds and len(text) > 4 and text.startswith("__") and text.endswith("__"):
+            self.current.diagnostics.append(
+                error(
+                    "MCE016",
+                    f"`{text}` cannot be used as {what}: names that begin and end with `__` are Python's own",
+                    name.span,
+                    help=f"import it under another name: `{text} as {text.strip('_')}`"
+                    if what == "an imported name"
+                    else f"the generated module could not bind it safely; choose another name, such as `{text.strip('_')}`",
+                )
+            )
+        elif text in PYTHON_KEYWORDS:
             self.current.diagnostics.append(
                 error(
                     "MCE016",
