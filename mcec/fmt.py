@@ -18,7 +18,8 @@ The canonical style
   a blank line are a table: their ``:`` columns line up, and so do their ``=``
   columns (a signature too long to reach the ``=`` column within
   :data:`ALIGN_LIMIT` characters keeps a single space and does not widen the
-  others). Consecutive ``server`` declarations align their ``=``.
+  others, and no padding takes a line past :data:`LINE_LENGTH`). Consecutive
+  ``server`` declarations align their ``=``.
 * Blank lines the author wrote between declarations, statements and comments
   are kept, at most one; none at the start of the file or of a block. The file
   ends with exactly one newline (an empty spec stays empty); line endings are
@@ -31,8 +32,11 @@ The canonical style
   the expression goes on the next, indented; a ``par`` group too long for its
   line puts one branch per line (comma after each but the last, ``>`` back at
   the group's indentation); ``>>=``, ``catch`` and ``orelse`` continuation lines
-  start with their operator, 4 spaces in; parentheses are only those the
-  grammar needs (redundant ones are dropped), broken as ``(`` … ``)`` when long.
+  start with their operator, 4 spaces in; parentheses are those the grammar
+  needs, plus those the author wrote around a chain or a ``catch`` that a
+  looser operator applies to (``(a >>= b) catch E => h``), where leaving them
+  out would surprise a reader; other redundant ones are dropped. Long
+  parenthesised parts break as ``(`` … ``)``.
 * Comments are never dropped or reordered. A comment alone on its line stays on
   its own line, indented like the code that follows it (one level in before a
   closing ``}`` or ``>``); a comment after code stays at the end of that line,
@@ -173,6 +177,12 @@ def _signature(input_type: s.TypeExpr, output_type: s.TypeExpr, errors: s.ErrorL
 _Aligned: TypeAlias = s.StepDecl | s.FnDecl | s.ToolDecl
 
 
+def _within_limit(*layouts: str) -> str:
+    """The first of ``layouts`` (most aligned first) that fits in :data:`LINE_LENGTH` columns, else the last:
+    alignment never pushes a line that fits past the limit."""
+    return next((text for text in layouts if len(text) <= LINE_LENGTH), layouts[-1])
+
+
 def _table_parts(decl: _Aligned) -> tuple[str, str, str]:
     """(head, signature, implementation) of a table declaration."""
     match decl:
@@ -294,7 +304,7 @@ class _Formatter:
             case s.Catch():
                 text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
             case s.OrElse():
-                text = f"{self.flat(e.body)} orelse {self.flat_or_operand(e.fallback)}"
+                text = f"{self.flat_or_body(e.body)} orelse {self.flat_or_operand(e.fallback)}"
             case _:
                 assert_never(e)
         self._flat[key] = text
@@ -304,10 +314,31 @@ class _Formatter:
         return f"({self.flat(e)})" if _needs_term_parens(e) else self.flat(e)
 
     def flat_catch_body(self, e: s.Expr) -> str:
-        return f"({self.flat(e)})" if isinstance(e, s.OrElse) else self.flat(e)
+        return f"({self.flat(e)})" if self.catch_body_parens(e) else self.flat(e)
+
+    def flat_or_body(self, e: s.Expr) -> str:
+        return f"({self.flat(e)})" if self.kept_parens(e) else self.flat(e)
 
     def flat_or_operand(self, e: s.Expr) -> str:
-        return f"({self.flat(e)})" if isinstance(e, s.OrElse) else self.flat(e)
+        return f"({self.flat(e)})" if self.or_operand_parens(e) else self.flat(e)
+
+    # -- parentheses the grammar does not need but a reader does
+
+    def written_in_parens(self, e: s.Expr) -> bool:
+        """True when the source has ``( e )`` (parentheses leave no node in the tree)."""
+        return self.bracket_before(e.start, "(") != e.start and self.text.startswith(")", self.bracket_after(e.end, ")"))
+
+    def kept_parens(self, e: s.Expr) -> bool:
+        """Parentheses the user wrote around a chain or a ``catch`` that an operator binding more
+        loosely applies to (``(a >>= b) catch E => h``, ``(a catch E => h) orelse f``): kept,
+        since without them the precedence would surprise a reader."""
+        return isinstance(e, (s.Bind, s.Catch)) and self.written_in_parens(e)
+
+    def catch_body_parens(self, e: s.Expr) -> bool:
+        return isinstance(e, s.OrElse) or self.kept_parens(e)
+
+    def or_operand_parens(self, e: s.Expr) -> bool:
+        return isinstance(e, s.OrElse) or self.kept_parens(e)
 
     @staticmethod
     def each_prefix(e: s.Each) -> str:
@@ -425,15 +456,19 @@ class _Formatter:
             case s.Catch():
                 body = (
                     self.layout_group(e.body, indent, column, 0)
-                    if isinstance(e.body, s.OrElse)
+                    if self.catch_body_parens(e.body)
                     else self.layout(e.body, indent, column, 0)
                 )
                 clause = self.prefixed(self.catch_clause(e), e.handler, deeper, tail, term=True)
                 clause[0].first = e.keyword.start
                 return body + clause
             case s.OrElse():
-                body = self.layout(e.body, indent, column, 0)
-                if isinstance(e.fallback, s.OrElse):
+                body = (
+                    self.layout_group(e.body, indent, column, 0)
+                    if self.kept_parens(e.body)
+                    else self.layout(e.body, indent, column, 0)
+                )
+                if self.or_operand_parens(e.fallback):
                     fallback = self.layout_group(e.fallback, deeper, deeper + len("orelse "), tail)
                 else:
                     fallback = self.layout(e.fallback, deeper, deeper + len("orelse "), tail)
@@ -491,7 +526,11 @@ class _Formatter:
             if not row:
                 lines.extend(self.long_table_row(decl, head, sig, impl))
                 continue
-            text = f"{head.ljust(colon)} : {sig.ljust(equals)} = {impl}"
+            text = _within_limit(
+                f"{head.ljust(colon)} : {sig.ljust(equals)} = {impl}",
+                f"{head.ljust(colon)} : {sig} = {impl}",
+                f"{head} : {sig} = {impl}",
+            )
             lines.append(_Line(0, text, decl.start, decl.end, kind="item"))
         return lines
 
@@ -521,7 +560,9 @@ class _Formatter:
         lines = []
         for decl in group:
             literal = self.text[decl.command_span.start : decl.command_span.end]
-            text = f"server {decl.name.text.ljust(width)} = stdio {literal}"
+            text = _within_limit(
+                f"server {decl.name.text.ljust(width)} = stdio {literal}", f"server {decl.name.text} = stdio {literal}"
+            )
             lines.append(_Line(0, text, decl.start, decl.end, kind="item"))
         return lines
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from mcec import fmt
 from mcec.cli import main
-from mcec.fmt import FormatError, format_source, format_text, tree_key
+from mcec.fmt import LINE_LENGTH, FormatError, format_source, format_text, tree_key
 from mcec.syntax import parse
 from mcec.span import SourceFile
 
@@ -502,3 +502,40 @@ def test_property_tree_comments_and_idempotence(text: str) -> None:
     assert format_text(result.text) == result.text
     assert result.text == "" or (result.text.endswith("\n") and not result.text.endswith("\n\n"))
     assert all(line == line.rstrip() for line in result.text.splitlines())
+
+
+# ---------------------------------------------------------------- issue 18, item 29
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 30), st.integers(1, 60), st.integers(1, 60)), min_size=2, max_size=6
+    )
+)
+def test_table_alignment_never_takes_a_line_past_the_limit(rows: list[tuple[int, int, int]]) -> None:
+    """A table of declarations that each fit on a line stays within LINE_LENGTH once aligned
+    (the padding used to make a 104-column line out of lines that fit)."""
+    lines = []
+    for index, (name, sig, impl) in enumerate(rows):
+        line = f"step {'n' * name}{index} : {'A' * sig} -> B = m.{'f' * impl}"
+        if len(line) <= LINE_LENGTH:
+            lines.append(line)
+    out = format_text("\n".join(lines) + "\n")
+    assert all(len(line) <= LINE_LENGTH for line in out.splitlines()), out
+
+
+def test_the_parentheses_a_reader_needs_are_kept() -> None:
+    """`(a >>= b) catch E => h` used to lose its parentheses (it means the same without them,
+    but a reader would take the catch for b's)."""
+    text = (
+        "pipeline p : A -> A = (a >>= b) catch E => h;\n"
+        "pipeline q : A -> A = (a catch E => h) orelse (f >>= g);\n"
+        "pipeline r : A -> A = x >>= (a >>= b) >>= ((c));\n"
+    )
+    assert format_text(text) == (
+        "pipeline p : A -> A = (a >>= b) catch E => h;\n"
+        "pipeline q : A -> A = (a catch E => h) orelse (f >>= g);\n"
+        "pipeline r : A -> A = x >>= a >>= b >>= c;\n"
+    )
+    assert format_text("pipeline p : A -> A = a >>= b catch E => h;\n") == "pipeline p : A -> A = a >>= b catch E => h;\n"
