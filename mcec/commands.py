@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-from mcec.build import BuildState, Fingerprint, dependency_hashes, sha256_file
+from mcec.build import STATE_DIR, BuildState, BuildStateError, Fingerprint, build_lock, dependency_hashes, sha256_file
 from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
 from mcec.compiler import CompileResult, compile_source
 from mcec.diagnostics import Diagnostic, error
@@ -131,7 +131,13 @@ def _fingerprint(spec: Path, modules: list[str]) -> Fingerprint:
 
 
 def run_build(args: argparse.Namespace, out: TextIO) -> int:
-    """Build a folder: compile what changed, mypy the outputs together, one summary line."""
+    """Build a folder: compile what changed, mypy the outputs together, one summary line.
+
+    The whole build holds the folder's build lock (``mcec.build``), so two builds
+    of one tree take turns. A ``.mcec`` that cannot hold the state is an MCE006
+    diagnostic (exit 2): before compiling when the lock cannot be taken, after
+    it — with everything else found — when the state cannot be saved.
+    """
     _ensure_importable_cwd()
     folder = Path(args.folder)
     reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
@@ -139,6 +145,20 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
         reporter.add([_write_problem(folder, f"no such folder: `{folder}`")])
         reporter.flush()
         return EXIT_USAGE
+
+    def waiting() -> None:
+        print(f"mcec build: waiting for another build of {folder} to finish", file=sys.stderr, flush=True)
+
+    try:
+        with build_lock(folder, on_wait=waiting):
+            return _build_locked(args, folder, reporter, out)
+    except BuildStateError as exc:
+        reporter.add([_write_problem(folder / STATE_DIR, str(exc))])
+        reporter.flush()
+        return EXIT_USAGE
+
+
+def _build_locked(args: argparse.Namespace, folder: Path, reporter: Reporter, out: TextIO) -> int:
     started = time.perf_counter()
     state = BuildState(folder)
     specs = sorted(p for p in folder.rglob("*.mce") if p.is_file() and ".mcec" not in p.parts)
@@ -152,11 +172,13 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
     show_progress = len(stale) > 3 and args.format == "text"
     written: list[tuple[Path, GeneratedFile, list[str]]] = []
     failed: set[Path] = set()
+    io_failed = False
     for index, spec in enumerate(stale, start=1):
         if show_progress:
             print(f"[{index}/{len(stale)}] {spec}", file=sys.stderr, flush=True)
         before = len(reporter.diagnostics)
-        result, target, _io = _compile_one(spec, None, reporter)
+        result, target, io = _compile_one(spec, None, reporter)
+        io_failed = io_failed or io
         if any(d.is_error for d in reporter.diagnostics[before:]) or result is None or target is None:
             failed.add(spec)
             state.forget(spec.relative_to(folder))
@@ -175,7 +197,11 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
             state.record(spec.relative_to(folder), _fingerprint(spec, modules))
         else:
             state.forget(spec.relative_to(folder))
-    state.save()
+    try:
+        state.save()
+    except BuildStateError as exc:
+        reporter.add([_write_problem(folder / STATE_DIR, f"{exc}; the next build compiles everything again")])
+        io_failed = True
     reporter.flush()
     built = len(stale) - len(failed)
     elapsed = time.perf_counter() - started
@@ -184,6 +210,8 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
         f"{len(failed)} failed ({len(specs)} specs, {elapsed:.2f}s)"
     )
     print(summary, file=sys.stderr if args.format == "json" else out)
+    if io_failed:
+        return EXIT_USAGE
     return EXIT_ERRORS if failed or reporter.has_errors else EXIT_OK
 
 
