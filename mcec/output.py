@@ -14,7 +14,15 @@ Promises (DEVELOPERS.md, "Nothing is lost"):
   and, before it starts, leftovers of earlier writes of the same target that
   are provably stale: of that exact form, and written by a process that no
   longer exists. A user's file that merely looks similar
-  (``.name_mce.py.notes.tmp``) is never touched.
+  (``.name_mce.py.notes.tmp``) is never touched;
+* rewriting a user's file (``mcec fmt``) writes through to the real file: a
+  symbolic link is followed and the file it points to is replaced (the link
+  stays a link), keeping the file's permissions. A file with several hard
+  links cannot be both replaced atomically and kept shared (a replacement is a
+  new inode, which only the replaced name would see), so it is rewritten in
+  place: every link sees the new text, at the price of atomicity. The old text
+  is first saved beside it as ``.NAME.mcec-PID-XXXXXXXX.orig`` and removed once
+  the new text is on disk, so a crash mid-write leaves the original there.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 
 from mcec.codegen import HEADER_PREFIX, module_name_for
@@ -34,6 +43,7 @@ __all__ = [
     "output_path",
     "remove_stale_temporaries",
     "replace_atomically",
+    "rewrite_file",
     "temporary_name",
     "write_module",
 ]
@@ -104,9 +114,9 @@ def remove_stale_temporaries(target: Path) -> None:
                 pass  # gone already, or not ours to fight over
 
 
-def _create_temporary(folder: Path, target_name: str) -> tuple[int, Path]:
+def _create_temporary(folder: Path, target_name: str, suffix: str = ".tmp") -> tuple[int, Path]:
     for _ in range(100):
-        path = folder / temporary_name(target_name)
+        path = folder / (temporary_name(target_name).removesuffix(".tmp") + suffix)
         try:
             return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), path
         except FileExistsError:
@@ -114,16 +124,22 @@ def _create_temporary(folder: Path, target_name: str) -> tuple[int, Path]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
 
 
-def replace_atomically(target: Path, text: str, mode: int = 0o644) -> None:
+def replace_atomically(target: Path, text: str, mode: int = 0o644, owner: tuple[int, int] | None = None) -> None:
     """Write ``text`` to a fresh temporary beside ``target``, flush it to disk and
     move it over ``target`` (``os.replace``); on any failure the temporary is
-    removed and ``target`` is as it was. Raises ``OSError``."""
+    removed and ``target`` is as it was. ``owner`` (uid, gid) is kept when the
+    process may set it. Raises ``OSError``."""
     fd, temporary = _create_temporary(target.parent, target.name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if owner is not None:
+            try:
+                os.chown(temporary, *owner)
+            except OSError:
+                pass  # not permitted: the file becomes ours, as with any editor's save
         os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
@@ -132,6 +148,42 @@ def replace_atomically(target: Path, text: str, mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
+
+
+def rewrite_file(path: Path, text: str) -> Path:
+    """Give the file at ``path`` the new contents ``text``, writing through links
+    (see the module docstring); returns the real file written. Raises ``OSError``."""
+    real = Path(os.path.realpath(path))
+    info = os.stat(real)
+    if not stat.S_ISREG(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
+    if info.st_nlink > 1:
+        _rewrite_in_place(real, text)
+    else:
+        replace_atomically(real, text, stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid))
+    return real
+
+
+def _rewrite_in_place(real: Path, text: str) -> None:
+    """Overwrite a hard-linked file's contents in place, keeping a backup until it is on disk."""
+    data = text.encode("utf-8")
+    with open(real, "r+b") as handle:
+        original = handle.read()
+        fd, backup = _create_temporary(real.parent, real.name, ".orig")
+        try:
+            with os.fdopen(fd, "wb") as saved:
+                saved.write(original)
+                saved.flush()
+                os.fsync(saved.fileno())
+        except BaseException:
+            os.unlink(backup)
+            raise
+        handle.seek(0)
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.unlink(backup)
 
 
 # ---------------------------------------------------------------- generated modules

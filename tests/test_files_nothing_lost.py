@@ -179,3 +179,55 @@ def test_build_with_a_read_only_mcec_is_a_diagnostic(tmp_path: Path) -> None:
         state.chmod(stat.S_IRWXU)
     _no_internal_error(done)
     assert done.returncode == 2 and "error[MCE006]" in done.stdout
+
+
+# ---------------------------------------------------------------- item 17: fmt writes through links
+
+UNFORMATTED = "fn show:int->str=impl.show\npipeline p:int->str=show;\n"
+FORMATTED = "fn show : int -> str = impl.show\npipeline p : int -> str = show;\n"
+
+
+@pytest.mark.parametrize("kind", ["relative", "absolute", "chain", "other-folder"])
+def test_fmt_formats_the_file_a_symlink_points_to_and_keeps_the_link(tmp_path: Path, kind: str) -> None:
+    real = tmp_path / "specs" / "real.mce"
+    real.parent.mkdir()
+    real.write_text(UNFORMATTED)
+    real.chmod(0o640)
+    link = tmp_path / ("specs" if kind != "other-folder" else ".") / "link.mce"
+    if kind == "relative":
+        link.symlink_to("real.mce")
+    elif kind == "absolute":
+        link.symlink_to(real)
+    elif kind == "chain":
+        (tmp_path / "specs" / "middle.mce").symlink_to("real.mce")
+        link.symlink_to("middle.mce")
+    else:
+        link.symlink_to("specs/real.mce")
+    done = mcec(tmp_path, "fmt", str(link.relative_to(tmp_path)))
+    _no_internal_error(done)
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and real.read_text() == FORMATTED
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert not [p for p in tmp_path.rglob(".*") if ".mcec-" in p.name]
+
+
+def test_fmt_of_a_folder_writes_through_the_links_in_it(tmp_path: Path) -> None:
+    (tmp_path / "real.mce").write_text(UNFORMATTED)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "link.mce").symlink_to("../real.mce")
+    done = mcec(tmp_path, "fmt", "specs")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "specs" / "link.mce").is_symlink() and (tmp_path / "real.mce").read_text() == FORMATTED
+
+
+def test_fmt_keeps_hard_links_together(tmp_path: Path) -> None:
+    first = tmp_path / "a.mce"
+    first.write_text(UNFORMATTED)
+    second = tmp_path / "b.mce"
+    os.link(first, second)
+    done = mcec(tmp_path, "fmt", "a.mce")
+    _no_internal_error(done)
+    assert done.returncode == 0, done.stderr
+    assert first.read_text() == second.read_text() == FORMATTED
+    assert first.stat().st_ino == second.stat().st_ino and first.stat().st_nlink == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mce", "b.mce"]  # the backup is gone
