@@ -17,7 +17,7 @@ from typing import TextIO, TypeAlias
 from mcec.build import STATE_DIR, BuildState, BuildStateError, Fingerprint, build_lock, dependency_hashes, sha256_file
 from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
 from mcec.compiler import CompileResult, compile_source
-from mcec.diagnostics import Diagnostic, error
+from mcec.diagnostics import Diagnostic, Label, error
 from mcec.mypy_check import GeneratedFile, run_mypy
 from mcec.output import OutputError, output_path, write_module
 from mcec.render import DEFAULT_LIMIT
@@ -46,7 +46,11 @@ def _spec_modules(result: CompileResult) -> list[str]:
 def _compile_one(
     spec: Path, out_dir: Path | None, reporter: Reporter
 ) -> tuple[CompileResult | None, Path | None, bool]:
-    """Compile one spec and write its module; returns (result, target, io_failed)."""
+    """Compile one spec and write its module; returns (result, target, io_failed).
+
+    A missing ``out_dir`` is created (with its parents) when the first module
+    is written into it.
+    """
     source, problem = load_source(spec)
     if problem is not None:
         reporter.add([problem], source)
@@ -58,11 +62,59 @@ def _compile_one(
         return result, None, False
     target = output_path(spec, out_dir)
     try:
+        if out_dir is not None:
+            _make_output_dir(out_dir)
         write_module(target, result.generated.code)
     except OutputError as exc:
         reporter.add([_write_problem(spec, str(exc))])
         return result, None, True
     return result, target, False
+
+
+def _make_output_dir(out_dir: Path) -> None:
+    if out_dir.is_dir():
+        return
+    if out_dir.exists() or out_dir.is_symlink():
+        raise OutputError(f"the output folder `{out_dir}` is not a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder `{out_dir}`: {exc.strerror or exc}") from exc
+
+
+def _colliding_outputs(files: list[Path], out_dir: Path | None) -> tuple[list[Path], list[Diagnostic]]:
+    """The specs whose outputs are distinct, and an MCE006 for each set of specs
+    that would be compiled to the same file (none of those is compiled: which
+    one should win is the user's choice). A spec named twice counts once."""
+    by_target: dict[str, list[Path]] = {}
+    seen: set[str] = set()
+    unique: list[Path] = []
+    for spec in files:
+        real = os.path.realpath(spec)
+        if real in seen:
+            continue
+        seen.add(real)
+        unique.append(spec)
+        by_target.setdefault(os.path.realpath(output_path(spec, out_dir)), []).append(spec)
+    problems: list[Diagnostic] = []
+    clashing: set[Path] = set()
+    for specs in by_target.values():
+        if len(specs) < 2:
+            continue
+        clashing.update(specs)
+        target = output_path(specs[0], out_dir)
+        others = ", ".join(f"`{s}`" for s in specs[1:])
+        both, none = ("both", "neither was") if len(specs) == 2 else ("all", "none of them was")
+        problems.append(
+            error(
+                "MCE006",
+                f"`{specs[0]}` and {others} would {both} be compiled to `{target}`; {none} compiled",
+                Span.file_start(str(specs[0])),
+                labels=tuple(Label(Span.file_start(str(s)), f"also compiles to `{target}`") for s in specs[1:]),
+                help="compile them into different folders (-o DIR) or rename one of the specs",
+            )
+        )
+    return [s for s in unique if s not in clashing], problems
 
 
 # ---------------------------------------------------------------- mcec compile
@@ -74,34 +126,50 @@ def add_compile(subparsers: Subparsers) -> None:
         "compile", help="compile specs to Python modules", description="Compile `.mce` specs to `name_mce.py` modules."
     )
     command.add_argument("files", nargs="+", metavar="FILE", help="a .mce file (or a folder: every spec below it)")
-    command.add_argument("-o", "--output-dir", type=Path, default=None, metavar="DIR", help="write DIR/name_mce.py")
+    command.add_argument(
+        "-o", "--output-dir", type=Path, default=None, metavar="DIR", help="write DIR/name_mce.py (DIR is created)"
+    )
     command.add_argument("--no-mypy", action="store_true", help="skip type-checking the output with mypy")
     command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
     command.set_defaults(func=run_compile)
 
 
 def run_compile(args: argparse.Namespace, out: TextIO) -> int:
-    """Compile each spec, write its module atomically, then run mypy on the outputs."""
+    """Compile each spec, write its module atomically, then run mypy on the outputs.
+
+    In text mode one line per spec written goes to stderr, after mypy: ``compiled
+    X -> Y``, or, when mypy found errors in Y, ``failed: X -> Y …``.
+    """
     _ensure_importable_cwd()
     reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
     out_dir: Path | None = args.output_dir
-    if out_dir is not None and not out_dir.is_dir():
-        reporter.add([_write_problem(out_dir, f"output folder `{out_dir}` does not exist")])
-        reporter.flush()
-        return EXIT_USAGE
     files, problems = collect_specs(args.files)
     reporter.add(problems)
     io_failed = bool(problems)
+    files, clashes = _colliding_outputs(files, out_dir)
+    reporter.add(clashes)
+    io_failed = io_failed or bool(clashes)
     written: list[GeneratedFile] = []
     for spec in files:
         result, target, failed = _compile_one(spec, out_dir, reporter)
         io_failed = io_failed or failed
         if result is not None and result.generated is not None and target is not None:
             written.append(GeneratedFile(target, str(spec), result.generated.source_map))
-            if args.format == "text":
-                print(f"compiled {spec} -> {target}", file=sys.stderr)
+    findings: tuple[Diagnostic, ...] = ()
     if written and not args.no_mypy:
-        reporter.add(run_mypy(written))
+        findings = run_mypy(written)
+        reporter.add(findings)
+    if args.format == "text":
+        for generated in written:
+            errors = sum(1 for d in findings if d.is_error and d.span.path == generated.spec_path)
+            if errors:
+                print(
+                    f"failed: {generated.spec_path} -> {generated.path} was written, but mypy found "
+                    f"{errors} error{'s' if errors != 1 else ''} in it",
+                    file=sys.stderr,
+                )
+            else:
+                print(f"compiled {generated.spec_path} -> {generated.path}", file=sys.stderr)
     reporter.flush()
     if io_failed:
         return EXIT_USAGE
