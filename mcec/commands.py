@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+import types as pytypes
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
@@ -19,7 +20,7 @@ from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, 
 from mcec.compiler import CompileResult, compile_source
 from mcec.diagnostics import Diagnostic, Label, error
 from mcec.mypy_check import GeneratedFile, run_mypy
-from mcec.output import OutputError, output_path, write_module
+from mcec.output import OutputError, output_path, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
 
@@ -305,7 +306,9 @@ def compile_to_run(spec: Path) -> CompileResult | int:
 
     Returns the result, or — when the spec cannot be read or does not check —
     the exit status, after printing the diagnostics on stderr (stdout is the
-    command's own output: JSON, or the MCP protocol).
+    command's own output: JSON, or the MCP protocol). A generated module beside
+    the spec that is older than it (LANGUAGE.md §7) is reported on stderr too:
+    this run uses the current spec, but code importing that module does not.
     """
     _ensure_importable_cwd()
     reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
@@ -320,20 +323,46 @@ def compile_to_run(spec: Path) -> CompileResult | int:
         reporter.add(result.diagnostics, source)
         reporter.flush()
         return EXIT_ERRORS
+    stale = stale_module_beside(spec, result.program.source_sha256)
+    if stale is not None:
+        print(
+            f"warning: `{stale}` is stale: `{spec}` changed after it was generated, so code that imports it "
+            f"runs the old pipelines (this command uses the current spec)\n"
+            f"  = help: run `mcec compile {spec}` to regenerate it",
+            file=sys.stderr,
+        )
     return result
 
 
+def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
+    """Execute a compiled spec's module; on failure print the diagnostic (at the
+    declaration or import whose Python side failed) on stderr and return 1."""
+    from mcec.runner import LoadError, load_module
+
+    assert result.program is not None and result.generated is not None
+    try:
+        return load_module(result.program, result.generated)
+    except LoadError as exc:
+        reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
+        reporter.add([exc.diagnostic], result.source)
+        reporter.flush()
+        return EXIT_ERRORS
+
+
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Run one pipeline; exit 0 on Ok, 1 on Err (or a Defect), 2 on bad input."""
-    from mcec.runner import RunError, dumps, load_module, prepare, run_pipeline
+    """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
+    side does not load, 2 on bad input."""
+    from mcec.runner import RunError, dumps, prepare, run_pipeline
 
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
         return result
     assert result.program is not None and result.generated is not None
+    module = load_compiled(result)
+    if isinstance(module, int):
+        return module
     try:
         value, state = prepare(result.program, args.pipeline, args.input, args.state)
-        module = load_module(result.program, result.generated)
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -41,9 +41,11 @@ __all__ = [
     "is_generated",
     "is_stale_temporary",
     "output_path",
+    "recorded_sha256",
     "remove_stale_temporaries",
     "replace_atomically",
     "rewrite_file",
+    "stale_module_beside",
     "temporary_name",
     "write_module",
 ]
@@ -66,6 +68,29 @@ def is_generated(path: Path) -> bool:
             return handle.readline().startswith(HEADER_PREFIX)
     except OSError:
         return False
+
+
+_HEADER_HASH = re.compile(r"\(sha256 (?P<digest>[0-9a-f]{64})\)")
+
+
+def recorded_sha256(path: Path) -> str | None:
+    """The spec hash the header of the generated module at ``path`` records
+    (``None``: no such file, or not a module mcec generated)."""
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            first = handle.readline()
+    except OSError:
+        return None
+    match = _HEADER_HASH.search(first) if first.startswith(HEADER_PREFIX) else None
+    return match["digest"] if match is not None else None
+
+
+def stale_module_beside(spec: Path, sha256: str) -> Path | None:
+    """The generated module beside ``spec`` (``name_mce.py``) when it was
+    generated from a spec text other than the one with hash ``sha256``."""
+    module = output_path(spec, None)
+    recorded = recorded_sha256(module)
+    return module if recorded is not None and recorded != sha256 else None
 
 
 # ---------------------------------------------------------------- temporaries

@@ -246,3 +246,44 @@ def test_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> None:
     )
     assert done.stdout.startswith("error[MCE002]")
     assert "internal compiler error" not in done.stderr and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- run: the spec's Python side does not load
+
+
+@pytest.mark.parametrize(
+    "change, where, message, hint",
+    [
+        (
+            ("spec", "= impl.show", "= impl.shw"),
+            "app/main.mce:8:1",
+            "error[MCE002]: the implementation does not exist: module `app.impl` has no attribute `shw`",
+            "did you mean `show`?",
+        ),
+        (
+            ("impl", "def show(", "raise RuntimeError('boom at import')\n\n\ndef show("),
+            "app/main.mce:1:1",
+            "error[MCE002]: importing `app.impl` failed: RuntimeError: boom at import",
+            "raised at app/impl.py:",
+        ),
+        (
+            ("impl", "from typing import Never", "from typing import Never\nimport no_such_module_anywhere"),
+            "app/main.mce:1:1",
+            "error[MCE002]: importing `app.impl` failed: ModuleNotFoundError: No module named 'no_such_module_anywhere'",
+            "raised at app/impl.py:3",
+        ),
+    ],
+    ids=["missing-attribute", "raises-at-import", "import-error-inside"],
+)
+def test_run_reports_a_spec_whose_python_side_does_not_load(
+    project: Path, change: tuple[str, str, str], where: str, message: str, hint: str
+) -> None:
+    which, old, new = change
+    path = project / "app" / ("main.mce" if which == "spec" else "impl.py")
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    done = mcec(project, "run", "app/main.mce", "main", "--input", "1")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert message in done.stderr and f"--> {where}" in done.stderr and hint in done.stderr, done.stderr
+    assert "internal compiler error" not in done.stderr and "Traceback" not in done.stderr
