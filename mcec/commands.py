@@ -211,7 +211,7 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
     folder = Path(args.folder)
     reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
     if not folder.is_dir():
-        reporter.add([_write_problem(folder, f"no such folder: `{folder}`")])
+        reporter.add([error("MCE005", f"no such folder: `{folder}`", Span.file_start(str(folder)))])
         reporter.flush()
         return EXIT_USAGE
 

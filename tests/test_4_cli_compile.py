@@ -287,3 +287,8 @@ def test_run_reports_a_spec_whose_python_side_does_not_load(
     assert done.stdout == ""
     assert message in done.stderr and f"--> {where}" in done.stderr and hint in done.stderr, done.stderr
     assert "internal compiler error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_build_of_a_missing_folder_is_mce005(project: Path) -> None:
+    done = mcec(project, "build", "nowhere")
+    assert done.returncode == 2 and "error[MCE005]: no such folder: `nowhere`" in done.stdout
