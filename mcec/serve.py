@@ -48,7 +48,6 @@ from agentmonad import Defect, Err, Ok, Outcome, to_tool_result
 from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from mcec.commands import Subparsers, compile_to_run, load_compiled
 from mcec.pyobjects import ResolveError, python_type
-from mcec.runner import safe_text
 from mcec.span import SourceFile
 from mcec.typed import Program, TPipeline, TRef
 
@@ -153,6 +152,8 @@ def _output_schema(output_type: Any) -> dict[str, Any] | None:
 
 def _state_factory(program: Program, state_json: str | None = None) -> Callable[[], Any]:
     """A function making each call's fresh state: ``S()``, or ``--state`` validated anew."""
+    from mcec.runner import safe_text
+
     if program.state is None:
         if state_json is not None:
             raise StateError("--state was given, but the spec declares no state")
@@ -295,7 +296,7 @@ def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
     """The MCP result of an Outcome; may raise (see :func:`render_outcome`)."""
     from mcp.types import CallToolResult
 
-    from mcec.runner import jsonable
+    from mcec.runner import jsonable, safe_text
 
     if isinstance(outcome, Ok):
         value = jsonable(outcome.value)
@@ -315,6 +316,8 @@ def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
 def render_outcome(tool: PipelineTool, outcome: Outcome[Any, Any, Any]) -> CallToolResult:
     """The MCP result of an Outcome; never raises: a result or error that cannot
     be rendered becomes an ``isError`` result saying so."""
+    from mcec.runner import safe_text
+
     try:
         return _render_outcome(outcome)
     except Exception as exc:
@@ -327,6 +330,8 @@ def render_outcome(tool: PipelineTool, outcome: Outcome[Any, Any, Any]) -> CallT
 async def call_pipeline(tool: PipelineTool, arguments: Mapping[str, Any]) -> CallToolResult:
     """Run one call: validate, run with a fresh state, render; never raises (but for cancellation)."""
     from pydantic import ValidationError
+
+    from mcec.runner import safe_text
 
     try:
         value = tool.parse(arguments)
