@@ -5,21 +5,78 @@ imports, the compiler's version and the output file are all exactly as they
 were after the last successful build (mypy included). The record of that is
 kept in ``DIR/.mcec/build.json``. Module files are found on the search path
 by name, without importing anything.
+
+Two builds of one folder at once take turns: a build holds an exclusive
+``fcntl.flock`` on ``DIR/.mcec/build.lock`` from reading the state to saving it
+(the second one waits, says so, and then finds the first one's work up to
+date). The lock is the kernel's, so a build that dies releases it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcec import __version__
+from mcec.output import remove_stale_temporaries, replace_atomically
 
-STATE_FILE = Path(".mcec") / "build.json"
+STATE_DIR = Path(".mcec")
+STATE_FILE = STATE_DIR / "build.json"
+LOCK_FILE = STATE_DIR / "build.lock"
+
+
+class BuildStateError(Exception):
+    """``DIR/.mcec`` cannot hold the build state (a file of that name, no permission, …)."""
+
+
+def _state_dir(folder: Path) -> Path:
+    """``folder/.mcec``, created if needed; :class:`BuildStateError` when that is impossible."""
+    state_dir = folder / STATE_DIR
+    if state_dir.is_symlink() and not state_dir.exists():
+        raise BuildStateError(f"`{state_dir}` is a broken symbolic link; mcec keeps its build state in that folder")
+    if state_dir.exists() and not state_dir.is_dir():
+        raise BuildStateError(
+            f"`{state_dir}` is a file, but mcec keeps its build state in a folder of that name; move the file away"
+        )
+    try:
+        state_dir.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise BuildStateError(f"cannot create `{state_dir}` for the build state: {exc.strerror or exc}") from exc
+    return state_dir
+
+
+@contextlib.contextmanager
+def build_lock(folder: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold the exclusive build lock of ``folder`` (``.mcec/build.lock``) for the block.
+
+    ``on_wait`` is called once when another build holds the lock, before waiting
+    for it. Raises :class:`BuildStateError` when the lock file cannot be opened.
+    """
+    _state_dir(folder)
+    path = folder / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise BuildStateError(f"cannot open the build lock `{path}`: {exc.strerror or exc}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise BuildStateError(f"cannot lock `{path}`: {exc.strerror or exc}") from exc
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +168,14 @@ class BuildState:
         self.entries.pop(str(spec), None)
 
     def save(self) -> None:
-        """Write build.json atomically (a torn write would only cost a rebuild, but still)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"specs": self.entries}, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, self.path)
+        """Write build.json atomically, through a temporary of this process only
+        (a torn write would only cost a rebuild, but still).
+
+        Raises :class:`BuildStateError` when it cannot be written.
+        """
+        _state_dir(self.path.parent.parent)
+        remove_stale_temporaries(self.path)
+        try:
+            replace_atomically(self.path, json.dumps({"specs": self.entries}, indent=1, sort_keys=True))
+        except OSError as exc:
+            raise BuildStateError(f"cannot save the build state `{self.path}`: {exc.strerror or exc}") from exc

@@ -11,15 +11,16 @@ import argparse
 import os
 import sys
 import time
+import types as pytypes
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-from mcec.build import BuildState, Fingerprint, dependency_hashes, sha256_file
+from mcec.build import STATE_DIR, BuildState, BuildStateError, Fingerprint, build_lock, dependency_hashes, sha256_file
 from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
 from mcec.compiler import CompileResult, compile_source
-from mcec.diagnostics import Diagnostic, error
+from mcec.diagnostics import Diagnostic, Label, error
 from mcec.mypy_check import GeneratedFile, run_mypy
-from mcec.output import OutputError, output_path, write_module
+from mcec.output import OutputError, output_path, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
 
@@ -46,7 +47,11 @@ def _spec_modules(result: CompileResult) -> list[str]:
 def _compile_one(
     spec: Path, out_dir: Path | None, reporter: Reporter
 ) -> tuple[CompileResult | None, Path | None, bool]:
-    """Compile one spec and write its module; returns (result, target, io_failed)."""
+    """Compile one spec and write its module; returns (result, target, io_failed).
+
+    A missing ``out_dir`` is created (with its parents) when the first module
+    is written into it.
+    """
     source, problem = load_source(spec)
     if problem is not None:
         reporter.add([problem], source)
@@ -58,11 +63,59 @@ def _compile_one(
         return result, None, False
     target = output_path(spec, out_dir)
     try:
+        if out_dir is not None:
+            _make_output_dir(out_dir)
         write_module(target, result.generated.code)
     except OutputError as exc:
         reporter.add([_write_problem(spec, str(exc))])
         return result, None, True
     return result, target, False
+
+
+def _make_output_dir(out_dir: Path) -> None:
+    if out_dir.is_dir():
+        return
+    if out_dir.exists() or out_dir.is_symlink():
+        raise OutputError(f"the output folder `{out_dir}` is not a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder `{out_dir}`: {exc.strerror or exc}") from exc
+
+
+def _colliding_outputs(files: list[Path], out_dir: Path | None) -> tuple[list[Path], list[Diagnostic]]:
+    """The specs whose outputs are distinct, and an MCE006 for each set of specs
+    that would be compiled to the same file (none of those is compiled: which
+    one should win is the user's choice). A spec named twice counts once."""
+    by_target: dict[str, list[Path]] = {}
+    seen: set[str] = set()
+    unique: list[Path] = []
+    for spec in files:
+        real = os.path.realpath(spec)
+        if real in seen:
+            continue
+        seen.add(real)
+        unique.append(spec)
+        by_target.setdefault(os.path.realpath(output_path(spec, out_dir)), []).append(spec)
+    problems: list[Diagnostic] = []
+    clashing: set[Path] = set()
+    for specs in by_target.values():
+        if len(specs) < 2:
+            continue
+        clashing.update(specs)
+        target = output_path(specs[0], out_dir)
+        others = ", ".join(f"`{s}`" for s in specs[1:])
+        both, none = ("both", "neither was") if len(specs) == 2 else ("all", "none of them was")
+        problems.append(
+            error(
+                "MCE006",
+                f"`{specs[0]}` and {others} would {both} be compiled to `{target}`; {none} compiled",
+                Span.file_start(str(specs[0])),
+                labels=tuple(Label(Span.file_start(str(s)), f"also compiles to `{target}`") for s in specs[1:]),
+                help="compile them into different folders (-o DIR) or rename one of the specs",
+            )
+        )
+    return [s for s in unique if s not in clashing], problems
 
 
 # ---------------------------------------------------------------- mcec compile
@@ -74,34 +127,50 @@ def add_compile(subparsers: Subparsers) -> None:
         "compile", help="compile specs to Python modules", description="Compile `.mce` specs to `name_mce.py` modules."
     )
     command.add_argument("files", nargs="+", metavar="FILE", help="a .mce file (or a folder: every spec below it)")
-    command.add_argument("-o", "--output-dir", type=Path, default=None, metavar="DIR", help="write DIR/name_mce.py")
+    command.add_argument(
+        "-o", "--output-dir", type=Path, default=None, metavar="DIR", help="write DIR/name_mce.py (DIR is created)"
+    )
     command.add_argument("--no-mypy", action="store_true", help="skip type-checking the output with mypy")
     command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
     command.set_defaults(func=run_compile)
 
 
 def run_compile(args: argparse.Namespace, out: TextIO) -> int:
-    """Compile each spec, write its module atomically, then run mypy on the outputs."""
+    """Compile each spec, write its module atomically, then run mypy on the outputs.
+
+    In text mode one line per spec written goes to stderr, after mypy: ``compiled
+    X -> Y``, or, when mypy found errors in Y, ``failed: X -> Y …``.
+    """
     _ensure_importable_cwd()
     reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
     out_dir: Path | None = args.output_dir
-    if out_dir is not None and not out_dir.is_dir():
-        reporter.add([_write_problem(out_dir, f"output folder `{out_dir}` does not exist")])
-        reporter.flush()
-        return EXIT_USAGE
     files, problems = collect_specs(args.files)
     reporter.add(problems)
     io_failed = bool(problems)
+    files, clashes = _colliding_outputs(files, out_dir)
+    reporter.add(clashes)
+    io_failed = io_failed or bool(clashes)
     written: list[GeneratedFile] = []
     for spec in files:
         result, target, failed = _compile_one(spec, out_dir, reporter)
         io_failed = io_failed or failed
         if result is not None and result.generated is not None and target is not None:
             written.append(GeneratedFile(target, str(spec), result.generated.source_map))
-            if args.format == "text":
-                print(f"compiled {spec} -> {target}", file=sys.stderr)
+    findings: tuple[Diagnostic, ...] = ()
     if written and not args.no_mypy:
-        reporter.add(run_mypy(written))
+        findings = run_mypy(written)
+        reporter.add(findings)
+    if args.format == "text":
+        for generated in written:
+            errors = sum(1 for d in findings if d.is_error and d.span.path == generated.spec_path)
+            if errors:
+                print(
+                    f"failed: {generated.spec_path} -> {generated.path} was written, but mypy found "
+                    f"{errors} error{'s' if errors != 1 else ''} in it",
+                    file=sys.stderr,
+                )
+            else:
+                print(f"compiled {generated.spec_path} -> {generated.path}", file=sys.stderr)
     reporter.flush()
     if io_failed:
         return EXIT_USAGE
@@ -131,14 +200,34 @@ def _fingerprint(spec: Path, modules: list[str]) -> Fingerprint:
 
 
 def run_build(args: argparse.Namespace, out: TextIO) -> int:
-    """Build a folder: compile what changed, mypy the outputs together, one summary line."""
+    """Build a folder: compile what changed, mypy the outputs together, one summary line.
+
+    The whole build holds the folder's build lock (``mcec.build``), so two builds
+    of one tree take turns. A ``.mcec`` that cannot hold the state is an MCE006
+    diagnostic (exit 2): before compiling when the lock cannot be taken, after
+    it — with everything else found — when the state cannot be saved.
+    """
     _ensure_importable_cwd()
     folder = Path(args.folder)
     reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
     if not folder.is_dir():
-        reporter.add([_write_problem(folder, f"no such folder: `{folder}`")])
+        reporter.add([error("MCE005", f"no such folder: `{folder}`", Span.file_start(str(folder)))])
         reporter.flush()
         return EXIT_USAGE
+
+    def waiting() -> None:
+        print(f"mcec build: waiting for another build of {folder} to finish", file=sys.stderr, flush=True)
+
+    try:
+        with build_lock(folder, on_wait=waiting):
+            return _build_locked(args, folder, reporter, out)
+    except BuildStateError as exc:
+        reporter.add([_write_problem(folder / STATE_DIR, str(exc))])
+        reporter.flush()
+        return EXIT_USAGE
+
+
+def _build_locked(args: argparse.Namespace, folder: Path, reporter: Reporter, out: TextIO) -> int:
     started = time.perf_counter()
     state = BuildState(folder)
     specs = sorted(p for p in folder.rglob("*.mce") if p.is_file() and ".mcec" not in p.parts)
@@ -152,11 +241,13 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
     show_progress = len(stale) > 3 and args.format == "text"
     written: list[tuple[Path, GeneratedFile, list[str]]] = []
     failed: set[Path] = set()
+    io_failed = False
     for index, spec in enumerate(stale, start=1):
         if show_progress:
             print(f"[{index}/{len(stale)}] {spec}", file=sys.stderr, flush=True)
         before = len(reporter.diagnostics)
-        result, target, _io = _compile_one(spec, None, reporter)
+        result, target, io = _compile_one(spec, None, reporter)
+        io_failed = io_failed or io
         if any(d.is_error for d in reporter.diagnostics[before:]) or result is None or target is None:
             failed.add(spec)
             state.forget(spec.relative_to(folder))
@@ -175,7 +266,11 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
             state.record(spec.relative_to(folder), _fingerprint(spec, modules))
         else:
             state.forget(spec.relative_to(folder))
-    state.save()
+    try:
+        state.save()
+    except BuildStateError as exc:
+        reporter.add([_write_problem(folder / STATE_DIR, f"{exc}; the next build compiles everything again")])
+        io_failed = True
     reporter.flush()
     built = len(stale) - len(failed)
     elapsed = time.perf_counter() - started
@@ -184,6 +279,8 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
         f"{len(failed)} failed ({len(specs)} specs, {elapsed:.2f}s)"
     )
     print(summary, file=sys.stderr if args.format == "json" else out)
+    if io_failed:
+        return EXIT_USAGE
     return EXIT_ERRORS if failed or reporter.has_errors else EXIT_OK
 
 
@@ -209,7 +306,9 @@ def compile_to_run(spec: Path) -> CompileResult | int:
 
     Returns the result, or — when the spec cannot be read or does not check —
     the exit status, after printing the diagnostics on stderr (stdout is the
-    command's own output: JSON, or the MCP protocol).
+    command's own output: JSON, or the MCP protocol). A generated module beside
+    the spec that is older than it (LANGUAGE.md §7) is reported on stderr too:
+    this run uses the current spec, but code importing that module does not.
     """
     _ensure_importable_cwd()
     reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
@@ -224,20 +323,46 @@ def compile_to_run(spec: Path) -> CompileResult | int:
         reporter.add(result.diagnostics, source)
         reporter.flush()
         return EXIT_ERRORS
+    stale = stale_module_beside(spec, result.program.source_sha256)
+    if stale is not None:
+        print(
+            f"warning: `{stale}` is stale: `{spec}` changed after it was generated, so code that imports it "
+            f"runs the old pipelines (this command uses the current spec)\n"
+            f"  = help: run `mcec compile {spec}` to regenerate it",
+            file=sys.stderr,
+        )
     return result
 
 
+def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
+    """Execute a compiled spec's module; on failure print the diagnostic (at the
+    declaration or import whose Python side failed) on stderr and return 1."""
+    from mcec.runner import LoadError, load_module
+
+    assert result.program is not None and result.generated is not None
+    try:
+        return load_module(result.program, result.generated)
+    except LoadError as exc:
+        reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
+        reporter.add([exc.diagnostic], result.source)
+        reporter.flush()
+        return EXIT_ERRORS
+
+
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Run one pipeline; exit 0 on Ok, 1 on Err (or a Defect), 2 on bad input."""
-    from mcec.runner import RunError, dumps, load_module, prepare, run_pipeline
+    """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
+    side does not load, 2 on bad input."""
+    from mcec.runner import RunError, dumps, prepare, run_pipeline
 
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
         return result
     assert result.program is not None and result.generated is not None
+    module = load_compiled(result)
+    if isinstance(module, int):
+        return module
     try:
         value, state = prepare(result.program, args.pipeline, args.input, args.state)
-        module = load_module(result.program, result.generated)
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -51,10 +51,8 @@ import argparse
 import bisect
 import dataclasses
 import difflib
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, TypeAlias, assert_never
@@ -812,26 +810,6 @@ def format_text(text: str, path: str = "<text>") -> str:
 # ---------------------------------------------------------------- the command
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step, keeping its permissions."""
-    folder = path.parent
-    mode = path.stat().st_mode & 0o7777
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-
-
 def add_fmt(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``mcec fmt PATH... [--check] [--diff]``."""
     command = subparsers.add_parser(
@@ -850,6 +828,7 @@ def add_fmt(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def run_fmt(args: argparse.Namespace, out: TextIO) -> int:
     """Format each spec named (or found below a folder); see :func:`add_fmt` for exit statuses."""
     from mcec.cli import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
+    from mcec.output import rewrite_file  # writes through symlinks and hard links (see mcec.output)
 
     dry_run = bool(args.check or args.diff)
     reporter = Reporter(out, "text", None, _color_wanted(out))
@@ -893,7 +872,7 @@ def run_fmt(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"would reformat {path}\n")
         elif not args.diff:
             try:
-                _write_atomically(path, result.text)
+                rewrite_file(path, result.text)
             except OSError as exc:
                 print(f"mcec fmt: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
                 io_failed = True

@@ -71,18 +71,39 @@ class McecBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             self.app.abort("mcec: [tool.hatch.build.hooks.mcec] `paths` must be a list of strings")
             raise SystemExit(1)
-        found: set[Path] = set()
-        for raw in paths:
-            base = (root / raw).resolve()
-            candidates = [base] if base.is_file() else sorted(base.rglob("*.mce")) if base.is_dir() else []
-            for spec in candidates:
-                relative = spec.relative_to(root.resolve())
-                if any(part.startswith(".") or part in _SKIPPED_FOLDERS for part in relative.parts[:-1]):
-                    continue
-                if any(fnmatch.fnmatch(relative.as_posix(), pattern) for pattern in exclude):
-                    continue
-                found.add(root / relative)
-        return sorted(found)
+        found, problems = _find_specs(root, paths, exclude)
+        if problems:
+            self.app.abort("\n".join(f"mcec: [tool.hatch.build.hooks.mcec] {problem}" for problem in problems))
+            raise SystemExit(1)
+        return found
+
+
+def _find_specs(root: Path, paths: list[str], exclude: list[str]) -> tuple[list[Path], list[str]]:
+    """The specs below the ``paths`` entries (relative to ``root``), and a problem
+    for each entry that is outside the project root or does not exist."""
+    real_root = root.resolve()
+    found: set[Path] = set()
+    problems: list[str] = []
+    for raw in paths:
+        base = (root / raw).resolve()
+        if not base.is_relative_to(real_root):
+            problems.append(
+                f"`paths` entry {raw!r} is outside the project root ({real_root}): "
+                "only specs inside the project can be compiled into its wheel"
+            )
+            continue
+        if not base.exists():
+            problems.append(f"`paths` entry {raw!r} does not exist (looked for {base})")
+            continue
+        candidates = [base] if base.is_file() else sorted(base.rglob("*.mce"))
+        for spec in candidates:
+            relative = spec.relative_to(real_root)
+            if any(part.startswith(".") or part in _SKIPPED_FOLDERS for part in relative.parts[:-1]):
+                continue
+            if any(fnmatch.fnmatch(relative.as_posix(), pattern) for pattern in exclude):
+                continue
+            found.add(root / relative)
+    return sorted(found), problems
 
 
 def _compile(root: Path, specs: list[Path], mypy: bool) -> tuple[list[Path], str, int]:

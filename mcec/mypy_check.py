@@ -36,11 +36,16 @@ CACHE_DIR = Path(".mcec") / "mypy_cache"
 
 @dataclass(frozen=True, slots=True)
 class GeneratedFile:
-    """A generated module on disk, with the spec it came from and its source map."""
+    """A generated module on disk, with the spec it came from and its source map.
+
+    ``temporary``: the file is deleted after the check (the pytest plugin), so
+    findings do not point the user at it; they point at the spec alone.
+    """
 
     path: Path
     spec_path: str
     source_map: SourceMap
+    temporary: bool = False
 
 
 def run_mypy(files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR) -> tuple[Diagnostic, ...]:
@@ -82,8 +87,8 @@ def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
     def flush() -> None:
         if pending is not None:
             generated, line, message, span, hint = pending
-            where = f"in the generated {generated.path}:{line}"
-            help_text = "; ".join([*([hint] if hint else []), *notes, where])
+            where = [] if generated.temporary else [f"in the generated {generated.path}:{line}"]
+            help_text = "; ".join([*([hint] if hint else []), *notes, *where]) or None
             diagnostics.append(error("MCE100", f"mypy: {message}", span, help=help_text))
 
     for raw in output.splitlines():

@@ -1,22 +1,54 @@
-"""Writing generated modules safely.
+"""Writing files safely: generated modules, the build state, formatted specs.
 
-Two promises (DEVELOPERS.md, "Nothing is lost"):
+Promises (DEVELOPERS.md, "Nothing is lost"):
 
 * a write is atomic: the text goes to a temporary file in the target folder,
   is flushed to disk, and replaces the target with ``os.replace`` — a crash or
   ``kill -9`` leaves either the old file or the new one, never half of one;
 * mcec overwrites only files it generated itself (their first line starts with
   :data:`~mcec.codegen.HEADER_PREFIX`); a user's own file at the target path is
-  left untouched and reported.
+  left untouched and reported;
+* temporaries have one exact name form, ``.NAME.mcec-PID-XXXXXXXX.tmp`` (PID the
+  writing process, X hex digits), unique per write, so two processes writing
+  the same target never share one. A write removes only its own temporary,
+  and, before it starts, leftovers of earlier writes of the same target that
+  are provably stale: of that exact form, and written by a process that no
+  longer exists. A user's file that merely looks similar
+  (``.name_mce.py.notes.tmp``) is never touched;
+* rewriting a user's file (``mcec fmt``) writes through to the real file: a
+  symbolic link is followed and the file it points to is replaced (the link
+  stays a link), keeping the file's permissions. A file with several hard
+  links cannot be both replaced atomically and kept shared (a replacement is a
+  new inode, which only the replaced name would see), so it is rewritten in
+  place: every link sees the new text, at the price of atomicity. The old text
+  is first saved beside it as ``.NAME.mcec-PID-XXXXXXXX.orig`` and removed once
+  the new text is on disk, so a crash mid-write leaves the original there.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import re
+import secrets
+import stat
 from pathlib import Path
 
 from mcec.codegen import HEADER_PREFIX, module_name_for
+
+__all__ = [
+    "OutputError",
+    "is_generated",
+    "is_stale_temporary",
+    "output_path",
+    "recorded_sha256",
+    "remove_stale_temporaries",
+    "replace_atomically",
+    "rewrite_file",
+    "stale_module_beside",
+    "temporary_name",
+    "write_module",
+]
 
 
 class OutputError(Exception):
@@ -38,14 +70,148 @@ def is_generated(path: Path) -> bool:
         return False
 
 
-def _remove_stale_temporaries(target: Path) -> None:
-    """Delete temporary files a killed earlier write of ``target`` left behind
-    (only names of the form mcec itself creates: ``.name_mce.py.XXXX.tmp``)."""
-    for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+_HEADER_HASH = re.compile(r"\(sha256 (?P<digest>[0-9a-f]{64})\)")
+
+
+def recorded_sha256(path: Path) -> str | None:
+    """The spec hash the header of the generated module at ``path`` records
+    (``None``: no such file, or not a module mcec generated)."""
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            first = handle.readline()
+    except OSError:
+        return None
+    match = _HEADER_HASH.search(first) if first.startswith(HEADER_PREFIX) else None
+    return match["digest"] if match is not None else None
+
+
+def stale_module_beside(spec: Path, sha256: str) -> Path | None:
+    """The generated module beside ``spec`` (``name_mce.py``) when it was
+    generated from a spec text other than the one with hash ``sha256``."""
+    module = output_path(spec, None)
+    recorded = recorded_sha256(module)
+    return module if recorded is not None and recorded != sha256 else None
+
+
+# ---------------------------------------------------------------- temporaries
+
+
+def temporary_name(target_name: str, pid: int | None = None, tag: str | None = None) -> str:
+    """The name of a temporary for ``target_name``: ``.NAME.mcec-PID-XXXXXXXX.tmp``."""
+    return f".{target_name}.mcec-{os.getpid() if pid is None else pid}-{tag or secrets.token_hex(4)}.tmp"
+
+
+def _temporary_pattern(target_name: str) -> re.Pattern[str]:
+    return re.compile(rf"\.{re.escape(target_name)}\.mcec-(?P<pid>[1-9][0-9]{{0,9}})-[0-9a-f]{{8}}\.tmp")
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's live process (or a pid we cannot judge): not ours to remove
+    return True
+
+
+def is_stale_temporary(name: str, target_name: str) -> bool:
+    """True when ``name`` is a temporary of ``target_name`` left by a process that is gone."""
+    match = _temporary_pattern(target_name).fullmatch(name)
+    if match is None:
+        return False
+    pid = int(match["pid"])
+    return pid != os.getpid() and not _process_exists(pid)
+
+
+def remove_stale_temporaries(target: Path) -> None:
+    """Delete the temporaries that killed earlier writes of ``target`` left behind
+    (only provably stale ones: see the module docstring)."""
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return
+    for name in names:
+        if is_stale_temporary(name, target.name):
+            try:
+                os.unlink(target.parent / name)
+            except OSError:
+                pass  # gone already, or not ours to fight over
+
+
+def _create_temporary(folder: Path, target_name: str, suffix: str = ".tmp") -> tuple[int, Path]:
+    for _ in range(100):
+        path = folder / (temporary_name(target_name).removesuffix(".tmp") + suffix)
         try:
-            leftover.unlink()
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+
+
+def replace_atomically(target: Path, text: str, mode: int = 0o644, owner: tuple[int, int] | None = None) -> None:
+    """Write ``text`` to a fresh temporary beside ``target``, flush it to disk and
+    move it over ``target`` (``os.replace``); on any failure the temporary is
+    removed and ``target`` is as it was. ``owner`` (uid, gid) is kept when the
+    process may set it. Raises ``OSError``."""
+    fd, temporary = _create_temporary(target.parent, target.name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if owner is not None:
+            try:
+                os.chown(temporary, *owner)
+            except OSError:
+                pass  # not permitted: the file becomes ours, as with any editor's save
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
         except OSError:
-            pass  # not ours to fight over; the new write uses a fresh name
+            pass
+        raise
+
+
+def rewrite_file(path: Path, text: str) -> Path:
+    """Give the file at ``path`` the new contents ``text``, writing through links
+    (see the module docstring); returns the real file written. Raises ``OSError``."""
+    real = Path(os.path.realpath(path))
+    info = os.stat(real)
+    if not stat.S_ISREG(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
+    if info.st_nlink > 1:
+        _rewrite_in_place(real, text)
+    else:
+        replace_atomically(real, text, stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid))
+    return real
+
+
+def _rewrite_in_place(real: Path, text: str) -> None:
+    """Overwrite a hard-linked file's contents in place, keeping a backup until it is on disk."""
+    data = text.encode("utf-8")
+    with open(real, "r+b") as handle:
+        original = handle.read()
+        fd, backup = _create_temporary(real.parent, real.name, ".orig")
+        try:
+            with os.fdopen(fd, "wb") as saved:
+                saved.write(original)
+                saved.flush()
+                os.fsync(saved.fileno())
+        except BaseException:
+            os.unlink(backup)
+            raise
+        handle.seek(0)
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.unlink(backup)
+
+
+# ---------------------------------------------------------------- generated modules
 
 
 def write_module(target: Path, code: str) -> bool:
@@ -71,24 +237,9 @@ def write_module(target: Path, code: str) -> bool:
     folder = target.parent
     if not folder.is_dir():
         raise OutputError(f"output folder {folder} does not exist")
-    _remove_stale_temporaries(target)
+    remove_stale_temporaries(target)
     try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        replace_atomically(target, code, 0o644)
     except OSError as exc:
-        raise OutputError(f"cannot write in {folder}: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(code)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    except BaseException as exc:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
-        raise
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     return True

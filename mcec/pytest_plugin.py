@@ -15,11 +15,15 @@ Installed with mcec (entry point ``pytest11: mcec``). Collection rules:
 
 Each spec is one item, ``path/spec.mce::mce``, marked ``mce`` (select with
 ``-m mce``). It fails when the spec does not check, showing mcec's rendered
-diagnostics (no traceback). With ``--mce-mypy`` (or ``mce_mypy = true``) the
-spec is also compiled and ``mypy --strict`` runs on the generated module,
-written to a temporary folder (the project's own ``*_mce.py`` files are never
-touched; mypy resolves the spec's imports from the working directory, like
-``mcec compile``), with mypy's cache under pytest's cache folder.
+diagnostics (no traceback), and when the generated module beside it
+(``spec_mce.py``) is stale: generated from another version of the spec
+(LANGUAGE.md §7), so tests importing it would run old code. With
+``--mce-mypy`` (or ``mce_mypy = true``) the spec is also compiled and
+``mypy --strict`` runs on the generated module, written to a temporary folder
+(the project's own ``*_mce.py`` files are never touched; mypy resolves the
+spec's imports from the working directory, like ``mcec compile``), with mypy's
+cache under pytest's cache folder; its findings point at the spec only, never
+into that temporary folder.
 """
 
 from __future__ import annotations
@@ -106,23 +110,43 @@ class MceItem(pytest.Item):
         self.add_marker("mce")
 
     def runtest(self) -> None:
-        """Check the spec; raise :class:`MceCheckFailed` with the rendered diagnostics on errors."""
+        """Check the spec; raise :class:`MceCheckFailed` with the rendered diagnostics
+        on errors, or with the reason when its generated module is stale."""
         from mcec.cli import load_source
         from mcec.compiler import check_source, compile_source
+        from mcec.output import stale_module_beside
         from mcec.render import render_summary, render_text
+        from mcec.span import SourceFile
 
         source, problem = load_source(self.path)
         if problem is not None or source is None:
             sources = {source.path: source} if source is not None else {}
             raise MceCheckFailed(render_text([problem] if problem else [], sources, color=False))
+        source = SourceFile(self._shown_path(), source.text)
         mypy = _enabled(self.config, "mce_mypy")
         result = compile_source(source) if mypy else check_source(source)
         diagnostics = list(result.diagnostics)
         if result.ok and mypy and result.generated is not None:
-            diagnostics.extend(self._mypy(result.generated.code, result.generated.source_map, str(self.path)))
+            diagnostics.extend(self._mypy(result.generated.code, result.generated.source_map, source.path))
         if any(d.is_error for d in diagnostics):
             text = render_text(diagnostics, {source.path: source}, color=False, limit=None)
             raise MceCheckFailed(text + render_summary(diagnostics, color=False))
+        if result.program is not None:
+            stale = stale_module_beside(self.path, result.program.source_sha256)
+            if stale is not None:
+                shown = stale.relative_to(self.path.parent)
+                raise MceCheckFailed(
+                    f"{source.path}: the generated module beside it, {shown}, is stale: it was generated from "
+                    "another version of this spec, so code importing it runs the old pipelines\n"
+                    f"  = help: run `mcec compile {source.path}` (or `mcec build`) to regenerate it"
+                )
+
+    def _shown_path(self) -> str:
+        """The spec's path as reports show it: relative to the rootdir when inside it."""
+        try:
+            return self.path.relative_to(self.config.rootpath).as_posix()
+        except ValueError:
+            return str(self.path)
 
     def _mypy(self, code: str, source_map: Any, spec: str) -> tuple[Any, ...]:
         from mcec.codegen import module_name_for
@@ -133,7 +157,7 @@ class MceItem(pytest.Item):
         with tempfile.TemporaryDirectory(prefix="mcec-pytest-") as folder:
             target = Path(folder) / f"{module_name_for(self.path.name)}.py"
             target.write_text(code, encoding="utf-8")
-            generated = GeneratedFile(target, spec, source_map)
+            generated = GeneratedFile(target, spec, source_map, temporary=True)
             if cache_dir is not None:
                 return run_mypy([generated], Path(cache_dir))
             return run_mypy([generated], Path(folder) / ".mypy_cache")

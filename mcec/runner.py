@@ -7,9 +7,13 @@ builtins alike); the Outcome is printed as JSON. Nothing is written to disk.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import difflib
 import json
+import os
 import sys
+import traceback
 import types as pytypes
 from dataclasses import dataclass
 from typing import Any
@@ -20,12 +24,30 @@ from pydantic_core import to_jsonable_python
 from agentmonad import Defect, Err, Ok, Outcome
 
 from mcec.codegen import Generated, module_name_for
+from mcec.diagnostics import Diagnostic, error
 from mcec.pyobjects import ResolveError, python_type
+from mcec.span import Span
 from mcec.typed import Program
 
 
 class RunError(Exception):
     """The run could not start: bad input, bad state, or the spec's modules failed to import."""
+
+
+class LoadError(RunError):
+    """Executing the generated module failed in the user's code (a missing
+    implementation, a module that raises at import, …): carries the diagnostic,
+    at the spec declaration or import whose generated line failed."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+#: The code of a spec whose Python side does not load: a module or attribute it
+#: names does not exist, or importing a module it names raised. (The reference's
+#: MCE002, "unknown name", is the closest registered code; see LANGUAGE.md §8.)
+LOAD_FAILED_CODE = "MCE002"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +59,90 @@ class RunReport:
 
 
 def load_module(program: Program, generated: Generated) -> pytypes.ModuleType:
-    """Execute generated code as a fresh module (registered in ``sys.modules``)."""
+    """Execute generated code as a fresh module (registered in ``sys.modules``).
+
+    Raises :class:`LoadError` when that fails, which is always the user's code
+    failing: the generated module itself only imports and binds names.
+    """
     name = module_name_for(program.path)
     module = pytypes.ModuleType(name)
     module.__file__ = f"<mcec {name}>"
     sys.modules[name] = module
     try:
         exec(compile(generated.code, module.__file__, "exec"), module.__dict__)
-    except ImportError as exc:
+    except Exception as exc:
         del sys.modules[name]
-        raise RunError(f"the spec's Python modules could not be imported: {exc}") from exc
+        raise LoadError(load_diagnostic(exc, program, generated, module.__file__)) from exc
     return module
+
+
+def safe_text(value: object) -> str:
+    """``str(value)``, even when its ``__str__`` raises."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__} whose str() failed>"
+
+
+def load_diagnostic(exc: BaseException, program: Program, generated: Generated, filename: str) -> Diagnostic:
+    """The diagnostic for ``exc``, raised while executing the generated module
+    (compiled as ``filename``): at the spec construct behind the failing line,
+    with the cause and where in the user's code it was raised."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    generated_lines = [f.lineno for f in frames if f.filename == filename and f.lineno is not None]
+    line = generated_lines[-1] if generated_lines else None
+    entry = generated.source_map.entry(line) if line is not None else None
+    span = entry.span if entry is not None else Span.file_start(program.path)
+    code_line = generated.code.splitlines()[line - 1].lstrip() if line is not None else ""
+    cause = f"{type(exc).__name__}: {safe_text(exc)}"
+    owner = getattr(exc, "obj", None)
+    if isinstance(exc, AttributeError) and isinstance(owner, pytypes.ModuleType):
+        missing = getattr(exc, "name", None)
+        message = f"the implementation does not exist: module `{owner.__name__}` has no attribute `{missing}`"
+        close = difflib.get_close_matches(str(missing), [n for n in dir(owner) if not n.startswith("__")], n=3)
+        hint = f"did you mean {', '.join(f'`{c}`' for c in close)}?" if close else None
+        return error(LOAD_FAILED_CODE, message, span, help=hint)
+    where = _raised_at(exc, frames, filename)
+    imported = _imported_module(code_line)
+    if imported is not None:
+        message = f"importing `{imported}` failed: {cause}"
+    else:
+        message = f"loading this declaration's Python object failed: {cause}"
+    return error(LOAD_FAILED_CODE, message, span, help=f"raised at {where}" if where else None)
+
+
+def _imported_module(code_line: str) -> str | None:
+    """The module a generated import line imports (None: not an import)."""
+    try:
+        statement = ast.parse(code_line).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if isinstance(statement, ast.ImportFrom):
+        return statement.module
+    if isinstance(statement, ast.Import):
+        return statement.names[0].name
+    return None
+
+
+def _raised_at(exc: BaseException, frames: traceback.StackSummary, filename: str) -> str | None:
+    """``file:line`` in the user's code where ``exc`` was raised (not mcec's or importlib's)."""
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        return f"{_shown(exc.filename)}:{exc.lineno}"
+    inside = [i for i, frame in enumerate(frames) if frame.filename == filename]
+    deeper = frames[inside[-1] + 1 :] if inside else []  # below the generated line: the user's code
+    for frame in reversed(deeper):
+        if not frame.filename.startswith("<frozen "):
+            return f"{_shown(frame.filename)}:{frame.lineno}"
+    return None
+
+
+def _shown(path: str) -> str:
+    """A path relative to the working directory when it is inside it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def _validated(type_: Any, text: str, what: str) -> Any:
@@ -71,6 +166,8 @@ def prepare(program: Program, pipeline: str, input_json: str, state_json: str | 
         state_type: Any = python_type(program.state) if program.state is not None else type(None)
     except ResolveError as exc:
         raise RunError(str(exc)) from exc
+    except Exception as exc:  # importing a module of the spec raised (load_module reports it at its import)
+        raise RunError(f"the spec's types could not be loaded: {type(exc).__name__}: {safe_text(exc)}") from exc
     value = _validated(input_type, input_json, "--input")
     if state_json is not None:
         state = _validated(state_type, state_json, "--state")

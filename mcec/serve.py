@@ -1,22 +1,32 @@
-"""``mcec serve FILE [--pipeline NAME]...``: a spec's pipelines as MCP tools over stdio.
+"""``mcec serve FILE [--pipeline NAME]... [--state JSON]``: pipelines as MCP tools over stdio.
 
 The spec is compiled in memory and loaded as ``mcec run`` does (``mcec.runner``);
-a spec with errors is reported on stderr (exit 1) before anything is served.
-Then an MCP server (the SDK's low-level ``Server``) answers on stdin/stdout
-with one tool per pipeline, named after it (LANGUAGE.md §9):
+a spec with errors, or whose Python side does not load, is reported on stderr
+(exit 1) before anything is served. Then an MCP server (the SDK's low-level
+``Server``) answers on stdin/stdout with one tool per served pipeline, named
+after it (LANGUAGE.md §9):
 
+- which pipelines: by default the spec's *entry* pipelines, those no other
+  pipeline of the file uses (helpers stay private); ``--pipeline NAME``
+  (repeatable) serves exactly the pipelines named, helpers included;
+- description: the ``#`` comment lines directly above the pipeline's
+  declaration (no blank line between), without the ``#``; a pipeline without
+  one is described by its signature;
 - input: when the pipeline's A is a pydantic model, its fields are the tool's
   arguments (the input schema is the model's JSON schema); otherwise the tool
   takes one argument ``value`` of type A (schema from pydantic's TypeAdapter).
   Arguments are validated as JSON, like ``mcec run --input``;
-- each call is one run: a fresh state ``S()`` (``None`` without ``state``),
-  and its own tool scope, so MCP servers the pipeline uses start and stop
-  within the call;
+- each call is one run with a fresh state: ``S()``, or the state ``--state JSON``
+  describes (validated against S at start-up, like ``mcec run --state``; a state
+  type with required fields needs it), ``None`` without ``state``;
 - ``Ok`` → a result with ``structuredContent`` (a non-object value wrapped as
   ``{"result": value}``) and its JSON text; ``Err`` → ``isError: true`` with the
   error rendered as text (type, message, and the failing step's site);
-- a ``Defect`` or invalid arguments → ``isError: true`` with a clear text; the
-  server keeps serving.
+- a ``Defect``, invalid arguments, or a result or error that cannot be rendered
+  (a ``__str__`` that raises, a value nested deeper than :data:`MAX_DEPTH`) →
+  ``isError: true`` with a clear text. No exception of a call reaches the MCP
+  layer, so the client never sees a JSON-RPC error for a call, and the server
+  keeps serving.
 
 While serving, stdout belongs to the protocol: the SDK points fd 1 at stderr
 for everything else, so a step that prints cannot corrupt the stream.
@@ -25,6 +35,7 @@ for everything else, so a step that prints cannot corrupt the stream.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import types as pytypes
@@ -35,9 +46,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agentmonad import Defect, Err, Ok, Outcome, to_tool_result
 
 from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from mcec.commands import Subparsers, compile_to_run
+from mcec.commands import Subparsers, compile_to_run, load_compiled
 from mcec.pyobjects import ResolveError, python_type
-from mcec.typed import Program, TPipeline
+from mcec.span import SourceFile
+from mcec.typed import Program, TPipeline, TRef
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
@@ -46,11 +58,29 @@ if TYPE_CHECKING:
 # pydantic is imported where schemas are made and arguments validated, not at
 # module level: the CLI imports this module to register `serve` on every run.
 
-__all__ = ["COMMANDS", "PipelineTool", "add_serve", "pipeline_tools", "run_serve"]
+__all__ = [
+    "COMMANDS",
+    "MAX_DEPTH",
+    "PipelineTool",
+    "add_serve",
+    "entry_pipelines",
+    "pipeline_description",
+    "pipeline_tools",
+    "run_serve",
+]
+
+#: A result nested deeper than this (objects and arrays) is an ``isError``
+#: result instead of a payload: JSON encoders, the SDK's included, fail on
+#: deep nesting with errors that would escape as protocol errors.
+MAX_DEPTH = 100
 
 
 class ServeError(Exception):
     """The spec cannot be served (unknown pipeline, unbuildable state, …)."""
+
+
+class StateError(ServeError):
+    """``--state`` does not describe a valid state (exit 2, like ``mcec run``)."""
 
 
 def _validation_text(exc: ValidationError) -> str:
@@ -120,21 +150,93 @@ def _output_schema(output_type: Any) -> dict[str, Any] | None:
     return None
 
 
-def _state_factory(program: Program) -> Callable[[], Any]:
+def _state_factory(program: Program, state_json: str | None = None) -> Callable[[], Any]:
+    """A function making each call's fresh state: ``S()``, or ``--state`` validated anew."""
+    from mcec.runner import safe_text
+
     if program.state is None:
+        if state_json is not None:
+            raise StateError("--state was given, but the spec declares no state")
         return lambda: None
     try:
         state_type = python_type(program.state)
-        state_type()
     except ResolveError as exc:
         raise ServeError(str(exc)) from exc
+    if state_json is not None:
+        from mcec.runner import RunError, _validated
+
+        try:
+            _validated(state_type, state_json, "--state")
+        except RunError as exc:
+            raise StateError(f"{exc} (the state type is {program.state})") from exc
+        return lambda: _validated(state_type, state_json, "--state")
+    try:
+        state_type()
     except Exception as exc:
-        raise ServeError(f"the state type cannot be built without arguments ({exc}), so calls cannot start") from exc
+        raise ServeError(
+            f"the state type {program.state} cannot be built without arguments ({safe_text(exc)}); "
+            "give the state to start each call from with --state JSON"
+        ) from exc
     return lambda: state_type()
 
 
-def pipeline_tools(program: Program, module: pytypes.ModuleType, names: list[str] | None = None) -> list[PipelineTool]:
-    """The tools for the pipelines ``names`` (default: all) of a loaded program."""
+def _pipeline_refs(pipeline: TPipeline) -> set[str]:
+    """The names of the pipelines ``pipeline``'s body uses (any node kind: the
+    walk goes through every field of every typed-IR node, so constructs added
+    to ``mcec.typed`` later are covered)."""
+    used: set[str] = set()
+    stack: list[object] = [pipeline.body]
+    while stack:  # iterative: bodies may nest deeply
+        node = stack.pop()
+        if isinstance(node, TRef):
+            if node.kind == "pipeline":
+                used.add(node.name)
+        elif isinstance(node, tuple | list):
+            stack.extend(node)
+        elif dataclasses.is_dataclass(node) and type(node).__module__ == TRef.__module__:  # typed IR, not spans or types
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+    return used
+
+
+def entry_pipelines(program: Program) -> list[str]:
+    """The pipelines no other pipeline of the program uses, in declaration order."""
+    used: set[str] = set()
+    for pipeline in program.pipelines:
+        used |= _pipeline_refs(pipeline) - {pipeline.name}
+    ordered = sorted(program.pipelines, key=lambda p: p.span.start)
+    return [p.name for p in ordered if p.name not in used]
+
+
+def pipeline_description(pipeline: TPipeline, program: Program, source: SourceFile | None) -> str:
+    """The ``#`` comment lines directly above the pipeline's declaration, or its signature."""
+    lines: list[str] = []
+    if source is not None and source.text:
+        text_lines = source.text.splitlines()
+        row = pipeline.span.line - 2  # the line above, 0-based
+        while 0 <= row < len(text_lines) and text_lines[row].lstrip().startswith("#"):
+            lines.append(text_lines[row].lstrip()[1:])
+            row -= 1
+        lines.reverse()
+    if lines:
+        import textwrap
+
+        described = textwrap.dedent("\n".join(lines)).strip()
+        if described:
+            return described
+    return f"Pipeline {pipeline.name} of {program.path}: {pipeline.sig}."
+
+
+def pipeline_tools(
+    program: Program,
+    module: pytypes.ModuleType,
+    names: list[str] | None = None,
+    *,
+    source: SourceFile | None = None,
+    state_json: str | None = None,
+) -> list[PipelineTool]:
+    """The tools for the pipelines ``names`` (default: the entry pipelines) of a
+    loaded program; ``source`` gives the descriptions (comments above each
+    pipeline), ``state_json`` each call's state (default ``S()``)."""
     declared = {p.name: p for p in program.pipelines}
     chosen: list[TPipeline]
     if names:
@@ -144,8 +246,8 @@ def pipeline_tools(program: Program, module: pytypes.ModuleType, names: list[str
             raise ServeError(f"no pipeline named {', '.join(map(repr, unknown))} (pipelines: {known})")
         chosen = [declared[n] for n in dict.fromkeys(names)]
     else:
-        chosen = list(program.pipelines)
-    new_state = _state_factory(program)
+        chosen = [declared[n] for n in entry_pipelines(program)]
+    new_state = _state_factory(program, state_json)
     tools = []
     for pipeline in chosen:
         try:
@@ -156,7 +258,7 @@ def pipeline_tools(program: Program, module: pytypes.ModuleType, names: list[str
             raise ServeError(f"pipeline {pipeline.name}: {exc}") from exc
         except Exception as exc:  # pydantic cannot build a schema for the type
             raise ServeError(f"pipeline {pipeline.name}: its input type has no JSON schema ({exc})") from exc
-        description = f"Pipeline {pipeline.name} of {program.path}: {pipeline.sig}."
+        description = pipeline_description(pipeline, program, source)
         tools.append(
             PipelineTool(
                 pipeline.name,
@@ -177,39 +279,77 @@ def _error_result(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
+def _too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
+    """True when ``value`` nests dicts and lists more than ``limit`` levels deep (iteratively)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
+    """The MCP result of an Outcome; may raise (see :func:`render_outcome`)."""
     from mcp.types import CallToolResult
 
-    from mcec.runner import jsonable
+    from mcec.runner import jsonable, safe_text
 
     if isinstance(outcome, Ok):
-        wire = to_tool_result(Ok(jsonable(outcome.value), None))
-        return CallToolResult.model_validate(wire)
+        value = jsonable(outcome.value)
+        if _too_deep(value):
+            return _error_result(f"the result is nested more than {MAX_DEPTH} levels deep, too deep to send as JSON")
+        result = CallToolResult.model_validate(to_tool_result(Ok(value, None)))
+        result.model_dump_json(by_alias=True, exclude_none=True)  # it must serialise: fail here, not in the SDK
+        return result
     if isinstance(outcome, Err):
-        text = f"{type(outcome.error).__name__}: {outcome.error}"
+        text = f"{type(outcome.error).__name__}: {safe_text(outcome.error)}"
         if outcome.site is not None:
-            text += f" (at {outcome.site})"
+            text += f" (at {safe_text(outcome.site)})"
         return _error_result(text)
     return _error_result(f"internal error: the pipeline returned {type(outcome).__name__}, not an Outcome")
+
+
+def render_outcome(tool: PipelineTool, outcome: Outcome[Any, Any, Any]) -> CallToolResult:
+    """The MCP result of an Outcome; never raises: a result or error that cannot
+    be rendered becomes an ``isError`` result saying so."""
+    from mcec.runner import safe_text
+
+    try:
+        return _render_outcome(outcome)
+    except Exception as exc:
+        what = "result" if isinstance(outcome, Ok) else "error"
+        return _error_result(
+            f"the {what} of {tool.name} could not be rendered as an MCP result: {type(exc).__name__}: {safe_text(exc)}"
+        )
 
 
 async def call_pipeline(tool: PipelineTool, arguments: Mapping[str, Any]) -> CallToolResult:
     """Run one call: validate, run with a fresh state, render; never raises (but for cancellation)."""
     from pydantic import ValidationError
 
+    from mcec.runner import safe_text
+
     try:
         value = tool.parse(arguments)
     except ValidationError as exc:
         return _error_result(f"invalid arguments for {tool.name}: {_validation_text(exc)}")
     except ValueError as exc:
-        return _error_result(f"invalid arguments for {tool.name}: {exc}")
+        return _error_result(f"invalid arguments for {tool.name}: {safe_text(exc)}")
+    except Exception as exc:
+        return _error_result(f"invalid arguments for {tool.name}: {type(exc).__name__}: {safe_text(exc)}")
     try:
         outcome = await tool.run(tool.new_state(), value)
     except Defect as defect:
-        return _error_result(f"defect (a bug in the pipeline's implementation, not an error it declares): {defect}")
+        return _error_result(
+            f"defect (a bug in the pipeline's implementation, not an error it declares): {safe_text(defect)}"
+        )
     except Exception as exc:
-        return _error_result(f"internal error in {tool.name}: {type(exc).__name__}: {exc}")
-    return _render_outcome(outcome)
+        return _error_result(f"internal error in {tool.name}: {type(exc).__name__}: {safe_text(exc)}")
+    return render_outcome(tool, outcome)
 
 
 async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
@@ -253,7 +393,7 @@ def _tool_entry(tool_class: type[Tool], tool: PipelineTool) -> Tool:
 
 
 def add_serve(subparsers: Subparsers) -> None:
-    """``mcec serve FILE [--pipeline NAME]...``."""
+    """``mcec serve FILE [--pipeline NAME]... [--state JSON]``."""
     command = subparsers.add_parser(
         "serve",
         help="serve a spec's pipelines as MCP tools over stdio",
@@ -265,7 +405,13 @@ def add_serve(subparsers: Subparsers) -> None:
         action="append",
         default=None,
         metavar="NAME",
-        help="serve only this pipeline (repeatable; default: every pipeline)",
+        help="serve this pipeline (repeatable; default: the entry pipelines, those no other pipeline uses)",
+    )
+    command.add_argument(
+        "--state",
+        default=None,
+        metavar="JSON",
+        help="the state each call starts from, as JSON (default: S())",
     )
     command.set_defaults(func=run_serve)
 
@@ -273,8 +419,6 @@ def add_serve(subparsers: Subparsers) -> None:
 def run_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Check and load the spec (problems on stderr, exit 1 or 2), then serve until stdin closes."""
     from pathlib import Path
-
-    from mcec.runner import RunError, load_module
 
     spec = Path(args.file)
     result = compile_to_run(spec)
@@ -286,10 +430,15 @@ def run_serve(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError:
         print("mcec serve: the `mcp` package is needed; pip install 'mcec[mcp]'", file=sys.stderr)
         return EXIT_USAGE
+    module = load_compiled(result)
+    if isinstance(module, int):
+        return module
     try:
-        module = load_module(result.program, result.generated)
-        tools = pipeline_tools(result.program, module, args.pipeline)
-    except (RunError, ServeError) as exc:
+        tools = pipeline_tools(result.program, module, args.pipeline, source=result.source, state_json=args.state)
+    except StateError as exc:
+        print(f"mcec serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ServeError as exc:
         print(f"mcec serve: {exc}", file=sys.stderr)
         return EXIT_ERRORS
     print(f"mcec serve: {spec}: serving {len(tools)} tool(s) on stdio: {', '.join(t.name for t in tools)}", file=sys.stderr)

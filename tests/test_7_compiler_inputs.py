@@ -135,7 +135,7 @@ def test_server_command_strings_cannot_inject_code(command: str) -> None:
         for node in ast.walk(statement)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     }
-    assert calls <= {"Site", "StdioServer", "tool"}
+    assert calls <= {"Site", "StdioServer", "tool", "check_fresh"}
     servers = [s for s in tree.body if isinstance(s, ast.Assign) and getattr(s.value.func, "id", "") == "StdioServer"]  # type: ignore[union-attr]
     assert len(servers) == 1
     # the command reaches the runtime exactly as the spec's string literal says

@@ -58,3 +58,22 @@ def test_a_spec_that_does_not_check_fails_the_build(tmp_path: Path) -> None:
     assert "error[MCE002]: unknown name `greeet`" in output and "greeter/greet.mce:11:" in output
     assert "mcec: 1 spec failed to compile" in output
     assert not list((tmp_path / "dist").glob("*.whl")) if (tmp_path / "dist").exists() else True
+
+
+def test_a_paths_entry_outside_the_project_is_a_diagnostic(tmp_path: Path) -> None:
+    project = _copy(tmp_path)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "greet.mce").write_text((project / "greeter" / "greet.mce").read_text(encoding="utf-8"))
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text(encoding="utf-8").replace(
+            "[tool.hatch.build.hooks.mcec]\n", '[tool.hatch.build.hooks.mcec]\npaths = ["../outside", "greeter", "nope"]\n'
+        ),
+        encoding="utf-8",
+    )
+    run = _wheel(project, tmp_path / "dist")
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert "Traceback" not in output, output
+    assert "mcec: [tool.hatch.build.hooks.mcec] `paths` entry '../outside' is outside the project root" in output
+    assert "`paths` entry 'nope' does not exist" in output

@@ -100,5 +100,26 @@ def test_mce_mypy_reports_what_mypy_finds(tmp_path: Path) -> None:
     root = _project(tmp_path, 'mce = true\nmce_ignore = ["cases/**", "app/bad.mce"]')
     run = _pytest(root, "--mce-mypy", "app/good.mce")
     assert run.returncode == 1, run.stdout
-    assert "error[MCE100]" in run.stdout and "app/good.mce:8:" in run.stdout, run.stdout
+    assert "error[MCE100]" in run.stdout and "--> app/good.mce:8:1" in run.stdout, run.stdout
     assert not list(root.rglob("*_mce.py"))  # generated into a temporary folder, not the project
+    # ... which is gone when the report is read: nothing may point into it (issue 18, item 30)
+    assert "mcec-pytest-" not in run.stdout and "_mce.py" not in run.stdout, run.stdout
+
+
+def _mcec(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcec", *args], cwd=root, capture_output=True, text=True, timeout=300)
+
+
+def test_a_stale_generated_module_beside_the_spec_fails_its_item(tmp_path: Path) -> None:
+    root = _project(tmp_path, 'mce = true\nmce_ignore = ["cases/**", "app/bad.mce"]')
+    assert _mcec(root, "compile", "--no-mypy", "app/good.mce").returncode == 0
+    run = _pytest(root, "app/good.mce")
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout  # fresh
+    spec = root / "app" / "good.mce"
+    spec.write_text(spec.read_text(encoding="utf-8") + "# edited after compiling\n", encoding="utf-8")
+    run = _pytest(root, "app/good.mce")
+    assert run.returncode == 1, run.stdout
+    assert "app/good.mce: the generated module beside it, good_mce.py, is stale" in run.stdout
+    assert "run `mcec compile app/good.mce`" in run.stdout and "Traceback" not in run.stdout
+    assert _mcec(root, "compile", "--no-mypy", "app/good.mce").returncode == 0
+    assert _pytest(root, "app/good.mce").returncode == 0

@@ -181,3 +181,180 @@ def test_served_pipelines_share_their_tool_servers_and_restart_a_failed_one(tmp_
     while any(alive(pid) for pid in pids()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in pids() if alive(pid)], "a tool server outlived mcec serve"
+
+
+# ------------------------------------------------ which pipelines, descriptions, --state, rendering (issue 18)
+
+SERVED_IMPL = '''\
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentmonad import Err, Ok, Outcome
+
+
+class Need(BaseModel):
+    user: str  # required: S() cannot be built
+
+
+class Nasty(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("str() of this error raises")
+
+
+class Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr() raises too")
+
+
+def shout(text: str) -> str:
+    return text.upper()
+
+
+def greet(state: Need, text: str) -> Outcome[Need, None, str]:
+    return Ok(f"Hello {text}, from {state.user}", state)
+
+
+def deep(state: Need, depth: int) -> Outcome[Need, None, Any]:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return Ok(value, state)
+
+
+def nasty(state: Need, text: str) -> Outcome[Need, Nasty, str]:
+    return Err(Nasty(), state)
+
+
+def weird(state: Need, text: str) -> Outcome[Need, None, Any]:
+    return Ok(Unprintable(), state)
+'''
+
+SERVED_SPEC = """\
+from typing import Any
+from app.impl import Need, Nasty
+import app.impl as impl
+
+state Need
+error Nasty
+
+fn shout    : str -> str         = impl.shout
+step greet  : str -> str         = impl.greet
+step deep   : int -> Any         = impl.deep
+step nasty  : str -> str ! Nasty = impl.nasty
+step weird  : str -> Any         = impl.weird
+
+# A helper: used by hello, so not served by default.
+pipeline helper : str -> str = shout;
+
+# Greets someone on behalf of the state's user.
+#   (Shouts their name.)
+pipeline hello : str -> str = helper >>= greet;
+
+pipeline nest : int -> Any = deep;
+pipeline nasty_error : str -> str ! Nasty = nasty;
+
+# unrelated comment
+
+pipeline unprintable : str -> Any = weird;
+"""
+
+
+def _served_project(tmp_path: Path, spec: str = SERVED_SPEC, impl: str = SERVED_IMPL) -> Path:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "impl.py").write_text(impl)
+    (tmp_path / "app" / "served.mce").write_text(spec)
+    return tmp_path
+
+
+def _params(project: Path, *args: str) -> StdioServerParameters:
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "mcec", "serve", "app/served.mce", *args], env=env, cwd=str(project)
+    )
+
+
+def test_serve_defaults_to_entry_pipelines_described_by_their_comments(tmp_path: Path) -> None:
+    params = _params(_served_project(tmp_path), "--state", '{"user": "ada"}')
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            seen["tools"] = {t.name: t for t in (await session.list_tools()).tools}
+            seen["hello"] = await session.call_tool("hello", {"value": "bob"})
+            seen["again"] = await session.call_tool("hello", {"value": "eve"})
+        return seen
+
+    seen = asyncio.run(main())
+    tools = seen["tools"]
+    assert sorted(tools) == ["hello", "nasty_error", "nest", "unprintable"]  # helper is used by hello
+    assert tools["hello"].description == "Greets someone on behalf of the state's user.\n  (Shouts their name.)"
+    assert tools["nest"].description == "Pipeline nest of app/served.mce: int -> Any."  # no comment right above
+    assert tools["unprintable"].description.startswith("Pipeline unprintable")  # a blank line separates the comment
+    assert text(seen["hello"]) == "Hello BOB, from ada" and text(seen["again"]) == "Hello EVE, from ada"
+
+
+def test_serve_pipeline_flag_chooses_exactly_the_pipelines_named(tmp_path: Path) -> None:
+    params = _params(_served_project(tmp_path), "--pipeline", "helper", "--pipeline", "hello", "--state", '{"user": "x"}')
+
+    async def main() -> list[str]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return [t.name for t in (await session.list_tools()).tools]
+
+    assert asyncio.run(main()) == ["helper", "hello"]
+
+
+def _serve(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(project), "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "mcec", "serve", "app/served.mce", *args],
+        cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_serve_a_state_with_required_fields_needs_state_and_validates_it(tmp_path: Path) -> None:
+    project = _served_project(tmp_path)
+    done = _serve(project)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "cannot be built without arguments" in done.stderr and "--state JSON" in done.stderr
+    done = _serve(project, "--state", '{"name": 3}')
+    assert done.returncode == 2 and done.stdout == ""
+    assert "invalid --state: user: Field required" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_serve_reports_a_missing_implementation_at_its_declaration(tmp_path: Path) -> None:
+    project = _served_project(tmp_path, SERVED_SPEC.replace("impl.greet", "impl.greeet"))
+    done = _serve(project, "--state", '{"user": "x"}')
+    assert done.returncode == 1 and done.stdout == ""
+    assert "error[MCE002]: the implementation does not exist: module `app.impl` has no attribute `greeet`" in done.stderr
+    assert "--> app/served.mce:9:1" in done.stderr and "did you mean `greet`?" in done.stderr
+    assert "internal compiler error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_serve_results_and_errors_that_cannot_be_rendered_are_error_results(tmp_path: Path) -> None:
+    impl = SERVED_IMPL.replace("user: str  # required: S() cannot be built", 'user: str = "anyone"')
+    params = _params(_served_project(tmp_path, impl=impl), "--pipeline", "nasty_error", "--pipeline", "nest", "--pipeline", "unprintable")
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            # each call_tool would raise McpError if the server answered with a JSON-RPC error
+            seen["nasty"] = await session.call_tool("nasty_error", {"value": "x"})
+            seen["deep"] = await session.call_tool("nest", {"value": 5000})
+            seen["deeper"] = await session.call_tool("nest", {"value": 150})
+            seen["unprintable"] = await session.call_tool("unprintable", {"value": "x"})
+            seen["shallow"] = await session.call_tool("nest", {"value": 3})
+        return seen
+
+    seen = asyncio.run(main())
+    assert seen["nasty"].is_error and text(seen["nasty"]).startswith("Nasty: <Nasty whose str() failed>")
+    assert seen["deep"].is_error and text(seen["deep"]).startswith("the result of nest could not be rendered")
+    assert seen["deeper"].is_error and "nested more than 100 levels deep" in text(seen["deeper"])
+    assert seen["unprintable"].is_error and "could not be rendered" in text(seen["unprintable"])
+    assert not seen["shallow"].is_error and seen["shallow"].structured_content == {"result": [[["bottom"]]]}

@@ -23,3 +23,12 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert len(lines) == 2
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert lines[1] in ci  # .ci/run runs exactly the README's test command
+
+
+def test_ci_runs_the_test_command_in_a_fresh_venv() -> None:
+    """.ci/run must not trust the machine's packages: it makes a venv and activates it first."""
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    venv = ci.find("python3 -m venv --clear")
+    activate = ci.find('. "$venv/bin/activate"')
+    command = ci.find("python3 -m pip install -e '.[test]'")
+    assert 0 <= venv < activate < command, ".ci/run must create and activate a fresh venv before the test command"

@@ -43,6 +43,7 @@ NAME_PREFIX = 24
 
 RUNTIME = "agentmonad"
 COMPILED = "agentmonad.compiled"
+FRESHNESS = "agentmonad.freshness"
 
 
 class Emitter:
@@ -545,6 +546,12 @@ class Emitter:
         bindings = [*self.bindings(), *self.tool_bindings()]
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
+        # LANGUAGE.md §7: say so at import when the spec beside the module has changed since
+        # (right after the imports, before the bindings a changed spec may break)
+        check_fresh = c.call(
+            self.runtime("check_fresh", FRESHNESS), c.string(self.spec_file), c.string(self.program.source_sha256)
+        )
+        fresh = c.assign(self.names.fresh("FRESH"), check_fresh).with_changes(leading_lines=[cst.EmptyLine()])
         body.extend(self._import_lines())
         for spec_import in self.program.imports:
             if isinstance(spec_import, t.TFromImport):
@@ -553,6 +560,7 @@ class Emitter:
                 statement = c.import_module(spec_import.module, spec_import.alias)
             self.record(statement, spec_import.span)
             body.append(statement)
+        body.append(fresh)
         top = [*self.site_lines, *bindings]
         if top:  # one blank line between the imports and the constants
             first = top[0].with_changes(leading_lines=[cst.EmptyLine()])
