@@ -28,6 +28,7 @@ CODES: dict[str, str] = {
     "MCE004": "state missing or declared twice",
     "MCE005": "file could not be read",
     "MCE006": "output could not be written",
+    "MCE007": "the spec's Python side could not be loaded (a module that raises, a missing implementation)",
     "MCE010": "bind mismatch",
     "MCE011": "par branches take different input types",
     "MCE012": "pipeline body does not have its declared type",

@@ -257,19 +257,19 @@ def test_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> None:
         (
             ("spec", "= impl.show", "= impl.shw"),
             "app/main.mce:8:1",
-            "error[MCE002]: the implementation does not exist: module `app.impl` has no attribute `shw`",
+            "error[MCE007]: the implementation does not exist: module `app.impl` has no attribute `shw`",
             "did you mean `show`?",
         ),
         (
             ("impl", "def show(", "raise RuntimeError('boom at import')\n\n\ndef show("),
             "app/main.mce:1:1",
-            "error[MCE002]: importing `app.impl` failed: RuntimeError: boom at import",
+            "error[MCE007]: importing `app.impl` failed: RuntimeError: boom at import",
             "raised at app/impl.py:",
         ),
         (
             ("impl", "from typing import Never", "from typing import Never\nimport no_such_module_anywhere"),
             "app/main.mce:1:1",
-            "error[MCE002]: importing `app.impl` failed: ModuleNotFoundError: No module named 'no_such_module_anywhere'",
+            "error[MCE007]: importing `app.impl` failed: ModuleNotFoundError: No module named 'no_such_module_anywhere'",
             "raised at app/impl.py:3",
         ),
     ],

@@ -64,7 +64,7 @@ def test_whatever_a_module_raises_at_import_is_a_diagnostic_at_the_import(
     with pytest.raises(LoadError) as caught:
         load_module(result.program, result.generated)
     diagnostic = caught.value.diagnostic
-    assert diagnostic.code == "MCE002" and diagnostic.span.line == 1
+    assert diagnostic.code == "MCE007" and diagnostic.span.line == 1
     assert diagnostic.message.startswith(f"importing `{name}` failed: ")
     assert ("Broken" if broken_str else getattr(builtins, exception).__name__) in diagnostic.message
     assert diagnostic.help is not None and diagnostic.help.startswith("raised at ")
