@@ -82,7 +82,7 @@ async def _repeat(fn: Any, times: int) -> None:
 
 def _mypy_seconds(generated: Any) -> float:
     """Cold ``mypy --strict`` on one generated module (fresh cache dir), as mcec runs it."""
-    from mcec.mypy_check import GeneratedFile, run_mypy
+    from mcec.codegen.mypy_check import GeneratedFile, run_mypy
 
     with tempfile.TemporaryDirectory(prefix="mcec-bench-mypy-") as tmp:
         path = Path(tmp) / "bench_mce.py"

@@ -13,7 +13,7 @@ from mcec.check import check
 from mcec.diagnostics import Diagnostic
 from mcec.syntax import parse
 from mcec.span import SourceFile
-from mcec.typed import Program
+from mcec.check.typed import Program
 
 if TYPE_CHECKING:  # the code generator (and libcst, ~0.5 s to import) loads only when code is generated
     from mcec.codegen import Generated

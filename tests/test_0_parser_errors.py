@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcec.cli import load_source
+from mcec.cli.common import load_source
 from mcec import syntax as s
 from mcec.diagnostics import Diagnostic
 from mcec.syntax import parse

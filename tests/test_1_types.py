@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mcec.types import (
+from mcec.check.types import (
     ANY,
     MERGE_CONFLICT,
     NEVER,

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from mcec.check import CheckResult, check
 from mcec.syntax import parse
 from mcec.span import SourceFile
-from mcec.typed import Sig
-from mcec.types import (
+from mcec.check.typed import Sig
+from mcec.check.types import (
     MERGE_CONFLICT,
     TOOL_FAILED,
     TOOL_UNAVAILABLE,

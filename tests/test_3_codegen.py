@@ -20,9 +20,9 @@ from toolbox import TState
 from agentmonad import Ok
 from mcec.codegen import HEADER_PREFIX
 from mcec.compiler import compile_source
-from mcec.interpret import Interpreter
+from mcec.run.interpret import Interpreter
 from mcec.render import render_text
-from mcec.runner import load_module
+from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
 CASES = Path(__file__).parent / "cases" / "codegen"

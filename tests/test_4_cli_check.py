@@ -97,11 +97,12 @@ def test_max_diagnostics(tree: Path) -> None:
 
 def test_internal_error_is_tidy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from mcec import cli
+    from mcec.cli import check
 
     def boom(source: object) -> object:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(cli, "parse", boom)
+    monkeypatch.setattr(check, "check_source", boom)
     spec = tmp_path / "x.mce"
     spec.write_text(GOOD)
     assert cli.main(["check", str(spec)]) == 3

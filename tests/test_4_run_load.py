@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcec.compiler import compile_source
-from mcec.runner import LoadError, load_module
+from mcec.run.runner import LoadError, load_module
 from mcec.span import SourceFile
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from agentmonad import Err, MergeConflict, Ok
 from mcec.compiler import compile_source
-from mcec.interpret import Interpreter
-from mcec.runner import load_module
+from mcec.run.interpret import Interpreter
+from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
 ROOT = Path(__file__).resolve().parent.parent

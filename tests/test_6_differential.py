@@ -2,7 +2,7 @@
 
 The main correctness oracle of the code generator: for random specs over the
 toolbox (tests/spec_gen.py) and random inputs, the generated module and
-``mcec.interpret`` must agree on the value, the error (type, arguments and
+``mcec.run.interpret`` must agree on the value, the error (type, arguments and
 the site that reported it), the final state, and on defects.
 """
 
@@ -19,9 +19,9 @@ from toolbox import TState
 
 from agentmonad import Defect, Err, Ok
 from mcec.compiler import compile_source
-from mcec.interpret import Interpreter
+from mcec.run.interpret import Interpreter
 from mcec.render import render_text
-from mcec.runner import load_module
+from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
 _counter = itertools.count()

@@ -31,9 +31,9 @@ from toolbox import Neg, Odd, TState
 
 from agentmonad import Defect, Err, Ok, Site
 from mcec.compiler import compile_source
-from mcec.interpret import Interpreter
+from mcec.run.interpret import Interpreter
 from mcec.render import render_text
-from mcec.runner import load_module
+from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
 _counter = itertools.count()

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcec import fmt
+from mcec.tools import fmt
 from mcec.cli import main
-from mcec.fmt import LINE_LENGTH, FormatError, format_source, format_text, tree_key
+from mcec.tools.fmt import LINE_LENGTH, FormatError, format_source, format_text, tree_key
 from mcec.syntax import parse
 from mcec.span import SourceFile
 

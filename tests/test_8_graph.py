@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcec.compiler import check_source
-from mcec.graph import Cluster, Edge, Graph, Node, PipelineGraph, build_graph, to_dot, to_mermaid
+from mcec.tools.graph import Cluster, Edge, Graph, Node, PipelineGraph, build_graph, to_dot, to_mermaid
 from mcec.span import SourceFile
 
 ROOT = Path(__file__).resolve().parent.parent

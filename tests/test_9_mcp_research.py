@@ -22,8 +22,8 @@ from agentmonad.tools import tool_scope
 from examples.research.impl import AddArgs, AgentState, SearchArgs
 from examples.research import impl
 from mcec.compiler import compile_source
-from mcec.interpret import interpret
-from mcec.runner import load_module
+from mcec.run.interpret import interpret
+from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,8 +20,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import TypeAdapter
 
 from mcec.compiler import compile_source
-from mcec.runner import load_module
-from mcec.serve import ServeError, pipeline_tools
+from mcec.run.runner import load_module
+from mcec.run.serve import ServeError, pipeline_tools
 from mcec.span import SourceFile
 from mcp_servers.pipelines import Query
 

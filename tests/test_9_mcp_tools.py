@@ -26,10 +26,10 @@ import pytest
 from agentmonad import Err, Ok, ToolFailed, ToolUnavailable
 from agentmonad.tools import StdioServer, call_tool, tool, tool_scope
 from mcec.compiler import compile_source
-from mcec.interpret import interpret
-from mcec.runner import load_module
+from mcec.run.interpret import interpret
+from mcec.run.runner import load_module
 from mcec.span import SourceFile
-from mcec.typed import Program
+from mcec.check.typed import Program
 from mcp_servers.pipelines import EchoArgs, Hits, SearchArgs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,7 +342,7 @@ def test_runtime_imports_no_mcp() -> None:
     and the compiler imports ``mcp`` only when a command serves or calls tools."""
     code = "import sys, agentmonad, agentmonad.tools; assert 'mcp' not in sys.modules and 'anyio' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-    code = "import sys, mcec.cli, mcec.serve, mcec.interpret; mcec.cli.build_parser(); assert 'mcp' not in sys.modules"
+    code = "import sys, mcec.cli, mcec.run.serve, mcec.run.interpret; mcec.cli.build_parser(); assert 'mcp' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

@@ -27,11 +27,11 @@ EXPECTED: dict[str, set[str]] = {
     "mcec/check/env.py": {"resolve_type"},
     "mcec/check/names.py": {"_bind", "_declare", "_sign", "unused_warnings"},
     "mcec/check/pipelines.py": {"find_origin"},
-    "mcec/typed.py": {"children"},
+    "mcec/check/typed.py": {"children"},
     "mcec/codegen/emitter.py": {"group_function", "_label"},
-    "mcec/interpret.py": {"arrow"},
-    "mcec/graph.py": {"draw"},
-    "mcec/fmt.py": {"flat", "must_break", "broken", "declaration", "_type"},
+    "mcec/run/interpret.py": {"arrow"},
+    "mcec/tools/graph.py": {"draw"},
+    "mcec/tools/fmt.py": {"flat", "must_break", "broken", "declaration", "_type"},
 }
 
 SCRATCH_SYNTAX = '''
@@ -76,7 +76,7 @@ def _add_scratch_nodes(package: Path) -> None:
     text = text.replace("TypeExpr: TypeAlias = Name |", "TypeExpr: TypeAlias = ScratchType | Name |", 1)
     text = text.replace("Decl: TypeAlias = (\n    FromImport", "Decl: TypeAlias = (\n    ScratchDecl\n    | FromImport", 1)
     tree.write_text(text, encoding="utf-8")
-    typed = package / "typed.py"
+    typed = package / "check" / "typed.py"
     text = typed.read_text(encoding="utf-8")
     text = text.replace("\n\n# ---------------------------------------------------------------- imports\n", SCRATCH_TYPED + "\n\n# ---------------------------------------------------------------- imports\n", 1)
     text = text.replace("TExpr: TypeAlias = TRef |", "TExpr: TypeAlias = TScratch | TRef |", 1)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcec.output import temporary_name, write_module
+from mcec.cli.output import temporary_name, write_module
 
 SPEC = """\
 import app.impl as impl

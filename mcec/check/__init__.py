@@ -5,7 +5,7 @@
 pipeline body callees first (:mod:`mcec.check.pipelines`, :mod:`mcec.check.expr`),
 then warns about unused declarations. It never stops at the first problem: all
 diagnostics are collected (their prose is in :mod:`mcec.check.report`) and
-returned sorted, and a :class:`~mcec.typed.Program` is built only when none of
+returned sorted, and a :class:`~mcec.check.typed.Program` is built only when none of
 them is an error.
 
 Checking recurses over nested expressions (chains are flat and iterate); the
@@ -23,7 +23,7 @@ from mcec.check.names import DeclarationChecker, unused_warnings
 from mcec.check.pipelines import PipelineChecker
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import SourceFile
-from mcec.typed import Program
+from mcec.check.typed import Program
 
 __all__ = ["CheckResult", "check"]
 

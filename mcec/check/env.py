@@ -22,8 +22,8 @@ from typing import assert_never
 
 from mcec import syntax
 from mcec.span import Span
-from mcec.typed import PyRef
-from mcec.types import (
+from mcec.check.typed import PyRef
+from mcec.check.types import (
     BUILTIN_ERRORS,
     BUILTIN_NAMES,
     GENERIC_ARITY,

@@ -1,7 +1,7 @@
 """Inference for pipeline bodies: every expression form of LANGUAGE.md §5.
 
 :class:`ExprChecker` turns a syntax expression into a typed one, bottom-up,
-giving every node its :class:`~mcec.typed.Sig`. It keeps going after a
+giving every node its :class:`~mcec.check.typed.Sig`. It keeps going after a
 problem: a name that does not resolve becomes a *poisoned* reference of type
 ``Any -> Any ! Any``, which fits everywhere (``Any`` flows both ways, and an
 ``Any`` error is caught by every ``catch`` and declared by every ``!``), so one
@@ -9,7 +9,7 @@ mistake yields one diagnostic rather than a cascade.
 
 Chains are folded left to right without recursion (:meth:`ExprChecker._fold`),
 threading the value type, the union of error sets and statefulness; nested
-binds and block statements are flattened into one :class:`~mcec.typed.TBind`.
+binds and block statements are flattened into one :class:`~mcec.check.typed.TBind`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from mcec.check.names import Declared, DeclarationChecker
 from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
-from mcec.typed import (
+from mcec.check.typed import (
     DeclKind,
     Sig,
     TBind,
@@ -37,7 +37,7 @@ from mcec.typed import (
     TPar,
     TRef,
 )
-from mcec.types import ANY, MERGE_CONFLICT, Compat, Generic, Type, flows, render_errors, same, union
+from mcec.check.types import ANY, MERGE_CONFLICT, Compat, Generic, Type, flows, render_errors, same, union
 
 #: The signature of something that failed to resolve: fits everywhere, see the module docstring.
 POISONED = Sig(ANY, ANY, frozenset({ANY}), False)

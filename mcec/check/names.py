@@ -17,8 +17,8 @@ from mcec.check import report
 from mcec.check.env import Binding, Env, Failure, Kind
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
-from mcec.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
-from mcec.types import ANY, NEVER, STR, TOOL_FAILED, TOOL_UNAVAILABLE, Builtin, ClassRef, ErrorSet, Generic, Type, Union
+from mcec.check.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
+from mcec.check.types import ANY, NEVER, STR, TOOL_FAILED, TOOL_UNAVAILABLE, Builtin, ClassRef, ErrorSet, Generic, Type, Union
 
 
 @dataclass(frozen=True, slots=True)

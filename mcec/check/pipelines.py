@@ -26,8 +26,8 @@ from mcec.check.names import DeclarationChecker, Declared, DeclaredPipeline
 from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
-from mcec.typed import Sig, TBind, TCatch, TEach, TExpr, TIdentity, TLocal, TOrElse, TPar, TPipeline, TRef
-from mcec.types import MERGE_CONFLICT, Compat, Type, error_union, flows, render_errors, sorted_errors
+from mcec.check.typed import Sig, TBind, TCatch, TEach, TExpr, TIdentity, TLocal, TOrElse, TPar, TPipeline, TRef
+from mcec.check.types import MERGE_CONFLICT, Compat, Type, error_union, flows, render_errors, sorted_errors
 
 
 @dataclass(frozen=True, slots=True)

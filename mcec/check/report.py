@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from mcec.diagnostics import Diagnostic, Label, error, warning
 from mcec.span import Span
-from mcec.types import Type, Union
+from mcec.check.types import Type, Union
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 ``generate(program)`` is pure: same program, byte-identical output. File
 writing (atomic, refusing to overwrite files mcec did not generate) is the
-CLI's business; see ``mcec.output``.
+CLI's business; see ``mcec.cli.output``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcec import __version__
-from mcec.typed import Program
+from mcec.check.typed import Program
 
 if TYPE_CHECKING:
     from mcec.codegen.sourcemap import SourceMap

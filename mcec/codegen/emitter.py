@@ -1,4 +1,4 @@
-"""The emitter: a checked :class:`~mcec.typed.Program` to a libcst module.
+"""The emitter: a checked :class:`~mcec.check.typed.Program` to a libcst module.
 
 Shape of the output (LANGUAGE.md §7, docs/DESIGN.md):
 
@@ -30,11 +30,11 @@ from typing import assert_never
 
 import libcst as cst
 
-from mcec import typed as t
+from mcec.check import typed as t
 from mcec.codegen import cst as c
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
-from mcec.types import Builtin, ClassRef, ErrorSet, Generic, Type, Union, render_errors, sorted_errors
+from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Type, Union, render_errors, sorted_errors
 
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200

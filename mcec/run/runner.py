@@ -25,9 +25,9 @@ from agentmonad import Defect, Err, Ok, Outcome
 
 from mcec.codegen import Generated, module_name_for
 from mcec.diagnostics import Diagnostic, error
-from mcec.pyobjects import ResolveError, python_type
+from mcec.run.pyobjects import ResolveError, python_type
 from mcec.span import Span
-from mcec.typed import Program
+from mcec.check.typed import Program
 
 
 class RunError(Exception):

@@ -13,18 +13,17 @@ import sys
 import time
 import types as pytypes
 from pathlib import Path
-from typing import TextIO, TypeAlias
+from typing import TextIO
 
-from mcec.build import STATE_DIR, BuildState, BuildStateError, Fingerprint, build_lock, dependency_hashes, sha256_file
-from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, _color_wanted, collect_specs, load_source
+from mcec.cli.build_state import STATE_DIR, BuildState, BuildStateError, Fingerprint, build_lock, dependency_hashes, sha256_file
+from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, Subparsers, collect_specs, color_wanted, load_source
 from mcec.compiler import CompileResult, compile_source
 from mcec.diagnostics import Diagnostic, Label, error
-from mcec.mypy_check import GeneratedFile, run_mypy
-from mcec.output import OutputError, output_path, stale_module_beside, write_module
+from mcec.codegen.mypy_check import GeneratedFile, run_mypy
+from mcec.cli.output import OutputError, output_path, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
 
-Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _ensure_importable_cwd() -> None:
@@ -121,7 +120,7 @@ def _colliding_outputs(files: list[Path], out_dir: Path | None) -> tuple[list[Pa
 # ---------------------------------------------------------------- mcec compile
 
 
-def add_compile(subparsers: Subparsers) -> None:
+def add_compile(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     """``mcec compile FILE... [-o DIR] [--no-mypy] [--format text|json]``."""
     command = subparsers.add_parser(
         "compile", help="compile specs to Python modules", description="Compile `.mce` specs to `name_mce.py` modules."
@@ -142,7 +141,7 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
     X -> Y``, or, when mypy found errors in Y, ``failed: X -> Y …``.
     """
     _ensure_importable_cwd()
-    reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
+    reporter = Reporter(out, args.format, DEFAULT_LIMIT, color_wanted(out) and args.format == "text")
     out_dir: Path | None = args.output_dir
     files, problems = collect_specs(args.files)
     reporter.add(problems)
@@ -180,7 +179,7 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
 # ---------------------------------------------------------------- mcec build
 
 
-def add_build(subparsers: Subparsers) -> None:
+def add_build(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     """``mcec build [DIR] [--no-mypy] [--format text|json] [--force]``."""
     command = subparsers.add_parser(
         "build",
@@ -202,14 +201,14 @@ def _fingerprint(spec: Path, modules: list[str]) -> Fingerprint:
 def run_build(args: argparse.Namespace, out: TextIO) -> int:
     """Build a folder: compile what changed, mypy the outputs together, one summary line.
 
-    The whole build holds the folder's build lock (``mcec.build``), so two builds
+    The whole build holds the folder's build lock (``mcec.cli.build_state``), so two builds
     of one tree take turns. A ``.mcec`` that cannot hold the state is an MCE006
     diagnostic (exit 2): before compiling when the lock cannot be taken, after
     it — with everything else found — when the state cannot be saved.
     """
     _ensure_importable_cwd()
     folder = Path(args.folder)
-    reporter = Reporter(out, args.format, DEFAULT_LIMIT, _color_wanted(out) and args.format == "text")
+    reporter = Reporter(out, args.format, DEFAULT_LIMIT, color_wanted(out) and args.format == "text")
     if not folder.is_dir():
         reporter.add([error("MCE005", f"no such folder: `{folder}`", Span.file_start(str(folder)))])
         reporter.flush()
@@ -287,7 +286,7 @@ def _build_locked(args: argparse.Namespace, folder: Path, reporter: Reporter, ou
 # ---------------------------------------------------------------- mcec run
 
 
-def add_run(subparsers: Subparsers) -> None:
+def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     """``mcec run FILE PIPELINE --input JSON [--state JSON]``."""
     command = subparsers.add_parser(
         "run",
@@ -311,7 +310,7 @@ def compile_to_run(spec: Path) -> CompileResult | int:
     this run uses the current spec, but code importing that module does not.
     """
     _ensure_importable_cwd()
-    reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
+    reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, color_wanted(sys.stderr))
     source, problem = load_source(spec)
     if problem is not None:
         reporter.add([problem], source)
@@ -337,13 +336,13 @@ def compile_to_run(spec: Path) -> CompileResult | int:
 def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
     """Execute a compiled spec's module; on failure print the diagnostic (at the
     declaration or import whose Python side failed) on stderr and return 1."""
-    from mcec.runner import LoadError, load_module
+    from mcec.run.runner import LoadError, load_module
 
     assert result.program is not None and result.generated is not None
     try:
         return load_module(result.program, result.generated)
     except LoadError as exc:
-        reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, _color_wanted(sys.stderr))
+        reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, color_wanted(sys.stderr))
         reporter.add([exc.diagnostic], result.source)
         reporter.flush()
         return EXIT_ERRORS
@@ -352,7 +351,7 @@ def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
     side does not load, 2 on bad input."""
-    from mcec.runner import RunError, dumps, prepare, run_pipeline
+    from mcec.run.runner import RunError, dumps, prepare, run_pipeline
 
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):

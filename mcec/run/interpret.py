@@ -21,8 +21,8 @@ from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_stat
 from agentmonad.compiled import declared_merge
 from agentmonad.tools import StdioServer, tool, tool_scope
 
-from mcec import typed as t
-from mcec.pyobjects import error_classes, python_type, resolve_path
+from mcec.check import typed as t
+from mcec.run.pyobjects import error_classes, python_type, resolve_path
 from mcec.span import Span
 
 Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]

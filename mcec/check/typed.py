@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias, assert_never
 
 from mcec.span import Span
-from mcec.types import ErrorSet, Type, render_errors
+from mcec.check.types import ErrorSet, Type, render_errors
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import importlib
 from functools import reduce
 from typing import Any, Never
 
-from mcec.types import Builtin, ClassRef, Generic, Type, Union
+from mcec.check.types import Builtin, ClassRef, Generic, Type, Union
 
 _BUILTINS: dict[str, Any] = {
     "str": str,

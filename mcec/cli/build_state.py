@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcec import __version__
-from mcec.output import remove_stale_temporaries, replace_atomically
+from mcec.cli.output import remove_stale_temporaries, replace_atomically
 
 STATE_DIR = Path(".mcec")
 STATE_FILE = STATE_DIR / "build.json"

@@ -1,6 +1,6 @@
-"""``mcec serve FILE [--pipeline NAME]... [--state JSON]``: pipelines as MCP tools over stdio.
+"""Pipelines as MCP tools over stdio: the core of ``mcec serve`` (the command is :mod:`mcec.cli.serve`).
 
-The spec is compiled in memory and loaded as ``mcec run`` does (``mcec.runner``);
+The spec is compiled in memory and loaded as ``mcec run`` does (``mcec.run.runner``);
 a spec with errors, or whose Python side does not load, is reported on stderr
 (exit 1) before anything is served. Then an MCP server (the SDK's low-level
 ``Server``) answers on stdin/stdout with one tool per served pipeline, named
@@ -34,22 +34,18 @@ for everything else, so a step that prints cannot corrupt the stream.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 import types as pytypes
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from agentmonad import Defect, Err, Ok, Outcome, to_tool_result
 
-from mcec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from mcec.commands import Subparsers, compile_to_run, load_compiled
-from mcec.pyobjects import ResolveError, python_type
+from mcec.run.pyobjects import ResolveError, python_type
 from mcec.span import SourceFile
-from mcec.typed import Program, TPipeline, TRef
+from mcec.check.typed import Program, TPipeline, TRef
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
@@ -59,14 +55,14 @@ if TYPE_CHECKING:
 # module level: the CLI imports this module to register `serve` on every run.
 
 __all__ = [
-    "COMMANDS",
     "MAX_DEPTH",
     "PipelineTool",
-    "add_serve",
+    "ServeError",
+    "StateError",
     "entry_pipelines",
     "pipeline_description",
     "pipeline_tools",
-    "run_serve",
+    "serve_stdio",
 ]
 
 #: A result nested deeper than this (objects and arrays) is an ``isError``
@@ -152,7 +148,7 @@ def _output_schema(output_type: Any) -> dict[str, Any] | None:
 
 def _state_factory(program: Program, state_json: str | None = None) -> Callable[[], Any]:
     """A function making each call's fresh state: ``S()``, or ``--state`` validated anew."""
-    from mcec.runner import safe_text
+    from mcec.run.runner import safe_text
 
     if program.state is None:
         if state_json is not None:
@@ -163,7 +159,7 @@ def _state_factory(program: Program, state_json: str | None = None) -> Callable[
     except ResolveError as exc:
         raise ServeError(str(exc)) from exc
     if state_json is not None:
-        from mcec.runner import RunError, _validated
+        from mcec.run.runner import RunError, _validated
 
         try:
             _validated(state_type, state_json, "--state")
@@ -183,7 +179,7 @@ def _state_factory(program: Program, state_json: str | None = None) -> Callable[
 def _pipeline_refs(pipeline: TPipeline) -> set[str]:
     """The names of the pipelines ``pipeline``'s body uses (any node kind: the
     walk goes through every field of every typed-IR node, so constructs added
-    to ``mcec.typed`` later are covered)."""
+    to ``mcec.check.typed`` later are covered)."""
     used: set[str] = set()
     stack: list[object] = [pipeline.body]
     while stack:  # iterative: bodies may nest deeply
@@ -296,7 +292,7 @@ def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
     """The MCP result of an Outcome; may raise (see :func:`render_outcome`)."""
     from mcp.types import CallToolResult
 
-    from mcec.runner import jsonable, safe_text
+    from mcec.run.runner import jsonable, safe_text
 
     if isinstance(outcome, Ok):
         value = jsonable(outcome.value)
@@ -316,7 +312,7 @@ def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
 def render_outcome(tool: PipelineTool, outcome: Outcome[Any, Any, Any]) -> CallToolResult:
     """The MCP result of an Outcome; never raises: a result or error that cannot
     be rendered becomes an ``isError`` result saying so."""
-    from mcec.runner import safe_text
+    from mcec.run.runner import safe_text
 
     try:
         return _render_outcome(outcome)
@@ -331,7 +327,7 @@ async def call_pipeline(tool: PipelineTool, arguments: Mapping[str, Any]) -> Cal
     """Run one call: validate, run with a fresh state, render; never raises (but for cancellation)."""
     from pydantic import ValidationError
 
-    from mcec.runner import safe_text
+    from mcec.run.runner import safe_text
 
     try:
         value = tool.parse(arguments)
@@ -387,66 +383,3 @@ def _tool_entry(tool_class: type[Tool], tool: PipelineTool) -> Tool:
     return tool_class(
         name=tool.name, description=tool.description, input_schema=tool.input_schema, output_schema=tool.output_schema
     )
-
-
-# ---------------------------------------------------------------- the command
-
-
-def add_serve(subparsers: Subparsers) -> None:
-    """``mcec serve FILE [--pipeline NAME]... [--state JSON]``."""
-    command = subparsers.add_parser(
-        "serve",
-        help="serve a spec's pipelines as MCP tools over stdio",
-        description="Compile a spec in memory and serve its pipelines as MCP tools over stdin/stdout.",
-    )
-    command.add_argument("file", metavar="FILE", help="the .mce spec")
-    command.add_argument(
-        "--pipeline",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help="serve this pipeline (repeatable; default: the entry pipelines, those no other pipeline uses)",
-    )
-    command.add_argument(
-        "--state",
-        default=None,
-        metavar="JSON",
-        help="the state each call starts from, as JSON (default: S())",
-    )
-    command.set_defaults(func=run_serve)
-
-
-def run_serve(args: argparse.Namespace, out: TextIO) -> int:
-    """Check and load the spec (problems on stderr, exit 1 or 2), then serve until stdin closes."""
-    from pathlib import Path
-
-    spec = Path(args.file)
-    result = compile_to_run(spec)
-    if isinstance(result, int):
-        return result
-    assert result.program is not None and result.generated is not None
-    try:
-        import mcp  # noqa: F401  (fail early, with a clear message)
-    except ImportError:
-        print("mcec serve: the `mcp` package is needed; pip install 'mcec[mcp]'", file=sys.stderr)
-        return EXIT_USAGE
-    module = load_compiled(result)
-    if isinstance(module, int):
-        return module
-    try:
-        tools = pipeline_tools(result.program, module, args.pipeline, source=result.source, state_json=args.state)
-    except StateError as exc:
-        print(f"mcec serve: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ServeError as exc:
-        print(f"mcec serve: {exc}", file=sys.stderr)
-        return EXIT_ERRORS
-    print(f"mcec serve: {spec}: serving {len(tools)} tool(s) on stdio: {', '.join(t.name for t in tools)}", file=sys.stderr)
-    import anyio
-
-    anyio.run(serve_stdio, tools, f"mcec:{spec.stem}")
-    return EXIT_OK
-
-
-#: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).
-COMMANDS = [add_serve]

@@ -112,9 +112,9 @@ class MceItem(pytest.Item):
     def runtest(self) -> None:
         """Check the spec; raise :class:`MceCheckFailed` with the rendered diagnostics
         on errors, or with the reason when its generated module is stale."""
-        from mcec.cli import load_source
+        from mcec.cli.common import load_source
         from mcec.compiler import check_source, compile_source
-        from mcec.output import stale_module_beside
+        from mcec.cli.output import stale_module_beside
         from mcec.render import render_summary, render_text
         from mcec.span import SourceFile
 
@@ -150,7 +150,7 @@ class MceItem(pytest.Item):
 
     def _mypy(self, code: str, source_map: Any, spec: str) -> tuple[Any, ...]:
         from mcec.codegen import module_name_for
-        from mcec.mypy_check import GeneratedFile, run_mypy
+        from mcec.codegen.mypy_check import GeneratedFile, run_mypy
 
         cache = getattr(self.config, "cache", None)  # absent under `-p no:cacheprovider`
         cache_dir = cache.mkdir("mcec-mypy") if cache is not None else None

@@ -108,11 +108,11 @@ def _find_specs(root: Path, paths: list[str], exclude: list[str]) -> tuple[list[
 
 def _compile(root: Path, specs: list[Path], mypy: bool) -> tuple[list[Path], str, int]:
     """Compile ``specs`` (paths under ``root``); returns (modules written, report text, failures)."""
-    from mcec.cli import load_source
+    from mcec.cli.common import load_source
     from mcec.compiler import compile_source
     from mcec.diagnostics import Diagnostic, error
-    from mcec.mypy_check import GeneratedFile, run_mypy
-    from mcec.output import OutputError, output_path, write_module
+    from mcec.codegen.mypy_check import GeneratedFile, run_mypy
+    from mcec.cli.output import OutputError, output_path, write_module
     from mcec.render import render_summary, render_text
     from mcec.span import SourceFile, Span
 

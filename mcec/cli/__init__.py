@@ -1,0 +1,84 @@
+"""The ``mcec`` command line: the only package of the compiler that does file I/O.
+
+Structure: :func:`build_parser` creates one argparse sub-command per entry of
+:data:`COMMAND_MODULES`: each of those modules has a ``COMMANDS`` list of small
+``add_<name>(subparsers)`` functions that declare a command's arguments and set
+``func`` to the function running it, ``run_<name>(args, out) -> int``. To add a
+command, write those two functions in a module of this package and list it;
+shared helpers are in :mod:`mcec.cli.common`.
+
+Exit status: 0 no error (warnings allowed), 1 an error was reported, 2 usage or
+I/O problem (a missing file is an MCE005 diagnostic), 3 internal compiler error
+(a bug, reported in one tidy line instead of a traceback).
+
+Diagnostics go to stdout (they are the output of ``check``); in text mode a
+summary line (``error: 2 errors, 1 warning emitted``) follows them. Text is
+coloured only when stdout is a terminal and ``NO_COLOR`` is unset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from mcec.cli.common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_USAGE, Subparsers, UsageError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
+
+#: The modules that add sub-commands; each has a ``COMMANDS`` list of ``add_<name>`` functions.
+COMMAND_MODULES: list[str] = ["mcec.cli.check", "mcec.cli.compile", "mcec.cli.fmt", "mcec.cli.graph", "mcec.cli.serve"]
+
+
+def _commands() -> list[Callable[[Subparsers[argparse.ArgumentParser]], None]]:
+    """The ``add_<name>`` functions of every module in :data:`COMMAND_MODULES`."""
+    adders: list[Callable[[Subparsers[argparse.ArgumentParser]], None]] = []
+    for name in COMMAND_MODULES:
+        adders.extend(importlib.import_module(name).COMMANDS)
+    return adders
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser with every sub-command of :data:`COMMAND_MODULES`."""
+    from mcec import __version__
+
+    parser = argparse.ArgumentParser(prog="mcec", description="The Monadic Context Engineering compiler.")
+    parser.add_argument("--version", action="version", version=f"mcec {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in _commands():
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mcec`` console script; returns the exit status."""
+    out = sys.stdout
+    if hasattr(out, "reconfigure"):
+        # Never fail on a terminal that cannot show a character of a spec.
+        out.reconfigure(errors="backslashreplace")
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        status: int = args.func(args, out)
+        return status
+    except UsageError as exc:
+        print(f"mcec: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # the reader went away (`mcec check … | head`): not an error of ours. Point
+        # stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_ERRORS
+    except Exception as exc:  # a bug: one tidy line, never a traceback
+        message = str(exc) or type(exc).__name__
+        print(f"internal compiler error: {type(exc).__name__}: {message}", file=sys.stderr)
+        print("this is a bug in mcec; please report it with the spec that triggered it", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,138 @@
+"""What every command shares: reading specs, finding them below folders, and printing diagnostics.
+
+The commands (``mcec.cli.check``, ``compile``, ``fmt``, ``graph``, ``serve``) do
+their file I/O through these helpers and report through :class:`Reporter`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from mcec.diagnostics import Diagnostic, error
+from mcec.render import DEFAULT_LIMIT, render_json, render_summary, render_text
+from mcec.span import SourceFile, Span
+
+__all__ = [
+    "EXIT_ERRORS",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Reporter",
+    "Subparsers",
+    "UsageError",
+    "collect_specs",
+    "color_wanted",
+    "load_source",
+    "non_negative",
+]
+
+#: Exit statuses.
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+#: What ``add_<name>`` functions receive to add their sub-command.
+Subparsers = argparse._SubParsersAction  # noqa: SLF001 (argparse's own type for add_subparsers())
+
+
+class UsageError(Exception):
+    """A problem with the command line or the files it names (exit status 2)."""
+
+
+def _file_span(path: str) -> Span:
+    """A span for a whole file we could not read (no excerpt is shown)."""
+    return Span.file_start(path)
+
+
+def load_source(path: Path) -> tuple[SourceFile | None, Diagnostic | None]:
+    """Read a spec as UTF-8.
+
+    Returns ``(source, None)``; ``(None, MCE005)`` when the file cannot be read;
+    or ``(source, MCE001)`` when it is not valid UTF-8 (the source then has the
+    bad bytes replaced, so the diagnostic can show the line).
+    """
+    name = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return None, error("MCE005", f"cannot read `{name}`: {reason}", _file_span(name))
+    try:
+        return SourceFile(name, data.decode("utf-8")), None
+    except UnicodeDecodeError as exc:
+        source = SourceFile(name, data.decode("utf-8", errors="replace"))
+        good = len(data[: exc.start].decode("utf-8"))
+        return source, error(
+            "MCE001",
+            f"the file is not valid UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded",
+            source.span(good, good + 1),
+            help="save the spec as UTF-8",
+        )
+
+
+def collect_specs(paths: Sequence[str]) -> tuple[list[Path], list[Diagnostic]]:
+    """The files to process: each file named, and every ``*.mce`` below each folder (sorted).
+
+    A path that does not exist is an MCE005 diagnostic.
+    """
+    files: list[Path] = []
+    problems: list[Diagnostic] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.mce") if p.is_file()))
+        elif path.exists():
+            files.append(path)
+        else:
+            problems.append(error("MCE005", f"no such file or folder: `{raw}`", _file_span(raw)))
+    return files, problems
+
+
+@dataclass
+class Reporter:
+    """Prints diagnostics in the chosen format and remembers what was reported."""
+
+    out: TextIO
+    format: str = "text"
+    limit: int | None = DEFAULT_LIMIT
+    color: bool = False
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+
+    def add(self, diagnostics: Sequence[Diagnostic], source: SourceFile | None = None) -> None:
+        """Record diagnostics (and the source they point into)."""
+        if source is not None:
+            self.sources[source.path] = source
+        self.diagnostics.extend(diagnostics)
+
+    @property
+    def has_errors(self) -> bool:
+        """True when any recorded diagnostic is an error."""
+        return any(d.is_error for d in self.diagnostics)
+
+    def flush(self) -> None:
+        """Print everything recorded (text: with the limit and the summary line)."""
+        if self.format == "json":
+            shown = self.diagnostics if self.limit is None else self.diagnostics[: self.limit]
+            for diagnostic in shown:
+                self.out.write(render_json(diagnostic) + "\n")
+        else:
+            self.out.write(render_text(self.diagnostics, self.sources, color=self.color, limit=self.limit))
+            self.out.write(render_summary(self.diagnostics, color=self.color))
+        self.out.flush()
+
+
+def color_wanted(out: TextIO) -> bool:
+    """True when ``out`` is a terminal and ``NO_COLOR`` is unset."""
+    return out.isatty() and not os.environ.get("NO_COLOR")
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: an int that is 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value

@@ -1,0 +1,1 @@
+"""mcec inside other tools: the pytest plugin and the hatch build hook."""

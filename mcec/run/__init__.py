@@ -1,0 +1,2 @@
+"""Running what the compiler built: the generated module (runner), the reference interpreter,
+and serving pipelines over MCP (serve)."""
