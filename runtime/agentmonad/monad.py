@@ -21,8 +21,10 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Never, TypeVar
 
+from ._show import callable_name, short_repr
 from .concurrency import run_group
 from .contract import fn_defect, raised, stop
+from .errors import Defect
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
 
@@ -41,7 +43,7 @@ _DEFAULT_MERGE: Any = merge_states
 
 
 def _name(f: object) -> str:
-    return str(getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f))
+    return callable_name(f)
 
 
 class AgentMonad(Generic[_S, _E_co, _A_co]):
@@ -516,7 +518,9 @@ async def _interpret(prog: AgentMonad[Any, Any, Any], state: Any) -> Outcome[Any
             else:
                 error, state, site, failed = out.error, out.state, out.site, True
         else:
-            raise TypeError(f"not an AgentMonad program: {cur!r}")
+            # a continuation, handler or ``each`` body returned something else
+            bad = cur
+            raise Defect("<program>", state, reason=lambda: f"{short_repr(bad)} is not an AgentMonad program")
 
         # -- unwind ------------------------------------------------------------
         if not failed:
