@@ -22,12 +22,14 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, TypeVar
 
 from ._show import exception_text, safe_str, short_repr, truncate
-from .errors import ToolFailed, ToolUnavailable
+from .errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
 from .outcome import Err, Ok, Outcome
 
 __all__ = ["ToolResult", "TextContent", "to_tool_result", "from_tool_result", "to_jsonable"]
 
 _S = TypeVar("_S")
+
+_INVALID = ToolUnavailableKind.INVALID_RESULT
 
 
 class TextContent(TypedDict):
@@ -158,7 +160,8 @@ def from_tool_result(
 
     ``isError`` → ``Err(ToolFailed(server, tool, text), state)``. Otherwise the
     value depends on ``output``: a pydantic model class validates
-    ``structuredContent`` (failing → ``ToolUnavailable``); ``str`` gives the
+    ``structuredContent`` (failing → ``ToolUnavailable`` of kind
+    ``INVALID_RESULT``, as is text that is JSON too deep to decode); ``str`` gives the
     text content; anything else (``None``, ``Any``) gives ``structuredContent``
     with a lone ``"result"`` key unwrapped, or the text parsed as JSON when
     there is no structured content.
@@ -172,11 +175,12 @@ def from_tool_result(
     validate = getattr(output, "model_validate", None)
     if validate is not None:
         if structured is None:
-            return Err(ToolUnavailable(server, tool, "result has no structuredContent"), state)
+            return Err(ToolUnavailable(server, tool, "result has no structuredContent", _INVALID), state)
         try:
             return Ok(validate(structured), state)
         except Exception as exc:  # pydantic.ValidationError, without importing pydantic
-            return Err(ToolUnavailable(server, tool, f"result does not validate: {exc}"), state)
+            reason = f"result does not validate: {safe_str(exc)}"
+            return Err(ToolUnavailable(server, tool, reason, _INVALID), state)
     if structured is not None:
         if isinstance(structured, Mapping) and set(structured) == {"result"}:
             return Ok(structured["result"], state)
@@ -184,5 +188,9 @@ def from_tool_result(
     text = _text(content)
     try:
         return Ok(json.loads(text), state)
+    except RecursionError:
+        # JSON, but nested deeper than Python can decode: not a result we can hand on.
+        reason = "the result's text is JSON nested too deeply to decode"
+        return Err(ToolUnavailable(server, tool, reason, _INVALID), state)
     except ValueError:
         return Ok(text, state)
