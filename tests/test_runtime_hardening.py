@@ -14,7 +14,7 @@ import json
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Never
 
 import pytest
 from hypothesis import given, settings
@@ -151,6 +151,14 @@ def test_a_continuation_returning_a_hostile_non_program_is_a_defect(value: Any) 
     with pytest.raises(Defect) as info:
         AgentMonad.pure(1).then(lambda _: value).run_sync(0)
     assert "not an AgentMonad program" in str(info.value) and repr(info.value)
+
+
+def test_agentmonad_cannot_be_subclassed() -> None:
+    """The interpreter dispatches over its own node classes only, exhaustively."""
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+
+        class Mine(AgentMonad[int, Never, int]):
+            pass
 
 
 @settings(max_examples=100, deadline=None)
