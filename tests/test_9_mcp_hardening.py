@@ -254,6 +254,20 @@ def test_call_tool_raises_with_the_kind(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+def test_without_the_mcp_package_a_tool_is_unavailable_not_an_exception() -> None:
+    """The transport needs ``mcp``; without it the call is ``START_FAILED``, as before."""
+    script = (
+        "import asyncio, sys\n"
+        "sys.modules['mcp'] = None  # as if it were not installed\n"
+        "from agentmonad.tools import StdioServer, tool\n"
+        "out = asyncio.run(tool(StdioServer('s', 'python -c pass'), 't', str)(None, {}))\n"
+        "print(out.error.kind.name, '|', out.error.reason)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("START_FAILED | the `mcp` package is needed to call MCP tools")
+
+
 def test_the_constructor_stays_compatible() -> None:
     old = ToolUnavailable("s", "t", "r")
     assert old.kind is Kind.UNSPECIFIED and (old.server, old.tool, old.reason) == ("s", "t", "r")

@@ -10,8 +10,8 @@ SDK's ``stdio_client``, because it needs three things that one does not give:
   process it started cannot outlive the tool scope. (A process that leaves the
   group on purpose, e.g. a daemon calling ``setsid``, escapes by design.)
 - **Only a bounded tail of stderr is kept.** stderr is a pipe, read as it
-  comes; ``Tail`` keeps its last ``STDERR_KEEP`` bytes, so a chatty server in a
-  long-lived scope holds no growing file or buffer.
+  comes into the connection's ``tools.Tail``, which keeps only its last bytes,
+  so a chatty server in a long-lived scope holds no growing file or buffer.
 - **Whether the connection really ended.** ``Link.closed`` is set when the
   server closed its stdout or its stdin broke, and always *before* the session
   learns of it, so a caller that gets an error can tell a lost connection from
@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from subprocess import PIPE
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 from anyio.abc import Process
@@ -48,10 +48,10 @@ from mcp.types import PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adap
 
 from ._show import exception_text, truncate
 
-__all__ = ["Tail", "Link", "open_stdio", "UNPARSED", "STDERR_KEEP"]
+if TYPE_CHECKING:
+    from .tools import Tail
 
-#: Bytes of a server's stderr that are kept (the last ones).
-STDERR_KEEP = 16 * 1024
+__all__ = ["Link", "open_stdio", "UNPARSED"]
 #: Seconds a server gets to exit by itself once its stdin is closed.
 EXIT_GRACE = 2.0
 #: Seconds between SIGTERM and SIGKILL to what is left of a process group.
@@ -64,42 +64,6 @@ _POLL = 0.01
 UNPARSED = "agentmonad: the server's answer could not be parsed"
 
 Incoming: TypeAlias = "SessionMessage | Exception"
-
-
-class Tail:
-    """The last ``limit`` bytes written to a stream.
-
-    >>> t = Tail(8)
-    >>> t.add(b"hello "); t.add(b"world\\n")
-    >>> len(t), t.text(100)
-    (8, '…o world')
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._data = bytearray()
-        self._dropped = False
-
-    def add(self, chunk: bytes) -> None:
-        """Append ``chunk``, forgetting what no longer fits."""
-        if len(chunk) >= self.limit:
-            self._data[:] = chunk[-self.limit :]
-            self._dropped = True
-            return
-        self._data += chunk
-        excess = len(self._data) - self.limit
-        if excess > 0:
-            del self._data[:excess]
-            self._dropped = True
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def text(self, chars: int) -> str:
-        """At most the last ``chars`` characters kept, stripped; ``…`` marks a cut."""
-        text = self._data.decode("utf-8", errors="replace").strip()
-        cut = self._dropped or len(text) > chars
-        return ("…" if cut and text else "") + text[-chars:]
 
 
 @dataclass(eq=False)

@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.types import CallToolResult
 
-    from ._stdio import Link, Tail
+    from ._stdio import Link
 
 __all__ = [
     "StdioServer",
@@ -123,6 +123,8 @@ TIMEOUT_ENV = "MCEC_TOOL_TIMEOUT"
 #: Environment variable overriding :data:`DEFAULT_START_TIMEOUT` (seconds, > 0).
 START_TIMEOUT_ENV = "MCEC_TOOL_START_TIMEOUT"
 
+#: Bytes of a server's stderr that are kept (the last ones).
+STDERR_KEEP = 16 * 1024
 #: How much of a failed server's stderr a reason quotes.
 _STDERR_TAIL = 800
 #: Seconds a lost connection waits for the server's last stderr words before quoting them.
@@ -205,12 +207,46 @@ def _describe(exc: BaseException) -> str:
 # ---------------------------------------------------------------- connections
 
 
+class Tail:
+    """The last ``limit`` bytes written to a stream (a server's stderr).
+
+    >>> t = Tail(8)
+    >>> t.add(b"hello "); t.add(b"world\\n")
+    >>> len(t), t.text(100)
+    (8, '…o world')
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._data = bytearray()
+        self._dropped = False
+
+    def add(self, chunk: bytes) -> None:
+        """Append ``chunk``, forgetting what no longer fits."""
+        if len(chunk) >= self.limit:
+            self._data[:] = chunk[-self.limit :]
+            self._dropped = True
+            return
+        self._data += chunk
+        excess = len(self._data) - self.limit
+        if excess > 0:
+            del self._data[:excess]
+            self._dropped = True
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def text(self, chars: int) -> str:
+        """At most the last ``chars`` characters kept, stripped; ``…`` marks a cut."""
+        text = self._data.decode("utf-8", errors="replace").strip()
+        cut = self._dropped or len(text) > chars
+        return ("…" if cut and text else "") + text[-chars:]
+
+
 class _Connection:
     """One server in one scope: a background task owning the process and session."""
 
     def __init__(self, server: StdioServer, start_timeout: float) -> None:
-        from ._stdio import STDERR_KEEP, Tail
-
         self.server = server
         self.start_timeout = start_timeout
         self.session: ClientSession | None = None
