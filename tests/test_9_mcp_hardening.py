@@ -12,6 +12,7 @@ import asyncio
 import os
 import pickle
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -243,6 +244,26 @@ def test_each_kind_of_unavailability(tmp_path: Path, kind: Kind) -> None:
     assert str(error).startswith(f"{error.server}.{error.tool} unavailable: ")
     assert error != ToolUnavailable(error.server, error.tool, error.reason)  # UNSPECIFIED
     assert_all_gone(tmp_path)
+
+
+def test_a_server_that_died_between_calls_is_connection_lost(tmp_path: Path) -> None:
+    """Killed while idle: the next call finds the connection closed, whatever code the SDK used."""
+    server = box(tmp_path)
+
+    async def main() -> tuple[Any, Any]:
+        async with tool_scope():
+            first = await tool(server, "echo", str)(None, {"text": "a"})
+            (pid,) = server_pids(tmp_path)
+            os.kill(pid, signal.SIGKILL)
+            while alive(pid):
+                await asyncio.sleep(0.02)
+            return first, await tool(server, "echo", str)(None, {"text": "b"})
+
+    first, second = asyncio.run(main())
+    assert first == Ok("a", None)
+    assert isinstance(second, Err) and second.error.kind is Kind.CONNECTION_LOST
+    assert "closed the connection" in second.error.reason
+    assert_all_gone(tmp_path, expected=1)
 
 
 def test_call_tool_raises_with_the_kind(tmp_path: Path) -> None:

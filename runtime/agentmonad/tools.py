@@ -317,7 +317,10 @@ class _Connection:
                         # Serve calls (they run in the callers' tasks) until the scope closes.
                         await anyio.sleep_forever()
         except Exception as exc:
-            self._fail(self._start_failure(exc), Kind.START_FAILED)
+            if self.session is not None:  # it had started: the connection broke afterwards
+                self._fail(f"the connection broke: {_describe(exc)}", Kind.CONNECTION_LOST)
+            else:
+                self._fail(self._start_failure(exc), Kind.START_FAILED)
         finally:
             if self.failure is None:
                 self.failure = _Unavailable("the run's tool scope has closed", Kind.CONNECTION_LOST)
