@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .tools import Tail
 
 __all__ = ["Link", "open_stdio", "UNPARSED"]
+
 #: Seconds a server gets to exit by itself once its stdin is closed.
 EXIT_GRACE = 2.0
 #: Seconds between SIGTERM and SIGKILL to what is left of a process group.
