@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agentmonad import Err, Ok, ToolUnavailable
+from agentmonad import Err, Ok, ToolUnavailable, ToolUnavailableKind
 from agentmonad.tools import tool_scope
 from examples.research.impl import AddArgs, AgentState, SearchArgs
 from examples.research import impl
@@ -95,7 +95,7 @@ def test_research_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
     guess = seen["guess"]
     assert isinstance(guess, Err) and guess.error == ToolUnavailable(
-        "search", "guess", "the server has no tool 'guess' (it lists: add, search)"
+        "search", "guess", "the server has no tool 'guess' (it lists: add, search)", ToolUnavailableKind.UNKNOWN_TOOL
     )
     # the state at the failure: planned, no tool ran; synthesize never ran
     assert guess.state == AgentState(question="please guess", history=("plan: guess",), tool_calls=0)

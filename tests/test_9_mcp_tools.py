@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from agentmonad import Err, Ok, ToolFailed, ToolUnavailable
+from agentmonad import ToolUnavailableKind as Kind
 from agentmonad.tools import StdioServer, call_tool, tool, tool_scope
 from mcec.compiler import compile_source
 from mcec.run.interpret import interpret
@@ -166,7 +167,10 @@ def test_tool_outcomes_compiled_and_interpreted_agree(tmp_path: Path, monkeypatc
 
     failed, unknown, invalid, stuck = (outcomes[n].error for n in ("fails", "unknown", "invalid", "stuck"))
     assert (failed.server, failed.tool) == ("box", "fail") and "rate limited" in failed.text
-    assert unknown.reason == "the server has no tool 'missing' (it lists: add, bad_hits, crash, echo, fail, hang, search, slow)"
+    assert unknown.reason == (
+        "the server has no tool 'missing' (it lists: add, bad_hits, crash, deep_text, echo, fail, hang, search, "
+        "server_error, shout, slow, spawn)"
+    )
     assert "invalid result" in invalid.reason or "does not validate" in invalid.reason
     assert stuck.reason == "no answer within 0.5s"
 
@@ -257,7 +261,9 @@ def test_servers_that_cannot_start(tmp_path: Path) -> None:
         )
 
     not_found, exited, never = asyncio.run(main())
-    assert not_found == ToolUnavailable("s", "anything", "cannot start `/definitely/not/a/program --flag`: command not found")
+    assert not_found == ToolUnavailable(
+        "s", "anything", "cannot start `/definitely/not/a/program --flag`: command not found", Kind.START_FAILED
+    )
     assert isinstance(exited, Err) and isinstance(exited.error, ToolUnavailable)
     assert "exited during start-up" in exited.error.reason and "no config file" in exited.error.reason
     assert isinstance(never, Err) and isinstance(never.error, ToolUnavailable)
@@ -356,7 +362,10 @@ def test_timeout_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
     outcome = asyncio.run(main())
     assert outcome == Err(
-        ToolUnavailable("s", "t", "$MCEC_TOOL_START_TIMEOUT must be a positive number of seconds, not 'soon'"), None
+        ToolUnavailable(
+            "s", "t", "$MCEC_TOOL_START_TIMEOUT must be a positive number of seconds, not 'soon'", Kind.START_FAILED
+        ),
+        None,
     )
     with pytest.raises(ValueError):
         tool(StdioServer("s", "true"), "t", str, timeout=0)

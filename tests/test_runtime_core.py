@@ -324,7 +324,10 @@ def test_mcp_accepts_objects_with_attributes() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["outcome", "errors", "merge", "contract", "monad", "steps", "compiled", "mcp_result", "concurrency"],
+    [
+        "outcome", "errors", "merge", "contract", "monad", "steps", "compiled",
+        "mcp_result", "concurrency", "_show", "tools", "_stdio",
+    ],
 )
 def test_doctests(module: str) -> None:
     mod = importlib.import_module(f"agentmonad.{module}")

@@ -7,6 +7,7 @@ class below has string annotations, so reducers are found only through
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -43,9 +44,12 @@ def test_append_collects_suffixes_in_branch_order() -> None:
 
 
 def test_append_rejects_rewritten_history() -> None:
+    # Two branches changed the log and one of them rewrote it: Append cannot combine them.
     with pytest.raises(MergeConflict) as info:
-        merge_states(DC(log=("x",)), [DC(log=("y", "z")), DC(log=("x",))])
+        merge_states(DC(log=("x",)), [DC(log=("y", "z")), DC(log=("x",)), DC(log=("x", "a"))])
     assert info.value.field == "log"
+    # Alone, the rewrite is just that branch's value (LANGUAGE.md §6).
+    assert merge_states(DC(log=("x",)), [DC(log=("y", "z")), DC(log=("x",))]).log == ("y", "z")
 
 
 def test_sum_adds_deltas() -> None:
@@ -140,6 +144,81 @@ def test_merge_is_associative(a: DC, b: DC, c: DC) -> None:
     left = merged_or_conflict([ab, c]) if ab is not None else None
     right = merged_or_conflict([a, bc]) if bc is not None else None
     assert flat == left == right
+
+
+# -- a field changed by one branch takes its value (property) ---------------------
+
+
+class Veto(Reducer):
+    """A reducer that refuses every combination: it must never be asked about a
+    field that only one branch changed."""
+
+    def reduce(self, field: str, base: Any, values: Sequence[Any], states: Sequence[Any]) -> Any:
+        raise MergeConflict(field, values, states)
+
+
+@dataclass(frozen=True)
+class Fields:
+    log: Annotated[tuple[str, ...], Append] = ("b0",)
+    total: Annotated[int, Sum] = 0
+    answer: str = ""
+    veto: Annotated[int, Veto] = 0
+
+
+FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    # any tuple: a branch may extend the log or replace it altogether
+    "log": st.lists(st.sampled_from(["a", "b", "b0"]), max_size=3).map(tuple),
+    "total": st.integers(-3, 3),
+    "answer": st.sampled_from(["", "x", "y"]),
+    "veto": st.integers(-2, 2),
+}
+
+
+@st.composite
+def single_writer_groups(draw: st.DrawFn) -> tuple[Fields, list[Fields], dict[str, Any]]:
+    """A base, branches in which each field is changed by at most one branch, and those changes."""
+    base = Fields(
+        log=draw(FIELD_VALUES["log"]),
+        total=draw(FIELD_VALUES["total"]),
+        answer=draw(FIELD_VALUES["answer"]),
+        veto=draw(FIELD_VALUES["veto"]),
+    )
+    n = draw(st.integers(1, 5))
+    changes: list[dict[str, Any]] = [{} for _ in range(n)]
+    expected: dict[str, Any] = {}
+    for name, values in FIELD_VALUES.items():
+        owner = draw(st.integers(-1, n - 1))  # -1: no branch changes this field
+        if owner >= 0:
+            value = draw(values.filter(lambda v, old=getattr(base, name): v != old))
+            changes[owner][name] = value
+            expected[name] = value
+    branches = [dataclasses.replace(base, **c) for c in changes]
+    return base, branches, expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(single_writer_groups())
+def test_a_field_changed_by_one_branch_takes_its_value_and_never_conflicts(
+    group: tuple[Fields, list[Fields], dict[str, Any]],
+) -> None:
+    """LANGUAGE.md §6: reducers (here ``Append``, ``Sum`` and the refusing ``Veto``)
+    only combine two or more changes; with at most one writer per field the
+    merge never raises, whatever that writer did to the field."""
+    base, branches, expected = group
+    assert merge_states(base, branches) == dataclasses.replace(base, **expected)
+
+
+def test_par_with_one_stateful_branch_that_replaces_an_append_log() -> None:
+    """The issue's ``note >>= par <restart, ident>``: only ``restart`` touches the
+    ``Append`` log, and it replaces it; the group succeeds with that log."""
+
+    def note(_: int) -> AgentMonad[Fields, Any, int]:
+        return AgentMonad.modify(lambda s: dataclasses.replace(s, log=s.log + ("note",))).map(lambda _: 1)
+
+    restart = AgentMonad.modify(lambda s: dataclasses.replace(s, log=("restarted",))).map(lambda _: 2)
+    ident: AgentMonad[Fields, Any, int] = AgentMonad.pure(3)
+    prog = note(0).then(lambda _: AgentMonad.par([restart, ident]))
+    assert prog.run_sync(Fields()) == Ok((2, 3), Fields(log=("restarted",)))
 
 
 # -- merges inside par ------------------------------------------------------------

@@ -4,12 +4,13 @@
 - ``AgentMonad``: a lazy, stack-safe ``S -> IO (Outcome)`` with ``par``/``each``.
 - ``lift_step``/``lift_fn``: step implementations → Kleisli arrows.
 - ``merge_states``, ``Append``, ``Sum``: merging parallel branches' states.
-- ``Defect`` and the built-in errors ``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``.
+- ``Defect`` and the built-in errors ``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``
+  (whose ``kind`` is a ``ToolUnavailableKind``).
 - ``to_tool_result``/``from_tool_result``: the MCP mapping.
 - ``agentmonad.compiled``: what generated code calls.
 """
 
-from .errors import Defect, MergeConflict, ToolFailed, ToolUnavailable
+from .errors import Defect, MergeConflict, ToolFailed, ToolUnavailable, ToolUnavailableKind
 from .mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
 from .merge import Append, Merge, Reducer, Sum, merge_states
 from .monad import AgentMonad
@@ -28,6 +29,7 @@ __all__ = [
     "MergeConflict",
     "ToolFailed",
     "ToolUnavailable",
+    "ToolUnavailableKind",
     "Append",
     "Sum",
     "Reducer",

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeAlias, TypeVar
 
+from ._show import callable_name
 from .concurrency import run_group
 from .contract import raised
 from .contract import stop as _stop
@@ -114,9 +115,8 @@ def declared_merge(merge: Callable[[_S, Sequence[_S]], _S]) -> Callable[[_S, Seq
         try:
             return merge(base, branches)
         except MergeConflict as conflict:
-            name = getattr(merge, "__qualname__", repr(merge))
             raise MergeContractError(
-                f"the declared merge {name} raised MergeConflict ({conflict}), "
+                f"the declared merge {callable_name(merge)} raised MergeConflict ({conflict}), "
                 "but a file with a custom merge has no MergeConflict in its error sets"
             ) from conflict
 

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from ._show import short_repr
 from .errors import Defect, MergeConflict
 from .outcome import Err, Ok, Outcome, Site
 
@@ -35,6 +36,10 @@ def _as_defect(exc: Exception, site: Site | None, state: object) -> Defect:
     if isinstance(exc, Defect):
         return exc
     return Defect(site if site is not None else "<par>", state, exc)
+
+
+def _not_an_outcome(result: object) -> Callable[[], str]:
+    return lambda: f"a branch returned {short_repr(result)}, not an Ok or Err"
 
 
 def merge_outcome(
@@ -134,7 +139,7 @@ async def run_group(
                     defect = Defect(
                         site if site is not None else "<par>",
                         state,
-                        reason=f"a branch returned {result!r}, not an Ok or Err",
+                        reason=_not_an_outcome(result),
                     )
                     break
                 if next_index < count:

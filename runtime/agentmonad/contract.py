@@ -6,7 +6,11 @@ error types is an ``Err`` with the state the step received; returning an
 an ``Outcome``, or raising anything else is a ``Defect``. ``KeyboardInterrupt``,
 ``SystemExit`` and ``CancelledError`` are not ``Exception``\\ s and are never
 caught here. Both the interpreter (``AgentMonad``) and generated code (through
-``agentmonad.compiled``) use these two functions, only on their slow paths.
+``agentmonad.compiled``) use these functions, only on their slow paths.
+
+The Defects raised here quote the offending value only when their message is
+read, and through ``_show``: a value whose ``__repr__``/``__str__`` raises
+still becomes a Defect like any other, never an exception of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, NoReturn
 
+from ._show import short_repr, type_name
 from .errors import Defect
 from .outcome import Err, Ok, Site
 
@@ -47,24 +52,35 @@ def stop(
             if result.site is None:
                 return Err(result.error, result.state, site)
             return result
+        error = result.error
+
+        def undeclared() -> str:
+            shown = short_repr(error)
+            return f"returned Err({shown}), but {shown} is not a {_names(errors)}"
+
         raise Defect(
             site,
             result.state,
-            result.error if isinstance(result.error, BaseException) else None,
-            reason=(
-                f"returned Err({result.error!r}), but {result.error!r} is not a "
-                f"{_names(errors)}"
-            ),
+            error if isinstance(error, BaseException) else None,
+            reason=undeclared,
         )
     if type(result) is Ok:  # not a stop at all; callers check Ok first
         raise TypeError("stop() called with an Ok")
-    if inspect.isawaitable(result):
+    if _is_awaitable(result):
         if inspect.iscoroutine(result):
             result.close()  # no "never awaited" warning on top of the defect
-        reason = f"returned an awaitable ({type(result).__name__}); is it an async step?"
-    else:
-        reason = f"returned {result!r}, not an Ok or Err"
-    raise Defect(site, state, reason=reason)
+        name = type_name(result)
+        raise Defect(site, state, reason=f"returned an awaitable ({name}); is it an async step?")
+    raise Defect(site, state, reason=lambda: f"returned {short_repr(result)}, not an Ok or Err")
+
+
+def _is_awaitable(value: object) -> bool:
+    # ``inspect.isawaitable`` reads attributes of ``value``, which a hostile
+    # object may make raise; such an object is simply not an awaitable here.
+    try:
+        return inspect.isawaitable(value)
+    except Exception:
+        return False
 
 
 def raised(

@@ -21,12 +21,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, TypeVar
 
-from .errors import ToolFailed, ToolUnavailable
+from ._show import exception_text, safe_str, short_repr, truncate
+from .errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
 from .outcome import Err, Ok, Outcome
 
 __all__ = ["ToolResult", "TextContent", "to_tool_result", "from_tool_result", "to_jsonable"]
 
 _S = TypeVar("_S")
+
+_INVALID = ToolUnavailableKind.INVALID_RESULT
 
 
 class TextContent(TypedDict):
@@ -60,31 +63,67 @@ def to_jsonable(value: object) -> Any:
 
 
 def render_error(error: object) -> str:
-    """The text of an error: ``Type: message`` for exceptions."""
+    """The text of an error: ``Type: message`` for exceptions. Never raises: a
+    message that cannot be rendered shows as ``<unprintable T object>``.
+
+    >>> render_error(KeyError("k")), render_error({"code": 7})
+    ("KeyError: 'k'", '{"code": 7}')
+    """
     if isinstance(error, BaseException):
-        return f"{type(error).__name__}: {error}"
-    text = to_jsonable(error)
-    return text if isinstance(text, str) else json.dumps(text, default=str)
+        return exception_text(error)
+    try:
+        text = to_jsonable(error)
+        return text if isinstance(text, str) else json.dumps(text, default=str)
+    except Exception:
+        return safe_str(error)
 
 
 def _text(content: list[TextContent]) -> str:
     return "".join(c["text"] for c in content)
 
 
+def _error_result(text: str) -> ToolResult:
+    return {"content": [{"type": "text", "text": text}], "structuredContent": None, "isError": True}
+
+
+def _serialised(value: object) -> tuple[str, Any]:
+    """``value`` as JSON text and the structured content that text denotes.
+
+    Raises when the value has no JSON form: nested too deeply, ``NaN``, a key
+    that is not a string, or an object whose own conversion raises.
+    """
+    data = to_jsonable(value)
+    if isinstance(data, str):
+        return data, data
+    text = json.dumps(data, default=str, allow_nan=False)
+    # The structured content is read back from the text, so both say the same
+    # (objects json only knows through ``str`` appear as that string in both).
+    return text, json.loads(text)
+
+
 def to_tool_result(outcome: Outcome[Any, Any, Any]) -> ToolResult:
     """``Ok`` → ``structuredContent`` (a non-dict value wrapped as
     ``{"result": value}``) plus its JSON text; ``Err`` → ``isError: true`` with
-    the error rendered as text (and the failing step's site, when known)."""
+    the error rendered as text.
+
+    Total: it never raises. An ``Ok`` whose value has no JSON form (nested too
+    deeply, ``NaN``, an object whose conversion raises) becomes an ``isError``
+    result saying so, and an error whose ``__str__`` raises is rendered as
+    ``<unprintable T object>``.
+
+    >>> to_tool_result(Ok(float("nan"), None))["content"][0]["text"]
+    'the result cannot be serialised as JSON: ValueError: Out of range float values are not JSON compliant'
+    >>> to_tool_result(Ok(float("nan"), None))["isError"]
+    True
+    """
     if type(outcome) is Err:
-        text = render_error(outcome.error)
-        return {
-            "content": [{"type": "text", "text": text}],
-            "structuredContent": None,
-            "isError": True,
-        }
-    assert type(outcome) is Ok, f"not an Outcome: {outcome!r}"
-    data = to_jsonable(outcome.value)
-    text = data if isinstance(data, str) else json.dumps(data, default=str)
+        return _error_result(render_error(outcome.error))
+    if type(outcome) is not Ok:
+        return _error_result(f"not an Ok or Err: {short_repr(outcome)}")
+    try:
+        text, data = _serialised(outcome.value)
+    except Exception as exc:  # RecursionError included: it is an Exception
+        return _error_result(f"the result cannot be serialised as JSON: {truncate(exception_text(exc), 500)}")
     structured = data if isinstance(data, dict) else {"result": data}
     return {
         "content": [{"type": "text", "text": text}],
@@ -121,7 +160,8 @@ def from_tool_result(
 
     ``isError`` → ``Err(ToolFailed(server, tool, text), state)``. Otherwise the
     value depends on ``output``: a pydantic model class validates
-    ``structuredContent`` (failing → ``ToolUnavailable``); ``str`` gives the
+    ``structuredContent`` (failing → ``ToolUnavailable`` of kind
+    ``INVALID_RESULT``, as is text that is JSON too deep to decode); ``str`` gives the
     text content; anything else (``None``, ``Any``) gives ``structuredContent``
     with a lone ``"result"`` key unwrapped, or the text parsed as JSON when
     there is no structured content.
@@ -135,11 +175,12 @@ def from_tool_result(
     validate = getattr(output, "model_validate", None)
     if validate is not None:
         if structured is None:
-            return Err(ToolUnavailable(server, tool, "result has no structuredContent"), state)
+            return Err(ToolUnavailable(server, tool, "result has no structuredContent", _INVALID), state)
         try:
             return Ok(validate(structured), state)
         except Exception as exc:  # pydantic.ValidationError, without importing pydantic
-            return Err(ToolUnavailable(server, tool, f"result does not validate: {exc}"), state)
+            reason = f"result does not validate: {safe_str(exc)}"
+            return Err(ToolUnavailable(server, tool, reason, _INVALID), state)
     if structured is not None:
         if isinstance(structured, Mapping) and set(structured) == {"result"}:
             return Ok(structured["result"], state)
@@ -147,5 +188,9 @@ def from_tool_result(
     text = _text(content)
     try:
         return Ok(json.loads(text), state)
+    except RecursionError:
+        # JSON, but nested deeper than Python can decode: not a result we can hand on.
+        reason = "the result's text is JSON nested too deeply to decode"
+        return Err(ToolUnavailable(server, tool, reason, _INVALID), state)
     except ValueError:
         return Ok(text, state)

@@ -2,9 +2,10 @@
 
 The default merge is three-way and by field: each branch's state is compared
 with the base state the group started from. A field changed by one branch takes
-that branch's value; a field changed by several branches to different values is
-a ``MergeConflict`` unless the field carries a reducer in its ``Annotated``
-metadata (``Append``, ``Sum``, or your own ``Reducer``). A state that is not a
+that branch's value (its reducer, if any, is not consulted); a field changed by
+several branches to different values is a ``MergeConflict`` unless the field
+carries a reducer in its ``Annotated`` metadata (``Append``, ``Sum``, or your
+own ``Reducer``), which then combines them. A state that is not a
 dataclass or pydantic model is one field, named ``"<state>"``.
 
 >>> from dataclasses import dataclass
@@ -44,7 +45,9 @@ class Reducer:
     """Combines a field's branch values; subclass it for a custom reducer.
 
     ``reduce`` gets the field name, the base value, the branch values and the
-    branch states (for ``MergeConflict``), all in branch order.
+    branch states (for ``MergeConflict``), all in branch order. It is called
+    only when two or more branches changed the field: a field changed by one
+    branch takes that branch's value without it.
     """
 
     def reduce(
@@ -192,6 +195,13 @@ def _merge_field(
     changed = [v for v in values if _changed(v, base)]
     if not changed:
         return base
+    if len(changed) == 1:
+        # LANGUAGE.md §6: a field changed by exactly one branch takes that
+        # branch's value. The reducer is for combining several changes; asking
+        # it about one would let it object to a change nobody competes with
+        # (``Append`` to a branch that replaced the log), which the checker
+        # does not expect from a group with a single stateful branch.
+        return changed[0]
     if reducer is not None:
         return reducer.reduce(field, base, values, states)
     first = changed[0]

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, TypeAlias, TypeVar, final
 
+from ._show import safe_repr
+
 __all__ = ["Ok", "Err", "Outcome", "Site"]
 
 _S_co = TypeVar("_S_co", covariant=True)
@@ -53,30 +55,38 @@ class Site:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Ok(Generic[_S_co, _A_co]):
     """Success: the step's output ``value`` and the state after it.
 
-    ``None`` is a perfectly good value: ``Ok(None, s)`` is a success.
+    ``None`` is a perfectly good value: ``Ok(None, s)`` is a success. The repr
+    never raises: a value whose own repr raises shows as ``<unprintable T object>``.
     """
 
     value: _A_co
     state: _S_co
 
+    def __repr__(self) -> str:
+        return f"Ok(value={safe_repr(self.value)}, state={safe_repr(self.state)})"
+
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Err(Generic[_S_co, _E_co]):
     """Failure: the ``error`` value and the state at the failure.
 
     ``site`` names the step (and its ``.mce`` location) that failed when known.
     It is metadata: it takes no part in ``==`` or ``hash``, so two runs that fail
     with the same error and state compare equal whichever step recorded them.
+    The repr never raises, like ``Ok``'s.
     """
 
     error: _E_co
     state: _S_co
     site: Site | None = field(default=None, compare=False)
+
+    def __repr__(self) -> str:
+        return f"Err(error={safe_repr(self.error)}, state={safe_repr(self.state)}, site={self.site!r})"
 
 
 # Written Err-first on purpose: a generic alias takes its parameters in order of

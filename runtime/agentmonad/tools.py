@@ -6,21 +6,32 @@ that sends its input as the tool's arguments and turns the ``CallToolResult``
 into an ``Outcome``. Every pipeline that reaches a tool runs its body inside
 ``tool_scope()``.
 
+The command line
+----------------
+``CMD`` is split like a POSIX shell would (``shlex.split``) and run without a
+shell. A leading ``python`` or ``python3`` means the interpreter that runs the
+pipeline (``sys.executable``), as in the MCP SDK's own examples: a spec's
+``stdio "python -m pkg.server"`` then finds the packages of the environment the
+run uses, also when that environment's ``bin/`` is not on ``PATH`` (a venv's
+``bin/python`` run without activating it). Any other program, and an explicit
+path such as ``/usr/bin/python3``, is looked up and run as written.
+
 Scopes, sessions and cleanup
 ----------------------------
 The *outermost* ``tool_scope()`` of a run owns the MCP sessions (a
 ``ContextVar`` holds it, so concurrent ``par`` branches, which copy the
 context, see the same scope; nested scopes are no-ops). A server starts at its
 first use in the scope: the process is spawned in the current working
-directory with the current environment, then ``initialize`` and ``tools/list``
-run. Each server gets one background task that owns its ``stdio_client`` and
-``ClientSession`` for the scope's whole life (the SDK's task groups and cancel
-scopes must be entered and left by the same task); calls from any task of the
-run share that session, so concurrent calls to one server overlap. When the
-outermost scope exits — normally, on an error, a ``Defect`` or a cancellation
-— every owner task is cancelled and awaited, which makes the SDK close the
-server's stdin and, after a grace period, terminate its process group. No child
-process outlives the scope.
+directory with the current environment, in a session (process group) of its
+own, then ``initialize`` and ``tools/list`` run. Each server gets one
+background task that owns its process and ``ClientSession`` for the scope's
+whole life (the SDK's task groups and cancel scopes must be entered and left
+by the same task); calls from any task of the run share that session, so
+concurrent calls to one server overlap. When the outermost scope exits —
+normally, on an error, a ``Defect`` or a cancellation — every owner task is
+cancelled and awaited: it closes the server's stdin, gives it a grace period
+to exit, and then ends its whole process group (SIGTERM, then SIGKILL), so
+neither the server nor a process it started outlives the scope.
 
 A caller that runs several pipelines in a row can open a scope itself to keep
 the servers up across the calls::
@@ -36,20 +47,30 @@ the next call after a server has failed starts it again.
 
 Errors and timeouts
 -------------------
-``isError: true`` → ``Err(ToolFailed(server, tool, text))``. The server cannot be
-started, exits, does not list the tool, breaks the protocol, does not answer in
-time, or returns a result that does not validate as the declared output →
-``Err(ToolUnavailable(server, tool, reason))``. A call never hangs: it waits at
-most ``timeout`` seconds for its answer (the tool's ``timeout=``, else the
-scope's, else ``$MCEC_TOOL_TIMEOUT``, else 30), and a server gets
-``start_timeout`` seconds to start (the scope's, else
+``isError: true`` → ``Err(ToolFailed(server, tool, text))``. Everything else
+that keeps a call from giving a valid result is
+``Err(ToolUnavailable(server, tool, reason, kind))``, whose ``kind`` (a
+``ToolUnavailableKind``) says what happened: the server could not be started
+(``START_FAILED``), does not list the tool (``UNKNOWN_TOOL``), did not answer
+in time (``TIMEOUT``), exited or closed the connection (``CONNECTION_LOST``),
+answered something that is not a valid result of the declared type
+(``INVALID_RESULT``), or answered with a JSON-RPC error (``PROTOCOL_ERROR``).
+A lost connection is told from an error response by what happened to the
+connection, never by the error's code: a server that answers ``-32000`` is
+still up, and the next call uses it.
+
+A call never hangs: it waits at most ``timeout`` seconds for its answer (the
+tool's ``timeout=``, else the scope's, else ``$MCEC_TOOL_TIMEOUT``, else 30),
+and a server gets ``start_timeout`` seconds to start (the scope's, else
 ``$MCEC_TOOL_START_TIMEOUT``, else 30). A call that times out or is cancelled
 (e.g. a ``par`` sibling failed) is abandoned with a ``notifications/cancelled``
-to the server. A server's stderr is kept in a temporary file; its last lines
-are quoted in the reason when the server fails.
+to the server. Of a server's stderr only the last 16 KiB are kept (in memory,
+read from a pipe as it comes), and the end of that is quoted in the reason
+when the server fails.
 
-This module imports the ``mcp`` package only when a server is first used, so
-``import agentmonad.tools`` needs nothing beyond the standard library.
+This module imports the ``mcp`` package (and ``_stdio``, the transport) only
+when a server is first used, so ``import agentmonad.tools`` needs nothing
+beyond the standard library.
 """
 
 from __future__ import annotations
@@ -57,20 +78,23 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import tempfile
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from .errors import ToolFailed, ToolUnavailable
+from ._show import exception_text, safe_str, type_name
+from .errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
 from .mcp_result import from_tool_result, to_jsonable
 from .outcome import Err, Ok, Outcome
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.types import CallToolResult
+
+    from ._stdio import Link
 
 __all__ = [
     "StdioServer",
@@ -88,6 +112,8 @@ _S = TypeVar("_S")
 _A = TypeVar("_A")
 _B = TypeVar("_B")
 
+Kind = ToolUnavailableKind
+
 #: Seconds a tool call may wait for its answer, unless configured otherwise.
 DEFAULT_TIMEOUT = 30.0
 #: Seconds a server may take to start (spawn, ``initialize``, ``tools/list``).
@@ -97,8 +123,15 @@ TIMEOUT_ENV = "MCEC_TOOL_TIMEOUT"
 #: Environment variable overriding :data:`DEFAULT_START_TIMEOUT` (seconds, > 0).
 START_TIMEOUT_ENV = "MCEC_TOOL_START_TIMEOUT"
 
+#: Bytes of a server's stderr that are kept (the last ones).
+STDERR_KEEP = 16 * 1024
 #: How much of a failed server's stderr a reason quotes.
 _STDERR_TAIL = 800
+#: Seconds a lost connection waits for the server's last stderr words before quoting them.
+_LAST_WORDS = 0.5
+
+#: The program names that mean "the interpreter running this pipeline".
+_PYTHON = frozenset({"python", "python3"})
 
 ToolStep: TypeAlias = Callable[[_S, _A], Awaitable[Ok[_S, _B] | Err[_S, ToolFailed | ToolUnavailable]]]
 """The type of a tool step: ``async (state, A) -> Outcome[S, ToolFailed | ToolUnavailable, B]``."""
@@ -109,11 +142,16 @@ class StdioServer:
     """An MCP server reached over stdio: ``server name = stdio "command"``.
 
     ``command`` is split like a POSIX shell would (``shlex.split``) but never
-    run through a shell. Two equal ``StdioServer`` values are the same server:
-    in one scope they share one process and session.
+    run through a shell; a leading ``python``/``python3`` is the running
+    interpreter (see the module docstring). Two equal ``StdioServer`` values
+    are the same server: in one scope they share one process and session.
 
-    >>> StdioServer("search", "python -m examples.research.search_server").argv
-    ('python', '-m', 'examples.research.search_server')
+    >>> import sys
+    >>> argv = StdioServer("search", "python -m examples.research.search_server").argv
+    >>> argv == (sys.executable, "-m", "examples.research.search_server")
+    True
+    >>> StdioServer("s", "/usr/bin/python3 server.py").argv
+    ('/usr/bin/python3', 'server.py')
     """
 
     name: str
@@ -122,15 +160,22 @@ class StdioServer:
     @property
     def argv(self) -> tuple[str, ...]:
         """The command line as a program and its arguments."""
-        return tuple(shlex.split(self.command))
+        argv = shlex.split(self.command)
+        if argv and argv[0] in _PYTHON and sys.executable:
+            argv[0] = sys.executable
+        return tuple(argv)
 
 
 class _Unavailable(Exception):
     """Internal: why a call could not get an answer (becomes ``ToolUnavailable``)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, kind: ToolUnavailableKind) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.kind = kind
+
+    def error(self, server: str, tool: str) -> ToolUnavailable:
+        return ToolUnavailable(server, tool, self.reason, self.kind)
 
 
 # ---------------------------------------------------------------- settings
@@ -145,7 +190,9 @@ def _env_seconds(name: str, default: float) -> float:
     except ValueError:
         value = -1.0
     if not value > 0:  # also rejects NaN
-        raise _Unavailable(f"${name} must be a positive number of seconds, not {raw!r}")
+        raise _Unavailable(
+            f"${name} must be a positive number of seconds, not {raw!r}", Kind.START_FAILED
+        )
     return value
 
 
@@ -153,11 +200,47 @@ def _describe(exc: BaseException) -> str:
     """A one-line account of an exception, looking inside exception groups."""
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_describe(inner) for inner in exc.exceptions)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    text = safe_str(exc)
+    return f"{type_name(exc)}: {text}" if text else type_name(exc)
 
 
 # ---------------------------------------------------------------- connections
+
+
+class Tail:
+    """The last ``limit`` bytes written to a stream (a server's stderr).
+
+    >>> t = Tail(8)
+    >>> t.add(b"hello "); t.add(b"world\\n")
+    >>> len(t), t.text(100)
+    (8, '…o world')
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._data = bytearray()
+        self._dropped = False
+
+    def add(self, chunk: bytes) -> None:
+        """Append ``chunk``, forgetting what no longer fits."""
+        if len(chunk) >= self.limit:
+            self._data[:] = chunk[-self.limit :]
+            self._dropped = True
+            return
+        self._data += chunk
+        excess = len(self._data) - self.limit
+        if excess > 0:
+            del self._data[:excess]
+            self._dropped = True
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def text(self, chars: int) -> str:
+        """At most the last ``chars`` characters kept, stripped; ``…`` marks a cut."""
+        text = self._data.decode("utf-8", errors="replace").strip()
+        cut = self._dropped or len(text) > chars
+        return ("…" if cut and text else "") + text[-chars:]
 
 
 class _Connection:
@@ -168,30 +251,25 @@ class _Connection:
         self.start_timeout = start_timeout
         self.session: ClientSession | None = None
         self.tools: tuple[str, ...] = ()
-        #: Set once the connection is usable or has failed for good.
-        self.failure: str | None = None
+        #: The server's process, once started (``None`` before, or if it could not be).
+        self.link: Link | None = None
+        #: Set once the connection has failed for good: why, and which kind of failure.
+        self.failure: _Unavailable | None = None
+        #: The end of what the server wrote to stderr.
+        self.stderr: Tail = Tail(STDERR_KEEP)
         self._ready = asyncio.Event()
         self._closing = False
         self._cancel: Callable[[], None] | None = None
-        # O_APPEND: the child's writes always land at the end, whatever our offset.
-        self._stderr = cast(TextIO, tempfile.TemporaryFile(mode="a+", encoding="utf-8", errors="replace"))
         self.task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp server {server.name}")
 
     def stderr_tail(self) -> str:
-        """The end of what the server wrote to stderr (read without moving the shared offset)."""
-        try:
-            fd = self._stderr.fileno()
-            size = os.fstat(fd).st_size
-            start = max(0, size - _STDERR_TAIL)
-            data = os.pread(fd, size - start, start).decode("utf-8", errors="replace").strip()
-        except (OSError, ValueError):
-            return ""
-        return ("…" if start else "") + data
+        """The end of what the server wrote to stderr."""
+        return self.stderr.text(_STDERR_TAIL)
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, reason: str, kind: ToolUnavailableKind) -> None:
         if self.failure is None:
             tail = self.stderr_tail()
-            self.failure = f"{reason}; its stderr ends with: {tail}" if tail else reason
+            self.failure = _Unavailable(f"{reason}; its stderr ends with: {tail}" if tail else reason, kind)
         self.session = None
         self._ready.set()
 
@@ -199,23 +277,30 @@ class _Connection:
         """Start the server, keep the session open until the scope closes, then stop it."""
         try:
             import anyio
-            from mcp import ClientSession, StdioServerParameters, stdio_client
+            from mcp import ClientSession
+
+            from ._stdio import open_stdio
         except ImportError as exc:
-            self._fail(f"the `mcp` package is needed to call MCP tools ({exc}); pip install 'mcec[mcp]'")
+            self._fail(
+                f"the `mcp` package is needed to call MCP tools ({exc}); pip install 'mcec[mcp]'",
+                Kind.START_FAILED,
+            )
             return
         argv = self.server.argv
         if not argv:
-            self._fail("the server's command line is empty")
+            self._fail("the server's command line is empty", Kind.START_FAILED)
             return
-        params = StdioServerParameters(
-            command=argv[0], args=list(argv[1:]), env=dict(os.environ), cwd=os.getcwd()
-        )
         try:
             with anyio.CancelScope() as cancel_scope:
                 self._cancel = cancel_scope.cancel
                 if self._closing:
                     cancel_scope.cancel()
-                async with stdio_client(params, errlog=self._stderr) as (read, write):
+                async with open_stdio(argv, cwd=os.getcwd(), env=dict(os.environ), stderr=self.stderr) as (
+                    read,
+                    write,
+                    link,
+                ):
+                    self.link = link
                     async with ClientSession(read, write) as session:
                         try:
                             with anyio.fail_after(self.start_timeout):
@@ -223,7 +308,8 @@ class _Connection:
                                 names = await _list_tool_names(session)
                         except TimeoutError:
                             self._fail(
-                                f"the server did not start (initialize, tools/list) within {self.start_timeout:g}s"
+                                f"the server did not start (initialize, tools/list) within {self.start_timeout:g}s",
+                                Kind.START_FAILED,
                             )
                             return
                         self.session, self.tools = session, names
@@ -231,31 +317,59 @@ class _Connection:
                         # Serve calls (they run in the callers' tasks) until the scope closes.
                         await anyio.sleep_forever()
         except Exception as exc:
-            self._fail(_start_failure(self.server, exc))
+            if self.session is not None:  # it had started: the connection broke afterwards
+                self._fail(f"the connection broke: {_describe(exc)}", Kind.CONNECTION_LOST)
+            else:
+                self._fail(self._start_failure(exc), Kind.START_FAILED)
         finally:
             if self.failure is None:
-                self.failure = "the run's tool scope has closed"
+                self.failure = _Unavailable("the run's tool scope has closed", Kind.CONNECTION_LOST)
             self.session = None
             self._ready.set()
-            self._stderr.close()
+
+    def _start_failure(self, exc: BaseException) -> str:
+        leaves = _leaves(exc)
+        command = self.server.command
+        if self.link is None:  # the process never started
+            if any(isinstance(e, FileNotFoundError) for e in leaves):
+                return f"cannot start `{command}`: command not found"
+            if any(isinstance(e, OSError) for e in leaves):
+                return f"cannot start `{command}`: {_describe(exc)}"
+        elif self.link.closed:
+            return "the server exited during start-up"
+        return f"the server failed during start-up: {_describe(exc)}"
 
     async def ready(self) -> ClientSession:
         """The session, once the server has started; ``_Unavailable`` when it cannot."""
         await self._ready.wait()
         if self.session is None:
-            raise _Unavailable(self.failure or "the server is not running")
+            failure = self.failure or _Unavailable("the server is not running", Kind.CONNECTION_LOST)
+            raise _Unavailable(failure.reason, failure.kind)
         return self.session
 
-    def lost(self, reason: str) -> None:
-        """The connection broke during a call: later calls fail at once with ``reason``.
+    @property
+    def ended(self) -> bool:
+        """Whether the connection is over: closed by the server, failed, or being closed by us."""
+        return self._closing or self.failure is not None or (self.link is not None and self.link.closed)
 
-        The owner task is told to stop now (the process is gone or unusable),
-        so that its cleanup runs and a scope with ``restart_failed`` can start
-        the server again.
+    async def lost(self, reason: str) -> _Unavailable:
+        """The connection broke during a call: later calls fail at once with the same failure.
+
+        The server's last words on stderr are awaited briefly, so that the
+        reason quotes them. The owner task is told to stop now (the process is
+        gone or unusable), so that its cleanup runs and a scope with
+        ``restart_failed`` can start the server again.
         """
-        self._fail(reason)
+        import anyio
+
+        if self.failure is None and self.link is not None:
+            with anyio.move_on_after(_LAST_WORDS):
+                await self.link.stderr_done.wait()
+        self._fail(reason, Kind.CONNECTION_LOST)
         if self._cancel is not None:
             self._cancel()
+        assert self.failure is not None
+        return _Unavailable(self.failure.reason, self.failure.kind)
 
     def close(self) -> None:
         """Ask the owner task to stop the server (it is awaited by the scope)."""
@@ -264,28 +378,10 @@ class _Connection:
             self._cancel()
 
 
-def _start_failure(server: StdioServer, exc: BaseException) -> str:
-    leaves = list(_leaves(exc))
-    if any(isinstance(e, FileNotFoundError) for e in leaves):
-        return f"cannot start `{server.command}`: command not found"
-    if any(isinstance(e, OSError) for e in leaves):
-        return f"cannot start `{server.command}`: {_describe(exc)}"
-    if any(_is_connection_closed(e) for e in leaves):
-        return "the server exited during start-up"
-    return f"the server failed during start-up: {_describe(exc)}"
-
-
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
-
-
-def _is_connection_closed(exc: BaseException) -> bool:
-    from mcp import MCPError
-    from mcp.types import CONNECTION_CLOSED
-
-    return isinstance(exc, MCPError) and exc.error.code == CONNECTION_CLOSED
 
 
 async def _list_tool_names(session: ClientSession) -> tuple[str, ...]:
@@ -417,25 +513,37 @@ async def _call(
     session = await connection.ready()
     if name not in connection.tools:
         listed = ", ".join(sorted(connection.tools)) or "none"
-        raise _Unavailable(f"the server has no tool {name!r} (it lists: {listed})")
+        raise _Unavailable(f"the server has no tool {name!r} (it lists: {listed})", Kind.UNKNOWN_TOOL)
     seconds = timeout or scope.timeout or _env_seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT)
     from mcp import MCPError
-    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+    from ._stdio import UNPARSED
+
+    # Our own deadline rather than the SDK's read timeout: whether the time ran
+    # out is then a fact, not read off an error code the server could send too.
+    # Running out cancels the call, which tells the server with notifications/cancelled.
+    deadline = asyncio.timeout(seconds)
     try:
-        return await session.call_tool(name, arguments, read_timeout_seconds=seconds)
+        async with deadline:
+            return await session.call_tool(name, arguments)
+    except TimeoutError as exc:
+        if deadline.expired():
+            raise _Unavailable(f"no answer within {seconds:g}s", Kind.TIMEOUT) from exc
+        raise _Unavailable(f"the call failed: {_describe(exc)}", Kind.PROTOCOL_ERROR) from exc
     except MCPError as exc:
-        if exc.error.code == REQUEST_TIMEOUT:
-            raise _Unavailable(f"no answer within {seconds:g}s") from exc
-        if exc.error.code == CONNECTION_CLOSED:
-            connection.lost("the server closed the connection (it exited or crashed)")
-            raise _Unavailable(connection.failure or "the server closed the connection") from exc
-        raise _Unavailable(f"protocol error {exc.error.code}: {exc.error.message}") from exc
+        # What happened to the connection decides, not the code: -32000 is also
+        # the standard "server error" a healthy server may answer with.
+        if connection.ended:
+            raise await connection.lost("the server closed the connection (it exited or crashed)") from exc
+        if exc.error.data == UNPARSED:
+            raise _Unavailable(f"invalid result: {exc.error.message}", Kind.INVALID_RESULT) from exc
+        message = safe_str(exc.error.message)
+        raise _Unavailable(f"protocol error {exc.error.code}: {message}", Kind.PROTOCOL_ERROR) from exc
     except RuntimeError as exc:
         # The SDK checks structuredContent against the tool's outputSchema.
-        raise _Unavailable(f"invalid result: {exc}") from exc
+        raise _Unavailable(f"invalid result: {safe_str(exc)}", Kind.INVALID_RESULT) from exc
     except (ValueError, TypeError) as exc:  # a malformed result (pydantic.ValidationError is a ValueError)
-        raise _Unavailable(f"malformed result: {_describe(exc)}") from exc
+        raise _Unavailable(f"malformed result: {_describe(exc)}", Kind.INVALID_RESULT) from exc
 
 
 def _arguments(value: object) -> dict[str, Any]:
@@ -464,7 +572,22 @@ def _validation_text(exc: Exception) -> str:
 def _decode(
     result: CallToolResult, state: _S, server: str, name: str, output: Any
 ) -> Outcome[_S, ToolFailed | ToolUnavailable, Any]:
-    """A ``CallToolResult`` as an ``Outcome``, validated against ``output``."""
+    """A ``CallToolResult`` as an ``Outcome``, validated against ``output``.
+
+    Total: a result that cannot be read as ``output`` for any reason (it does
+    not validate, lacks structured content, nests too deeply to decode, …) is
+    ``Err(ToolUnavailable(kind=INVALID_RESULT))``, never an exception.
+    """
+    try:
+        return _decode_as(result, state, server, name, output)
+    except Exception as exc:  # RecursionError included
+        reason = f"the result cannot be decoded: {_describe(exc)}"
+        return Err(ToolUnavailable(server, name, reason, Kind.INVALID_RESULT), state)
+
+
+def _decode_as(
+    result: CallToolResult, state: _S, server: str, name: str, output: Any
+) -> Outcome[_S, ToolFailed | ToolUnavailable, Any]:
     wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     if wire.get("isError") or output is str or output is Any or output is object:
         return from_tool_result(wire, state, server=server, tool=name, output=output)
@@ -473,19 +596,22 @@ def _decode(
         data = wire.get("structuredContent")
         if data is None:
             reason = f"the result has no structuredContent to read as {getattr(output, '__name__', output)}"
-            return Err(ToolUnavailable(server, name, reason), state)
+            return Err(ToolUnavailable(server, name, reason, Kind.INVALID_RESULT), state)
         validate: Callable[[Any], Any] = model_validate
     else:
         # Another type (int, list[str], …): pydantic, which mcp depends on, validates it.
         from pydantic import TypeAdapter
 
         outcome = from_tool_result(wire, state, server=server, tool=name, output=Any)
+        if type(outcome) is Err:
+            return outcome
         assert type(outcome) is Ok
         data, validate = outcome.value, TypeAdapter(output).validate_python
     try:
         return Ok(validate(data), state)
     except Exception as exc:  # pydantic.ValidationError (or a validator's own error)
-        return Err(ToolUnavailable(server, name, f"the result does not validate: {_validation_text(exc)}"), state)
+        reason = f"the result does not validate: {_validation_text(exc)}"
+        return Err(ToolUnavailable(server, name, reason, Kind.INVALID_RESULT), state)
 
 
 async def call_tool(
@@ -505,14 +631,15 @@ async def call_tool(
     (a pydantic model, ``str``, or ``Any`` for the structured content).
 
     Raises ``ToolFailed`` (``isError: true``) or ``ToolUnavailable`` (cannot
-    start, unknown tool, no answer in time, invalid result). Both are built-in
+    start, unknown tool, no answer in time, connection lost, invalid result,
+    an error response; its ``kind`` says which). Both are built-in
     error types, so a step that declares them may simply let them propagate:
     raising a declared error is the same as returning ``Err`` (LANGUAGE.md §3).
     """
     try:
         result = await _call(server, name, _arguments(arguments), timeout)
     except _Unavailable as exc:
-        raise ToolUnavailable(server.name, name, exc.reason) from None
+        raise exc.error(server.name, name) from None
     outcome = _decode(result, None, server.name, name, output)
     if type(outcome) is Err:
         raise outcome.error
@@ -541,7 +668,7 @@ def tool(
         try:
             result = await _call(server, tool_name, _arguments(value), timeout)
         except _Unavailable as exc:
-            return Err(ToolUnavailable(server.name, tool_name, exc.reason), state)
+            return Err(exc.error(server.name, tool_name), state)
         return _decode(result, state, server.name, tool_name, output)
 
     step.__name__ = step.__qualname__ = f"tool_{tool_name}"

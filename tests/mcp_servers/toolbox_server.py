@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 DIR = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
@@ -94,6 +96,42 @@ async def hang() -> str:
 def crash() -> str:
     """The process dies in the middle of the call."""
     os._exit(7)
+
+
+@server.tool()
+def server_error(message: str, code: int = -32000) -> str:
+    """A JSON-RPC error response (default -32000, the standard "server error"); the server stays up."""
+    raise MCPError(code=code, message=message)
+
+
+@server.tool(structured_output=False)
+def deep_text(depth: int) -> str:
+    """Text (only text: no structured content) that is JSON nested ``depth`` deep."""
+    return "[" * depth + "]" * depth
+
+
+@server.tool()
+def spawn(seconds: float) -> int:
+    """Start a child that sleeps ``seconds``, sharing our stdio as children do; its pid.
+
+    The child writes ``DIR/child-<pid>`` so that tests can check it is gone."""
+    code = f"import os, time; open({str(DIR)!r} + f'/child-{{os.getpid()}}', 'w').close(); time.sleep({seconds})"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 10
+    while not (DIR / f"child-{child.pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return child.pid
+
+
+@server.tool()
+def shout(size: int, last: str) -> str:
+    """Write about ``size`` bytes of noise to stderr, then the line ``last``."""
+    line = "noise " * 100 + "\n"
+    for _ in range(size // len(line) + 1):
+        sys.stderr.write(line)
+    sys.stderr.write(last + "\n")
+    sys.stderr.flush()
+    return "ok"
 
 
 if __name__ == "__main__":
