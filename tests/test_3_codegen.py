@@ -286,3 +286,90 @@ def test_nesting_at_the_parsers_limit_compiles_and_runs_like_the_interpreter(for
 
     compiled, interpreted = at_depth(200)
     assert isinstance(compiled, Ok) and compiled == interpreted
+
+
+# ---------------------------------------------------------------- issue 18, item 1: nothing hidden from mypy
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs())
+def test_generated_code_has_no_cast(spec: str) -> None:
+    """A ``cast`` in generated code hid from mypy that a ``par`` could fail with MergeConflict in a
+    pipeline declared ``! Never``; groups are typed branch by branch now, and nothing is cast."""
+    result = compile_source(SourceFile("random.mce", spec))
+    assert result.generated is not None
+    tree = ast.parse(result.generated.code)
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert "cast" not in called and "cast" not in imported
+
+
+def test_no_golden_module_imports_cast() -> None:
+    for spec in SPECS:
+        assert "cast" not in {
+            a.name for n in ast.walk(ast.parse(generate(spec))) if isinstance(n, ast.ImportFrom) for a in n.names
+        }, spec.name
+
+
+UNDECLARED_THROUGH_PAR = """\
+from toolbox import TState, Odd
+import toolbox as tb
+state TState
+error Odd
+step inc : int -> int = tb.inc
+step even_only : int -> int ! Odd = tb.even_only
+fn add_pair : tuple[int, int] -> int = tb.add_pair
+pipeline p : int -> int ! Never = par <inc, even_only> >>= add_pair;
+"""
+
+
+def test_mypy_sees_the_errors_of_each_par_branch(tmp_path: Path) -> None:
+    """With the checker's verdict taken away (the pipeline's `! Never` forced past it), mypy on the
+    generated module must still see that a branch can fail with Odd: the group's error type is
+    the union of its branches', not Any."""
+    from dataclasses import replace
+
+    from mcec.check import check
+    from mcec.codegen import generate as generate_program
+    from mcec.syntax import parse
+
+    source = SourceFile("undeclared.mce", UNDECLARED_THROUGH_PAR)
+    parsed = parse(source)
+    assert parsed.module is not None
+    checked = check(parsed.module, source)
+    assert {d.code for d in checked.diagnostics} == {"MCE013"}  # the checker says so first
+    # the same program as if the checker had let it through: `p` declared to fail with nothing
+    from mcec.check.names import DeclarationChecker
+    from mcec.check.pipelines import PipelineChecker
+    from mcec.diagnostics import DiagnosticSink
+
+    sink = DiagnosticSink()
+    declarations = DeclarationChecker(parsed.module, sink)
+    declared = declarations.run()
+    (pipeline,) = PipelineChecker(declared, declarations, sink).run()
+    forced = replace(pipeline, sig=replace(pipeline.sig, errors=frozenset()))
+    from mcec.check.typed import Program
+
+    program = Program(
+        path="undeclared.mce",
+        source_sha256="0" * 64,
+        imports=tuple(declared.imports),
+        state=declared.state,
+        merge=None,
+        steps=tuple(declared.steps.values()),
+        fns=tuple(declared.fns.values()),
+        servers=(),
+        tools=(),
+        pipelines=(forced,),
+    )
+    module = tmp_path / "undeclared_mce.py"
+    module.write_text(generate_program(program).code, encoding="utf-8")
+    env = {**os.environ, "MYPYPATH": str(Path(__file__).parent)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", str(module)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 1 and "Odd" in completed.stdout, completed.stdout

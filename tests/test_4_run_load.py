@@ -69,3 +69,52 @@ def test_whatever_a_module_raises_at_import_is_a_diagnostic_at_the_import(
     assert ("Broken" if broken_str else getattr(builtins, exception).__name__) in diagnostic.message
     assert diagnostic.help is not None and diagnostic.help.startswith("raised at ")
     assert diagnostic.help.endswith(f"{name}.py:{raise_line}")
+
+
+HOSTILE_IMPL = '''\
+from dataclasses import dataclass
+from typing import Never
+
+from agentmonad import Ok, Outcome
+
+
+class Hostile(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str for you")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr either")
+
+
+@dataclass(frozen=True)
+class S:
+    n: int = 0
+
+
+def boom(state: S, value: int) -> Outcome[S, Never, int]:
+    raise Hostile()
+'''
+
+
+def test_run_reports_a_step_raising_an_exception_whose_str_raises(tmp_path: Path) -> None:
+    """The runtime makes it a Defect; `mcec run` must render that Defect, not crash (exit 3)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "app" / "impl.py").write_text(HOSTILE_IMPL, encoding="utf-8")
+    (tmp_path / "h.mce").write_text(
+        "from app.impl import S\nimport app.impl as impl\nstate S\nstep boom : int -> int = impl.boom\n"
+        "pipeline p : int -> int = boom;\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mcec", "run", "h.mce", "p", "--input", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert '"defect"' in done.stdout and "Traceback" not in done.stderr and "internal compiler error" not in done.stderr

@@ -103,7 +103,7 @@ def test_each_limit_is_respected_and_memory_bounded() -> None:
         return Ok(x * 2, state)
 
     async def main() -> Any:
-        out = await compiled.each(0, list(range(40)), body, 3, None, SITE)
+        out = await compiled.each_values(0, list(range(40)), body, 3, None, SITE)
         return out
 
     out = asyncio.run(main())
@@ -121,7 +121,7 @@ def test_each_limit_is_respected_and_memory_bounded() -> None:
         return Ok(x, state)
 
     async def big() -> Any:
-        return await compiled.each(0, range(10_000), counting, 4, None, SITE)  # type: ignore[arg-type]
+        return await compiled.each_values(0, range(10_000), counting, 4, None, SITE)  # type: ignore[arg-type]
 
     out = asyncio.run(big())
     assert isinstance(out, Ok) and out.value == list(range(10_000))
@@ -133,7 +133,7 @@ def test_each_empty_list() -> None:
     async def body(state: int, x: int) -> Ok[int, int]:
         raise AssertionError("never called")
 
-    assert asyncio.run(compiled.each(3, [], body, None, merge_states, SITE)) == Ok([], 3)
+    assert asyncio.run(compiled.each_values(3, [], body, None, merge_states, SITE)) == Ok([], 3)
     assert AgentMonad.each([], lambda x: AgentMonad.pure(x)).run_sync(3) == Ok([], 3)
 
 

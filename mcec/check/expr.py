@@ -26,6 +26,7 @@ from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
 from mcec.check.typed import (
     DeclKind,
+    MergeKind,
     Sig,
     TBind,
     TCatch,
@@ -219,21 +220,32 @@ class ExprChecker:
         for branch in branches:
             errors |= branch.sig.errors
         stateful_count = len([b for b in branches if b.sig.stateful])
-        if stateful_count >= 2 and not self.custom_merge:
+        merge = self._merge_kind(stateful_count)
+        if merge == "by_field":
             errors.add(MERGE_CONFLICT)
         output = Generic("tuple", tuple([b.sig.output for b in branches])) if branches else ANY
         sig = Sig(input_type, output, frozenset(errors), stateful_count > 0)
-        return TPar(branches, stateful_count > 0, sig, expr.span)
+        return TPar(branches, merge, sig, expr.span)
+
+    def _merge_kind(self, stateful_runs: int) -> MergeKind:
+        """How a group with that many stateful runs merges their states (see :data:`MergeKind`)."""
+        if stateful_runs == 0:
+            return "none"
+        if self.custom_merge:
+            return "declared"
+        return "one_writer" if stateful_runs == 1 else "by_field"
 
     def _each(self, expr: syntax.Each) -> TEach:
         if expr.limit is not None and expr.limit < 1:
             self.sink.add(report.limit_too_small(expr.limit, expr.limit_span or expr.keyword))
         body = self.infer(expr.body)
         errors = body.sig.errors
-        if body.sig.stateful and not self.custom_merge:
+        # the body runs once per element: a stateful body is any number of writers
+        merge = self._merge_kind(2 if body.sig.stateful else 0)
+        if merge == "by_field":
             errors = errors | {MERGE_CONFLICT}
         sig = Sig(Generic("list", (body.sig.input,)), Generic("list", (body.sig.output,)), errors, body.sig.stateful)
-        return TEach(body, expr.limit, body.sig.stateful, sig, expr.span)
+        return TEach(body, expr.limit, merge, sig, expr.span)
 
     # ------------------------------------------------------------ catch and orelse
 

@@ -142,25 +142,35 @@ class TBind:
     span: Span
 
 
+#: How a group's branch states are merged (LANGUAGE.md §5, §6):
+#:
+#: - ``"none"``: no branch changes state; the group's state is its input state;
+#: - ``"declared"``: the file's own merge (``state T merge f``), which cannot report a conflict;
+#: - ``"one_writer"``: the default merge over a ``par`` with exactly one stateful branch,
+#:   which cannot conflict (a field only one branch changes takes its value);
+#: - ``"by_field"``: the default merge over two or more stateful runs: ``MergeConflict``
+#:   is in the group's error set.
+MergeKind = Literal["none", "declared", "one_writer", "by_field"]
+
+
 @dataclass(frozen=True, slots=True)
 class TPar:
-    """``par <…>``; ``merges`` is True when any branch is stateful, so the branch
-    states must be merged (with the file's merge, or the default by-field merge).
-    Whether ``MergeConflict`` is in ``sig.errors`` follows LANGUAGE.md §5 separately."""
+    """``par <…>``; ``merge`` says how the branch states are merged."""
 
     branches: tuple[TExpr, ...]
-    merges: bool
+    merge: MergeKind
     sig: Sig
     span: Span
 
 
 @dataclass(frozen=True, slots=True)
 class TEach:
-    """``each(limit=k) e``; ``limit`` None means unbounded; ``merges`` as for :class:`TPar`."""
+    """``each(limit=k) e``; ``limit`` None means unbounded; ``merge`` as for :class:`TPar`
+    (never ``"one_writer"``: the body runs once per element)."""
 
     body: TExpr
     limit: int | None
-    merges: bool
+    merge: MergeKind
     sig: Sig
     span: Span
 

@@ -214,11 +214,11 @@ class Emitter:
             lines.append(statement)
         return lines
 
-    def merge_expr(self) -> cst.BaseExpression:
-        """The merge used by groups with stateful branches."""
-        if self.program.merge is not None:
-            # A declared merge may not fail with MergeConflict (not in any error set): see declared_merge.
-            return c.call(self.runtime("declared_merge", COMPILED), c.dotted(self.program.merge.spelling))
+    def merge_function(self, merge: t.MergeKind) -> cst.BaseExpression:
+        """The merge a group that merges without conflicts passes to the runtime."""
+        if merge == "declared":
+            assert self.program.merge is not None
+            return c.dotted(self.program.merge.spelling)
         return self.runtime("merge_states")
 
     # ------------------------------------------------------------ pipelines
@@ -450,60 +450,83 @@ class Emitter:
         self.record(definition, expr.span)
         self.functions.append(definition)
 
-    def _cast_return(self, sig: t.Sig, result: str) -> cst.SimpleStatementLine:
-        return c.return_(c.call(self.runtime("cast", "typing"), self.outcome(sig), c.name(result)))
-
     def _par_body(
         self, expr: t.TPar, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
+        """``return await group(b1).also(b2)….run…(state, value, …)``: typed branch by branch, so
+        mypy sees the tuple of outputs and the union of errors (no ``cast``)."""
         branches = [self.function_of(branch, owner) for branch in expr.branches]
-        merge = self.merge_expr() if expr.merges else c.name("None")
+        built: cst.BaseExpression = c.call(self.runtime("group", COMPILED), branches[0])
+        for branch in branches[1:]:
+            built = c.call(c.attr(built, "also"), branch)
         site = self.site("par", expr.span)
-        result = scope.fresh("result")
-        call = c.call(
-            self.runtime("par", COMPILED), c.name(state), c.name(value), c.tuple_(branches), merge, site
-        )
-        statement = c.assign(result, c.await_(call))
+        run: cst.BaseExpression
+        match expr.merge:
+            case "none":
+                run = c.call(c.attr(built, "run"), c.name(state), c.name(value), site)
+            case "declared" | "one_writer":
+                merge = self.merge_function(expr.merge)
+                run = c.call(c.attr(built, "run_merged"), c.name(state), c.name(value), merge, site)
+            case "by_field":
+                run = c.call(c.attr(built, "run_merging"), c.name(state), c.name(value), site)
+            case _:
+                assert_never(expr.merge)
+        statement = c.return_(c.await_(run))
         self.record(statement, expr.span)
-        return [statement, self._cast_return(expr.sig, result)]
+        return [statement]
 
     def _each_body(
         self, expr: t.TEach, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         body = self.function_of(expr.body, owner)
-        merge = self.merge_expr() if expr.merges else c.name("None")
         limit = c.integer(expr.limit) if expr.limit is not None else c.name("None")
         site = self.site("each", expr.span)
-        result = scope.fresh("result")
-        call = c.call(
-            self.runtime("each", COMPILED), c.name(state), c.name(value), body, limit, merge, site
-        )
-        statement = c.assign(result, c.await_(call))
+        args: list[cst.BaseExpression] = [c.name(state), c.name(value), body, limit]
+        match expr.merge:
+            case "none":
+                run = c.call(self.runtime("each", COMPILED), *args, site)
+            case "declared" | "one_writer":
+                run = c.call(self.runtime("each_merged", COMPILED), *args, self.merge_function(expr.merge), site)
+            case "by_field":
+                run = c.call(self.runtime("each_merging", COMPILED), *args, site)
+            case _:
+                assert_never(expr.merge)
+        statement = c.return_(c.await_(run))
         self.record(statement, expr.span)
-        return [statement, self._cast_return(expr.sig, result)]
+        return [statement]
 
     def _catch_body(
         self, expr: t.TCatch, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
+        """The body's result, returned as it is unless it failed with a caught error::
+
+            result = await body(state, value)
+            if isinstance(result, Ok):
+                return result
+            error = result.error
+            if isinstance(error, (E1, E2)):
+                return await handler(result.state, error)
+            return Err(error, result.state, result.site)
+
+        mypy narrows ``error`` to the caught types in the ``if`` and to the rest after it,
+        so the errors left are exactly those the checker computed (no ``cast``).
+        """
         body = self.function_of(expr.body, owner)
         handler = self.function_of(expr.handler, owner)
         result = scope.fresh("result")
+        error = scope.fresh("error")
         first = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
         self.record(first, expr.body.span)
-        caught = frozenset(expr.errors)
-        error = c.attr(c.name(result), "error")
-        test = c.and_(
-            c.call(self.builtin("isinstance"), c.name(result), self.runtime("Err")),
-            c.call(self.builtin("isinstance"), error, self.error_classes(caught)),
-        )
-        # the isinstance test narrows ``result.error`` to the caught types for mypy
-        handled = c.return_(c.await_(c.call(handler, c.attr(c.name(result), "state"), error)))
+        passed = c.if_(self._is_ok(result), [c.return_(c.name(result))])
+        unpack = c.assign(error, c.attr(c.name(result), "error"))
+        caught = c.call(self.builtin("isinstance"), c.name(error), self.error_classes(frozenset(expr.errors)))
+        handled = c.return_(c.await_(c.call(handler, c.attr(c.name(result), "state"), c.name(error))))
         self.record(handled, expr.handler.span)
-        if expr.body.sig.errors <= expr.sig.errors:  # the handler re-raises all it catches
-            rest = c.return_(c.name(result))
-        else:  # mypy cannot see that the caught errors are gone: say so
-            rest = self._cast_return(expr.sig, result)
-        return [first, c.if_(test, [handled]), rest]
+        rest = c.return_(
+            c.call(self.runtime("Err"), c.name(error), c.attr(c.name(result), "state"), c.attr(c.name(result), "site"))
+        )
+        self.record(rest, expr.span)
+        return [first, passed, unpack, c.if_(caught, [handled]), rest]
 
     def _orelse_body(
         self, expr: t.TOrElse, state: str, value: str, scope: NameAllocator, owner: str

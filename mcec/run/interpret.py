@@ -41,10 +41,9 @@ class Interpreter:
         self.tools = {tool.name: tool for tool in program.tools}
         self.servers = {server.name: server for server in program.servers}
         self._pipeline_arrows: dict[str, Arrow] = {}
-        self.merge: Callable[[Any, Any], Any] = merge_states
+        self.declared: Callable[[Any, Any], Any] | None = None
         if program.merge is not None:
-            declared: Callable[[Any, Any], Any] = resolve_path(program.merge.path)  # type: ignore[assignment]
-            self.merge = declared_merge(declared)
+            self.declared = resolve_path(program.merge.path)  # type: ignore[assignment]
 
     async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         """Run one pipeline from ``state`` on ``value``; Defects propagate.
@@ -60,6 +59,22 @@ class Interpreter:
         if name not in self._pipeline_arrows:
             self._pipeline_arrows[name] = self.arrow(self.pipelines[name].body)
         return self._pipeline_arrows[name]
+
+    def merge_for(self, merge: t.MergeKind) -> Callable[[Any, Any], Any] | None:
+        """The merge a group runs with, as the generated code's (:data:`mcec.check.typed.MergeKind`):
+        where the checker proved no conflict can happen, a ``MergeConflict`` is a ``Defect``."""
+        match merge:
+            case "none":
+                return None
+            case "declared":
+                assert self.declared is not None
+                return declared_merge(self.declared)
+            case "one_writer":
+                return declared_merge(merge_states)
+            case "by_field":
+                return merge_states
+            case _:
+                assert_never(merge)
 
     def site(self, name: str, span: Span) -> Site:
         """Where a step use sits in the spec (same form as the generated code's)."""
@@ -85,12 +100,12 @@ class Interpreter:
                 return lambda v: reduce(lambda m, k: m.then(k), rest, first(v))
             case t.TPar():
                 branches = [self.arrow(b) for b in expr.branches]
-                par_merge = self.merge if expr.merges else None
+                par_merge = self.merge_for(expr.merge)
                 par_site = self.site("par", expr.span)
                 return lambda v: AgentMonad.par([b(v) for b in branches], merge=par_merge, site=par_site)
             case t.TEach():
                 each_body = self.arrow(expr.body)
-                each_merge = self.merge if expr.merges else None
+                each_merge = self.merge_for(expr.merge)
                 each_site = self.site("each", expr.span)
                 limit = expr.limit
                 return lambda vs: AgentMonad.each(vs, each_body, limit=limit, merge=each_merge, site=each_site)

@@ -181,15 +181,32 @@ def prepare(program: Program, pipeline: str, input_json: str, state_json: str | 
     return value, state
 
 
+def safe_repr(value: object) -> str:
+    """``repr(value)``, even when its ``__repr__`` raises."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{type(value).__name__} whose repr() failed>"
+
+
 def jsonable(value: Any) -> Any:
-    """A JSON-compatible rendering of any value (models, dataclasses, exceptions …)."""
-    return to_jsonable_python(value, fallback=repr)
+    """A JSON-compatible rendering of any value (models, dataclasses, exceptions …); never raises:
+    what pydantic cannot convert is its repr, and a value it cannot convert at all (too deep,
+    a hostile ``__repr__``) is described by its type."""
+    try:
+        return to_jsonable_python(value, fallback=safe_repr)
+    except Exception:
+        return f"<{type(value).__name__} that cannot be shown as JSON>"
 
 
 def describe_error(error: object) -> dict[str, Any]:
     """An error value as JSON: its type, its message, and its fields when it has any."""
-    described: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
-    fields = {k: v for k, v in getattr(error, "__dict__", {}).items() if not k.startswith("_")}
+    described: dict[str, Any] = {"type": type(error).__name__, "message": safe_text(error)}
+    try:
+        attributes = dict(getattr(error, "__dict__", {}))
+    except Exception:
+        attributes = {}
+    fields = {k: v for k, v in attributes.items() if isinstance(k, str) and not k.startswith("_")}
     if fields:
         described["fields"] = jsonable(fields)
     return described
@@ -214,7 +231,7 @@ def run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: A
         payload = {
             "ok": False,
             "defect": {
-                "message": str(defect),
+                "message": safe_text(defect),
                 "site": str(defect.site) if defect.site is not None else None,
                 "cause": describe_error(defect.cause) if defect.cause is not None else None,
             },

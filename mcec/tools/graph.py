@@ -212,7 +212,7 @@ class _Builder:
             self.edge(fork, branches[0].entry, label="every item")
             self.connect(branches[0].exits, join)
         failures = [f for b in branches for f in b.failures]
-        if e.merges and MERGE_CONFLICT in e.sig.errors:
+        if e.merge == "by_field":
             failures.append((join, frozenset({MERGE_CONFLICT})))
         return _Frag(fork, [join], failures)
 

@@ -3,8 +3,15 @@
 Generated code is straight-line: per step a call, an ``isinstance`` check and
 two assignments (docs/DESIGN.md). It calls into this module only when a step
 did not return ``Ok`` (``stop``), when a step raised (``raised``), and for
-parallel groups (``par``, ``each``), which share ``run_group`` with
-``AgentMonad.par``/``each``.
+parallel groups (:func:`group` for ``par``, :func:`each`), which share
+``run_group`` with ``AgentMonad.par``/``each``.
+
+Everything here is typed so that mypy, checking a generated module, sees every
+value type and error set as the checker computed it: a ``par`` group is built
+branch by branch (``group(b1).also(b2)``), each step of the chain adding its
+output to the group's tuple type and its errors to its error set, and the way
+a group merges states says whether ``MergeConflict`` can happen. Generated code
+needs no ``cast``.
 
 Type-alias parameter order is ``[S, A, B, E]`` (state, input, output, errors):
 
@@ -16,21 +23,40 @@ Type-alias parameter order is ``[S, A, B, E]`` (state, input, output, errors):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar, TypeVarTuple, Unpack, cast
 
 from ._show import callable_name
 from .concurrency import run_group
 from .contract import raised
 from .contract import stop as _stop
 from .errors import MergeConflict
+from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
 
-__all__ = ["Step", "AsyncStep", "Fn", "Branch", "stop", "raised", "par", "each", "declared_merge", "MergeContractError"]
+__all__ = [
+    "Step",
+    "AsyncStep",
+    "Fn",
+    "Branch",
+    "Group",
+    "stop",
+    "raised",
+    "group",
+    "each",
+    "each_merged",
+    "each_merging",
+    "par",
+    "each_values",
+    "declared_merge",
+    "MergeContractError",
+]
 
 _S = TypeVar("_S")
 _A = TypeVar("_A")
 _B = TypeVar("_B")
 _E = TypeVar("_E")
+_E2 = TypeVar("_E2")
+_Ts = TypeVarTuple("_Ts")
 
 # Spelled ``Ok[S, B] | Err[S, E]`` rather than ``Outcome[S, E, B]`` so that the
 # alias parameters appear in the documented order S, A, B, E (a generic alias
@@ -64,7 +90,8 @@ async def par(
     merge: Callable[[_S, Sequence[_S]], _S] | None,
     site: Site | None,
 ) -> Outcome[_S, Any, tuple[Any, ...]]:
-    """Run every branch on ``(state, value)`` concurrently (LANGUAGE.md §6).
+    """Run every branch on ``(state, value)`` concurrently (LANGUAGE.md §6): the untyped core of
+    :class:`Group`.
 
     Fail-fast: the first ``Err`` observed wins and the other branches are
     cancelled and awaited; a ``Defect`` propagates with the others attached.
@@ -80,7 +107,61 @@ async def par(
     return out
 
 
-async def each(
+class Group(Generic[_S, _A, _E, Unpack[_Ts]]):
+    """A ``par`` group's branches, typed: ``Group[S, A, E, B1, …, Bn]`` runs each branch on an
+    ``A`` and gives ``tuple[B1, …, Bn]``, failing with ``E`` (the union of the branches' errors).
+
+    Built with :func:`group` and :meth:`also`; run with :meth:`run` (no branch changes
+    state), :meth:`run_merged` (a merge that cannot conflict: one branch changes state, or
+    the file declares its merge) or :meth:`run_merging` (the default merge over two or more
+    stateful branches, which adds ``MergeConflict``).
+    """
+
+    __slots__ = ("_branches",)
+
+    def __init__(self, branches: tuple[Callable[[_S, _A], Coroutine[Any, Any, Outcome[_S, Any, Any]]], ...]) -> None:
+        self._branches = branches
+
+    def also(
+        self, branch: Callable[[_S, _A], Coroutine[Any, Any, Ok[_S, _B] | Err[_S, _E2]]]
+    ) -> Group[_S, _A, _E | _E2, Unpack[_Ts], _B]:
+        """This group with one more branch, last."""
+        return Group((*self._branches, branch))
+
+    async def run(self, state: _S, value: _A, site: Site) -> Ok[_S, tuple[Unpack[_Ts]]] | Err[_S, _E]:
+        """Run the branches concurrently; none changes state, so the state stays ``state``."""
+        return await self._run(state, value, None, site)
+
+    async def run_merged(
+        self, state: _S, value: _A, merge: Callable[[_S, Sequence[_S]], _S], site: Site
+    ) -> Ok[_S, tuple[Unpack[_Ts]]] | Err[_S, _E]:
+        """Run the branches and merge their states with ``merge``, which cannot conflict here:
+        a ``MergeConflict`` from it breaks that promise and is a ``Defect``."""
+        return await self._run(state, value, declared_merge(merge), site)
+
+    async def run_merging(
+        self, state: _S, value: _A, site: Site
+    ) -> Ok[_S, tuple[Unpack[_Ts]]] | Err[_S, _E | MergeConflict]:
+        """Run the branches and merge their states by field (:func:`~agentmonad.merge_states`)."""
+        return await self._run(state, value, merge_states, site)
+
+    async def _run(
+        self, state: _S, value: _A, merge: Callable[[_S, Sequence[_S]], _S] | None, site: Site
+    ) -> Ok[_S, tuple[Unpack[_Ts]]] | Err[_S, Any]:
+        branches = self._branches
+        out = await run_group(state, len(branches), lambda i: branches[i](state, value), None, merge, site)
+        if type(out) is Ok:
+            # the values come back in branch order: the tuple type this group was built with
+            return Ok(cast("tuple[Unpack[_Ts]]", tuple(out.value)), out.state)
+        return out
+
+
+def group(branch: Callable[[_S, _A], Coroutine[Any, Any, Ok[_S, _B] | Err[_S, _E]]]) -> Group[_S, _A, _E, _B]:
+    """A :class:`Group` of one branch, to grow with :meth:`Group.also`."""
+    return Group((branch,))
+
+
+async def each_values(
     state: _S,
     values: Sequence[Any],
     body: Callable[[_S, Any], Coroutine[Any, Any, Outcome[_S, Any, Any]]],
@@ -88,26 +169,74 @@ async def each(
     merge: Callable[[_S, Sequence[_S]], _S] | None,
     site: Site | None,
 ) -> Outcome[_S, Any, list[Any]]:
-    """``par`` of ``body`` over ``values``, in list order, at most ``limit`` at
-    once (``None``: no limit). Branch coroutines are created only as they start,
-    so a long list with a limit holds at most ``limit`` of them.
-    ``each`` of ``[]`` is ``Ok([], state)``."""
-    return await run_group(
-        state, len(values), lambda i: body(state, values[i]), limit, merge, site
-    )
+    """``par`` of ``body`` over ``values``, in list order, at most ``limit`` at once (``None``:
+    no limit): the untyped core of :func:`each`. Branch coroutines are created only as they
+    start, so a long list with a limit holds at most ``limit`` of them. ``each`` of ``[]`` is
+    ``Ok([], state)``."""
+    return await run_group(state, len(values), lambda i: body(state, values[i]), limit, merge, site)
+
+
+async def each(
+    state: _S,
+    values: Sequence[_A],
+    body: Callable[[_S, _A], Coroutine[Any, Any, Ok[_S, _B] | Err[_S, _E]]],
+    limit: int | None,
+    site: Site,
+) -> Ok[_S, list[_B]] | Err[_S, _E]:
+    """``each``: ``body`` over ``values`` (see :func:`each_values`); the body changes no state."""
+    return await _each(state, values, body, limit, None, site)
+
+
+async def each_merged(
+    state: _S,
+    values: Sequence[_A],
+    body: Callable[[_S, _A], Coroutine[Any, Any, Ok[_S, _B] | Err[_S, _E]]],
+    limit: int | None,
+    merge: Callable[[_S, Sequence[_S]], _S],
+    site: Site,
+) -> Ok[_S, list[_B]] | Err[_S, _E]:
+    """``each`` in a file that declares its merge: ``merge`` cannot conflict (a ``MergeConflict``
+    from it is a ``Defect``)."""
+    return await _each(state, values, body, limit, declared_merge(merge), site)
+
+
+async def each_merging(
+    state: _S,
+    values: Sequence[_A],
+    body: Callable[[_S, _A], Coroutine[Any, Any, Ok[_S, _B] | Err[_S, _E]]],
+    limit: int | None,
+    site: Site,
+) -> Ok[_S, list[_B]] | Err[_S, _E | MergeConflict]:
+    """``each`` over a stateful body: the runs' states are merged by field (``merge_states``)."""
+    return await _each(state, values, body, limit, merge_states, site)
+
+
+async def _each(
+    state: _S,
+    values: Sequence[_A],
+    body: Callable[[_S, _A], Coroutine[Any, Any, Ok[_S, _B] | Err[_S, _E]]],
+    limit: int | None,
+    merge: Callable[[_S, Sequence[_S]], _S] | None,
+    site: Site,
+) -> Ok[_S, list[_B]] | Err[_S, Any]:
+    out = await run_group(state, len(values), lambda i: body(state, values[i]), limit, merge, site)
+    return cast("Ok[_S, list[_B]] | Err[_S, Any]", out)
 
 
 class MergeContractError(Exception):
-    """A declared merge (``state T merge f``) raised ``MergeConflict``: the Defect's cause."""
+    """A merge that cannot conflict (a declared merge, or the default merge over one stateful
+    branch) raised ``MergeConflict``: the Defect's cause."""
 
 
 def declared_merge(merge: Callable[[_S, Sequence[_S]], _S]) -> Callable[[_S, Sequence[_S]], _S]:
-    """The merge of a file that declares ``state T merge f``, as groups must call it.
+    """``merge`` as a group calls it where the checker proved no ``MergeConflict`` can happen.
 
-    Such a file has no ``MergeConflict`` in any error set (LANGUAGE.md §5), so
-    callers are never told to expect one: ``f`` raising it breaks the contract
-    like any other exception from a merge, and becomes a ``Defect`` at the
-    group (with the group's input state) instead of an ``Err`` outside the
+    That is a file that declares ``state T merge f`` (no ``MergeConflict`` in any
+    error set, LANGUAGE.md §5), or the default merge over a group with exactly
+    one stateful branch (a field only one branch changes takes its value). So
+    callers are never told to expect one: ``merge`` raising it breaks the
+    contract like any other exception from a merge, and becomes a ``Defect`` at
+    the group (with the group's input state) instead of an ``Err`` outside the
     declared errors. The conflict is kept as the cause's ``__cause__``.
     """
 
@@ -116,8 +245,8 @@ def declared_merge(merge: Callable[[_S, Sequence[_S]], _S]) -> Callable[[_S, Seq
             return merge(base, branches)
         except MergeConflict as conflict:
             raise MergeContractError(
-                f"the declared merge {callable_name(merge)} raised MergeConflict ({conflict}), "
-                "but a file with a custom merge has no MergeConflict in its error sets"
+                f"the merge {callable_name(merge)} raised MergeConflict ({conflict}) where none can happen: "
+                "the group has one stateful branch, or the file declares its merge"
             ) from conflict
 
     merged.__wrapped__ = merge  # type: ignore[attr-defined]

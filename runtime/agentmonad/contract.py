@@ -16,7 +16,7 @@ still becomes a Defect like any other, never an exception of its own.
 from __future__ import annotations
 
 import inspect
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from ._show import short_repr, type_name
 from .errors import Defect
@@ -24,6 +24,9 @@ from .outcome import Err, Ok, Site
 
 __all__ = ["stop", "raised", "fn_defect"]
 
+
+_S = TypeVar("_S")
+_E = TypeVar("_E")
 
 def _names(errors: tuple[type, ...]) -> str:
     return " | ".join(t.__name__ for t in errors) if errors else "Never"
@@ -84,8 +87,8 @@ def _is_awaitable(value: object) -> bool:
 
 
 def raised(
-    exc: Exception, site: Site, state: object, errors: tuple[type, ...]
-) -> Err[Any, Any]:
+    exc: Exception, site: Site, state: _S, errors: tuple[type[_E], ...]
+) -> Err[_S, _E]:
     """The step at ``site`` raised ``exc`` while holding ``state``.
 
     A declared error becomes ``Err(exc, state, site)``; a ``Defect`` (from a
