@@ -181,20 +181,19 @@ def prepare(program: Program, pipeline: str, input_json: str, state_json: str | 
     return value, state
 
 
-def safe_repr(value: object) -> str:
-    """``repr(value)``, even when its ``__repr__`` raises."""
-    try:
-        return repr(value)
-    except Exception:
-        return f"<{type(value).__name__} whose repr() failed>"
-
-
 def jsonable(value: Any) -> Any:
-    """A JSON-compatible rendering of any value (models, dataclasses, exceptions …); never raises:
-    what pydantic cannot convert is its repr, and a value it cannot convert at all (too deep,
-    a hostile ``__repr__``) is described by its type."""
+    """A JSON-compatible rendering of any value (models, dataclasses, exceptions …): what
+    pydantic cannot convert is its repr. Raises when the value cannot be converted at all
+    (nested too deep, a ``__repr__`` that raises): ``mcec serve`` turns that into an error
+    result, ``mcec run`` into a note (:func:`shown`)."""
+    return to_jsonable_python(value, fallback=repr)
+
+
+def shown(value: Any) -> Any:
+    """:func:`jsonable`, or a note naming the value's type when it cannot be converted: a
+    report of ``mcec run`` always prints."""
     try:
-        return to_jsonable_python(value, fallback=safe_repr)
+        return jsonable(value)
     except Exception:
         return f"<{type(value).__name__} that cannot be shown as JSON>"
 
@@ -208,19 +207,19 @@ def describe_error(error: object) -> dict[str, Any]:
         attributes = {}
     fields = {k: v for k, v in attributes.items() if isinstance(k, str) and not k.startswith("_")}
     if fields:
-        described["fields"] = jsonable(fields)
+        described["fields"] = shown(fields)
     return described
 
 
 def report(outcome: Outcome[Any, Any, Any]) -> RunReport:
     """The JSON report of an Outcome."""
     if isinstance(outcome, Ok):
-        return RunReport({"ok": True, "value": jsonable(outcome.value), "state": jsonable(outcome.state)}, 0)
+        return RunReport({"ok": True, "value": shown(outcome.value), "state": shown(outcome.state)}, 0)
     assert isinstance(outcome, Err)
     error = describe_error(outcome.error)
     if outcome.site is not None:
         error["site"] = str(outcome.site)
-    return RunReport({"ok": False, "error": error, "state": jsonable(outcome.state)}, 1)
+    return RunReport({"ok": False, "error": error, "state": shown(outcome.state)}, 1)
 
 
 def run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: Any) -> RunReport:
@@ -235,7 +234,7 @@ def run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: A
                 "site": str(defect.site) if defect.site is not None else None,
                 "cause": describe_error(defect.cause) if defect.cause is not None else None,
             },
-            "state": jsonable(defect.state),
+            "state": shown(defect.state),
         }
         return RunReport(payload, 1)
     return report(outcome)
