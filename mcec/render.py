@@ -179,7 +179,8 @@ def render_text(
 
 
 def render_summary(diagnostics: Iterable[Diagnostic], *, color: bool) -> str:
-    """``error: 2 errors, 1 warning emitted`` (or ``warning: …``); empty when there is nothing to say."""
+    """``error: 2 errors, 1 warning emitted (`mcec explain MCE013` says what a code means)`` (or
+    ``warning: …``, naming the first code of that severity); empty when there is nothing to say."""
     items = list(diagnostics)
     errors = sum(1 for d in items if d.is_error)
     warnings = len(items) - errors
@@ -192,7 +193,8 @@ def render_summary(diagnostics: Iterable[Diagnostic], *, color: bool) -> str:
         parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
     severity = Severity.ERROR if errors else Severity.WARNING
     head = _Style(color).paint(_COLOURS[severity], severity.value)
-    return f"{head}: {', '.join(parts)} emitted\n"
+    first = next(d for d in items if d.severity is severity)
+    return f"{head}: {', '.join(parts)} emitted (`mcec explain {first.code}` says what a code means)\n"
 
 
 def render_json(diagnostic: Diagnostic) -> str:

@@ -1,8 +1,12 @@
 """Random well-typed `.mce` specs over the toolbox (tests/toolbox.py), for
 differential and fault tests. Every expression is ``int -> int``; the
 generator tracks each expression's error set and statefulness exactly as
-LANGUAGE.md §5 defines them, so it only writes ``catch`` clauses that can
-fire (no MCE014)."""
+the language reference (docs/language.md §5) defines them, so it only writes
+``catch`` clauses that can fire (no MCE014).
+
+Every construct of the language must be generated here: the differential test
+(compiled ≡ interpreted) and the fuzzers cover only what this module writes
+(see tests/README.md)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,14 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 
 #: The modules that add sub-commands; each has a ``COMMANDS`` list of ``add_<name>`` functions.
-COMMAND_MODULES: list[str] = ["mcec.cli.check", "mcec.cli.compile", "mcec.cli.fmt", "mcec.cli.graph", "mcec.cli.serve"]
+COMMAND_MODULES: list[str] = [
+    "mcec.cli.check",
+    "mcec.cli.compile",
+    "mcec.cli.fmt",
+    "mcec.cli.graph",
+    "mcec.cli.serve",
+    "mcec.cli.explain",
+]
 
 
 def _commands() -> list[Callable[[Subparsers[argparse.ArgumentParser]], None]]:

@@ -1,0 +1,109 @@
+"""``mcec check`` through real subprocesses: exit codes, formats, folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD = "fn f : str -> str = m.f\npipeline p : str -> str = f >>= f;\n"
+BAD = "fn f : str -> str = m.f\npipeline p : str str = f;\n"
+
+
+def mcec(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, NO_COLOR="1")
+    return subprocess.run(
+        [sys.executable, "-m", "mcec", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "b").mkdir()
+    (tmp_path / "a" / "good.mce").write_text(GOOD)
+    (tmp_path / "a" / "b" / "bad.mce").write_text(BAD)
+    (tmp_path / "a" / "b" / "other.mce").write_text("state\n")
+    (tmp_path / "a" / "notes.txt").write_text("not a spec")
+    return tmp_path
+
+
+def test_syntax_ok_exits_0(tree: Path) -> None:
+    done = mcec("check", "a/good.mce", cwd=tree)
+    assert "Traceback" not in done.stderr
+    assert done.returncode in (0, 1)  # 1 only if the checker has something to say about m.f
+    assert "MCE001" not in done.stdout
+
+
+def test_empty_spec_exits_0(tree: Path) -> None:
+    (tree / "empty.mce").write_text("")
+    done = mcec("check", "empty.mce", cwd=tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == ""
+
+
+def test_syntax_error_exits_1_with_rendered_text(tree: Path) -> None:
+    done = mcec("check", "a/b/bad.mce", cwd=tree)
+    assert done.returncode == 1
+    assert "error[MCE001]: expected `->` after the input type" in done.stdout
+    assert " --> a/b/bad.mce:2:" in done.stdout
+    assert done.stdout.rstrip().endswith("error: 1 error emitted (`mcec explain MCE001` says what a code means)")
+    assert "\x1b[" not in done.stdout
+
+
+def test_folder_recursion_sorted_json(tree: Path) -> None:
+    done = mcec("check", "--format", "json", "a", cwd=tree)
+    assert done.returncode == 1
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    files = [r["file"] for r in records if r["code"] == "MCE001"]
+    assert files == sorted(files) and set(files) == {"a/b/bad.mce", "a/b/other.mce"}
+    for record in records:
+        assert list(record) == [
+            "severity", "code", "message", "file", "line", "column", "end_line", "end_column", "labels", "help",
+        ]
+
+
+def test_missing_file_is_mce005_exit_2(tree: Path) -> None:
+    done = mcec("check", "nope.mce", cwd=tree)
+    assert done.returncode == 2
+    assert "error[MCE005]" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_usage_error_exit_2(tree: Path) -> None:
+    assert mcec("check", cwd=tree).returncode == 2
+    assert mcec("frobnicate", cwd=tree).returncode == 2
+    assert mcec("check", "--format", "xml", "a", cwd=tree).returncode == 2
+
+
+def test_invalid_utf8_is_a_diagnostic(tree: Path) -> None:
+    (tree / "latin1.mce").write_bytes(b"# caf\xe9\n")
+    done = mcec("check", "latin1.mce", cwd=tree)
+    assert done.returncode == 1
+    assert "not valid UTF-8" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_max_diagnostics(tree: Path) -> None:
+    (tree / "many.mce").write_text("step x y\n" * 10)
+    done = mcec("check", "--max-diagnostics", "2", "many.mce", cwd=tree)
+    assert done.returncode == 1
+    assert done.stdout.count("error[MCE001]") == 2
+    assert "… and 8 more" in done.stdout
+    assert "error: 10 errors emitted (" in done.stdout
+
+
+def test_internal_error_is_tidy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from mcec import cli
+    from mcec.cli import check
+
+    def boom(source: object) -> object:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(check, "check_source", boom)
+    spec = tmp_path / "x.mce"
+    spec.write_text(GOOD)
+    assert cli.main(["check", str(spec)]) == 3
+    assert "internal compiler error: RuntimeError: kaboom" in capsys.readouterr().err

@@ -1,0 +1,44 @@
+"""`mcec check` stays light: heavy libraries load only when a command needs them.
+
+libcst/black only when code is generated, pydantic only when `mcec serve`
+builds schemas, mypy only when the generated code is checked (Lark, the
+parser, always loads). Checked in a fresh interpreter,
+by which modules a run imported (not by timing it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("libcst", "black", "pydantic", "mypy")
+
+PROBE = """
+import json, sys
+from mcec.cli import main
+status = main(sys.argv[1:])
+print(json.dumps([status, sorted(m for m in {heavy!r} if m in sys.modules)]))
+"""
+
+
+def _loaded_by(*argv: str) -> tuple[int, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    status, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    return status, loaded
+
+
+def test_checking_valid_specs_loads_no_heavy_library() -> None:
+    status, loaded = _loaded_by("check", "examples")
+    assert status == 0 and loaded == []
+
+
+def test_a_syntax_error_loads_no_heavy_library(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.mce"
+    bad.write_text("fn f : int -> int\n", encoding="utf-8")
+    status, loaded = _loaded_by("check", str(bad))
+    assert status == 1 and loaded == []

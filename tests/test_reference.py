@@ -1,0 +1,44 @@
+"""The language reference in the repository (docs/language.md) and the code agree.
+
+Every diagnostic code mcec can print is in the reference's table and in
+``mcec.diagnostics.CODES`` (issue 18, item 20: MCE006 was printed but not
+listed), ``mcec explain`` prints each one's entry, and the README and the
+facade point users at the reference.
+"""
+
+from __future__ import annotations
+
+import doctest
+import subprocess
+import sys
+from pathlib import Path
+
+import mcec
+from mcec.cli.explain import reference_entries, reference_text
+from mcec.diagnostics import CODES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_code_is_in_the_reference_and_every_listed_code_exists() -> None:
+    text = reference_text()
+    assert text is not None
+    listed = set(reference_entries(text))
+    assert listed == set(CODES), f"only in the code: {set(CODES) - listed}; only in the reference: {listed - set(CODES)}"
+
+
+def test_mcec_explain_prints_the_reference_entry() -> None:
+    done = subprocess.run([sys.executable, "-m", "mcec", "explain", "mce013"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.startswith("MCE013: an error escapes")
+    unknown = subprocess.run([sys.executable, "-m", "mcec", "explain", "E42"], capture_output=True, text=True, cwd=ROOT)
+    assert unknown.returncode == 2 and "MCE013" in unknown.stdout
+
+
+def test_the_readme_links_the_reference_in_the_repository() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(docs/language.md)" in readme and "../shared/" not in readme
+
+
+def test_the_facade_doctests() -> None:
+    failures, tried = doctest.testmod(mcec)
+    assert tried and not failures
