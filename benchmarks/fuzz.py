@@ -30,10 +30,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "codegen"))
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from spec_gen import mutate, specs  # noqa: E402
-from test_7_compiler_inputs import shape_problems  # noqa: E402
+from test_compiler_inputs import shape_problems  # noqa: E402
 
 from mcec.compiler import compile_source  # noqa: E402
 from mcec.span import SourceFile  # noqa: E402

@@ -60,3 +60,19 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for label in ("runtime", "frontend", "checker", "codegen #5", "peers #6"):
         assert f"| {label} |" in table, label
     assert "/ Lark LALR parse" in table and "re-check after one edit" in table
+
+
+def test_the_fuzzer_runs() -> None:
+    """benchmarks/fuzz.py (mutated, generated, random and deep specs through the whole compiler)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "benchmarks/fuzz.py", "--seconds", "3", "--seed", "1"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout[done.stdout.index("{") :])["findings"] == 0
