@@ -4,12 +4,12 @@ The whole pipeline is three functions over a :class:`~mcec.span.SourceFile`
 (no file I/O; that is :mod:`mcec.cli`'s)::
 
     >>> from mcec import SourceFile, check_source, compile_source, parse
-    >>> source = SourceFile("hello.mce", "fn shout : str -> str = m.shout\\nimport m\\n")
+    >>> source = SourceFile("hello.mce", "pipeline echo : str -> str {}\\n")
     >>> parse(source).ok
     True
-    >>> [d.code for d in check_source(source).diagnostics]
-    ['W001']
-    >>> compile_source(source).generated is not None
+    >>> check_source(source).diagnostics
+    ()
+    >>> "async def echo(" in compile_source(source).generated.code
     True
 
 - :func:`parse` — text to the syntax tree (:mod:`mcec.syntax`);

@@ -1,15 +1,22 @@
 """The compiler facade: text in, diagnostics and (when clean) Python out.
 
 ``compile_source`` chains the phases — parse, check, generate — as pure
-functions over a :class:`~mcec.span.SourceFile`; nothing here touches files.
+functions over a :class:`~mcec.span.SourceFile`; nothing here writes files.
+The checker reads the source of the Python modules the spec names (never
+running them) through a :class:`~mcec.check.pyindex.PythonIndex`: by default
+one for the working directory and the folder the spec's package starts in,
+which is where Python will import them from when the generated module runs;
+pass ``index=`` to read them elsewhere, or ``index=False`` to leave every
+question about them to mypy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mcec.check import check
+from mcec.check.pyindex import PythonIndex
 from mcec.diagnostics import Diagnostic
 from mcec.syntax import parse
 from mcec.span import SourceFile
@@ -34,22 +41,28 @@ class CompileResult:
         return not any(d.is_error for d in self.diagnostics)
 
 
-def check_source(source: SourceFile) -> CompileResult:
+#: What the checker reads the spec's Python names with: an index, None for one of the
+#: working directory, or False for none (no class knowledge).
+IndexChoice = PythonIndex | Literal[False] | None
+
+
+def check_source(source: SourceFile, *, index: IndexChoice = None) -> CompileResult:
     """Parse and check, without generating code."""
-    return _phases(source, emit=False)
+    return _phases(source, emit=False, index=index)
 
 
-def compile_source(source: SourceFile) -> CompileResult:
+def compile_source(source: SourceFile, *, index: IndexChoice = None) -> CompileResult:
     """Parse, check and generate."""
-    return _phases(source, emit=True)
+    return _phases(source, emit=True, index=index)
 
 
-def _phases(source: SourceFile, *, emit: bool) -> CompileResult:
+def _phases(source: SourceFile, *, emit: bool, index: IndexChoice) -> CompileResult:
     parsed = parse(source)
     diagnostics = list(parsed.diagnostics)
     if parsed.module is None or any(d.is_error for d in diagnostics):
         return CompileResult(source, tuple(diagnostics), None, None)
-    checked = check(parsed.module, source)
+    python = PythonIndex.for_directory(spec=source.path) if index is None else (index or None)
+    checked = check(parsed.module, source, python)
     diagnostics.extend(checked.diagnostics)
     if checked.program is None:
         return CompileResult(source, tuple(diagnostics), None, None)

@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "MCE019": "par with fewer than two branches, or each limit below 1",
     "MCE020": "catch handler or orelse fallback does not fit",
     "MCE025": "a type that cannot play its role: an error type isinstance cannot test, a tool input that is not a model",
+    "MCE026": "a step's or fn's Python implementation does not fit its declaration",
     "MCE100": "mypy reported a problem in the generated code",
     "W001": "declaration never used",
 }

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from mcec import syntax
 from mcec.check.names import DeclarationChecker, unused_warnings
 from mcec.check.pipelines import PipelineChecker
+from mcec.check.pyindex import PythonIndex
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import SourceFile
 from mcec.check.typed import Program
@@ -36,10 +37,16 @@ class CheckResult:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def check(module: syntax.Module, source: SourceFile) -> CheckResult:
-    """Resolve names and check types of ``module``, parsed from ``source``."""
+def check(module: syntax.Module, source: SourceFile, index: PythonIndex | None = None) -> CheckResult:
+    """Resolve names and check types of ``module``, parsed from ``source``.
+
+    ``index`` reads the Python modules, classes and functions the spec names
+    (:class:`~mcec.check.pyindex.PythonIndex`); with it, relations between
+    imported classes get definite answers and implementations are held to
+    their declarations. Without it, every such question is left to mypy.
+    """
     sink = DiagnosticSink()
-    declarations = DeclarationChecker(module, sink)
+    declarations = DeclarationChecker(module, sink, index)
     declared = declarations.run()
     pipelines = PipelineChecker(declared, declarations, sink).run()
     sink.extend(unused_warnings(module, declared))

@@ -22,6 +22,7 @@ from typing import assert_never
 
 from mcec import syntax
 from mcec.span import Span
+from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.check.typed import PyRef
 from mcec.check.types import (
     BUILTIN_ERRORS,
@@ -133,11 +134,13 @@ class Env:
         default_factory=dict, init=False, repr=False, compare=False
     )
     _suggestion_budget: int = field(default_factory=lambda: SUGGESTION_BUDGET, init=False, repr=False, compare=False)
+    #: What the Python names read as (None: no class knowledge; every class relation is left to mypy).
+    index: PythonIndex | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def with_builtins(cls) -> Env:
+    def with_builtins(cls, index: PythonIndex | None = None) -> Env:
         """An environment holding only the predeclared built-in error types."""
-        env = cls()
+        env = cls(index=index)
         for name in BUILTIN_ERRORS:
             env.bindings[name] = Binding(name, Kind.BUILTIN_ERROR, None, runtime_error(name).path)
         return env
@@ -331,7 +334,33 @@ class Env:
             failures.append(Failure(resolved.message.replace("unknown name", "unknown type"), resolved.span, resolved.help))
             return ANY
         module, attr = resolved
-        return ClassRef(f"{module}.{attr}", qual.dotted)
+        return self._imported_class(module, attr, qual, failures)
+
+    def _imported_class(self, module: str, attr: str, qual: syntax.QualName, failures: list[Failure]) -> Type:
+        """``module.attr`` as a type: what the Python index reads of it (its canonical path and its
+        ancestry), or a class nothing is known of when there is no index or it cannot be read."""
+        unknown = ClassRef(f"{module}.{attr}", qual.dotted)
+        if self.index is None or isinstance(self.index.module(module), Missing):
+            return unknown  # a module that cannot be found is reported once, at its import
+        found = self.index.member(module, attr)
+        match found:
+            case PyClass():
+                return ClassRef(found.path, qual.dotted, found.info)
+            case PyValue():
+                return unknown  # a type alias, a name made at run time: mypy knows
+            case PyFunction():
+                failures.append(Failure(f"`{qual.dotted}` is a function, not a type", qual.span, _TYPE_HELP))
+                return ANY
+            case PyModule():
+                failures.append(Failure(f"`{qual.dotted}` is a module, not a type", qual.span, _TYPE_HELP))
+                return ANY
+            case Missing():
+                if len(qual.parts) == 1:
+                    return unknown  # a from-imported name that is not there: reported at its import
+                failures.append(Failure(found.message, qual.parts[-1].span, found.help))
+                return ANY
+            case _:
+                assert_never(found)
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
         args = tuple(self.resolve_type(a, failures) for a in expr.args)
@@ -351,6 +380,9 @@ class Env:
             failures.append(_arity_failure(head, len(args), expr.span))
             return ANY
         return Generic(head, args)
+
+
+_TYPE_HELP = "a type is a builtin, a generic, or a class imported with `from … import`"
 
 
 def _arity_failure(head: GenericName, given: int, span: Span) -> Failure:

@@ -15,6 +15,8 @@ from typing import assert_never
 from mcec import syntax
 from mcec.check import report
 from mcec.check.env import Binding, Env, Failure, Kind
+from mcec.check.implementations import StepContract, check_fn, check_step
+from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
 from mcec.check.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
@@ -78,10 +80,12 @@ def _testable_class(error_type: Type) -> bool:
 class DeclarationChecker:
     """Binds and types the declarations of one module, reporting into a sink."""
 
-    def __init__(self, module: syntax.Module, sink: DiagnosticSink) -> None:
+    def __init__(self, module: syntax.Module, sink: DiagnosticSink, index: PythonIndex | None = None) -> None:
         self.module = module
         self.sink = sink
-        self.declared = Declared(Env.with_builtins())
+        #: What the spec's Python names are (None: no class knowledge, nothing read).
+        self.index = index
+        self.declared = Declared(Env.with_builtins(index))
         self.env = self.declared.env
         #: Where each ``state`` declaration is (a second one is MCE004).
         self._state_spans: list[Span] = []
@@ -202,9 +206,25 @@ class DeclarationChecker:
             self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound, f"{module}.{item.name.text}"))
         names = tuple((i.name.text, i.alias.text if i.alias else None) for i in decl.names)
         self.declared.imports.append(TFromImport(module, names, decl.span))
+        if self.index is not None and self._module_found(decl.module):
+            for item in decl.names:
+                found = self.index.member(module, item.name.text)
+                if isinstance(found, Missing):
+                    self.sink.add(report.python_missing(found.message, item.name.span, found.help))
+
+    def _module_found(self, qual: syntax.QualName) -> bool:
+        """Is the Python module ``qual`` there? If not, say so (MCE002) at the import."""
+        assert self.index is not None
+        found = self.index.module(qual.dotted)
+        if isinstance(found, Missing):
+            self.sink.add(report.python_missing(found.message, qual.span, found.help))
+            return False
+        return True
 
     def _bind_module_import(self, decl: syntax.ModuleImport) -> None:
         module = decl.module.dotted
+        if self.index is not None:
+            self._module_found(decl.module)
         if decl.alias is not None:
             self._add(Binding(decl.alias.text, Kind.MODULE, decl.alias, module))
         else:
@@ -271,6 +291,24 @@ class DeclarationChecker:
             return PyRef("", qual.dotted, qual.dotted)
         return resolved
 
+    def _implementation(self, ref: PyRef, qual: syntax.QualName) -> PyFunction | None:
+        """The function behind ``= m.f`` as the index reads it (None: not read, or reported as missing)."""
+        if self.index is None or not ref.module or isinstance(self.index.module(ref.module), Missing):
+            return None  # no index, the name did not resolve, or its module's import is reported
+        found = self.index.member(ref.module, ref.attr)
+        match found:
+            case PyFunction():
+                return found
+            case Missing():
+                self.sink.add(report.python_missing(found.message, qual.parts[-1].span, found.help))
+            case PyModule():
+                self.sink.add(report.implementation(f"`{qual.dotted}` is a module, not a function", qual.span, qual.span, "name the function in it: `m.f`"))
+            case PyClass() | PyValue():
+                pass  # a class (its constructor) or a callable object: mypy checks the call
+            case _:
+                assert_never(found)
+        return None
+
     # ------------------------------------------------------------ declarations
 
     def _state(self, decl: syntax.StateDecl) -> None:
@@ -308,13 +346,21 @@ class DeclarationChecker:
     def _step(self, decl: syntax.StepDecl) -> None:
         input, output = self.type_of(decl.input), self.type_of(decl.output)
         sig = Sig(input, output, self._error_list(decl.errors, "step", decl.name), True)
-        step = TStep(decl.name.text, decl.is_async, sig, self._impl(decl.impl), decl.span)
+        impl = self._impl(decl.impl)
+        step = TStep(decl.name.text, decl.is_async, sig, impl, decl.span)
         self.declared.steps.setdefault(decl.name.text, step)
+        function = self._implementation(impl, decl.impl)
+        if function is not None:
+            self.sink.extend(check_step(StepContract(decl, sig, self.declared.state), function))
 
     def _fn(self, decl: syntax.FnDecl) -> None:
         sig = Sig(self.type_of(decl.input), self.type_of(decl.output), _NO_ERRORS, False)
-        fn = TFn(decl.name.text, sig, self._impl(decl.impl), decl.span)
+        impl = self._impl(decl.impl)
+        fn = TFn(decl.name.text, sig, impl, decl.span)
         self.declared.fns.setdefault(decl.name.text, fn)
+        function = self._implementation(impl, decl.impl)
+        if function is not None:
+            self.sink.extend(check_fn(decl, sig, function))
 
     def _tool(self, decl: syntax.ToolDecl) -> None:
         errors = self._error_list(decl.errors, "tool", decl.name) | {TOOL_FAILED, TOOL_UNAVAILABLE}

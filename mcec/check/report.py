@@ -177,6 +177,16 @@ def bad_tool_input(given: Type, span: Span) -> Diagnostic:
     )
 
 
+def implementation(message: str, span: Span, declaration: Span, help: str) -> Diagnostic:
+    """MCE026: a step's or fn's Python implementation does not fit its declaration."""
+    return error("MCE026", message, span, (Label(declaration, "declared here"),), help)
+
+
+def python_missing(message: str, span: Span, help: str | None) -> Diagnostic:
+    """MCE002: a Python module or name the spec imports or refers to is not there."""
+    return error("MCE002", message, span, (), help)
+
+
 def duplicate(name: str, span: Span, first: Span) -> Diagnostic:
     """MCE003: ``name`` is bound a second time at ``span``."""
     return error(

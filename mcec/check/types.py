@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Literal, TypeAlias
 
 BuiltinName = Literal["str", "int", "float", "bool", "bytes", "None", "Any", "Never"]
@@ -54,15 +53,51 @@ class Generic:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassInfo:
+    """What is known about an imported class, read from its source (:mod:`mcec.check.pyindex`).
+
+    ``ancestors`` are the canonical dotted paths of the class and of every class
+    it derives from, as far as they could be read (builtins as ``builtins.X``);
+    ``complete`` says the set is the whole of them. ``project`` is true for a
+    class of the project's own source (not the standard library or an installed
+    package): no installed code derives from it. ``open`` is true for a
+    ``Protocol`` or an ABC, of which a class may count as a subclass without
+    deriving from it; ``structural`` for a ``TypedDict`` or ``Protocol``, which
+    ``isinstance`` cannot test.
+    """
+
+    ancestors: frozenset[str]
+    complete: bool
+    project: bool
+    open: bool
+    structural: bool
+
+
+def builtin_info(name: str) -> ClassInfo | None:
+    """The :class:`ClassInfo` of a Python builtin class (``str``, ``ValueError`` …), from this
+    interpreter's own classes; None for a name that is not a builtin class."""
+    import builtins
+
+    cls = getattr(builtins, name, None)
+    if not isinstance(cls, type):
+        return None
+    ancestors = frozenset(f"builtins.{c.__name__}" for c in cls.__mro__ if c.__module__ == "builtins")
+    return ClassInfo(ancestors, True, False, False, False)
+
+
+@dataclass(frozen=True, slots=True)
 class ClassRef:
     """An imported Python class, identified by its resolved dotted path.
 
     ``ClassRef("examples.research.impl.ToolCall", "ToolCall")`` and
     ``ClassRef("examples.research.impl.ToolCall", "impl.ToolCall")`` are equal.
+    ``info`` is what the checker could read about the class (None: nothing),
+    which lets :func:`flows` answer yes or no between classes.
     """
 
     path: str
     spelling: str = field(compare=False)
+    info: ClassInfo | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_runtime(self) -> bool:
@@ -95,8 +130,13 @@ STR = Builtin("str")
 
 
 def runtime_error(name: str) -> ClassRef:
-    """The ClassRef of a built-in error type such as ``MergeConflict``."""
-    return ClassRef(f"{RUNTIME_MODULE}.{name}", name)
+    """The ClassRef of a built-in error type such as ``MergeConflict`` (an ``Exception`` subclass
+    of the runtime, which derives from no user class)."""
+    path = f"{RUNTIME_MODULE}.{name}"
+    exception = builtin_info("Exception")
+    assert exception is not None
+    info = ClassInfo(frozenset({path, f"{RUNTIME_MODULE}.errors.{name}"}) | exception.ancestors, True, False, False, False)
+    return ClassRef(path, name, info)
 
 
 MERGE_CONFLICT = runtime_error("MergeConflict")
@@ -186,9 +226,9 @@ _BUILTIN_WIDENINGS: frozenset[tuple[str, str]] = frozenset(
 def flows(actual: Type, expected: Type) -> Compat:
     """May a value of type ``actual`` flow where ``expected`` is expected (``actual ≤ expected``)?
 
-    The rules, tried in this order (LANGUAGE.md §4):
+    The rules, tried in this order (docs/language.md §4):
 
-    1. Equal types: YES (imported classes are equal when their resolved paths are).
+    1. Equal types: YES (imported classes are equal when their canonical paths are).
     2. ``Never ≤ Y``: YES, for every Y (Never has no values).
     3. ``Any`` on either side: YES.
     4. ``X1 | … | Xn ≤ Y``: every ``Xi ≤ Y`` (NO if one is NO, else UNKNOWN if
@@ -198,35 +238,18 @@ def flows(actual: Type, expected: Type) -> Compat:
     6. ``X ≤ Never``: NO (X is not Never, by rules 1–2).
     7. Two builtins: YES only for ``bool ≤ int``, ``bool ≤ float`` and
        ``int ≤ float`` (Python's subclass and mypy's numeric promotion); otherwise NO.
-    8. Two different imported classes: UNKNOWN — one may subclass the other, and
-       mcec does not import user code. Except for the runtime's built-in errors
-       (``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``), which mcec knows:
-       two different built-in errors are unrelated (NO), and a built-in error is
-       never a subclass of a user's class (NO); a user's class may subclass a
-       built-in error (UNKNOWN).
-    9. An imported class and a builtin or generic type, either way round:
-       UNKNOWN (the class may subclass ``str``, or be a protocol ``list`` meets);
-       NO if the class is a built-in error.
-    10. ``tuple[X1, …, Xn] ≤ tuple[Y1, …, Ym]``: NO if n ≠ m, else every ``Xi ≤ Yi``.
-    11. ``list``, ``set``, ``dict`` are invariant: every argument pair must be the
+    8. An imported class on either side (:func:`_class_flows`), decided by what
+       is known of the classes (:class:`ClassInfo`, read from their source):
+       YES when Y's path is among X's ancestors; NO when X's ancestry is known
+       well enough to rule Y out and Y is not open (a ``Protocol`` or an ABC);
+       UNKNOWN otherwise — mypy, which sees the real classes, settles those.
+    9. ``tuple[X1, …, Xn] ≤ tuple[Y1, …, Ym]``: NO if n ≠ m, else every ``Xi ≤ Yi``.
+    10. ``list``, ``set``, ``dict`` are invariant: every argument pair must be the
         same type (:func:`same`: ``≤`` both ways).
-    12. Anything else (a builtin against a generic, two different generic heads): NO.
-
-    Results are cached: types are immutable and hashable.
+    11. Anything else (a builtin against a generic, two different generic heads): NO.
     """
-    if actual is expected:
-        return Compat.YES
-    return _flows(actual, expected)
-
-
-# Recursion here (and in the checker) goes through list comprehensions, never
-# generator expressions: CPython walks the chain of suspended generators when an
-# exception (StopIteration, GeneratorExit) is raised inside one, so recursing
-# through generators costs time proportional to the depth at every level.
-@lru_cache(maxsize=1 << 16)
-def _flows(actual: Type, expected: Type) -> Compat:
     # Rules 1-3.
-    if actual == expected or actual == NEVER or actual == ANY or expected == ANY:
+    if actual is expected or actual == expected or actual == NEVER or actual == ANY or expected == ANY:
         return Compat.YES
     # Rule 4 before rule 5, so that X1|X2 ≤ Y1|Y2 asks each Xi against the whole union.
     if isinstance(actual, Union):
@@ -236,32 +259,79 @@ def _flows(actual: Type, expected: Type) -> Compat:
     # Rule 6.
     if expected == NEVER:
         return Compat.NO
-    # Rules 8 and 9.
+    # Rule 8.
     if isinstance(actual, ClassRef) or isinstance(expected, ClassRef):
         return _class_flows(actual, expected)
     # Rule 7.
     if isinstance(actual, Builtin) and isinstance(expected, Builtin):
         return Compat.YES if (actual.name, expected.name) in _BUILTIN_WIDENINGS else Compat.NO
-    # Rules 10-11.
+    # Rules 9-10.
     if isinstance(actual, Generic) and isinstance(expected, Generic):
         if actual.head != expected.head or len(actual.args) != len(expected.args):
             return Compat.NO
         if actual.head == "tuple":
             return _all([flows(a, e) for a, e in zip(actual.args, expected.args)])
         return _all([same(a, e) for a, e in zip(actual.args, expected.args)])
-    # Rule 12.
+    # Rule 11.
     return Compat.NO
 
 
+#: The Python class of each builtin spec type, for comparing them with imported classes.
+_BUILTIN_CLASS = {"str": "str", "int": "int", "float": "float", "bool": "bool", "bytes": "bytes", "None": "NoneType"}
+
+
+def _ancestry(t: Type) -> ClassInfo | None:
+    """What ``t`` derives from, when it is a class whose ancestry is known."""
+    match t:
+        case ClassRef():
+            return t.info
+        case Builtin(name=name) if name in _BUILTIN_CLASS:
+            if name == "None":
+                return ClassInfo(frozenset({"builtins.NoneType", "builtins.object"}), True, False, False, False)
+            return builtin_info(_BUILTIN_CLASS[name])
+        case Generic(head=head):
+            return builtin_info(head)
+        case _:
+            return None
+
+
+def _class_path(t: Type) -> str | None:
+    """The class a value of ``t`` must be an instance of, as a canonical path."""
+    match t:
+        case ClassRef():
+            return t.path
+        case Builtin(name=name) if name in _BUILTIN_CLASS:
+            return f"builtins.{_BUILTIN_CLASS[name]}"
+        case Generic(head=head):
+            return f"builtins.{head}"
+        case _:
+            return None
+
+
 def _class_flows(actual: Type, expected: Type) -> Compat:
-    """Rules 8 and 9 of :func:`flows`: at least one side is an imported class."""
-    actual_runtime = isinstance(actual, ClassRef) and actual.is_runtime
-    expected_runtime = isinstance(expected, ClassRef) and expected.is_runtime
-    if actual_runtime:
-        # The runtime never imports user code, so its classes subclass no user
-        # class, no builtin but Exception, and not each other.
+    """Rule 8 of :func:`flows`: at least one side is an imported class.
+
+    The runtime's built-in errors are classes like any other here: their
+    ancestry is known (``Exception``), and they derive from no user class.
+    """
+    known = _ancestry(actual)
+    target = _class_path(expected)
+    if known is None or target is None:
+        return Compat.UNKNOWN
+    if known.ancestors & {target}:
+        # A generic subclass (`class Names(list[str])`) is a list, but of what is mypy's call.
+        return Compat.UNKNOWN if isinstance(expected, Generic) else Compat.YES
+    expected_info = _ancestry(expected)
+    actual_is_runtime = isinstance(actual, ClassRef) and actual.is_runtime
+    if expected_info is None and not actual_is_runtime:
+        return Compat.UNKNOWN  # nothing known of the expected class: it may be a Protocol
+    if expected_info is not None and expected_info.open:
+        return Compat.UNKNOWN  # a Protocol or an ABC: membership is not by derivation
+    if known.complete:
         return Compat.NO
-    if expected_runtime and not isinstance(actual, ClassRef):
+    # Part of actual's ancestry could not be read: an installed class (pydantic's, say) that
+    # might derive from anything but the project's own classes.
+    if isinstance(expected, ClassRef) and expected.info is not None and expected.info.project:
         return Compat.NO
     return Compat.UNKNOWN
 

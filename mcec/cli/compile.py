@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from mcec.cli.build_state import STATE_DIR, BuildState, BuildStateError, Fingerprint, build_lock, dependency_hashes, sha256_file
+from mcec.check.pyindex import package_root
 from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, Subparsers, collect_specs, color_wanted, load_source
 from mcec.compiler import CompileResult, compile_source
 from mcec.diagnostics import Diagnostic, Label, error
@@ -32,6 +33,14 @@ def _ensure_importable_cwd() -> None:
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
+
+
+def ensure_importable(spec: Path) -> None:
+    """Also the folder the spec's package starts in (the checker reads modules from there too)."""
+    _ensure_importable_cwd()
+    root = str(package_root(spec))
+    if root not in sys.path:
+        sys.path.insert(1, root)
 
 
 def _write_problem(spec: Path, message: str) -> Diagnostic:
@@ -309,7 +318,7 @@ def compile_to_run(spec: Path) -> CompileResult | int:
     the spec that is older than it (LANGUAGE.md §7) is reported on stderr too:
     this run uses the current spec, but code importing that module does not.
     """
-    _ensure_importable_cwd()
+    ensure_importable(spec)
     reporter = Reporter(sys.stderr, "text", DEFAULT_LIMIT, color_wanted(sys.stderr))
     source, problem = load_source(spec)
     if problem is not None:

@@ -103,7 +103,7 @@ def test_compile_refuses_to_overwrite_a_users_file(project: Path) -> None:
     assert not [p for p in (project / "app").iterdir() if p.name.endswith(".tmp")]
 
 
-def test_compile_reports_mypy_findings_at_the_step_declaration(project: Path) -> None:
+def test_compile_reports_a_mismatched_implementation_at_the_declaration(project: Path) -> None:
     (project / "app" / "main.mce").write_text(SPEC.replace("fn show : int -> str", "fn show : str -> str"))
     done = mcec(project, "compile", "--format", "json", "app/main.mce")
     assert done.returncode == 1
@@ -114,8 +114,9 @@ def test_compile_reports_mypy_findings_at_the_step_declaration(project: Path) ->
     done = mcec(project, "compile", "--format", "json", "app/main.mce")
     assert done.returncode == 1
     findings = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert [f["code"] for f in findings] == ["MCE100"]
-    assert findings[0]["line"] == 8 and findings[0]["column"] == 1  # the `fn show` declaration
+    # the checker reads impl.bump's signature: a step's (state, value) given to a fn
+    assert [f["code"] for f in findings] == ["MCE026"]
+    assert findings[0]["line"] == 8 and findings[0]["message"].startswith("`impl.bump` takes 2 arguments")
 
 
 def test_compile_with_errors_writes_nothing(project: Path) -> None:
@@ -164,7 +165,10 @@ def test_two_specs_compiled_to_one_output_are_an_error_naming_both(project: Path
 
 
 def test_compile_summary_says_it_failed_when_mypy_found_errors(project: Path) -> None:
-    (project / "app" / "main.mce").write_text(SPEC.replace("impl.show", "impl.bump"))
+    # a type alias is one the checker does not read: only mypy sees that `show` takes a str
+    impl = project / "app" / "impl.py"
+    impl.write_text(impl.read_text() + '\n\nText = str\n\n\ndef show_text(value: Text) -> str:\n    return value\n')
+    (project / "app" / "main.mce").write_text(SPEC.replace("impl.show", "impl.show_text"))
     done = mcec(project, "compile", "app/main.mce")
     assert done.returncode == 1 and "error[MCE100]" in done.stdout
     assert "compiled app/main.mce" not in done.stderr
@@ -255,9 +259,10 @@ def test_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> None:
     "change, where, message, hint",
     [
         (
+            # found by the checker, which reads app/impl.py (before anything is imported)
             ("spec", "= impl.show", "= impl.shw"),
-            "app/main.mce:8:1",
-            "error[MCE007]: the implementation does not exist: module `app.impl` has no attribute `shw`",
+            "app/main.mce:8:29",
+            "error[MCE002]: module `app.impl` has no `shw`",
             "did you mean `show`?",
         ),
         (

@@ -243,7 +243,9 @@ def test_output_that_does_not_compile_is_an_internal_error_before_anything_is_wr
 
     monkeypatch.setattr(layout, "layout", lambda module: "def broken(:\n")
     with pytest.raises(InvalidOutput, match="does not compile"):
-        compile_source(SourceFile("broken.mce", "fn f : int -> int = m.f\npipeline p : int -> int = f;\nimport m\n"))
+        compile_source(
+            SourceFile("broken.mce", "fn f : int -> int = m.f\npipeline p : int -> int = f;\nimport m\n"), index=False
+        )
 
 
 def _nested(depth: int, make: str) -> str:

@@ -161,6 +161,7 @@ SPEC = "import m\nfn f : int -> int = m.f\npipeline p : int -> int = f;\n"
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "a.mce").write_text(SPEC)
+    (tmp_path / "m.py").write_text("def f(value: int) -> int:\n    return value\n")  # the module the spec names
     return tmp_path
 
 

@@ -1,0 +1,595 @@
+"""What the Python names a spec uses are, read from their source without running it.
+
+A spec names Python modules, classes and functions (``from app.models import
+Turn``, ``= impl.plan``). :class:`PythonIndex` finds and reads their source
+with griffe's static visitor — the files are parsed, never imported, so no
+user code runs at check time — and answers what the checker asks:
+
+- does ``module`` exist, does it have ``attr``, and what is it (a module, a
+  class, a function, some other value)?
+- for a class: where it is really defined (re-exports followed), every class
+  it derives from (:class:`~mcec.check.types.ClassInfo`), its annotated fields;
+- for a function: async or not, its positional parameters and their
+  annotations, its return annotation — as spec types where they can be read.
+
+Modules are read one file at a time, when first asked for, with their parent
+packages (whose ``__init__.py`` relative imports need them), so a spec that
+imports one module of a large installed package reads that module only.
+Anything that cannot be read statically (a class built by a function, a
+string annotation, a base class from a C extension) is left *unknown*, and
+the checker leaves those questions to mypy as before.
+
+Decision: static reading (griffe), not importing. Importing would be exact,
+but it runs the user's module-level code (model clients, servers, side
+effects) on every ``mcec check``, and imports everything those modules
+import; reading the source of the one module a spec names takes a few
+milliseconds.
+"""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import os
+import sys
+import sysconfig
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeAlias
+
+import griffe
+
+from mcec.check.types import (
+    ANY,
+    BUILTIN_ERRORS,
+    NEVER,
+    NONE,
+    RUNTIME_MODULE,
+    Builtin,
+    ClassInfo,
+    ClassRef,
+    ErrorSet,
+    Generic,
+    Type,
+    builtin_info,
+    runtime_error,
+    union,
+)
+
+__all__ = [
+    "Missing",
+    "package_root",
+    "PyClass",
+    "PyField",
+    "PyFunction",
+    "PyModule",
+    "PyObject",
+    "PyParam",
+    "PyValue",
+    "PythonIndex",
+    "StepReturn",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """A module or name that is not there: ``message`` says what, ``help`` how to fix it."""
+
+    message: str
+    help: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PyModule:
+    """A module: its dotted name and the names it defines or imports."""
+
+    path: str
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PyField:
+    """An annotated attribute of a class (a model's or dataclass's field); ``type`` None when unreadable."""
+
+    name: str
+    type: Type | None
+    has_default: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PyClass:
+    """A class, by its canonical path (where it is defined)."""
+
+    path: str
+    info: ClassInfo
+    fields: tuple[PyField, ...]
+    is_pydantic: bool
+    is_dataclass: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PyParam:
+    """A positional parameter: ``type`` None when unannotated or unreadable."""
+
+    name: str
+    type: Type | None
+    has_default: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StepReturn:
+    """A step implementation's return annotation read as ``Outcome[S, E, B]``; each part None when unreadable."""
+
+    state: Type | None
+    errors: ErrorSet | None
+    output: Type | None
+
+
+@dataclass(frozen=True, slots=True)
+class PyFunction:
+    """A function: how it is called and what its annotations say."""
+
+    path: str
+    is_async: bool
+    #: The parameters that can be passed by position, in order.
+    params: tuple[PyParam, ...]
+    #: True when it takes ``*args`` (any number of positional arguments).
+    var_positional: bool
+    #: The return annotation as a spec type (a fn), None when absent or unreadable.
+    returns: Type | None
+    #: The return annotation as ``Outcome[S, E, B]`` (a step), None when it is not one.
+    step_returns: StepReturn | None
+
+
+@dataclass(frozen=True, slots=True)
+class PyValue:
+    """Any other module attribute (a constant, a type alias, an instance)."""
+
+    path: str
+
+
+PyObject: TypeAlias = PyModule | PyClass | PyFunction | PyValue
+
+#: Classes of installed packages the spec's classes commonly derive from, with what
+#: they derive from: their packages cannot be read statically (pydantic exports
+#: ``BaseModel`` through a module ``__getattr__``).
+_KNOWN_EXTERNAL: dict[str, tuple[str, ...]] = {
+    "pydantic.BaseModel": ("pydantic.BaseModel", "pydantic.main.BaseModel", "builtins.object"),
+    "pydantic.main.BaseModel": ("pydantic.BaseModel", "pydantic.main.BaseModel", "builtins.object"),
+}
+#: Bases that make a class *open*: other classes may count as its subclasses without deriving from it.
+_OPEN_BASES = frozenset({"typing.Protocol", "typing_extensions.Protocol", "abc.ABC"})
+#: Bases whose classes cannot be told apart with ``isinstance`` at all (structural types).
+_STRUCTURAL_BASES = frozenset({"typing.TypedDict", "typing_extensions.TypedDict", "typing.Protocol", "typing_extensions.Protocol"})
+
+_BUILTIN_TYPES: dict[str, Type] = {
+    "str": Builtin("str"),
+    "int": Builtin("int"),
+    "float": Builtin("float"),
+    "bool": Builtin("bool"),
+    "bytes": Builtin("bytes"),
+    "None": NONE,
+    "typing.Any": ANY,
+    "typing_extensions.Any": ANY,
+    "typing.Never": NEVER,
+    "typing.NoReturn": NEVER,
+    "typing_extensions.Never": NEVER,
+}
+_GENERICS: dict[str, str] = {
+    "list": "list",
+    "typing.List": "list",
+    "dict": "dict",
+    "typing.Dict": "dict",
+    "set": "set",
+    "typing.Set": "set",
+    "tuple": "tuple",
+    "typing.Tuple": "tuple",
+}
+_OUTCOME = frozenset({"agentmonad.Outcome", "agentmonad.outcome.Outcome"})
+_OK = frozenset({"agentmonad.Ok", "agentmonad.outcome.Ok"})
+_ERR = frozenset({"agentmonad.Err", "agentmonad.outcome.Err"})
+_RUNTIME_ERRORS = {f"{RUNTIME_MODULE}.errors.{name}": name for name in BUILTIN_ERRORS} | {
+    f"{RUNTIME_MODULE}.{name}": name for name in BUILTIN_ERRORS
+}
+
+
+def _installed_roots() -> tuple[str, ...]:
+    """Folders of the standard library and installed packages: classes there are not the project's."""
+    roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted(str(Path(root).resolve()) for root in roots))
+
+
+class PythonIndex:
+    """The Python side of a spec, read statically from ``search_paths`` (like ``sys.path``)."""
+
+    def __init__(self, search_paths: Sequence[str | Path]) -> None:
+        self.search_paths = [Path(p) for p in search_paths if Path(p).is_dir()]
+        self._finder = griffe.ModuleFinder(search_paths=self.search_paths)
+        self._modules: dict[str, griffe.Module | Missing] = {}
+        self._classes: dict[str, PyClass | None] = {}
+        self._installed = _installed_roots()
+
+    @classmethod
+    def for_directory(cls, directory: str | Path | None = None, spec: str | Path | None = None) -> PythonIndex:
+        """The index a run in ``directory`` (default: the working directory) would import from:
+        that folder first, then the folder the spec's package starts in (:func:`package_root`),
+        then ``PYTHONPATH`` and the interpreter's own paths."""
+        first = Path(directory) if directory is not None else Path(os.getcwd())
+        roots = [first] if spec is None else [first, package_root(spec)]
+        return cls([*roots, *[p for p in sys.path if p]])
+
+    # ------------------------------------------------------------ modules
+
+    def module(self, name: str) -> PyModule | Missing:
+        """The module ``name``, or why it cannot be found."""
+        found = self._load(name)
+        if isinstance(found, Missing):
+            return found
+        return PyModule(name, tuple(found.members))
+
+    def _load(self, name: str) -> griffe.Module | Missing:
+        known = self._modules.get(name)
+        if known is not None:
+            return known
+        self._modules[name] = Missing(f"module `{name}` is being read")  # a guard against import cycles
+        loaded = self._read(name)
+        self._modules[name] = loaded
+        return loaded
+
+    def _read(self, name: str) -> griffe.Module | Missing:
+        parent_name, _, leaf = name.rpartition(".")
+        parent: griffe.Module | None = None
+        filepath: Path | list[Path]
+        if parent_name:
+            loaded_parent = self._load(parent_name)
+            if isinstance(loaded_parent, Missing):
+                return loaded_parent
+            parent = loaded_parent
+            folders = _folders(parent)
+            candidates = [
+                candidate
+                for folder in folders
+                for candidate in (folder / leaf / "__init__.py", folder / f"{leaf}.py", folder / leaf / "__init__.pyi", folder / f"{leaf}.pyi")
+            ]
+            found = next((c for c in candidates if c.is_file()), None)
+            namespace = [folder / leaf for folder in folders if (folder / leaf).is_dir()]
+            if found is None and not namespace:
+                return Missing(
+                    f"cannot find module `{name}`: package `{parent_name}` has no module `{leaf}`",
+                    _suggest(leaf, [n for folder in folders for n in _submodule_names(folder)]),
+                )
+            filepath = found if found is not None else namespace
+        else:
+            try:
+                _, package = self._finder.find_spec(name)
+            except ModuleNotFoundError:
+                return Missing(f"cannot find module `{name}`", _where_modules_come_from())
+            filepath = package.path  # a file, or the folders of a namespace package
+        if isinstance(filepath, list):
+            return griffe.Module(leaf or name, filepath=filepath, parent=parent)
+        try:
+            code = filepath.read_text(encoding="utf-8")
+            return griffe.visit(leaf or name, filepath, code, parent=parent)
+        except Exception as exc:  # unreadable or unparsable source: a fact about the module, not a crash
+            return Missing(f"cannot read module `{name}` ({filepath}): {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------ names
+
+    def member(self, module: str, attr: str) -> PyObject | Missing:
+        """``module.attr``: what it is (re-exports followed to where it is defined), or why it is not there."""
+        return self._member(module, attr, set())
+
+    def _member(self, module: str, attr: str, seen: set[str]) -> PyObject | Missing:
+        if f"{module}.{attr}" in seen:
+            return PyValue(f"{module}.{attr}")  # an import cycle: something, but not statically known
+        seen.add(f"{module}.{attr}")
+        if module == "builtins":
+            return _builtin_object(attr)
+        loaded = self._load(module)
+        if isinstance(loaded, Missing):
+            return loaded
+        obj = loaded.members.get(attr)
+        if obj is None:
+            submodule = self._load(f"{module}.{attr}")
+            if not isinstance(submodule, Missing):
+                return PyModule(f"{module}.{attr}", tuple(submodule.members))
+            if "__getattr__" in loaded.members:
+                return PyValue(f"{module}.{attr}")  # a module that makes names on demand
+            return Missing(f"module `{module}` has no `{attr}`", _suggest(attr, list(loaded.members)))
+        if isinstance(obj, griffe.Alias):
+            return self._path(obj.target_path, seen)
+        return self._describe(obj)
+
+    def _path(self, path: str, seen: set[str]) -> PyObject | Missing:
+        """The object at a dotted path: the longest prefix that is a module, then its attributes."""
+        if path in _RUNTIME_ERRORS:
+            return self._runtime_error(path)
+        parts = path.split(".")
+        if len(parts) == 1:
+            return _builtin_object(path)
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if isinstance(self._load(module), Missing):
+                continue
+            obj: PyObject | Missing = self._member(module, parts[cut], seen)
+            for rest in parts[cut + 1 :]:
+                if isinstance(obj, PyModule):
+                    obj = self._member(obj.path, rest, seen)
+                else:
+                    return PyValue(path)  # an attribute of a class or value: not followed
+            return obj
+        return Missing(f"cannot find module `{parts[0]}`", _where_modules_come_from())
+
+    def _describe(self, obj: griffe.Object) -> PyObject:
+        if isinstance(obj, griffe.Module):
+            return PyModule(obj.path, tuple(obj.members))
+        if isinstance(obj, griffe.Class):
+            described = self._class(obj)
+            return described if described is not None else PyValue(obj.path)
+        if isinstance(obj, griffe.Function):
+            return self._function(obj)
+        return PyValue(obj.path)
+
+    def _runtime_error(self, path: str) -> PyClass:
+        name = _RUNTIME_ERRORS[path]
+        ref = runtime_error(name)
+        assert ref.info is not None
+        return PyClass(ref.path, ref.info, (), is_pydantic=False, is_dataclass=False)
+
+    # ------------------------------------------------------------ classes
+
+    def class_at(self, path: str) -> PyClass | None:
+        """The class at a canonical dotted path, if it is one the index can read."""
+        found = self._path(path, set())
+        return found if isinstance(found, PyClass) else None
+
+    def _class(self, cls: griffe.Class) -> PyClass | None:
+        path = cls.path
+        if path in self._classes:
+            return self._classes[path]
+        self._classes[path] = None  # a guard against cyclic bases
+        ancestors = {path}
+        complete = True
+        opened = False
+        structural = False
+        for base in cls.bases:
+            base_path = _canonical(base)
+            if base_path is None:
+                complete = False
+                continue
+            opened = opened or base_path in _OPEN_BASES
+            structural = structural or base_path in _STRUCTURAL_BASES
+            base_info = self._base_info(base_path)
+            if base_info is None:
+                ancestors.add(base_path)
+                complete = False
+            else:
+                ancestors |= base_info.ancestors
+                complete = complete and base_info.complete
+                opened = opened or base_info.open
+                structural = structural or base_info.structural
+        if not cls.bases:
+            ancestors.add("builtins.object")
+        filepath = _file_of(cls)
+        project = filepath is not None and not any(
+            str(filepath.resolve()).startswith(root + os.sep) for root in self._installed
+        )
+        info = ClassInfo(frozenset(ancestors), complete, project, opened, structural)
+        decorators = {_canonical(d.value) for d in cls.decorators}
+        fields = tuple(
+            PyField(name, self.annotation(attribute.annotation), attribute.value is not None)
+            for name, attribute in cls.attributes.items()
+            if attribute.annotation is not None and not name.startswith("_") and name != "model_config"
+            and _canonical(getattr(attribute.annotation, "left", attribute.annotation)) != "typing.ClassVar"
+        )
+        described = PyClass(
+            path,
+            info,
+            fields,
+            is_pydantic=bool(info.ancestors & {"pydantic.BaseModel", "pydantic.main.BaseModel"}),
+            is_dataclass="dataclasses.dataclass" in decorators,
+        )
+        self._classes[path] = described
+        return described
+
+    def _base_info(self, path: str) -> ClassInfo | None:
+        """What a base class derives from: builtins and known packages by table, the rest by reading them."""
+        if path.startswith("builtins."):
+            return builtin_info(path.removeprefix("builtins."))
+        if path in _KNOWN_EXTERNAL:
+            return ClassInfo(frozenset(_KNOWN_EXTERNAL[path]), True, False, False, False)
+        if path in _RUNTIME_ERRORS:
+            return self._runtime_error(path).info
+        found = self.class_at(path)
+        return found.info if found is not None else None
+
+    # ------------------------------------------------------------ functions and annotations
+
+    def _function(self, fn: griffe.Function) -> PyFunction:
+        params: list[PyParam] = []
+        var_positional = False
+        for param in fn.parameters:
+            kind = param.kind
+            if kind is griffe.ParameterKind.var_positional:
+                var_positional = True
+            elif kind in (griffe.ParameterKind.positional_only, griffe.ParameterKind.positional_or_keyword):
+                params.append(PyParam(param.name, self.annotation(param.annotation), param.default is not None))
+        returns = fn.returns if not isinstance(fn.returns, str) else None
+        return PyFunction(
+            fn.path,
+            is_async="async" in fn.labels,
+            params=tuple(params),
+            var_positional=var_positional,
+            returns=self.annotation(returns),
+            step_returns=self._step_return(returns),
+        )
+
+    def annotation(self, expr: object) -> Type | None:
+        """A Python annotation (a griffe expression) as a spec type; None when it cannot be read."""
+        match expr:
+            case None:
+                return None
+            case griffe.ExprName():
+                return self._named_type(expr)
+            case griffe.ExprConstant(value="None"):
+                return NONE
+            case griffe.ExprBinOp(operator="|"):
+                left, right = self.annotation(expr.left), self.annotation(expr.right)
+                return None if left is None or right is None else union([left, right])
+            case griffe.ExprSubscript():
+                return self._subscript(expr)
+            case _:
+                return None  # a string annotation, an attribute chain griffe could not name, …
+
+    def _named_type(self, expr: griffe.ExprName) -> Type | None:
+        path = _canonical(expr)
+        if path is None:
+            return None
+        known = _BUILTIN_TYPES.get(path.removeprefix("builtins."))
+        if known is not None:
+            return known
+        if path in _RUNTIME_ERRORS:
+            return runtime_error(_RUNTIME_ERRORS[path])
+        found = self._path(path, set())
+        if isinstance(found, PyClass):
+            return ClassRef(found.path, expr.name, found.info)
+        return None
+
+    def _subscript(self, expr: griffe.ExprSubscript) -> Type | None:
+        head = _canonical(expr.left)
+        args = list(expr.slice.elements) if isinstance(expr.slice, griffe.ExprTuple) else [expr.slice]
+        if head in ("typing.Optional",):
+            inner = self.annotation(args[0])
+            return None if inner is None else union([inner, NONE])
+        if head in ("typing.Union",):
+            members = [self.annotation(a) for a in args]
+            return None if any(m is None for m in members) else union([m for m in members if m is not None])
+        if head in ("typing.Annotated", "typing_extensions.Annotated"):
+            return self.annotation(args[0])
+        generic = _GENERICS.get(head or "")
+        if generic is None:
+            return None
+        if any(isinstance(a, str) and a == "..." for a in args):
+            return None  # tuple[X, ...]: no spec type for it
+        types = [self.annotation(a) for a in args]
+        if any(t is None for t in types):
+            return None
+        return Generic(generic, tuple(t for t in types if t is not None))  # type: ignore[arg-type]
+
+    def _step_return(self, expr: object) -> StepReturn | None:
+        """``Outcome[S, E, B]`` or ``Ok[S, B] | Err[S, E]`` (either order), as a :class:`StepReturn`."""
+        parts = _union_parts(expr)
+        state: Type | None = None
+        errors: ErrorSet | None = frozenset()
+        output: Type | None = NEVER
+        shaped = False
+        for part in parts:
+            if not isinstance(part, griffe.ExprSubscript):
+                return None
+            head = _canonical(part.left)
+            args = list(part.slice.elements) if isinstance(part.slice, griffe.ExprTuple) else [part.slice]
+            if head in _OUTCOME and len(args) == 3:
+                state, errors, output = self.annotation(args[0]), self._errors(args[1]), self.annotation(args[2])
+                shaped = True
+            elif head in _OK and len(args) == 2:
+                state = state or self.annotation(args[0])
+                output = self.annotation(args[1])
+                shaped = True
+            elif head in _ERR and len(args) == 2:
+                state = state or self.annotation(args[0])
+                errors = self._errors(args[1])
+                shaped = True
+            else:
+                return None
+        return StepReturn(state, errors, output) if shaped else None
+
+    def _errors(self, expr: object) -> ErrorSet | None:
+        read = self.annotation(expr)
+        if read is None:
+            return None
+        if read == NEVER:
+            return frozenset()
+        return frozenset(read.members) if hasattr(read, "members") else frozenset({read})
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def package_root(spec: str | Path) -> Path:
+    """The folder a spec's imports start from when the spec sits in a package: the first folder
+    above it without an ``__init__.py`` (``proj/app/agents/x.mce`` with ``app/__init__.py`` and
+    ``app/agents/__init__.py`` → ``proj``). A generated module beside the spec is imported
+    from there."""
+    folder = Path(spec).resolve().parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def _canonical(expr: object) -> str | None:
+    """The dotted path a griffe name expression stands for (``Exception`` → ``builtins.Exception``)."""
+    path = getattr(expr, "canonical_path", None)
+    if not isinstance(path, str) or not path:
+        return None
+    if "." not in path and hasattr(builtins, path):
+        return f"builtins.{path}"
+    return path
+
+
+def _file_of(obj: griffe.Object) -> Path | None:
+    try:
+        path = obj.filepath
+    except Exception:  # griffe raises for objects without a file (builtin modules)
+        return None
+    return path if isinstance(path, Path) else None
+
+
+def _union_parts(expr: object) -> list[object]:
+    if isinstance(expr, griffe.ExprBinOp) and expr.operator == "|":
+        return [*_union_parts(expr.left), *_union_parts(expr.right)]
+    return [expr]
+
+
+def _builtin_object(name: str) -> PyObject | Missing:
+    value = getattr(builtins, name, None)
+    if value is None:
+        return Missing(f"`{name}` is not a Python builtin")
+    if isinstance(value, type):
+        info = builtin_info(name)
+        assert info is not None
+        return PyClass(f"builtins.{name}", info, (), is_pydantic=False, is_dataclass=False)
+    return PyValue(f"builtins.{name}")
+
+
+def _suggest(name: str, candidates: Iterable[str]) -> str | None:
+    matches = difflib.get_close_matches(name, sorted(set(candidates)), n=3, cutoff=0.6)
+    if not matches:
+        return None
+    if len(matches) == 1:
+        return f"did you mean `{matches[0]}`?"
+    return "did you mean one of " + ", ".join(f"`{m}`" for m in matches) + "?"
+
+
+def _folders(package: griffe.Module) -> list[Path]:
+    """The folders a package's modules are in: its own, or a namespace package's several."""
+    path = package.filepath if isinstance(package.filepath, (Path, list)) else None
+    if isinstance(path, list):
+        return path
+    if isinstance(path, Path) and path.name in ("__init__.py", "__init__.pyi"):
+        return [path.parent]
+    return []  # a plain module: it has no submodules
+
+
+def _submodule_names(folder: Path) -> list[str]:
+    try:
+        return [p.stem for p in folder.iterdir() if p.suffix in (".py", ".pyi") or (p / "__init__.py").is_file()]
+    except OSError:
+        return []
+
+
+def _where_modules_come_from() -> str:
+    return (
+        f"modules are looked for as Python imports them: in the working directory ({os.getcwd()}) and on "
+        "PYTHONPATH; run mcec from the folder your imports start from, or add it to PYTHONPATH"
+    )
