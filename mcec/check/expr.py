@@ -255,8 +255,9 @@ class ExprChecker:
         handler = self.infer(expr.handler)
         body_errors = body.sig.errors
         for caught_type, span in caught:
-            # A caught type can match an error e of the body if e ≤ caught might hold.
-            if not any(flows(e, caught_type) is not Compat.NO for e in body_errors):
+            # A caught type can match an error e of the body when the two classes overlap: e
+            # may be a caught one, or the caught one a kind of e (a subclass of a declared error).
+            if not any(flows(e, caught_type) is not Compat.NO or flows(caught_type, e) is not Compat.NO for e in body_errors):
                 self.sink.add(
                     report.impossible_catch(
                         caught_type, span, expr.body.span, render_errors(body_errors) if body_errors else None

@@ -47,7 +47,7 @@ def check_step(contract: StepContract, impl: PyFunction) -> list[Diagnostic]:
             report.implementation(
                 f"`{name}` is an `async def`, but `{decl.name.text}` is declared a `step`",
                 where,
-                decl.span,
+                decl.name.span,
                 f"declare it `async step {decl.name.text} : …`",
             )
         )
@@ -56,7 +56,7 @@ def check_step(contract: StepContract, impl: PyFunction) -> list[Diagnostic]:
             report.implementation(
                 f"`{name}` is not an `async def`, but `{decl.name.text}` is declared an `async step`",
                 where,
-                decl.span,
+                decl.name.span,
                 f"declare it `step {decl.name.text} : …`, or make `{name}` an `async def`",
             )
         )
@@ -67,7 +67,7 @@ def check_step(contract: StepContract, impl: PyFunction) -> list[Diagnostic]:
             report.implementation(
                 f"`{name}` takes {_count(impl)}, but a `{keyword}` is called with a state and a value",
                 where,
-                decl.span,
+                decl.name.span,
                 f"a `fn` takes only the value: declare it `fn {decl.name.text} : …`"
                 if takes_one
                 else f"write it `def {impl.path.rsplit('.', 1)[1]}(state, value)`",
@@ -86,7 +86,7 @@ def check_step(contract: StepContract, impl: PyFunction) -> list[Diagnostic]:
                 report.implementation(
                     f"`{name}` returns `{impl.returns}`, not an `Outcome`",
                     where,
-                    decl.span,
+                    decl.name.span,
                     "a step returns `Ok(value, state)` or `Err(error, state)`: annotate it "
                     f"`-> Outcome[{contract.state or 'S'}, {render_errors(sig.errors)}, {sig.output}]`, "
                     f"or declare it `fn {decl.name.text} : …` if it needs no state",
@@ -110,7 +110,7 @@ def check_fn(decl: syntax.FnDecl, sig: Sig, impl: PyFunction) -> list[Diagnostic
             report.implementation(
                 f"`{name}` is an `async def`, but a `fn` is called directly",
                 where,
-                decl.span,
+                decl.name.span,
                 f"declare it `async step {decl.name.text} : …` (it then receives the state too)",
             )
         ]
@@ -121,7 +121,7 @@ def check_fn(decl: syntax.FnDecl, sig: Sig, impl: PyFunction) -> list[Diagnostic
             report.implementation(
                 f"`{name}` takes {_count(impl)}, but a `fn` is called with the value only",
                 where,
-                decl.span,
+                decl.name.span,
                 f"a `fn` takes only the value; declare it `step {decl.name.text} : …`"
                 if takes_two
                 else f"write it `def {impl.path.rsplit('.', 1)[1]}(value)`",
@@ -136,7 +136,7 @@ def check_fn(decl: syntax.FnDecl, sig: Sig, impl: PyFunction) -> list[Diagnostic
             report.implementation(
                 f"`{name}` returns an `Outcome`, but a `fn` returns its value",
                 where,
-                decl.span,
+                decl.name.span,
                 f"declare it `step {decl.name.text} : …`",
             )
         )
@@ -162,7 +162,7 @@ def _count(impl: PyFunction) -> str:
 
 
 def _type_problem(message: str, where: Span, decl: syntax.StepDecl | syntax.FnDecl) -> Diagnostic:
-    return report.implementation(message, where, decl.span, "make the annotation and the declaration agree")
+    return report.implementation(message, where, decl.name.span, "make the annotation and the declaration agree")
 
 
 def _undeclared_errors(
@@ -178,7 +178,7 @@ def _undeclared_errors(
                 report.implementation(
                     f"`{name}` may fail with `{error_type}`, which `{decl.name.text}` does not declare",
                     decl.impl.span,
-                    decl.span,
+                    decl.name.span,
                     f"add it to the step's errors: `! {fixed}`",
                 )
             )

@@ -1,0 +1,44 @@
+"""Classes with known relations: Answer derives from Turn; Draft and Review are unrelated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Chat:
+    turns: int = 0
+
+
+class Turn(BaseModel):
+    text: str
+
+
+class Answer(Turn):
+    final: bool = True
+
+
+class Draft(BaseModel):
+    body: str
+
+
+class Review(BaseModel):
+    verdict: str
+
+
+class Plan(BaseModel):
+    steps: list[str]
+
+
+class SpecialistError(Exception):
+    """A specialist could not answer."""
+
+
+class PlannerError(Exception):
+    """The planner could not plan."""
+
+
+class RetryableError(PlannerError):
+    """A planner error worth trying again."""

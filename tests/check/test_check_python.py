@@ -1,0 +1,44 @@
+"""Golden tests of what the checker knows of the spec's Python side (tests/check/python_cases).
+
+The specs there name the real modules of ``python_cases/agents/`` (classes with
+known relations, implementations that fit or do not fit their declarations);
+the checker reads them statically, so relations between user classes get
+definite answers (MCE010–MCE014, MCE020 between user classes), missing names
+are MCE002 and mismatched implementations MCE026. Same file layout and rules
+as tests/check/test_check_golden.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mcec.check import check
+from mcec.check.pyindex import PythonIndex
+from mcec.render import render_json, render_text
+from mcec.span import SourceFile
+from mcec.syntax import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "tests" / "check" / "python_cases"
+SPECS = sorted(CASES.glob("*.mce"))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[p.stem for p in SPECS])
+def test_python_case(spec: Path, golden: Callable[[Path, str], None]) -> None:
+    relative = spec.relative_to(ROOT).as_posix()
+    source = SourceFile(relative, spec.read_text(encoding="utf-8"))
+    parsed = parse(source)
+    assert parsed.module is not None and not parsed.diagnostics, parsed.diagnostics
+    result = check(parsed.module, source, PythonIndex([CASES]))
+    text = render_text(result.diagnostics, {relative: source}, color=False) if result.diagnostics else ""
+    golden(spec.with_suffix(".txt"), text)
+    golden(spec.with_suffix(".json"), "".join(render_json(d) + "\n" for d in result.diagnostics))
+    errors = [d for d in result.diagnostics if d.is_error]
+    if spec.stem.startswith("ok_"):
+        assert not errors, text
+    else:
+        expected = spec.stem.split("_")[0].upper()
+        assert errors and {d.code for d in errors} == {expected}, text
