@@ -34,6 +34,8 @@ class CompileResult:
     diagnostics: tuple[Diagnostic, ...]
     program: Program | None
     generated: Generated | None
+    #: Type questions about the spec's Python classes the checker could not answer (mypy's).
+    unknown_relations: int = 0
 
     @property
     def ok(self) -> bool:
@@ -65,10 +67,10 @@ def _phases(source: SourceFile, *, emit: bool, index: IndexChoice) -> CompileRes
     checked = check(parsed.module, source, python)
     diagnostics.extend(checked.diagnostics)
     if checked.program is None:
-        return CompileResult(source, tuple(diagnostics), None, None)
+        return CompileResult(source, tuple(diagnostics), None, None, checked.unknown_relations)
     generated = None
     if emit:
         from mcec.codegen import generate
 
         generated = generate(checked.program)
-    return CompileResult(source, tuple(diagnostics), checked.program, generated)
+    return CompileResult(source, tuple(diagnostics), checked.program, generated, checked.unknown_relations)

@@ -65,6 +65,9 @@ class Diagnostic:
     span: Span
     labels: tuple[Label, ...] = ()
     help: str | None = None
+    #: More detail for those who ask (``--verbose``, the JSON output): mypy's own
+    #: words behind an MCE100, say. Not part of what a diagnostic is.
+    note: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -86,9 +89,10 @@ def error(
     span: Span,
     labels: tuple[Label, ...] = (),
     help: str | None = None,
+    note: str | None = None,
 ) -> Diagnostic:
     """Shorthand for an error diagnostic."""
-    return Diagnostic(code, Severity.ERROR, message, span, labels, help)
+    return Diagnostic(code, Severity.ERROR, message, span, labels, help, note)
 
 
 def warning(

@@ -52,9 +52,10 @@ _CYAN: Final = "\x1b[1;36m"
 
 @dataclass(frozen=True, slots=True)
 class _Style:
-    """ANSI sequences, or empty strings when colour is off."""
+    """ANSI sequences, or empty strings when colour is off; ``verbose`` also shows notes."""
 
     on: bool
+    verbose: bool = False
 
     def paint(self, code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if self.on and text else text
@@ -151,6 +152,8 @@ def _render_one(diagnostic: Diagnostic, sources: Mapping[str, SourceFile], style
             lines.append(f" {arrow} {label.span}: {label.message}")
     if diagnostic.help:
         lines.append(f"  = {style.paint(_CYAN, 'help')}: {diagnostic.help}")
+    if diagnostic.note and style.verbose:
+        lines.append(f"  = {style.paint(_CYAN, 'note')}: {diagnostic.note}")
     return "\n".join(lines) + "\n\n"
 
 
@@ -160,8 +163,9 @@ def render_text(
     *,
     color: bool,
     limit: int | None = DEFAULT_LIMIT,
+    verbose: bool = False,
 ) -> str:
-    """Render diagnostics for people, each followed by a blank line.
+    """Render diagnostics for people, each followed by a blank line (``verbose``: with their notes).
 
     ``sources`` maps a span's path to its file (a diagnostic whose file is not
     there, like an unreadable file, is shown without an excerpt). After
@@ -169,7 +173,7 @@ def render_text(
     were. Colour uses ANSI escapes and is off unless ``color`` is true.
     """
     items = list(diagnostics)
-    style = _Style(color)
+    style = _Style(color, verbose)
     shown = items if limit is None else items[: max(0, limit)]
     text = "".join(_render_one(d, sources, style) for d in shown)
     hidden = len(items) - len(shown)
@@ -222,4 +226,6 @@ def render_json(diagnostic: Diagnostic) -> str:
         ],
         "help": diagnostic.help,
     }
+    if diagnostic.note is not None:
+        record["note"] = diagnostic.note
     return json.dumps(record, ensure_ascii=False)

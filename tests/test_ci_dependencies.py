@@ -75,7 +75,7 @@ def _imported_modules(folder: Path) -> set[str]:
 
 def test_every_module_the_suite_imports_comes_with_the_test_extra() -> None:
     local = {"agentmonad"} | {p.name for p in ROOT.iterdir() if p.is_dir()}  # mcec, tests, examples, benchmarks…
-    local |= {p.stem for p in (ROOT / "tests").rglob("*.py")} | {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()}
+    local |= {p.stem for p in (ROOT / "tests").rglob("*.py")} | {p.name for p in (ROOT / "tests").rglob("*") if p.is_dir()}
     modules = (_imported_modules(ROOT / "tests") | _imported_modules(ROOT / "mcec")) - local
     third_party = sorted(m for m in modules if m not in sys.stdlib_module_names)
     owners = metadata.packages_distributions()

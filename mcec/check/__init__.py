@@ -22,6 +22,7 @@ from mcec import syntax
 from mcec.check.names import DeclarationChecker, unused_warnings
 from mcec.check.pipelines import PipelineChecker
 from mcec.check.pyindex import PythonIndex
+from mcec.check.types import counting_unknowns
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import SourceFile
 from mcec.check.typed import Program
@@ -31,10 +32,12 @@ __all__ = ["CheckResult", "check"]
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """The checked program (None iff any diagnostic is an error) and every diagnostic, sorted."""
+    """The checked program (None iff any diagnostic is an error) and every diagnostic, sorted;
+    ``unknown_relations`` counts the type questions the checker could not answer (left to mypy)."""
 
     program: Program | None
     diagnostics: tuple[Diagnostic, ...]
+    unknown_relations: int = 0
 
 
 def check(module: syntax.Module, source: SourceFile, index: PythonIndex | None = None) -> CheckResult:
@@ -46,13 +49,14 @@ def check(module: syntax.Module, source: SourceFile, index: PythonIndex | None =
     their declarations. Without it, every such question is left to mypy.
     """
     sink = DiagnosticSink()
-    declarations = DeclarationChecker(module, sink, index)
-    declared = declarations.run()
-    pipelines = PipelineChecker(declared, declarations, sink).run()
+    with counting_unknowns() as unknowns:
+        declarations = DeclarationChecker(module, sink, index)
+        declared = declarations.run()
+        pipelines = PipelineChecker(declared, declarations, sink).run()
     sink.extend(unused_warnings(module, declared))
     diagnostics = sink.sorted()
     if any(d.is_error for d in diagnostics):
-        return CheckResult(None, diagnostics)
+        return CheckResult(None, diagnostics, unknowns.count)
     program = Program(
         path=module.path,
         source_sha256=hashlib.sha256(source.text.encode("utf-8")).hexdigest(),
@@ -65,4 +69,4 @@ def check(module: syntax.Module, source: SourceFile, index: PythonIndex | None =
         tools=tuple(declared.tools.values()),
         pipelines=tuple(pipelines),
     )
-    return CheckResult(program, diagnostics)
+    return CheckResult(program, diagnostics, unknowns.count)

@@ -13,8 +13,10 @@ on it.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -226,6 +228,9 @@ _BUILTIN_WIDENINGS: frozenset[tuple[str, str]] = frozenset(
 def flows(actual: Type, expected: Type) -> Compat:
     """May a value of type ``actual`` flow where ``expected`` is expected (``actual ≤ expected``)?
 
+    An UNKNOWN answer is counted in the :class:`UnknownRelations` of the check
+    in progress (see :func:`counting_unknowns`).
+
     The rules, tried in this order (docs/language.md §4):
 
     1. Equal types: YES (imported classes are equal when their canonical paths are).
@@ -248,14 +253,24 @@ def flows(actual: Type, expected: Type) -> Compat:
         same type (:func:`same`: ``≤`` both ways).
     11. Anything else (a builtin against a generic, two different generic heads): NO.
     """
+    answer = _flows(actual, expected)
+    if answer is Compat.UNKNOWN:
+        counter = _UNKNOWNS.get()
+        if counter is not None:
+            counter.count += 1
+    return answer
+
+
+def _flows(actual: Type, expected: Type) -> Compat:
+    """:func:`flows` without the counting (recursive calls inside one question count once)."""
     # Rules 1-3.
     if actual is expected or actual == expected or actual == NEVER or actual == ANY or expected == ANY:
         return Compat.YES
     # Rule 4 before rule 5, so that X1|X2 ≤ Y1|Y2 asks each Xi against the whole union.
     if isinstance(actual, Union):
-        return _all([flows(member, expected) for member in actual.members])
+        return _all([_flows(member, expected) for member in actual.members])
     if isinstance(expected, Union):
-        return _any([flows(actual, member) for member in expected.members])
+        return _any([_flows(actual, member) for member in expected.members])
     # Rule 6.
     if expected == NEVER:
         return Compat.NO
@@ -270,8 +285,8 @@ def flows(actual: Type, expected: Type) -> Compat:
         if actual.head != expected.head or len(actual.args) != len(expected.args):
             return Compat.NO
         if actual.head == "tuple":
-            return _all([flows(a, e) for a, e in zip(actual.args, expected.args)])
-        return _all([same(a, e) for a, e in zip(actual.args, expected.args)])
+            return _all([_flows(a, e) for a, e in zip(actual.args, expected.args)])
+        return _all([_same(a, e) for a, e in zip(actual.args, expected.args)])
     # Rule 11.
     return Compat.NO
 
@@ -342,9 +357,39 @@ def same(first: Type, second: Type) -> Compat:
     Used for invariant generic arguments and for LANGUAGE.md's "the same type"
     (the inputs of ``par`` branches).
     """
+    answer = _same(first, second)
+    if answer is Compat.UNKNOWN:
+        counter = _UNKNOWNS.get()
+        if counter is not None:
+            counter.count += 1
+    return answer
+
+
+def _same(first: Type, second: Type) -> Compat:
     if first is second:
         return Compat.YES
-    return _all((flows(first, second), flows(second, first)))
+    return _all((_flows(first, second), _flows(second, first)))
+
+
+@dataclass(slots=True)
+class UnknownRelations:
+    """How many questions ``X ≤ Y`` of one check were answered UNKNOWN: left to mypy."""
+
+    count: int = 0
+
+
+_UNKNOWNS: contextvars.ContextVar[UnknownRelations | None] = contextvars.ContextVar("mcec_unknown_relations", default=None)
+
+
+@contextlib.contextmanager
+def counting_unknowns() -> Iterator[UnknownRelations]:
+    """Count the UNKNOWN answers of :func:`flows` and :func:`same` inside the block."""
+    counter = UnknownRelations()
+    token = _UNKNOWNS.set(counter)
+    try:
+        yield counter
+    finally:
+        _UNKNOWNS.reset(token)
 
 
 def error_union(errors: ErrorSet) -> Type:

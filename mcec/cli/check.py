@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TextIO
 
 from mcec.cli.common import (
@@ -16,15 +17,23 @@ from mcec.cli.common import (
     load_source,
     non_negative,
 )
-from mcec.compiler import check_source
+from mcec.check.pyindex import PythonIndex, package_root
+from mcec.codegen.mypy_check import CACHE_DIR, check_in_memory
+from mcec.compiler import CompileResult, check_source, compile_source
 from mcec.render import DEFAULT_LIMIT
 
 
 def add_check(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """``mcec check PATH... [--format text|json] [--max-diagnostics N]``."""
+    """``mcec check PATH... [--fast] [--verbose] [--format text|json] [--max-diagnostics N]``."""
     command = subparsers.add_parser(
-        "check", help="parse and check specs, reporting diagnostics", description="Parse and check `.mce` specs."
+        "check",
+        help="check specs: everything `mcec compile` would report, without writing anything",
+        description="Parse and check `.mce` specs, reading the Python modules they name (never running them), "
+        "then generate each clean spec's module in memory and run mypy --strict on it (cached in .mcec/), so "
+        "that `check` reports every error `compile` would. --fast skips mypy.",
     )
+    command.add_argument("--fast", action="store_true", help="do not run mypy on the generated code")
+    command.add_argument("--verbose", action="store_true", help="show each diagnostic's note (mypy's own words)")
     command.add_argument("paths", nargs="+", metavar="PATH", help="a .mce file, or a folder searched recursively")
     command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
     command.add_argument(
@@ -40,10 +49,13 @@ def add_check(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
 def run_check(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``mcec check``: report every diagnostic of every spec named."""
     limit = args.max_diagnostics or None
-    reporter = Reporter(out, args.format, limit, color_wanted(out) and args.format == "text")
+    reporter = Reporter(out, args.format, limit, color_wanted(out) and args.format == "text", verbose=args.verbose)
     files, problems = collect_specs(args.paths)
     io_failed = bool(problems)
     reporter.add(problems)
+    indexes: dict[Path, PythonIndex] = {}  # one per package root: modules are read once per run
+    clean: list[tuple[Path, CompileResult]] = []
+    unknown = 0
     for path in files:
         source, problem = load_source(path)
         if problem is not None:
@@ -51,8 +63,19 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
             io_failed = io_failed or problem.code == "MCE005"
             continue
         assert source is not None
-        reporter.add(check_source(source).diagnostics, source)
-    reporter.flush()
+        root = package_root(path)
+        spec_index = indexes.setdefault(root, PythonIndex.for_directory(spec=path))
+        result = check_source(source, index=spec_index) if args.fast else compile_source(source, index=spec_index)
+        reporter.add(result.diagnostics, source)
+        unknown += result.unknown_relations
+        if result.ok and result.generated is not None:
+            clean.append((path, result))
+    if clean:
+        modules = [(str(path), r.generated.code, r.generated.source_map) for path, r in clean if r.generated is not None]
+        roots = sorted({package_root(path) for path, _ in clean})
+        reporter.add(check_in_memory(modules, CACHE_DIR, roots))
+        unknown = 0  # mypy settled them
+    reporter.flush(summary={"unknown_relations": unknown, "mypy": not args.fast})
     if io_failed:
         return EXIT_USAGE
     return EXIT_ERRORS if reporter.has_errors else EXIT_OK

@@ -7,6 +7,7 @@ their file I/O through these helpers and report through :class:`Reporter`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -99,6 +100,8 @@ class Reporter:
     format: str = "text"
     limit: int | None = DEFAULT_LIMIT
     color: bool = False
+    #: Show each diagnostic's note too (``--verbose``).
+    verbose: bool = False
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sources: dict[str, SourceFile] = field(default_factory=dict)
 
@@ -113,14 +116,21 @@ class Reporter:
         """True when any recorded diagnostic is an error."""
         return any(d.is_error for d in self.diagnostics)
 
-    def flush(self) -> None:
-        """Print everything recorded (text: with the limit and the summary line)."""
+    def flush(self, summary: dict[str, object] | None = None) -> None:
+        """Print everything recorded (text: with the limit and the summary line; JSON: one object
+        per diagnostic, then, when ``summary`` is given, ``{"summary": {...}}`` with the counts)."""
         if self.format == "json":
             shown = self.diagnostics if self.limit is None else self.diagnostics[: self.limit]
             for diagnostic in shown:
                 self.out.write(render_json(diagnostic) + "\n")
+            if summary is not None:
+                errors = sum(1 for d in self.diagnostics if d.is_error)
+                counts = {"errors": errors, "warnings": len(self.diagnostics) - errors, **summary}
+                self.out.write(json.dumps({"summary": counts}) + "\n")
         else:
-            self.out.write(render_text(self.diagnostics, self.sources, color=self.color, limit=self.limit))
+            self.out.write(
+                render_text(self.diagnostics, self.sources, color=self.color, limit=self.limit, verbose=self.verbose)
+            )
             self.out.write(render_summary(self.diagnostics, color=self.color))
         self.out.flush()
 

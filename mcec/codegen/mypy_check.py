@@ -1,11 +1,12 @@
 """Run mypy on generated modules and report its findings at the `.mce` spans.
 
-mcec settles at build time what it can decide alone (LANGUAGE.md §4); what
-depends on the user's Python classes and implementations is left to mypy,
-run with ``--strict`` on the generated module. Each finding becomes an MCE100
-diagnostic at the spec construct that produced the offending line (via the
-source map), with mypy's message — so a step implementation whose signature
-disagrees with its declaration is reported at the declaration.
+mcec settles at build time what it can decide alone, the user's classes and
+implementations included (docs/language.md §4); what it could not read is left
+to mypy, run with ``--strict`` on the generated module. Each finding becomes an
+MCE100 diagnostic at the spec construct that produced the offending line (via
+the source map), said in the spec's terms (:func:`in_spec_terms`); mypy's own
+words, with the generated line, are kept as the diagnostic's note (shown with
+``--verbose`` and in the JSON output).
 
 mypy runs in-process through ``mypy.api`` with a cache folder, so rebuilding
 unchanged modules is fast. Errors in the user's own modules are not reported
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,7 +49,42 @@ class GeneratedFile:
     temporary: bool = False
 
 
-def run_mypy(files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR) -> tuple[Diagnostic, ...]:
+def check_in_memory(
+    modules: Sequence[tuple[str, str, SourceMap]], cache_dir: Path | None = None, roots: Sequence[Path] = ()
+) -> tuple[Diagnostic, ...]:
+    """``mypy --strict`` on generated modules that are not on disk: ``(spec path, code, source
+    map)`` each. They are written to a temporary folder for mypy to read (each in a folder of
+    its own, so two specs of one name do not clash), and removed afterwards; findings point at
+    the specs alone. ``roots`` are folders the user's modules are imported from besides the
+    working directory (the specs' package roots). What ``mcec check`` runs by default."""
+    import tempfile
+
+    from mcec.codegen import module_name_for
+
+    if not modules:
+        return ()
+    with tempfile.TemporaryDirectory(prefix="mcec-check-") as folder:
+        files: list[GeneratedFile] = []
+        for index, (spec, code, source_map) in enumerate(modules):
+            target = Path(folder) / str(index) / f"{module_name_for(spec)}.py"
+            target.parent.mkdir()
+            target.write_text(code, encoding="utf-8")
+            files.append(GeneratedFile(target, spec, source_map, temporary=True))
+        cache = cache_dir if cache_dir is not None and _writable(cache_dir) else Path(folder) / ".mypy_cache"
+        return run_mypy(files, cache, roots)
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+def run_mypy(
+    files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR, roots: Sequence[Path] = ()
+) -> tuple[Diagnostic, ...]:
     """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics."""
     if not files:
         return ()
@@ -66,7 +102,7 @@ def run_mypy(files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR) -> tup
         str(cache_dir),
         *[str(f.path) for f in files],
     ]
-    stdout, stderr, status = api.run(args)
+    stdout, stderr, status = _run_with_roots(api.run, args, roots)
     diagnostics = _translate(stdout, files)
     if status == 2 or (status != 0 and not diagnostics):
         # mypy itself failed (bad configuration, crash): say so at the first spec
@@ -78,6 +114,24 @@ def run_mypy(files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR) -> tup
     return tuple(diagnostics)
 
 
+def _run_with_roots(
+    run: Callable[[list[str]], tuple[str, str, int]], args: list[str], roots: Sequence[Path]
+) -> tuple[str, str, int]:
+    """mypy with ``roots`` on its module search path (MYPYPATH, for this call only)."""
+    extra = [str(root) for root in roots if str(root) != os.getcwd()]
+    if not extra:
+        return run(args)
+    previous = os.environ.get("MYPYPATH")
+    os.environ["MYPYPATH"] = os.pathsep.join([*extra, *([previous] if previous else [])])
+    try:
+        return run(args)
+    finally:
+        if previous is None:
+            del os.environ["MYPYPATH"]
+        else:
+            os.environ["MYPYPATH"] = previous
+
+
 def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
     by_path = {os.path.normpath(str(f.path)): f for f in files}
     diagnostics: list[Diagnostic] = []
@@ -87,9 +141,11 @@ def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
     def flush() -> None:
         if pending is not None:
             generated, line, message, span, hint = pending
-            where = [] if generated.temporary else [f"in the generated {generated.path}:{line}"]
-            help_text = "; ".join([*([hint] if hint else []), *notes, *where]) or None
-            diagnostics.append(error("MCE100", f"mypy: {message}", span, help=help_text))
+            shown = "" if generated.temporary else f" (generated {generated.path}:{line})"
+            original = "; ".join([message, *notes])
+            diagnostics.append(
+                error("MCE100", in_spec_terms(message), span, help=hint, note=f"mypy{shown}: {original}")
+            )
 
     for raw in output.splitlines():
         match = _LINE.match(raw.strip())
@@ -105,8 +161,61 @@ def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
             continue
         flush()
         notes = []
-        entry = generated.source_map.entry(line)
+        entry = generated.source_map.entry(line) or generated.source_map.nearest(line)
         span = entry.span if entry is not None else Span.file_start(generated.spec_path)
         pending = (generated, line, match["message"].strip(), span, entry.hint if entry is not None else None)
     flush()
     return diagnostics
+
+
+#: mypy's messages about the generated code, and what they mean in the spec.
+_MEANINGS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r'Argument 1 to "stop" has incompatible type "Err\[.+?, (?P<got>.+)\]"; expected "Err\[.+?, (?P<want>.+)\]"'),
+        "this step may fail with {got}, where only {want} may escape",
+    ),
+    (
+        re.compile(r'Argument 4 to "raised" has incompatible type "tuple\[(?P<got>.+)\]"; expected "tuple\[type\[(?P<want>.+)\], \.\.\.\]"'),
+        "this step may fail with {got}, where only {want} may escape",
+    ),
+    (
+        re.compile(r'Incompatible types in assignment \(expression has type "(?P<got>.+)", variable has type "(?P<want>.+)"\)'),
+        "the implementation does not fit its declaration: it is {got}, the declaration needs {want}",
+    ),
+    (
+        re.compile(r'Incompatible return value type \(got "(?P<got>.+)", expected "(?P<want>.+)"\)'),
+        "the result does not fit what is declared: it is {got}, the declaration says {want}",
+    ),
+    (
+        re.compile(r'Argument (?P<n>\d+) to "(?P<callee>[^"]+)" has incompatible type "(?P<got>.+)"; expected "(?P<want>.+)"'),
+        "a value does not fit where it goes: it is {got}, {want} is expected",
+    ),
+    (
+        re.compile(r'Cannot find implementation or library stub for module named "(?P<module>[^"]+)"'),
+        "mypy cannot find module `{module}`",
+    ),
+)
+
+#: A quoted generated name (``"_main_par_catch"``), a dotted Python path, the runtime's type spelling.
+_GENERATED_NAME = re.compile(r'"_[A-Za-z0-9_]*"')
+_QUALIFIED = re.compile(r"\b(?:[a-z_][a-z0-9_]*\.)+(?=[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def in_spec_terms(message: str) -> str:
+    """mypy's ``message`` about a generated line, said in the spec's terms: which step or part of
+    the pipeline, and types as the spec writes them (``app.impl.E2`` → ``E2``); no generated
+    helper names, runtime functions or generated line numbers."""
+    text = re.sub(r"\s+\[[a-z-]+\]$", "", message)  # mypy's error code
+    for pattern, meaning in _MEANINGS:
+        found = pattern.search(text)
+        if found is not None:
+            return "mypy: " + meaning.format(**{k: _spec_type(v) for k, v in found.groupdict().items()})
+    text = _GENERATED_NAME.sub("this part of the pipeline", text)
+    return "mypy: " + _spec_type(text)
+
+
+def _spec_type(text: str) -> str:
+    """A Python type as mypy prints it, closer to the spec's spelling."""
+    text = _QUALIFIED.sub("", text)
+    text = re.sub(r"\bOk\[[^\[\]]+, ([^\[\]]+)\] \| Err\[[^\[\]]+, ([^\[\]]+)\]", r"\1 ! \2", text)
+    return text.replace("type[", "").replace("builtins.", "")

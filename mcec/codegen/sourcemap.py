@@ -40,6 +40,14 @@ class SourceMap:
         entry = self.entry(line)
         return entry.span if entry is not None else None
 
+    def nearest(self, line: int) -> MappedRange | None:
+        """The recorded statement closest before ``line`` (or the first one): where a finding on a
+        line no statement covers (a blank or continuation line) is reported, never 1:1."""
+        before = [entry for entry in self.ranges if entry.first <= line]
+        if before:
+            return max(before, key=lambda entry: entry.first)
+        return self.ranges[0] if self.ranges else None
+
     def entry(self, line: int) -> MappedRange | None:
         """The innermost recorded statement covering ``line``, if any."""
         best: MappedRange | None = None

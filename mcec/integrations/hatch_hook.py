@@ -11,7 +11,7 @@ its pyproject.toml::
     # all optional:
     paths = ["src/app"]        # where to look for *.mce (default: the project root)
     exclude = ["tests/**"]     # glob patterns (relative to the root) to skip
-    mypy = false               # also run mypy --strict on the generated modules
+    mypy = true                # run mypy --strict on the generated modules (the default; false skips it)
 
 When a wheel (or an editable install) is built, every spec found is checked
 and compiled to ``name_mce.py`` beside it — exactly what ``mcec compile``
@@ -51,7 +51,7 @@ class McecBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             return
         root = Path(self.root)
         specs = self._specs(root)
-        generated, report, failed = _compile(root, specs, bool(self.config.get("mypy", False)))
+        generated, report, failed = _compile(root, specs, bool(self.config.get("mypy", True)))
         if failed:
             sys.stderr.write(report)
             sys.stderr.flush()

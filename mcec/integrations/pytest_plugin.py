@@ -17,9 +17,10 @@ Each spec is one item, ``path/spec.mce::mce``, marked ``mce`` (select with
 ``-m mce``). It fails when the spec does not check, showing mcec's rendered
 diagnostics (no traceback), and when the generated module beside it
 (``spec_mce.py``) is stale: generated from another version of the spec
-(LANGUAGE.md §7), so tests importing it would run old code. With
-``--mce-mypy`` (or ``mce_mypy = true``) the spec is also compiled and
-``mypy --strict`` runs on the generated module, written to a temporary folder
+(docs/language.md §7), so tests importing it would run old code. Like ``mcec
+check``, the spec is also compiled and ``mypy --strict`` runs on the generated
+module unless ``--mce-fast`` (or ``mce_mypy = false``) says not to; it is
+written to a temporary folder
 (the project's own ``*_mce.py`` files are never touched; mypy resolves the
 spec's imports from the working directory, like ``mcec compile``), with mypy's
 cache under pytest's cache folder; its findings point at the spec only, never
@@ -39,17 +40,23 @@ __all__ = ["MceCheckFailed", "MceFile", "MceItem"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register ``--mce``, ``--mce-mypy`` and the ini options ``mce``, ``mce_mypy``, ``mce_ignore``."""
+    """Register ``--mce``, ``--mce-mypy``, ``--mce-fast`` and the ini options ``mce``, ``mce_mypy``, ``mce_ignore``."""
     group = parser.getgroup("mce", "mcec: check .mce specs")
     group.addoption("--mce", action="store_true", default=None, help="collect *.mce specs as tests (ini: mce)")
     group.addoption(
         "--mce-mypy",
         action="store_true",
         default=None,
-        help="also run mypy --strict on each spec's generated module (ini: mce_mypy)",
+        help="run mypy --strict on each spec's generated module (the default; ini: mce_mypy)",
+    )
+    group.addoption(
+        "--mce-fast",
+        action="store_true",
+        default=False,
+        help="check specs without running mypy on their generated modules (like `mcec check --fast`)",
     )
     parser.addini("mce", "collect *.mce specs as tests", type="bool", default=False)
-    parser.addini("mce_mypy", "also run mypy on each spec's generated module", type="bool", default=False)
+    parser.addini("mce_mypy", "run mypy on each spec's generated module (default true)", type="bool", default=True)
     parser.addini("mce_ignore", "glob patterns (relative to the rootdir) of specs not to collect", type="linelist")
 
 
@@ -103,7 +110,7 @@ class MceCheckFailed(Exception):
 
 
 class MceItem(pytest.Item):
-    """Checks one spec (and, with ``--mce-mypy``, type-checks its generated module)."""
+    """Checks one spec and (unless ``--mce-fast``) type-checks its generated module."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -123,7 +130,7 @@ class MceItem(pytest.Item):
             sources = {source.path: source} if source is not None else {}
             raise MceCheckFailed(render_text([problem] if problem else [], sources, color=False))
         source = SourceFile(self._shown_path(), source.text)
-        mypy = _enabled(self.config, "mce_mypy")
+        mypy = not self.config.getoption("--mce-fast") and _enabled(self.config, "mce_mypy")
         result = compile_source(source) if mypy else check_source(source)
         diagnostics = list(result.diagnostics)
         if result.ok and mypy and result.generated is not None:

@@ -58,7 +58,11 @@ def test_syntax_error_exits_1_with_rendered_text(tree: Path) -> None:
 def test_folder_recursion_sorted_json(tree: Path) -> None:
     done = mcec("check", "--format", "json", "a", cwd=tree)
     assert done.returncode == 1
-    records = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    *records, summary = lines
+    assert summary == {"summary": {"errors": len([r for r in records if r["severity"] == "error"]),
+                                   "warnings": len([r for r in records if r["severity"] == "warning"]),
+                                   "unknown_relations": 0, "mypy": True}}
     files = [r["file"] for r in records if r["code"] == "MCE001"]
     assert files == sorted(files) and set(files) == {"a/b/bad.mce", "a/b/other.mce"}
     for record in records:
@@ -99,10 +103,10 @@ def test_internal_error_is_tidy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
     from mcec import cli
     from mcec.cli import check
 
-    def boom(source: object) -> object:
+    def boom(source: object, **options: object) -> object:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(check, "check_source", boom)
+    monkeypatch.setattr(check, "compile_source", boom)
     spec = tmp_path / "x.mce"
     spec.write_text(GOOD)
     assert cli.main(["check", str(spec)]) == 3

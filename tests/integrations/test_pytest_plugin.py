@@ -38,12 +38,13 @@ def fetch(state: Log, value: str) -> Outcome[Log, Oops, int]:
     return Ok(len(value), state)
 
 
-Text = str
-
-
-def show(value: Text) -> str:  # wrong on purpose, and only mypy can tell (the checker does not read aliases)
-    return value
+def show(value: int) -> str:
+    return str(value)
 """
+
+#: An implementation that does not fit `fn show : int -> str`, which only mypy can tell: the
+#: checker does not read type aliases.
+BADLY_TYPED = IMPL.replace("def show(value: int) -> str:\n    return str(value)", "Text = str\n\n\ndef show(value: Text) -> str:\n    return value")
 
 
 def _project(tmp_path: Path, ini: str) -> Path:
@@ -99,11 +100,14 @@ def test_enabled_by_ini_fails_with_the_rendered_diagnostic(tmp_path: Path) -> No
     assert "1 failed, 1 passed, 1 deselected" in run.stdout, run.stdout
 
 
-def test_mce_mypy_reports_what_mypy_finds(tmp_path: Path) -> None:
+def test_mypy_runs_by_default_and_reports_what_only_it_finds(tmp_path: Path) -> None:
     root = _project(tmp_path, 'mce = true\nmce_ignore = ["cases/**", "app/bad.mce"]')
-    run = _pytest(root, "--mce-mypy", "app/good.mce")
+    (root / "app" / "impl.py").write_text(BADLY_TYPED, encoding="utf-8")
+    run = _pytest(root, "app/good.mce")
     assert run.returncode == 1, run.stdout
     assert "error[MCE100]" in run.stdout and "--> app/good.mce:8:1" in run.stdout, run.stdout
+    fast = _pytest(root, "--mce-fast", "app/good.mce")  # like `mcec check --fast`: no mypy
+    assert fast.returncode == 0, fast.stdout
     assert not list(root.rglob("*_mce.py"))  # generated into a temporary folder, not the project
     # ... which is gone when the report is read: nothing may point into it (issue 18, item 30)
     assert "mcec-pytest-" not in run.stdout and "_mce.py" not in run.stdout, run.stdout
