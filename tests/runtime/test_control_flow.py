@@ -465,6 +465,31 @@ def test_an_outer_cancellation_passes_a_timeout_unchanged() -> None:
     assert not asyncio.run(main())
 
 
+def test_a_deadline_ends_with_its_body() -> None:
+    """Once the timed body is done, its deadline no longer applies: later steps
+    may take longer, and an inner deadline left early does not fire later."""
+
+    async def nap(state: St, value: int) -> Ok[St, int]:
+        await asyncio.sleep(0.1)
+        return Ok(value, shapes.noted(state, "nap"))
+
+    napping = lift_step(nap, name="nap", errors=(), is_async=True)
+    after = step("a")(1).timeout(0.02).then(napping)
+    assert after.run_sync(St()) == Ok(1, St(("a", "nap")))
+    # an inner deadline that ended (on time, or by an outer one's cancellation) stays quiet
+    inner_done = step("a")(1).timeout(0.02).then(napping).then(hang).timeout(0.3, T_SITE)
+    out = inner_done.run_sync(St())
+    assert out == Err(Timeout(0.3), St(("a", "nap"))) and out.site == T_SITE
+
+    async def main() -> int:
+        first = hang(1).timeout(0.5).timeout(0.02)
+        assert await first.run(St()) == Err(Timeout(0.02), St())
+        await asyncio.sleep(0.6)  # past the inner deadline: it must not cancel us now
+        return asyncio.current_task().cancelling()  # type: ignore[union-attr]
+
+    assert asyncio.run(main()) == 0
+
+
 def test_a_timeout_error_from_a_step_is_not_the_timeout() -> None:
     def raises(state: St, value: int) -> Ok[St, int]:
         raise TimeoutError("the step's own")
