@@ -701,14 +701,15 @@ class _Timed:
 
 
 @final
-class _Leave:
-    """What ``_unwind`` hands back at a ``_Timed`` frame: leave its deadline
-    (which needs an ``await``), then go on unwinding ``outcome``."""
+class _Leave(AgentMonad[Any, Any, Any]):
+    """Internal, what ``_unwind`` gives at a ``_Timed`` frame: leave the
+    deadline (an ``await``, so the main loop does it), then go on unwinding
+    ``outcome`` as the result of this node."""
 
-    __slots__ = ("timed", "outcome")
+    __slots__ = ("deadline", "outcome")
 
-    def __init__(self, timed: _Timed, outcome: Outcome[Any, Any, Any]) -> None:
-        self.timed = timed
+    def __init__(self, deadline: Deadline, outcome: Outcome[Any, Any, Any]) -> None:
+        self.deadline = deadline
         self.outcome = outcome
 
 
@@ -717,7 +718,7 @@ _Node: TypeAlias = (
     " | _Step[Any, Any, Any, Any] | _FnCall[Any, Any, Any] | _Par[Any, Any, Any] | _Each[Any, Any, Any, Any]"
     " | _Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any]"
     " | _OrElse[Any, Any, Any] | _Local[Any, Any, Any]"
-    " | _Retry[Any, Any, Any] | _Timeout[Any, Any, Any] | _Loop[Any, Any, Any] | _Pause"
+    " | _Retry[Any, Any, Any] | _Timeout[Any, Any, Any] | _Loop[Any, Any, Any] | _Pause | _Leave"
 )
 _Frame: TypeAlias = (
     "_Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any] | _OrElse[Any, Any, Any] | _Restore"
@@ -757,75 +758,73 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
     stack and its inner program runs next; a leaf runs to an outcome, which
     ``_unwind`` hands down the stack until a frame gives the next program. An
     exception from anywhere in a turn goes to ``_escape``, which leaves the
-    deadlines on the stack and may turn a deadline's own cancellation into an
-    ``Err(Timeout)`` (``carried`` into the next turn, to unwind like any other).
+    deadlines on the stack and may turn a deadline's own cancellation into a
+    timeout: the next turn then runs ``fail(Timeout(S))`` from the state the
+    body reached, which unwinds like any other failure. (Nothing of this costs
+    a check per turn: a ``try`` is free in Python 3.11 until something raises.)
     """
     stack: list[_Frame] = []
     node = _as_node(program)
-    carried: Err[Any, Any] | None = None
     while True:
         try:
             outcome: Outcome[Any, Any, Any]
-            if carried is not None:
-                outcome, carried = carried, None
-            else:
-                match node:
-                    case _Bind() | _Map() | _Catch() | _OrElse():
-                        stack.append(node)
-                        node = _as_node(node.m)
-                        continue
-                    case _Local():
-                        stack.append(_Restore(state))
-                        node = _as_node(node.m)
-                        continue
-                    case _Retry():
-                        stack.append(_Attempt(node, 1))
-                        node = _as_node(node.m)
-                        continue
-                    case _Loop():
-                        stack.append(_Round(node, 1))
-                        node = _continue(node.body, node.value, state)
-                        continue
-                    case _Timeout():
-                        deadline = Deadline(node.seconds)
-                        await deadline.__aenter__()
-                        stack.append(_Timed(node, deadline))
-                        node = _as_node(node.m)
-                        continue
-                    case _Pause():
-                        await retry_pause(node.attempt, node.backoff)
-                        node = _as_node(node.next)
-                        continue
-                    case _Step():
-                        outcome = await _run_step(node.spec, node.value, state)
-                    case _FnCall():
-                        try:
-                            outcome = Ok(node.spec.impl(node.value), state)
-                        except Exception as exc:
-                            fn_defect(exc, node.spec.site, state)
-                    case _Pure():
-                        outcome = Ok(node.value, state)
-                    case _Fail():
-                        outcome = Err(node.error, state, node.site)
-                    case _Get():
-                        outcome = Ok(state, state)
-                    case _Put():
-                        outcome = Ok(None, node.state)
-                    case _Modify():
-                        try:
-                            outcome = Ok(None, node.f(state))
-                        except Exception as exc:
-                            fn_defect(exc, callable_name(node.f), state)
-                    case _Par():
-                        outcome = await _run_par(node, state)
-                    case _Each():
-                        outcome = await _run_each(node, state)
-                    case _:
-                        assert_never(node)
+            match node:
+                case _Bind() | _Map() | _Catch() | _OrElse():
+                    stack.append(node)
+                    node = _as_node(node.m)
+                    continue
+                case _Local():
+                    stack.append(_Restore(state))
+                    node = _as_node(node.m)
+                    continue
+                case _Retry():
+                    stack.append(_Attempt(node, 1))
+                    node = _as_node(node.m)
+                    continue
+                case _Loop():
+                    stack.append(_Round(node, 1))
+                    node = _continue(node.body, node.value, state)
+                    continue
+                case _Timeout():
+                    deadline = Deadline(node.seconds)
+                    await deadline.__aenter__()
+                    stack.append(_Timed(node, deadline))
+                    node = _as_node(node.m)
+                    continue
+                case _Pause():
+                    await retry_pause(node.attempt, node.backoff)
+                    node = _as_node(node.next)
+                    continue
+                case _Leave():
+                    await node.deadline.__aexit__(None, None, None)
+                    outcome = node.outcome
+                case _Step():
+                    outcome = await _run_step(node.spec, node.value, state)
+                case _FnCall():
+                    try:
+                        outcome = Ok(node.spec.impl(node.value), state)
+                    except Exception as exc:
+                        fn_defect(exc, node.spec.site, state)
+                case _Pure():
+                    outcome = Ok(node.value, state)
+                case _Fail():
+                    outcome = Err(node.error, state, node.site)
+                case _Get():
+                    outcome = Ok(state, state)
+                case _Put():
+                    outcome = Ok(None, node.state)
+                case _Modify():
+                    try:
+                        outcome = Ok(None, node.f(state))
+                    except Exception as exc:
+                        fn_defect(exc, callable_name(node.f), state)
+                case _Par():
+                    outcome = await _run_par(node, state)
+                case _Each():
+                    outcome = await _run_each(node, state)
+                case _:
+                    assert_never(node)
             nxt = _unwind(stack, outcome)
-            while isinstance(nxt, _Leave):
-                await nxt.timed.deadline.__aexit__(None, None, None)
-                nxt = _unwind(stack, nxt.outcome)
         except BaseException as exc:
             # ``state`` is the state the interrupted node started from: after the
             # last leaf that completed. (An exception from a continuation or a
@@ -835,7 +834,7 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                 raise
             if isinstance(escaped, BaseException):
                 raise escaped
-            carried = escaped
+            node, state = escaped
             continue
         if isinstance(nxt, tuple):
             node, state = nxt
@@ -845,10 +844,10 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
 
 def _unwind(
     stack: list[_Frame], outcome: Outcome[Any, Any, Any]
-) -> Outcome[Any, Any, Any] | tuple[_Node, Any] | _Leave:
+) -> Outcome[Any, Any, Any] | tuple[_Node, Any]:
     """Pop frames until one gives the next program (with the state to run it
-    from), a ``timeout``'s deadline must be left (``_Leave``), or the stack is
-    empty and ``outcome`` is the result."""
+    from; at a ``timeout``, ``_Leave`` its deadline), or the stack is empty and
+    ``outcome`` is the result."""
     while stack:
         frame = stack.pop()
         match frame:
@@ -895,7 +894,7 @@ def _unwind(
                             return _continue(loop.body, outcome.value, outcome.state), outcome.state
                         outcome = Err(LoopExhausted(loop.n, outcome.value), outcome.state, loop.site)
             case _Timed():
-                return _Leave(frame, outcome)
+                return _Leave(frame.deadline, outcome), outcome.state
             case _:
                 assert_never(frame)
     return outcome
@@ -912,12 +911,13 @@ def _continues(loop: _Loop[Any, Any, Any], value: object, state: object) -> bool
         fn_defect(exc, loop.site if loop.site is not None else callable_name(test), state)
 
 
-async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> Err[Any, Any] | BaseException:
+async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[_Node, Any] | BaseException:
     """An exception is ending the run: pop frames, leaving every deadline on
     the way, until one deadline turns its own cancellation into a timeout.
 
-    Returns that ``Err(Timeout(S), state, site)`` — the rest of the stack then
-    unwinds it as any failure — or, with the stack empty, the exception to
+    Returns the program that fails with that ``Timeout(S)`` at the ``timeout``'s
+    site, and the state to run it from — the rest of the stack then unwinds
+    the failure as any other — or, with the stack empty, the exception to
     raise (``exc`` itself, unless leaving a deadline replaced it). The state of
     the timeout is the one the timed body reached: ``state``, or the start state
     of the outermost ``local`` popped on the way (a ``local`` gives back its
@@ -936,7 +936,7 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> Err[An
                     await frame.deadline.__aexit__(type(exc), exc, exc.__traceback__)
                 except TimeoutError:
                     # only this deadline's own cancellation becomes TimeoutError (Deadline)
-                    return Err(Timeout(frame.timeout.seconds), current, frame.timeout.site)
+                    return _Fail(Timeout(frame.timeout.seconds), frame.timeout.site), current
                 except BaseException as other:  # pragma: no cover - asyncio's __aexit__ raises nothing else
                     exc = other
             case _Bind() | _Map() | _Catch() | _OrElse() | _Attempt() | _Round():
