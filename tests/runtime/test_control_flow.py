@@ -419,6 +419,22 @@ def test_timeout_around_par_and_each_cancels_every_task() -> None:
     assert sorted(started) == sorted(cancelled) == [0, 1, 10, 11, 12, 20]  # each's limit: 2 of 5 started
 
 
+def test_a_timeout_inside_a_branch_fails_the_group() -> None:
+    """A deadline inside a ``par`` branch or an ``each`` body is that branch's own
+    (it cancels only its task); its ``Timeout`` is the group's first failure,
+    which then cancels the siblings."""
+
+    async def main(prog: AgentMonad[St, Any, Any]) -> tuple[Any, set[asyncio.Task[Any]]]:
+        return await prog.run(St()), others_running()
+
+    timed_branch = step("b")(1).then(hang).timeout(0.05, T_SITE)
+    out, leftover = asyncio.run(main(AgentMonad.par([hang(0), timed_branch, hang(2)])))
+    assert out == Err(Timeout(0.05), St(("b",))) and out.site == T_SITE and not leftover
+    body = lambda v: (step("x")(v) if v != 2 else step("y")(v).then(hang)).timeout(0.05, T_SITE)
+    out, leftover = asyncio.run(main(AgentMonad.each([1, 2, 3], body, limit=2)))
+    assert out == Err(Timeout(0.05), St(("y",))) and not leftover
+
+
 def test_a_defect_raised_while_cancelling_wins_over_the_timeout() -> None:
     async def bad_cleanup(state: St, value: int) -> Ok[St, int]:
         try:
@@ -790,7 +806,8 @@ def test_shapes_pass_mypy_strict() -> None:
 def test_a_timeout_cancels_an_in_flight_tool_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real toolbox server: the deadline cancels the ``slow`` call in the
     generated shape and in the interpreter; the server sees both cancellations,
-    no call ends, and nothing of the run is left running."""
+    no call ends, and nothing of the run is left running. A deadline during the
+    server's start does not spoil the server for the scope."""
     import json
 
     server = StdioServer("box", shlex.join([sys.executable, str(TOOLBOX), str(tmp_path)]))
@@ -800,7 +817,10 @@ def test_a_timeout_cancels_an_in_flight_tool_call(tmp_path: Path, monkeypatch: p
 
     async def main() -> tuple[Any, Any, set[asyncio.Task[Any]]]:
         async with tool_scope():
-            # start the server outside any deadline (a start takes about a second)
+            # a deadline that cancels the server's start (it takes about a second) does not
+            # leave the server failed for the scope: the next call starts it again
+            too_soon = await interpreted({"tag": "early", "seconds": 0}).timeout(0.05).run(None)
+            assert too_soon == Err(Timeout(0.05), None)
             assert await slow(None, {"tag": "warm", "seconds": 0}) == Ok("warm", None)
             started = time.monotonic()
             compiled_out = await shapes.timed_tool(None, {"tag": "compiled", "seconds": 60})
@@ -820,6 +840,20 @@ def test_a_timeout_cancels_an_in_flight_tool_call(tmp_path: Path, monkeypatch: p
     by_tag = {(e["tag"], e["event"]) for e in events}
     assert {("compiled", "start"), ("compiled", "cancelled"), ("interpreted", "start"), ("interpreted", "cancelled")} <= by_tag
     assert ("compiled", "end") not in by_tag and ("interpreted", "end") not in by_tag
+    # every server process started (the cancelled start's too) is gone with the scope
+    pids = [int(p.name.removeprefix("pid-")) for p in tmp_path.glob("pid-*")]
+    assert pids
+    give_up = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() and not _zombie(pid) for pid in pids) and time.monotonic() < give_up:
+        time.sleep(0.02)
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, IndexError):
+        return True
 
 
 # ------------------------------------------------------------------ documentation
