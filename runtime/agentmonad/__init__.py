@@ -5,12 +5,21 @@
 - ``lift_step``/``lift_fn``: step implementations → Kleisli arrows.
 - ``merge_states``, ``Append``, ``Sum``: merging parallel branches' states.
 - ``Defect`` and the built-in errors ``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``
-  (whose ``kind`` is a ``ToolUnavailableKind``).
+  (whose ``kind`` is a ``ToolUnavailableKind``), ``LoopExhausted`` and ``Timeout``.
 - ``to_tool_result``/``from_tool_result``: the MCP mapping.
 - ``agentmonad.compiled``: what generated code calls.
+- ``agentmonad.control``: retry pauses (and their replaceable clock) and deadlines.
 """
 
-from .errors import Defect, MergeConflict, ToolFailed, ToolUnavailable, ToolUnavailableKind
+from .errors import (
+    Defect,
+    LoopExhausted,
+    MergeConflict,
+    Timeout,
+    ToolFailed,
+    ToolUnavailable,
+    ToolUnavailableKind,
+)
 from .mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
 from .merge import Append, Merge, Reducer, Sum, merge_states
 from .monad import AgentMonad
@@ -30,6 +39,8 @@ __all__ = [
     "ToolFailed",
     "ToolUnavailable",
     "ToolUnavailableKind",
+    "LoopExhausted",
+    "Timeout",
     "Append",
     "Sum",
     "Reducer",

@@ -4,7 +4,10 @@ Generated code is straight-line: per step a call, an ``isinstance`` check and
 two assignments (docs/DESIGN.md). It calls into this module only when a step
 did not return ``Ok`` (``stop``), when a step raised (``raised``), and for
 parallel groups (:func:`group` for ``par``, :func:`each`), which share
-``run_group`` with ``AgentMonad.par``/``each``.
+``run_group`` with ``AgentMonad.par``/``each``, and for v2 control flow:
+``await retry_pause(attempt, backoff)`` between the attempts of a ``retry``
+and ``async with Deadline(S)`` for a ``timeout`` (both from
+:mod:`agentmonad.control`, which ``AgentMonad.retry``/``timeout`` use too).
 
 Everything here is typed so that mypy, checking a generated module, sees every
 value type and error set as the checker computed it: a ``par`` group is built
@@ -29,6 +32,7 @@ from ._show import callable_name
 from .concurrency import run_group
 from .contract import raised
 from .contract import stop as _stop
+from .control import Deadline, retry_pause
 from .errors import MergeConflict
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
@@ -49,6 +53,8 @@ __all__ = [
     "each_values",
     "declared_merge",
     "MergeContractError",
+    "Deadline",
+    "retry_pause",
 ]
 
 _S = TypeVar("_S")

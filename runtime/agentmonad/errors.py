@@ -1,6 +1,7 @@
 """Errors of the runtime: the built-in error types and ``Defect``.
 
-Built-in *errors* (``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``) travel
+Built-in *errors* (``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``, and for
+the control flow of LANGUAGE.md §5 v2 ``LoopExhausted`` and ``Timeout``) travel
 on the failure track inside an ``Err``. They compare by value, so two runs that
 fail the same way give equal outcomes.
 
@@ -21,10 +22,18 @@ import enum
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._show import bounded_list, exception_text, safe_repr, safe_str
+from ._show import bounded_list, exception_text, safe_repr, safe_str, short_repr
 from .outcome import Site
 
-__all__ = ["Defect", "MergeConflict", "ToolFailed", "ToolUnavailable", "ToolUnavailableKind"]
+__all__ = [
+    "Defect",
+    "MergeConflict",
+    "ToolFailed",
+    "ToolUnavailable",
+    "ToolUnavailableKind",
+    "LoopExhausted",
+    "Timeout",
+]
 
 
 class _ValueError(Exception):
@@ -172,6 +181,62 @@ class ToolUnavailable(_ValueError):
 
     def __str__(self) -> str:
         return f"{safe_str(self.server)}.{safe_str(self.tool)} unavailable: {safe_str(self.reason)}"
+
+
+class LoopExhausted(_ValueError):
+    """A ``loop(N) e`` ran e N times and the N-th result still continued the loop.
+
+    ``iterations`` is N, ``last`` the value that would have continued (the
+    N-th run's result). The message quotes ``last`` cut short, so a huge
+    transcript does not end up in a log line.
+
+    >>> str(LoopExhausted(8, "still thinking"))
+    "loop gave up after 8 iterations; the last value would have continued: 'still thinking'"
+    >>> LoopExhausted(3, [1, 2]) == LoopExhausted(3, [1, 2])
+    True
+    """
+
+    _fields = ("iterations", "last")
+
+    def __init__(self, iterations: int, last: object) -> None:
+        self.iterations = iterations
+        self.last = last
+        super().__init__(iterations, last)
+
+    def __str__(self) -> str:
+        n = self.iterations
+        one = type(n) is int and n == 1  # a message never runs user code that may raise
+        return (
+            f"loop gave up after {safe_str(n)} iteration{'' if one else 's'}; "
+            f"the last value would have continued: {short_repr(self.last)}"
+        )
+
+    def _field_repr(self, name: str) -> str:
+        return short_repr(getattr(self, name))
+
+
+class Timeout(_ValueError):
+    """A ``timeout(S) e``: e had not finished ``seconds`` after it started.
+
+    Not a subclass of the builtin ``TimeoutError`` on purpose: generated code
+    tells its own deadline's ``TimeoutError`` from others with ``except
+    TimeoutError``, and an error value travelling in an ``Err`` (or raised by a
+    step that declares it) must never be mistaken for one.
+
+    >>> str(Timeout(10))
+    'timed out after 10 s'
+    >>> Timeout(0.5) == Timeout(0.5), Timeout(1) == Timeout(2)
+    (True, False)
+    """
+
+    _fields = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(seconds)
+
+    def __str__(self) -> str:
+        return f"timed out after {safe_str(self.seconds)} s"
 
 
 #: How many sibling Defects ``str(defect)`` quotes before "… and N more".

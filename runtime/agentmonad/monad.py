@@ -22,24 +22,49 @@ What each frame does with an outcome is written once, in ``_unwind``:
 - ``orelse``: any failure runs the alternative, with the state at the failure.
 - ``local`` (``_Restore``): success or failure, the state goes back to the one
   ``local`` started with.
+- ``retry`` (``_Attempt``): a failure whose error is retryable, with attempts
+  left, runs the same program again (after ``control.retry_pause``), from the
+  state at the failure; anything else passes by.
+- ``loop`` (``_Round``): a success whose value continues the loop runs the
+  body again on it, until the value ends the loop or the runs are used up
+  (``LoopExhausted``); a failure passes by. Iterations reuse one frame, so a
+  loop of any length runs in constant stack.
+- ``timeout`` (``_Timed``): the deadline (``control.Deadline``) is left,
+  and the outcome passes by.
+
+A ``timeout`` is the one construct that needs the stack when an *exception*
+ends the run: the deadline cancels the task, the cancellation leaves whatever
+leaf was awaiting, and ``_escape`` pops frames down to the ``_Timed`` one,
+leaving every deadline on the way. If that deadline's own cancellation becomes
+its ``TimeoutError``, the exception turns into ``Err(Timeout(S), state, site)``
+and unwinding goes on as for any failure; the state is the one the timed body
+had reached (the state the interrupted leaf started from, or the start state of
+a ``local`` that was in progress, which gives back its start state on any
+failure). Any other exception (a Defect, an outer cancellation) leaves every
+deadline and propagates.
 
 >>> prog = AgentMonad.get().then(lambda n: AgentMonad.put(n + 1)).map(lambda _: "done")
 >>> prog.run_sync(41)
 Ok(value='done', state=42)
 >>> AgentMonad.fail("nope").catch(str, lambda e: AgentMonad.pure(e.upper())).run_sync(0)
 Ok(value='NOPE', state=0)
+>>> count_to_3 = AgentMonad.loop(lambda n: AgentMonad.pure(n + 1 if n < 3 else "done"), 10, int)
+>>> count_to_3(0).run_sync(None)
+Ok(value='done', state=None)
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, Never, TypeAlias, TypeVar, assert_never, cast, final
 
 from ._show import callable_name, short_repr
 from .concurrency import run_group
 from .contract import fn_defect, raised, stop
-from .errors import Defect
+from .control import Deadline, retry_pause
+from .errors import Defect, LoopExhausted, Timeout
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
 
@@ -50,8 +75,10 @@ _E_co = TypeVar("_E_co", covariant=True)
 _A_co = TypeVar("_A_co", covariant=True)
 _E = TypeVar("_E")
 _E2 = TypeVar("_E2")
+_E3 = TypeVar("_E3")
 _A = TypeVar("_A")
 _B = TypeVar("_B")
+_C = TypeVar("_C")
 
 _MergeFn: TypeAlias = Callable[[_S, Sequence[_S]], _S]
 
@@ -228,6 +255,127 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         Ok(value=None, state=1)
         """
         return _Local(self)
+
+    def retry(
+        self,
+        n: int,
+        on: type | tuple[type, ...] | None = None,
+        backoff: float = 0.5,
+    ) -> AgentMonad[_S, _E_co, _A_co]:
+        """``retry(n, on=…, backoff=…) e`` (LANGUAGE.md §6): at most ``n`` runs of
+        ``self`` in all.
+
+        When a run fails with an error that is an instance of ``on`` (``None``:
+        any error) and runs remain, ``self`` runs again — on the same input, since
+        a program holds its input — from the state at the failure, after
+        ``await control.retry_pause(k, backoff)`` (k = the run that failed).
+        Other errors, and the ``n``-th failure, propagate as they are; a Defect
+        propagates at once. ``backoff=0`` retries without waiting.
+
+        >>> tries = []
+        >>> def flaky(state: int, value: str) -> Outcome[int, str, str]:
+        ...     tries.append(value)
+        ...     return Err("busy", state + 1) if len(tries) < 3 else Ok(value, state)
+        >>> from agentmonad.steps import lift_step
+        >>> lift_step(flaky, name="flaky", errors=(str,))("q").retry(5, backoff=0).run_sync(0)
+        Ok(value='q', state=2)
+        """
+        if n < 1:
+            raise ValueError(f"retry: n must be at least 1, got {n}")
+        if not (math.isfinite(backoff) and backoff >= 0):
+            raise ValueError(f"retry: backoff must be a finite number of seconds >= 0, got {backoff}")
+        types = on if on is None or isinstance(on, tuple) else (on,)
+        return _Retry(self, n, types, backoff)
+
+    def timeout(self, seconds: float, site: Site | None = None) -> AgentMonad[_S, _E_co | Timeout, _A_co]:
+        """``timeout(seconds) e`` (LANGUAGE.md §6): if ``self`` has not finished
+        ``seconds`` after it started, it is cancelled like a losing ``par``
+        branch and the result is ``Err(Timeout(seconds), state, site)``.
+
+        The state is the one after the last step inside that completed (the
+        input state if none did), as the body would have reported a failure at
+        the point it was interrupted: a ``par``/``each`` in progress has not
+        completed (its branches' states are dropped, as for losing branches),
+        and a ``local`` in progress gives back the state it started from. A
+        running sync step is not interrupted: the deadline lands at the next
+        await. A Defect raised while the body is cancelled propagates instead.
+        Uses :class:`agentmonad.control.Deadline`, as generated code does.
+
+        >>> AgentMonad.put(1).timeout(5).run_sync(0)  # in time: the same as without
+        Ok(value=None, state=1)
+        """
+        if not seconds > 0:
+            raise ValueError(f"timeout: seconds must be > 0, got {seconds}")
+        return _Timeout(self, seconds, site)
+
+    @staticmethod
+    def loop(
+        body: Callable[[_A], AgentMonad[_S, _E, _B]],
+        n: int,
+        continues: type | tuple[type, ...] | Callable[[Any], bool],
+        site: Site | None = None,
+    ) -> Callable[[_A], AgentMonad[_S, _E | LoopExhausted, _B]]:
+        """``loop(n) e`` (LANGUAGE.md §6) as a Kleisli arrow, from e's arrow ``body``.
+
+        On an input, ``body`` runs on it; while its result *continues* and fewer
+        than ``n`` runs were made, ``body`` runs again on that result, with the
+        state threaded through. The first result that does not continue ends the
+        loop with that value. If the ``n``-th result still continues, the loop
+        fails with ``LoopExhausted(iterations=n, last=that value)`` and the state
+        at that point (``site`` attached). A failure of ``body`` ends the loop at
+        once. ``continues`` is the loop's input type as a class or a tuple of
+        classes (an ``isinstance`` test) or a predicate (for ``None``, literals:
+        anything an ``isinstance`` cannot say); a predicate that raises is a
+        Defect. Runs in constant stack for any ``n``.
+
+        >>> halve = AgentMonad.loop(lambda x: AgentMonad.pure(x // 2 if x > 1 else str(x)), 3, int)
+        >>> halve(4).run_sync(None), halve(64).run_sync(None)
+        (Ok(value='1', state=None), Err(error=LoopExhausted(iterations=3, last=8), state=None, site=None))
+        """
+        if n < 1:
+            raise ValueError(f"loop: n must be at least 1, got {n}")
+        test: tuple[type, ...] | Callable[[Any], bool]
+        if isinstance(continues, tuple):
+            test = continues
+        elif isinstance(continues, type):  # a class is callable too: test it with isinstance
+            test = (continues,)
+        else:
+            test = continues
+
+        def looped(value: _A) -> AgentMonad[_S, _E | LoopExhausted, _B]:
+            return _Loop(body, value, n, test, site)
+
+        return looped
+
+    @staticmethod
+    def branch(
+        test: Callable[[_A], AgentMonad[_S, _E, bool]],
+        then: Callable[[_A], AgentMonad[_S, _E2, _B]],
+        otherwise: Callable[[_A], AgentMonad[_S, _E3, _C]],
+    ) -> Callable[[_A], AgentMonad[_S, _E | _E2 | _E3, _B | _C]]:
+        """``if p then e1 else e2`` (LANGUAGE.md §6) as a Kleisli arrow: ``test``
+        runs on the input; the branch it chooses runs on the *original* input,
+        with the state ``test`` left. A true result (Python truthiness, as the
+        generated ``if`` tests it) chooses ``then``.
+
+        >>> sign = AgentMonad.branch(
+        ...     lambda x: AgentMonad.pure(x >= 0),
+        ...     lambda x: AgentMonad.pure("+"),
+        ...     lambda x: AgentMonad.pure(-x),
+        ... )
+        >>> sign(3).run_sync(None), sign(-3).run_sync(None)
+        (Ok(value='+', state=None), Ok(value=3, state=None))
+        """
+
+        def branched(value: _A) -> AgentMonad[_S, _E | _E2 | _E3, _B | _C]:
+            def choose(chosen: bool) -> AgentMonad[_S, _E2 | _E3, _B | _C]:
+                if chosen:
+                    return then(value)
+                return otherwise(value)
+
+            return test(value).then(choose)
+
+        return branched
 
     # -- running -----------------------------------------------------------------
 
@@ -463,14 +611,118 @@ class _Restore:
         self.state = state
 
 
+@final
+class _Retry(AgentMonad[_S, _E, _A]):
+    """``retry``: ``m`` at most ``n`` times; ``on`` the retryable errors (``None``: all)."""
+
+    __slots__ = ("m", "n", "on", "backoff")
+
+    def __init__(self, m: AgentMonad[_S, _E, _A], n: int, on: tuple[type, ...] | None, backoff: float) -> None:
+        self.m = m
+        self.n = n
+        self.on = on
+        self.backoff = backoff
+
+
+@final
+class _Timeout(AgentMonad[_S, _E, _A]):
+    __slots__ = ("m", "seconds", "site")
+
+    def __init__(self, m: AgentMonad[_S, Any, _A], seconds: float, site: Site | None) -> None:
+        self.m = m
+        self.seconds = seconds
+        self.site = site
+
+
+@final
+class _Loop(AgentMonad[_S, _E, _B]):
+    """``loop``: ``body`` on ``value``, again on every result that passes ``test``, at most ``n`` runs."""
+
+    __slots__ = ("body", "value", "n", "test", "site")
+
+    def __init__(
+        self,
+        body: Callable[[Any], AgentMonad[_S, Any, Any]],
+        value: object,
+        n: int,
+        test: tuple[type, ...] | Callable[[Any], bool],
+        site: Site | None,
+    ) -> None:
+        self.body = body
+        self.value = value
+        self.n = n
+        self.test = test
+        self.site = site
+
+
+@final
+class _Pause(AgentMonad[Any, Any, Any]):
+    """Internal, between two attempts of a ``retry``: wait, then run ``next``."""
+
+    __slots__ = ("attempt", "backoff", "next")
+
+    def __init__(self, attempt: int, backoff: float, next: AgentMonad[Any, Any, Any]) -> None:
+        self.attempt = attempt
+        self.backoff = backoff
+        self.next = next
+
+
+@final
+class _Attempt:
+    """The frame of a ``retry``: which attempt is running (1-based)."""
+
+    __slots__ = ("retry", "attempt")
+
+    def __init__(self, retry: _Retry[Any, Any, Any], attempt: int) -> None:
+        self.retry = retry
+        self.attempt = attempt
+
+
+@final
+class _Round:
+    """The frame of a ``loop``: how many runs of the body have started."""
+
+    __slots__ = ("loop", "runs")
+
+    def __init__(self, loop: _Loop[Any, Any, Any], runs: int) -> None:
+        self.loop = loop
+        self.runs = runs
+
+
+@final
+class _Timed:
+    """The frame of a ``timeout``: its entered deadline."""
+
+    __slots__ = ("timeout", "deadline")
+
+    def __init__(self, timeout: _Timeout[Any, Any, Any], deadline: Deadline) -> None:
+        self.timeout = timeout
+        self.deadline = deadline
+
+
+@final
+class _Leave(AgentMonad[Any, Any, Any]):
+    """Internal, what ``_unwind`` gives at a ``_Timed`` frame: leave the
+    deadline (an ``await``, so the main loop does it), then go on unwinding
+    ``outcome`` as the result of this node."""
+
+    __slots__ = ("deadline", "outcome")
+
+    def __init__(self, deadline: Deadline, outcome: Outcome[Any, Any, Any]) -> None:
+        self.deadline = deadline
+        self.outcome = outcome
+
+
 _Node: TypeAlias = (
     "_Pure[Any, Any] | _Fail[Any, Any] | _Get[Any] | _Put[Any] | _Modify[Any]"
     " | _Step[Any, Any, Any, Any] | _FnCall[Any, Any, Any] | _Par[Any, Any, Any] | _Each[Any, Any, Any, Any]"
     " | _Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any]"
     " | _OrElse[Any, Any, Any] | _Local[Any, Any, Any]"
+    " | _Retry[Any, Any, Any] | _Timeout[Any, Any, Any] | _Loop[Any, Any, Any] | _Pause | _Leave"
 )
 _Frame: TypeAlias = (
     "_Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any] | _OrElse[Any, Any, Any] | _Restore"
+    " | _Attempt | _Round | _Timed"
 )
 
 def _as_node(program: AgentMonad[Any, Any, Any]) -> _Node:
@@ -504,57 +756,98 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
 
     Each turn of the loop looks at one node: a wrapper leaves its frame on the
     stack and its inner program runs next; a leaf runs to an outcome, which
-    ``_unwind`` hands down the stack until a frame gives the next program.
+    ``_unwind`` hands down the stack until a frame gives the next program. An
+    exception from anywhere in a turn goes to ``_escape``, which leaves the
+    deadlines on the stack and may turn a deadline's own cancellation into a
+    timeout: the next turn then runs ``fail(Timeout(S))`` from the state the
+    body reached, which unwinds like any other failure. (Nothing of this costs
+    a check per turn: a ``try`` is free in Python 3.11 until something raises.)
     """
     stack: list[_Frame] = []
     node = _as_node(program)
     while True:
-        outcome: Outcome[Any, Any, Any]
-        match node:
-            case _Bind() | _Map() | _Catch() | _OrElse():
-                stack.append(node)
-                node = _as_node(node.m)
-                continue
-            case _Local():
-                stack.append(_Restore(state))
-                node = _as_node(node.m)
-                continue
-            case _Step():
-                outcome = await _run_step(node.spec, node.value, state)
-            case _FnCall():
-                try:
-                    outcome = Ok(node.spec.impl(node.value), state)
-                except Exception as exc:
-                    fn_defect(exc, node.spec.site, state)
-            case _Pure():
-                outcome = Ok(node.value, state)
-            case _Fail():
-                outcome = Err(node.error, state, node.site)
-            case _Get():
-                outcome = Ok(state, state)
-            case _Put():
-                outcome = Ok(None, node.state)
-            case _Modify():
-                try:
-                    outcome = Ok(None, node.f(state))
-                except Exception as exc:
-                    fn_defect(exc, callable_name(node.f), state)
-            case _Par():
-                outcome = await _run_par(node, state)
-            case _Each():
-                outcome = await _run_each(node, state)
-            case _:
-                assert_never(node)
-        nxt = _unwind(stack, outcome)
+        try:
+            outcome: Outcome[Any, Any, Any]
+            match node:
+                case _Bind() | _Map() | _Catch() | _OrElse():
+                    stack.append(node)
+                    node = _as_node(node.m)
+                    continue
+                case _Local():
+                    stack.append(_Restore(state))
+                    node = _as_node(node.m)
+                    continue
+                case _Retry():
+                    stack.append(_Attempt(node, 1))
+                    node = _as_node(node.m)
+                    continue
+                case _Loop():
+                    stack.append(_Round(node, 1))
+                    node = _continue(node.body, node.value, state)
+                    continue
+                case _Timeout():
+                    deadline = Deadline(node.seconds)
+                    await deadline.__aenter__()
+                    stack.append(_Timed(node, deadline))
+                    node = _as_node(node.m)
+                    continue
+                case _Pause():
+                    await retry_pause(node.attempt, node.backoff)
+                    node = _as_node(node.next)
+                    continue
+                case _Leave():
+                    await node.deadline.__aexit__(None, None, None)
+                    outcome = node.outcome
+                case _Step():
+                    outcome = await _run_step(node.spec, node.value, state)
+                case _FnCall():
+                    try:
+                        outcome = Ok(node.spec.impl(node.value), state)
+                    except Exception as exc:
+                        fn_defect(exc, node.spec.site, state)
+                case _Pure():
+                    outcome = Ok(node.value, state)
+                case _Fail():
+                    outcome = Err(node.error, state, node.site)
+                case _Get():
+                    outcome = Ok(state, state)
+                case _Put():
+                    outcome = Ok(None, node.state)
+                case _Modify():
+                    try:
+                        outcome = Ok(None, node.f(state))
+                    except Exception as exc:
+                        fn_defect(exc, callable_name(node.f), state)
+                case _Par():
+                    outcome = await _run_par(node, state)
+                case _Each():
+                    outcome = await _run_each(node, state)
+                case _:
+                    assert_never(node)
+            nxt = _unwind(stack, outcome)
+        except BaseException as exc:
+            # ``state`` is the state the interrupted node started from: after the
+            # last leaf that completed. (An exception from a continuation or a
+            # handler is a Defect, which no deadline turns into a timeout.)
+            escaped = await _escape(stack, exc, state)
+            if escaped is exc:
+                raise
+            if isinstance(escaped, BaseException):
+                raise escaped
+            node, state = escaped
+            continue
         if isinstance(nxt, tuple):
             node, state = nxt
         else:
             return nxt
 
 
-def _unwind(stack: list[_Frame], outcome: Outcome[Any, Any, Any]) -> Outcome[Any, Any, Any] | tuple[_Node, Any]:
+def _unwind(
+    stack: list[_Frame], outcome: Outcome[Any, Any, Any]
+) -> Outcome[Any, Any, Any] | tuple[_Node, Any]:
     """Pop frames until one gives the next program (with the state to run it
-    from), or the stack is empty and ``outcome`` is the result."""
+    from; at a ``timeout``, ``_Leave`` its deadline), or the stack is empty and
+    ``outcome`` is the result."""
     while stack:
         frame = stack.pop()
         match frame:
@@ -579,9 +872,78 @@ def _unwind(stack: list[_Frame], outcome: Outcome[Any, Any, Any]) -> Outcome[Any
                     outcome = Ok(outcome.value, frame.state)
                 else:
                     outcome = Err(outcome.error, frame.state, outcome.site)
+            case _Attempt():
+                retry = frame.retry
+                if (
+                    isinstance(outcome, Err)
+                    and frame.attempt < retry.n
+                    and (retry.on is None or isinstance(outcome.error, retry.on))
+                ):
+                    # the frame is this run's own: count the attempt on it and keep it
+                    failed = frame.attempt
+                    frame.attempt += 1
+                    stack.append(frame)
+                    return _Pause(failed, retry.backoff, retry.m), outcome.state
+            case _Round():
+                if isinstance(outcome, Ok):
+                    loop = frame.loop
+                    if _continues(loop, outcome.value, outcome.state):
+                        if frame.runs < loop.n:
+                            frame.runs += 1
+                            stack.append(frame)
+                            return _continue(loop.body, outcome.value, outcome.state), outcome.state
+                        outcome = Err(LoopExhausted(loop.n, outcome.value), outcome.state, loop.site)
+            case _Timed():
+                return _Leave(frame.deadline, outcome), outcome.state
             case _:
                 assert_never(frame)
     return outcome
+
+
+def _continues(loop: _Loop[Any, Any, Any], value: object, state: object) -> bool:
+    """Whether a loop body's result goes round again (is a value of the loop's input type)."""
+    test = loop.test
+    if isinstance(test, tuple):
+        return isinstance(value, test)
+    try:
+        return bool(test(value))
+    except Exception as exc:
+        fn_defect(exc, loop.site if loop.site is not None else callable_name(test), state)
+
+
+async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[_Node, Any] | BaseException:
+    """An exception is ending the run: pop frames, leaving every deadline on
+    the way, until one deadline turns its own cancellation into a timeout.
+
+    Returns the program that fails with that ``Timeout(S)`` at the ``timeout``'s
+    site, and the state to run it from — the rest of the stack then unwinds
+    the failure as any other — or, with the stack empty, the exception to
+    raise (``exc`` itself, unless leaving a deadline replaced it). The state of
+    the timeout is the one the timed body reached: ``state``, or the start state
+    of the outermost ``local`` popped on the way (a ``local`` gives back its
+    start state on any failure). ``__aexit__`` is exactly what ``async with``
+    would call, so a ``Defect`` raised while cancelling passes every deadline
+    unchanged and wins, as in groups.
+    """
+    current = state
+    while stack:
+        frame = stack.pop()
+        match frame:
+            case _Restore():
+                current = frame.state
+            case _Timed():
+                try:
+                    await frame.deadline.__aexit__(type(exc), exc, exc.__traceback__)
+                except TimeoutError:
+                    # only this deadline's own cancellation becomes TimeoutError (Deadline)
+                    return _Fail(Timeout(frame.timeout.seconds), frame.timeout.site), current
+                except BaseException as other:  # pragma: no cover - asyncio's __aexit__ raises nothing else
+                    exc = other
+            case _Bind() | _Map() | _Catch() | _OrElse() | _Attempt() | _Round():
+                pass  # an exception passes them: only outcomes are theirs to handle
+            case _:
+                assert_never(frame)
+    return exc
 
 
 async def _run_par(node: _Par[Any, Any, Any], state: Any) -> Outcome[Any, Any, tuple[Any, ...]]:

@@ -1,0 +1,234 @@
+"""The runtime side of v2 control flow (LANGUAGE.md §5–§6): retry pauses and deadlines.
+
+Both the generated code and the reference interpreter (``AgentMonad.retry`` and
+``AgentMonad.timeout``) use exactly these pieces, so the two cannot drift apart
+on when a retry waits or how a deadline cancels.
+
+**Retry pauses.** Before attempt k+1 of ``retry(N, backoff=S) e`` the run waits
+``retry_delay(k, S)`` seconds: nominally ``S·2^(k−1)``, capped at
+:data:`MAX_DELAY` (30 s), with *equal jitter* — half of the nominal pause is
+kept and the other half is drawn uniformly, so the pause lies in
+``[nominal/2, nominal]``. Equal jitter (rather than "full" jitter, uniform in
+``[0, nominal]``) keeps every pause at least half as long as the spec says, so a
+retry never hammers a struggling service at once, while concurrent runs that
+failed together still spread out. ``backoff=0`` never waits (and never
+suspends). Generated code calls ``await retry_pause(attempt, backoff)`` between
+attempts.
+
+Where the pause sleeps and where the jitter comes from is a :class:`RetryClock`
+held in a context variable, so a test (or an embedding application) can install
+its own for a block of code; :func:`fake_retry_clock` installs one that records
+the pauses it is asked for and returns at once:
+
+>>> with fake_retry_clock() as pauses:
+...     asyncio.run(retry_pause(3, 0.5))
+>>> pauses
+[2.0]
+>>> retry_delay(1, 0.5, jitter=0.0), retry_delay(1, 0.5, jitter=1.0), retry_delay(40, 0.5, jitter=1.0)
+(0.25, 0.5, 30.0)
+
+**Deadlines.** :class:`Deadline` is ``asyncio.timeout`` with the one extra fact
+generated code needs: whether the ``TimeoutError`` leaving the block is this
+deadline's own (:meth:`Deadline.expired`). Cancellation is asyncio's: at the
+deadline the running task is cancelled, so whatever the body is awaiting — a
+``par``/``each`` group (which cancels *and awaits* every branch), an MCP tool
+call, a retry pause — is cancelled as a losing ``par`` branch is. A sync step
+that is running is not interrupted (nothing can be, on an event loop): the
+cancellation lands at the next await. A ``Defect`` raised while the body is
+being cancelled is not turned into a timeout: it propagates, as in groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random as _random
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import TracebackType
+from typing import final
+
+__all__ = [
+    "MAX_DELAY",
+    "retry_delay",
+    "retry_pause",
+    "RetryClock",
+    "retry_clock",
+    "use_retry_clock",
+    "fake_retry_clock",
+    "Deadline",
+]
+
+#: The longest pause between two attempts, in seconds (before jitter).
+MAX_DELAY = 30.0
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RetryClock:
+    """Where retry pauses sleep and where their jitter comes from.
+
+    ``sleep(seconds)`` is awaited for each pause (default ``asyncio.sleep``);
+    ``random()`` gives the jitter draw, a number in ``[0, 1]`` (default
+    ``random.random``). Install one with :func:`use_retry_clock`.
+    """
+
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+    random: Callable[[], float] = _random.random
+
+
+_CLOCK: ContextVar[RetryClock] = ContextVar("agentmonad_retry_clock", default=RetryClock())
+
+
+def retry_clock() -> RetryClock:
+    """The :class:`RetryClock` in effect here (the real one unless a block installed another)."""
+    return _CLOCK.get()
+
+
+@contextlib.contextmanager
+def use_retry_clock(clock: RetryClock) -> Iterator[RetryClock]:
+    """Use ``clock`` for every retry pause inside the ``with`` block.
+
+    It is a context variable, so it applies to the code run in the block and to
+    the tasks it starts (``par`` branches, ``asyncio.run`` inside the block),
+    and never leaks into other tasks or threads.
+    """
+    token = _CLOCK.set(clock)
+    try:
+        yield clock
+    finally:
+        _CLOCK.reset(token)
+
+
+@contextlib.contextmanager
+def fake_retry_clock(jitter: float | Callable[[], float] = 1.0) -> Iterator[list[float]]:
+    """Retry pauses that do not wait: yields the list of pauses asked for, in seconds.
+
+    Each pause still yields to the event loop once (``asyncio.sleep(0)``), so it
+    stays a point where a deadline or a cancellation can land, as a real pause
+    is. ``jitter`` is the random draw (a fixed number in ``[0, 1]`` or a
+    function giving one); the default ``1.0`` makes every pause its nominal
+    ``backoff·2^(k−1)``, which keeps expectations readable.
+    """
+    delays: list[float] = []
+    draw: Callable[[], float] = jitter if callable(jitter) else (lambda: jitter)
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+        await asyncio.sleep(0)
+
+    with use_retry_clock(RetryClock(sleep=sleep, random=draw)):
+        yield delays
+
+
+def retry_delay(attempt: int, backoff: float, *, jitter: float | None = None) -> float:
+    """Seconds to wait after attempt ``attempt`` (1-based) failed, before the next one.
+
+    ``min(backoff·2^(attempt−1), 30) · (1 + jitter) / 2``: equal jitter (see the
+    module docstring). ``jitter`` is the random draw in ``[0, 1]``; ``None``
+    draws it from the current :class:`RetryClock`. ``backoff=0`` gives ``0.0``
+    without drawing. ``attempt`` may be arbitrarily large (the cap holds).
+
+    >>> [retry_delay(k, 1.0, jitter=1.0) for k in (1, 2, 3, 4, 5, 6)]
+    [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
+    """
+    if attempt < 1:
+        raise ValueError(f"retry_delay: attempt must be at least 1, got {attempt}")
+    if not (math.isfinite(backoff) and backoff >= 0):
+        raise ValueError(f"retry_delay: backoff must be a finite number of seconds >= 0, got {backoff}")
+    if backoff == 0:
+        return 0.0
+    try:
+        # ldexp, not backoff * 2 ** (attempt - 1): no huge int, and an overflow is caught
+        nominal = min(math.ldexp(backoff, attempt - 1), MAX_DELAY)
+    except OverflowError:
+        nominal = MAX_DELAY
+    draw = retry_clock().random() if jitter is None else jitter
+    if not 0.0 <= draw <= 1.0:  # also refuses NaN
+        raise ValueError(f"retry_delay: the jitter draw must be in [0, 1], got {draw!r}")
+    return nominal * (1.0 + draw) / 2.0
+
+
+async def retry_pause(attempt: int, backoff: float) -> None:
+    """Wait :func:`retry_delay` ``(attempt, backoff)`` seconds on the current
+    :class:`RetryClock`; with ``backoff=0``, return at once without suspending.
+
+    Generated code calls it between attempts: ``await retry_pause(attempt, backoff)``.
+    """
+    delay = retry_delay(attempt, backoff)
+    if delay > 0:
+        await retry_clock().sleep(delay)
+
+
+@final
+class Deadline:
+    """``async with Deadline(seconds):`` — ``asyncio.timeout(seconds)`` that knows
+    whether the ``TimeoutError`` it raises is its own.
+
+    The clock starts when the block is entered. At the deadline the task running
+    the block is cancelled; when that cancellation leaves the block, it becomes
+    ``TimeoutError`` (as with ``asyncio.timeout``) and :meth:`expired` is true.
+    Anything else leaving the block passes unchanged — in particular a
+    ``Defect`` raised while the body was being cancelled, and a cancellation
+    that came from outside (a losing ``par`` branch, a caller's cancel), which
+    an enclosing deadline or group handles. Generated ``timeout(S) e``::
+
+        deadline = Deadline(S)
+        try:
+            async with deadline:
+                ...  # e's steps, inline, each updating `state`
+                return Ok(v, state)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            return Err(Timeout(S), state, SITE)
+
+    A ``Deadline`` is entered at most once.
+    """
+
+    __slots__ = ("seconds", "_timeout", "_expired")
+
+    def __init__(self, seconds: float) -> None:
+        if not seconds > 0:  # also refuses NaN
+            raise ValueError(f"Deadline: seconds must be > 0, got {seconds}")
+        self.seconds = seconds
+        self._timeout: asyncio.Timeout | None = None
+        self._expired = False
+
+    def expired(self) -> bool:
+        """True when this deadline ended the block: its cancellation became the
+        ``TimeoutError`` that left it. False before, on time, and when the block
+        ended some other way (a Defect, an outer cancellation) even if the time
+        had run out meanwhile."""
+        return self._expired
+
+    async def __aenter__(self) -> Deadline:
+        if self._timeout is not None:
+            raise RuntimeError("a Deadline can be entered only once")
+        self._timeout = asyncio.timeout(self.seconds)
+        await self._timeout.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        timeout = self._timeout
+        if timeout is None:
+            raise RuntimeError("Deadline exited without being entered")
+        try:
+            await timeout.__aexit__(exc_type, exc, tb)
+        except TimeoutError:
+            # asyncio raises it only when the cancellation leaving the block is
+            # this timeout's own (it counts cancel requests, so a nested or an
+            # outer one is told apart): the block timed out.
+            self._expired = True
+            raise
+
+    def __repr__(self) -> str:
+        state = "expired" if self._expired else "entered" if self._timeout is not None else "new"
+        return f"<Deadline {self.seconds} s ({state})>"
