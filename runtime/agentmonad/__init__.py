@@ -8,9 +8,14 @@
   (whose ``kind`` is a ``ToolUnavailableKind``).
 - ``to_tool_result``/``from_tool_result``: the MCP mapping.
 - ``agentmonad.compiled``: what generated code calls.
+- ``agentmonad.llm``: LLM steps (``Model``, ``llm_step``, ``llm_scope``, ``budget``, usage);
+  its built-in errors ``LLMFailed``, ``LLMUnavailable`` (with ``LLMFailedKind``,
+  ``LLMUnavailableKind``) and ``BudgetExceeded`` are re-exported here.
+- ``agentmonad.testing``: scripted models for tests.
 """
 
 from .errors import Defect, MergeConflict, ToolFailed, ToolUnavailable, ToolUnavailableKind
+from .llm.errors import BudgetExceeded, LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind
 from .mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
 from .merge import Append, Merge, Reducer, Sum, merge_states
 from .monad import AgentMonad
@@ -30,6 +35,11 @@ __all__ = [
     "ToolFailed",
     "ToolUnavailable",
     "ToolUnavailableKind",
+    "LLMFailed",
+    "LLMFailedKind",
+    "LLMUnavailable",
+    "LLMUnavailableKind",
+    "BudgetExceeded",
     "Append",
     "Sum",
     "Reducer",
