@@ -401,6 +401,8 @@ def backend_from_option(value: str) -> Backend:
         found: object = importlib.import_module(module_name)
         for part in attr.split("."):
             found = getattr(found, part)
+        if isinstance(found, type):  # a backend class: one made with no arguments
+            found = found()
         if isinstance(found, Backend):
             return found
         if callable(found):

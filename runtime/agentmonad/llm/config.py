@@ -218,8 +218,10 @@ class LLMConfig:
     """A run's configuration of its models (see the module docstring).
 
     ``models`` maps a spec's model name (or ``"*"``, every model) to
-    :class:`ModelSettings` or to a backend that answers in its place;
-    ``defaults`` applies to every model, below ``models``.
+    :class:`ModelSettings`, or to a backend that answers in its place (those
+    entries are kept in ``backends``, so a model can have both: a scripted
+    backend and, say, its ``max_repairs``); ``defaults`` applies to every
+    model, below ``models``. A backend for the name beats one for ``"*"``.
 
     >>> config = LLMConfig(models={"fast": ModelSettings(base_url="http://127.0.0.1:8000/v1", api_key="k")})
     >>> config.models["fast"].api_key
@@ -228,34 +230,41 @@ class LLMConfig:
 
     defaults: ModelSettings = field(default_factory=ModelSettings)
     models: Mapping[str, Entry] = field(default_factory=dict, hash=False)
+    backends: Mapping[str, Backend] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
+        settings: dict[str, ModelSettings] = {}
+        backends: dict[str, Backend] = dict(self.backends)
         for name, entry in self.models.items():
-            if not isinstance(entry, (ModelSettings, Backend)):
+            if isinstance(entry, ModelSettings):
+                settings[name] = entry
+            elif isinstance(entry, Backend) and not isinstance(entry, type):
+                backends[name] = entry
+            else:
                 raise TypeError(f"LLMConfig.models[{name!r}] must be ModelSettings or a backend, not {type(entry).__name__}")
-        object.__setattr__(self, "models", dict(self.models))
+        for name, backend in backends.items():
+            if isinstance(backend, type) or not isinstance(backend, Backend):
+                raise TypeError(f"LLMConfig.backends[{name!r}] must be a backend (with an async complete(request))")
+        object.__setattr__(self, "models", settings)
+        object.__setattr__(self, "backends", backends)
 
     def over(self, below: LLMConfig) -> LLMConfig:
         """This configuration laid over ``below`` (an outer one): its entries win."""
         models: dict[str, Entry] = dict(below.models)
         for name, entry in self.models.items():
             under = models.get(name)
-            if isinstance(entry, ModelSettings) and isinstance(under, ModelSettings):
-                models[name] = entry.over(under)
-            else:
-                models[name] = entry
-        return LLMConfig(self.defaults.over(below.defaults), models)
+            assert isinstance(entry, ModelSettings)
+            models[name] = entry.over(under) if isinstance(under, ModelSettings) else entry
+        return LLMConfig(self.defaults.over(below.defaults), models, {**below.backends, **self.backends})
 
     def settings_for(self, name: str) -> tuple[ModelSettings, Backend | None]:
         """The settings laid over model ``name``'s declaration, and the backend that replaces it, if any."""
         settings = self.defaults
-        backend: Backend | None = None
         for key in ("*", name):
             entry = self.models.get(key)
             if isinstance(entry, ModelSettings):
                 settings = entry.over(settings)
-            elif entry is not None:
-                backend = entry
+        backend = self.backends.get(name) or self.backends.get("*")
         return settings, backend
 
 
@@ -381,7 +390,8 @@ def parse_model_option(text: str) -> tuple[str, Entry]:
     - ``test``: a ``TestModel`` (valid answers made up from the output's schema, no network);
     - ``script:PATH``: a ``ScriptedModel`` replaying the replies in the JSON file
       ``PATH`` (see ``agentmonad.testing.replies_from_json``);
-    - ``py:MODULE:ATTR``: the backend (or function of the request) ``MODULE.ATTR``;
+    - ``py:MODULE:ATTR``: the backend ``MODULE.ATTR`` (a backend class is made with
+      no arguments; a function of the request becomes a ``FunctionModel``);
     - ``MODEL_ID`` or ``MODEL_ID@BASE_URL``: the real endpoint with that model id.
 
     ``NAME`` may be ``*`` (every model).

@@ -4,7 +4,8 @@ A template is rendered in Jinja2's ``ImmutableSandboxedEnvironment`` (the
 ``SandboxedEnvironment`` that also refuses to call methods that modify lists,
 dicts and sets) with ``StrictUndefined``: a variable or attribute the values do
 not have is an error, never an empty string. No autoescaping (a prompt is not
-HTML); otherwise Jinja2's defaults.
+HTML); otherwise Jinja2's defaults (line endings become ``\\n``, and one
+trailing newline is dropped).
 
 The variables are the fields of the input value — a pydantic model's fields
 (and computed fields) or a dataclass's fields — or, for any other input type,
