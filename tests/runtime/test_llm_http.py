@@ -529,14 +529,17 @@ def test_a_budget_cancels_the_calls_in_flight(llm_server: LLMServer) -> None:
     async def branch(state: None, value: str) -> Any:
         return await step(state, value)
 
+    async def trigger(state: None, value: str) -> Any:
+        return await step(state, "trigger")
+
     async def go() -> tuple[Any, Any, set[asyncio.Task[Any]]]:
         async with llm_scope(llm_server.config()) as run_:
             assert await step(None, "quick") == Ok("ok", None)  # 300 tokens, outside the budget
             try:
                 async with budget(500) as b:
                     await step(None, "quick")  # 300 inside: still within
-                    group = compiled.group(branch).also(branch).also(branch)
-                    await asyncio.gather(group.run(None, "slow", Site("par", "t.mce", 2, 1)), step(None, "trigger"))
+                    group = compiled.group(branch).also(branch).also(branch).also(trigger)
+                    await group.run(None, "slow", Site("par", "t.mce", 2, 1))
                 result: Any = "not exceeded"
             except BudgetExceeded as exc:
                 result = exc

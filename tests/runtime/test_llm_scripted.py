@@ -531,7 +531,7 @@ def test_budget_exceeded_by_a_step_cancels_the_rest_of_the_body() -> None:
                 async with budget(100):
                     await step(None, "a")
                     reached.append("a")
-                    await step(None, "b")  # 120 > 100: the cancellation comes at the next await
+                    await step(None, "b")  # 120 > 100: cancelled as its reply is counted
                     reached.append("b")
                     await asyncio.sleep(10)
                     reached.append("slept")
@@ -540,7 +540,7 @@ def test_budget_exceeded_by_a_step_cancels_the_rest_of_the_body() -> None:
         return None
 
     assert run(go()) == BudgetExceeded(100, 120)
-    assert reached == ["a", "b"]
+    assert reached == ["a"]  # the step that passed the budget never returned
 
 
 def test_nested_budgets_count_their_own_usage() -> None:
@@ -614,3 +614,27 @@ def test_model_options_are_checked() -> None:
 def test_doctests(module: str) -> None:
     failures, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert failures == 0
+
+
+def test_a_detached_task_waits_for_a_spent_budget_to_close_then_goes_on() -> None:
+    from agentmonad.llm import budget_checkpoint
+
+    order: list[str] = []
+
+    async def detached() -> None:
+        await budget_checkpoint()  # the budget is spent: wait until it has closed
+        order.append("detached went on")
+
+    async def go() -> Any:
+        try:
+            async with budget(1):
+                record_usage("m", 5, 0)
+                task = asyncio.get_running_loop().create_task(detached())
+                await asyncio.sleep(0)
+                order.append("never")
+        except BudgetExceeded:
+            order.append("budget closed")
+        await task
+        return order
+
+    assert run(go()) == ["budget closed", "detached went on"]

@@ -51,7 +51,7 @@ from .output import output_problem
 from .prompt import Prompt, TemplateInfo, template_variables
 from .scope import LLMRun, current_run, llm_scope
 from .step import LLMStep, llm_step
-from .usage import Budget, ModelUsage, Usage, budget, current_usage, record_usage, usage
+from .usage import Budget, ModelUsage, Usage, budget, budget_checkpoint, current_usage, record_usage, usage
 from .wire import Backend, LLMReply, LLMRequest, ToolCall, ToolSpec
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
     "record_usage",
     "Budget",
     "budget",
+    "budget_checkpoint",
     "Prompt",
     "TemplateInfo",
     "template_variables",

@@ -19,7 +19,7 @@ from .openai_backend import redact
 from .output import Invalid, Shape, output_shape
 from .prompt import Prompt
 from .scope import _SCOPE, llm_scope
-from .usage import record_usage
+from .usage import budget_checkpoint, record_usage
 from .wire import LLMReply, LLMRequest
 
 __all__ = ["LLMStep", "llm_step"]
@@ -70,6 +70,7 @@ async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -
     attempts = 1 + settings.max_repairs
     reply = LLMReply()
     bad = Invalid("no answer")
+    await budget_checkpoint()
     for attempt in range(1, attempts + 1):
         request = LLMRequest(
             model.name, settings.model_id, name, tuple(messages), shape.tools, shape.tool_choice,
@@ -80,6 +81,7 @@ async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -
         except LLMUnavailable as exc:
             return Err(exc, state)
         record_usage(model.name, reply.prompt_tokens, reply.completion_tokens)
+        await budget_checkpoint()
         if reply.refusal or reply.finish_reason == "content_filter":
             said = f": {reply.refusal}" if reply.refusal else " (content filter)"
             raw = truncate(redact(reply.raw, settings.api_key), RAW_LIMIT)

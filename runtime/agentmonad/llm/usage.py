@@ -23,7 +23,9 @@ budget's exit turns that cancellation into ``BudgetExceeded(limit, used)``.
 The cancellation is scheduled (``call_soon``), never delivered inside the
 call that recorded the tokens, so that call finishes its bookkeeping; if the
 body ends before the next await, the exit raises ``BudgetExceeded`` all the
-same. A cancellation from outside (a ``timeout``, a failing sibling) is told
+same. LLM steps wait at :func:`budget_checkpoint` before each request and
+after each reply, so once a budget is spent no further request starts. A
+cancellation from outside (a ``timeout``, a failing sibling) is told
 apart with ``Task.uncancel``, as ``asyncio.timeout`` does, and propagates.
 """
 
@@ -38,7 +40,7 @@ from types import TracebackType
 
 from .errors import BudgetExceeded
 
-__all__ = ["Usage", "ModelUsage", "usage", "current_usage", "record_usage", "Budget", "budget"]
+__all__ = ["Usage", "ModelUsage", "usage", "current_usage", "record_usage", "Budget", "budget", "budget_checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def record_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None
 class Budget:
     """``budget(N)``: see the module docstring. ``used`` counts the tokens inside so far."""
 
-    __slots__ = ("limit", "used", "_task", "_cancelling", "_handle", "_cancelled", "_token", "_loop")
+    __slots__ = ("limit", "used", "_task", "_cancelling", "_handle", "_cancelled", "_token", "_loop", "_closed")
 
     def __init__(self, limit: int) -> None:
         if type(limit) is not int or limit < 0:
@@ -161,6 +163,7 @@ class Budget:
         self._handle: asyncio.Handle | None = None
         self._cancelled = False
         self._token: object = None
+        self._closed: asyncio.Event | None = None
 
     @property
     def exceeded(self) -> bool:
@@ -187,13 +190,15 @@ class Budget:
         self._task = task
         self._loop = asyncio.get_running_loop()
         self._cancelling = task.cancelling()
+        self._closed = asyncio.Event()
         self._token = _METERS.set((*_METERS.get(), self))
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        assert self._task is not None
+        assert self._task is not None and self._closed is not None
+        self._closed.set()
         try:
             _METERS.reset(self._token)  # type: ignore[arg-type]
         except ValueError:
@@ -212,6 +217,27 @@ class Budget:
 
     def __repr__(self) -> str:
         return f"Budget(limit={self.limit}, used={self.used})"
+
+
+async def budget_checkpoint() -> None:
+    """Wait here while a budget open around this code is exceeded and not yet closed.
+
+    The budget's cancellation then arrives at this await (in the task that
+    entered it, or through the ``par`` that runs this branch), so no further
+    request starts once a budget is spent. Should nothing cancel this task
+    (it runs detached from the budget's task), it goes on when the budget has
+    closed. LLM steps call this before each request and after each reply;
+    a user step that calls a model itself may too.
+    """
+    while True:
+        spent = next(
+            (m for m in reversed(_METERS.get()) if type(m) is Budget and m.exceeded and m._closed is not None and not m._closed.is_set()),
+            None,
+        )
+        if spent is None:
+            return
+        assert spent._closed is not None
+        await spent._closed.wait()
 
 
 def budget(limit: int) -> Budget:
