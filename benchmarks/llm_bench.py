@@ -12,11 +12,10 @@ that it does not share this process's interpreter lock) and read the answer:
   model, call, count the tokens, parse.
 
 Wall time per call at concurrency 1 (calls one after another) and at
-concurrency 100 (batches of 100 concurrent calls), in interleaved rounds (the
-order alternates each round); the figure is the ratio of the medians
-(target ≤ 1.05×). Each round makes its client (the step: its ``llm_scope``
-makes it at the first call) and one untimed call first, so the figures are
-per call in steady state, without the client's one-off set-up.
+concurrency 100 (batches of 100 concurrent calls), interleaved batch by batch
+in one event loop (the order alternating), after each side has made its
+client and warmed up; the figure is the median of the per-pair ratios
+(target ≤ 1.05×), with the ratio of the medians beside it.
 
 On a shared machine the end-to-end ratio is noisy (the round trip is a few
 milliseconds and varies by more than the step's own work), so the step's own
@@ -68,9 +67,7 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
 
 
 async def _batches(call: Callable[[int], Awaitable[Any]], calls: int, concurrency: int) -> float:
-    """Seconds per call for ``calls`` calls, ``concurrency`` at a time, after one untimed call
-    (which makes the client and its first connection, on both sides)."""
-    await call(-1)
+    """Seconds per call for ``calls`` calls, ``concurrency`` at a time."""
     t0 = time.perf_counter()
     if concurrency == 1:
         for i in range(calls):
@@ -81,46 +78,57 @@ async def _batches(call: Callable[[int], Awaitable[Any]], calls: int, concurrenc
     return (time.perf_counter() - t0) / calls
 
 
-async def direct_round(url: str, kind: str, calls: int, concurrency: int) -> float:
+async def paired(url: str, kind: str, pairs: int, batch: int, concurrency: int) -> tuple[list[float], list[float]]:
+    """Seconds per call of the direct path and of the step, batch by batch, alternating.
+
+    Both run in one event loop, each with its client made and warmed first;
+    then ``pairs`` times one batch of ``batch`` calls on each (the order
+    alternating), so that a change in the machine's load hits both alike.
+    """
     from openai import AsyncOpenAI
 
-    from agentmonad.llm.output import output_shape
-
-    shape = output_shape(str if kind == "text" else Verdict)
-    extra: dict[str, Any] = {}
-    if shape.response_format is not None:
-        extra["response_format"] = shape.response_format
-    client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=60)
-    try:
-
-        async def call(i: int) -> Any:
-            prompt = f"Question: what is {i}?\nAnswer briefly."
-            completion = await client.chat.completions.create(
-                model="bench", messages=[{"role": "user", "content": prompt}], **extra
-            )
-            content = completion.choices[0].message.content
-            return content if kind == "text" else Verdict.model_validate_json(content or "")
-
-        return await _batches(call, calls, concurrency)
-    finally:
-        await client.close()
-
-
-async def step_round(url: str, kind: str, calls: int, concurrency: int) -> float:
     from agentmonad import Ok
     from agentmonad.llm import LLMConfig, Model, ModelSettings, llm_scope, llm_step
+    from agentmonad.llm.output import output_shape
 
     output: object = str if kind == "text" else Verdict
+    extra: dict[str, Any] = {}
+    fmt = output_shape(output).response_format
+    if fmt is not None:
+        extra["response_format"] = fmt
+    client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=60)
+
+    async def direct(i: int) -> Any:
+        prompt = f"Question: what is {i}?\nAnswer briefly."
+        completion = await client.chat.completions.create(
+            model="bench", messages=[{"role": "user", "content": prompt}], **extra
+        )
+        content = completion.choices[0].message.content
+        return content if kind == "text" else Verdict.model_validate_json(content or "")
+
     step: Any = llm_step(Model("fast", "bench"), TEMPLATE, output, name="bench")
     config = LLMConfig(models={"fast": ModelSettings(base_url=url, api_key=KEY, max_retries=0, timeout=60)})
-    async with llm_scope(config):
 
-        async def call(i: int) -> Any:
-            out = await step(None, Question(question=f"what is {i}?"))
-            assert type(out) is Ok, out
-            return out.value
+    async def stepped(i: int) -> Any:
+        out = await step(None, Question(question=f"what is {i}?"))
+        assert type(out) is Ok, out
+        return out.value
 
-        return await _batches(call, calls, concurrency)
+    direct_times: list[float] = []
+    step_times: list[float] = []
+    try:
+        async with llm_scope(config):
+            for warm in (direct, stepped):
+                await _batches(warm, min(batch, 20), min(concurrency, 20))
+            for n in range(pairs):
+                order = [(direct, direct_times), (stepped, step_times)]
+                if n % 2:
+                    order.reverse()
+                for call, times in order:
+                    times.append(await _batches(call, batch, concurrency))
+    finally:
+        await client.close()
+    return direct_times, step_times
 
 
 class _Instant:
@@ -157,30 +165,21 @@ def measure(url: str, *, rounds: int, calls: int, kinds: list[str], concurrencie
     results: dict[str, Any] = {}
     for kind in kinds:
         for concurrency in concurrencies:
-            n = max(calls, concurrency)
-            # warm up both paths (imports, connections, schema building)
-            asyncio.run(direct_round(url, kind, min(n, 20), min(concurrency, 20)))
-            asyncio.run(step_round(url, kind, min(n, 20), min(concurrency, 20)))
-            direct: list[float] = []
-            stepped: list[float] = []
-            for r in range(rounds):
-                order = [("direct", direct_round), ("step", step_round)]
-                if r % 2:
-                    order.reverse()
-                for label, fn in order:
-                    seconds = asyncio.run(fn(url, kind, n, concurrency))
-                    (direct if label == "direct" else stepped).append(seconds)
+            batch = max(calls // 10, concurrency)
+            direct, stepped = asyncio.run(paired(url, kind, rounds * 10, batch, concurrency))
             d, s = statistics.median(direct), statistics.median(stepped)
+            pair_ratio = statistics.median(b / a for a, b in zip(direct, stepped))
             own = statistics.median(asyncio.run(_own_work(kind, 2000)) for _ in range(3))
             results[f"{kind}_c{concurrency}"] = {
                 "direct_us_per_call": round(d * 1e6, 1),
                 "step_us_per_call": round(s * 1e6, 1),
-                "ratio": round(s / d, 3),
+                "ratio": round(pair_ratio, 3),
+                "ratio_of_medians": round(s / d, 3),
                 "overhead_us_per_call": round((s - d) * 1e6, 1),
                 "own_work_us_per_call": round(own, 1),
                 "own_work_ratio": round((d * 1e6 + own) / (d * 1e6), 4),
-                "rounds": rounds,
-                "calls_per_round": n,
+                "pairs": len(direct),
+                "calls_per_batch": batch,
             }
     return results
 
@@ -194,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     rounds, calls = (1, 4) if args.smoke else (args.rounds, args.calls)
+    # each round is ten batch pairs of calls // 10 calls (at least one batch of `concurrency`)
     concurrencies = [1, 4] if args.smoke else [1, 100]
     proc, url = start_server()
     try:
@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         proc.terminate()
         proc.wait(10)
     print(f"{'case':<12} {'direct µs/call':>15} {'llm_step µs/call':>17} {'ratio':>7} {'own work µs':>12} {'own ratio':>10}")
+    print("(ratio: median of per-batch-pair ratios; own work: the step's own µs per call without I/O)")
     for case, r in results.items():
         print(
             f"{case:<12} {r['direct_us_per_call']:>15} {r['step_us_per_call']:>17} {r['ratio']:>7}"
