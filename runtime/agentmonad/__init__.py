@@ -9,6 +9,10 @@
 - ``to_tool_result``/``from_tool_result``: the MCP mapping.
 - ``agentmonad.compiled``: what generated code calls.
 - ``agentmonad.control``: retry pauses (and their replaceable clock) and deadlines.
+- ``agentmonad.llm``: LLM steps (``Model``, ``llm_step``, ``llm_scope``, ``budget``, usage);
+  its built-in errors ``LLMFailed``, ``LLMUnavailable`` (with ``LLMFailedKind``,
+  ``LLMUnavailableKind``) and ``BudgetExceeded`` are re-exported here.
+- ``agentmonad.testing``: scripted models for tests.
 """
 
 from .errors import (
@@ -20,6 +24,7 @@ from .errors import (
     ToolUnavailable,
     ToolUnavailableKind,
 )
+from .llm.errors import BudgetExceeded, LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind
 from .mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
 from .merge import Append, Merge, Reducer, Sum, merge_states
 from .monad import AgentMonad
@@ -41,6 +46,11 @@ __all__ = [
     "ToolUnavailableKind",
     "LoopExhausted",
     "Timeout",
+    "LLMFailed",
+    "LLMFailedKind",
+    "LLMUnavailable",
+    "LLMUnavailableKind",
+    "BudgetExceeded",
     "Append",
     "Sum",
     "Reducer",

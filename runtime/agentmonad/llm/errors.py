@@ -1,0 +1,214 @@
+"""The built-in errors of LLM steps: ``LLMFailed``, ``LLMUnavailable``, ``BudgetExceeded``.
+
+They follow the pattern of ``ToolFailed``/``ToolUnavailable`` (``agentmonad.errors``):
+equality and hashing by type and fields, pickling, and messages built when read,
+never raising, bounded however large the model's reply was. A ``kind`` says
+which case it is, for code that treats them differently (retry a rate limit,
+not a rejected API key).
+
+``PromptError`` is not an error of the failure track: a template that does not
+render (a variable the input lacks, a sandbox violation) is a bug in the spec,
+so it escapes the step and becomes a ``Defect``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Any
+
+from .._show import bounded_list, safe_str, short_repr, truncate
+from ..errors import _ValueError
+
+__all__ = [
+    "LLMFailed",
+    "LLMFailedKind",
+    "LLMUnavailable",
+    "LLMUnavailableKind",
+    "BudgetExceeded",
+    "PromptError",
+]
+
+#: How many characters of a reason or a raw reply a message shows.
+_TEXT_LIMIT = 600
+
+
+class LLMFailedKind(enum.Enum):
+    """Why the model's answer was no good: ``LLMFailed.kind``.
+
+    >>> LLMFailedKind.REFUSED
+    LLMFailedKind.REFUSED
+    """
+
+    #: The answer did not validate as the step's output type, also after the
+    #: repair attempts (each failed validation was sent back to the model).
+    INVALID_OUTPUT = "invalid_output"
+    #: The model refused (an OpenAI ``refusal``, or a ``content_filter`` stop).
+    REFUSED = "refused"
+    #: Not given: an ``LLMFailed`` made by user code.
+    UNSPECIFIED = "unspecified"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class LLMUnavailableKind(enum.Enum):
+    """Why no answer came: ``LLMUnavailable.kind``.
+
+    >>> LLMUnavailableKind.RATE_LIMITED
+    LLMUnavailableKind.RATE_LIMITED
+    """
+
+    #: The endpoint could not be reached, or the connection broke.
+    CONNECTION_FAILED = "connection_failed"
+    #: No answer within the model's time-out.
+    TIMEOUT = "timeout"
+    #: HTTP 429, also after the client's own retries.
+    RATE_LIMITED = "rate_limited"
+    #: HTTP 5xx, also after the client's own retries.
+    SERVER_ERROR = "server_error"
+    #: Another HTTP error status (400, 401, 403, 404, …): the endpoint rejected
+    #: the request (a bad key, an unknown model id, a parameter it does not take).
+    REJECTED = "rejected"
+    #: The endpoint answered something that is not a chat completion.
+    INVALID_RESPONSE = "invalid_response"
+    #: The run cannot call the model: no API key, no ``openai`` package, a bad setting.
+    MISCONFIGURED = "misconfigured"
+    #: Not given: an ``LLMUnavailable`` made by user code.
+    UNSPECIFIED = "unspecified"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class LLMFailed(_ValueError):
+    """The model answered, but not with a valid value of the step's output type.
+
+    ``model`` and ``step`` are the spec's names, ``reason`` says what went
+    wrong, ``raw`` is the model's last reply as it came (text, or
+    ``Name {"arguments": …}`` for a function call), ``errors`` the validation
+    errors of that reply (one line each), ``kind`` an ``LLMFailedKind``.
+
+    >>> e = LLMFailed("fast", "classify", "the answer is not one of 'a', 'b'", raw="c",
+    ...               errors=("<root>: Input should be 'a' or 'b'",), kind=LLMFailedKind.INVALID_OUTPUT)
+    >>> str(e)
+    "classify (model fast) failed: the answer is not one of 'a', 'b'"
+    >>> e.raw, e.errors
+    ('c', ("<root>: Input should be 'a' or 'b'",))
+    """
+
+    _fields = ("model", "step", "reason", "raw", "errors", "kind")
+
+    def __init__(
+        self,
+        model: str,
+        step: str,
+        reason: str,
+        raw: str = "",
+        errors: Sequence[str] = (),
+        kind: LLMFailedKind = LLMFailedKind.UNSPECIFIED,
+    ) -> None:
+        self.model = model
+        self.step = step
+        self.reason = reason
+        self.raw = raw
+        self.errors: tuple[str, ...] = tuple(errors)
+        self.kind = kind
+        super().__init__(model, step, reason, raw, self.errors, kind)
+
+    def __str__(self) -> str:
+        return f"{safe_str(self.step)} (model {safe_str(self.model)}) failed: {truncate(safe_str(self.reason), _TEXT_LIMIT)}"
+
+    def _field_repr(self, name: str) -> str:
+        if name == "errors":
+            return bounded_list(self.errors)
+        return short_repr(getattr(self, name), _TEXT_LIMIT)
+
+
+class LLMUnavailable(_ValueError):
+    """The model could not be reached, or kept failing (LANGUAGE.md §10).
+
+    ``kind`` (an ``LLMUnavailableKind``) says what happened, ``reason`` says it
+    in words, ``status`` is the HTTP status of the last answer (``None`` when
+    there was none). All take part in equality.
+
+    >>> e = LLMUnavailable("fast", "decide", "HTTP 429: slow down", LLMUnavailableKind.RATE_LIMITED, 429)
+    >>> str(e)
+    'decide (model fast) unavailable: HTTP 429: slow down'
+    >>> e
+    LLMUnavailable(model='fast', step='decide', reason='HTTP 429: slow down', kind=LLMUnavailableKind.RATE_LIMITED, status=429)
+    """
+
+    _fields = ("model", "step", "reason", "kind", "status")
+
+    def __init__(
+        self,
+        model: str,
+        step: str,
+        reason: str,
+        kind: LLMUnavailableKind = LLMUnavailableKind.UNSPECIFIED,
+        status: int | None = None,
+    ) -> None:
+        self.model = model
+        self.step = step
+        self.reason = reason
+        self.kind = kind
+        self.status = status
+        super().__init__(model, step, reason, kind, status)
+
+    def __str__(self) -> str:
+        return (
+            f"{safe_str(self.step)} (model {safe_str(self.model)}) unavailable: "
+            f"{truncate(safe_str(self.reason), _TEXT_LIMIT)}"
+        )
+
+    def _field_repr(self, name: str) -> str:
+        return short_repr(getattr(self, name), _TEXT_LIMIT)
+
+
+class BudgetExceeded(_ValueError):
+    """``budget(N) e``: the model tokens used inside ``e`` passed ``limit``.
+
+    ``used`` is the count when the budget was found exceeded (prompt plus
+    completion tokens of every call inside the budget).
+
+    >>> str(BudgetExceeded(1000, 1042))
+    'token budget of 1000 exceeded: 1042 used'
+    >>> BudgetExceeded(1000, 1042) == BudgetExceeded(1000, 1042)
+    True
+    """
+
+    _fields = ("limit", "used")
+
+    def __init__(self, limit: int, used: int) -> None:
+        self.limit = limit
+        self.used = used
+        super().__init__(limit, used)
+
+    def __str__(self) -> str:
+        return f"token budget of {safe_str(self.limit)} exceeded: {safe_str(self.used)} used"
+
+
+class PromptError(Exception):
+    """A prompt template that cannot be compiled or rendered: a bug, not an error.
+
+    ``template`` names the template (its file, or ``<step>``), ``line`` is the
+    1-based line in it (``None`` when unknown), ``message`` what went wrong.
+    Escaping an LLM step, it becomes a ``Defect`` with this as its cause.
+
+    >>> str(PromptError("decide.j2", 3, "'subject' is undefined"))
+    "prompt decide.j2, line 3: 'subject' is undefined"
+    """
+
+    def __init__(self, template: str, line: int | None, message: str) -> None:
+        self.template = template
+        self.line = line
+        self.message = message
+        super().__init__(template, line, message)
+
+    def __str__(self) -> str:
+        where = f", line {self.line}" if self.line is not None else ""
+        return f"prompt {safe_str(self.template)}{where}: {truncate(safe_str(self.message), _TEXT_LIMIT)}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.template, self.line, self.message))

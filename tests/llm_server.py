@@ -1,0 +1,361 @@
+"""A small OpenAI-compatible chat-completions server for tests, on 127.0.0.1.
+
+It speaks just enough HTTP/1.1 (keep-alive, ``Content-Length`` bodies) for
+the real ``AsyncOpenAI`` client, so tests exercise the real client path: its
+request bodies, retries, time-outs and cancellation. It runs its own event
+loop in a background thread, so sync tests, async tests and subprocesses
+(``mcec run``) can all use it.
+
+    with LLMServer() as server:
+        server.script(text("hello"), status(429), tool_call("SearchArgs", {"query": "x"}))
+        config = server.config()          # an LLMConfig pointing every model here
+        ...
+        server.requests[0].body           # what the client sent (JSON)
+
+Replies are :class:`agentmonad.testing.Reply` values (``text``, ``tool_call``,
+``refusal``, ``status``, ``hangup``, each with ``usage`` and ``delay``), a
+``str``, or a function of the request (an :class:`~agentmonad.llm.LLMRequest`
+rebuilt from the body: messages, tools, tool_choice, response_format; its
+``attempt`` is one more than the number of assistant messages). Scripted
+replies are used in order; when none is left, ``respond_with``'s function
+answers, by default a :class:`~agentmonad.testing.TestModel` (a valid answer
+made up from the schema requested).
+
+A reply with a ``delay`` waits while watching the connection: if the client
+closes it meanwhile (a cancelled call), the server counts it in
+``disconnects`` and answers nothing. Error statuses carry an OpenAI-style
+error body, and 429/5xx a ``retry-after-ms: 1`` header (unless the reply sets
+its own headers), so the client's retries are quick.
+
+Run it alone (for benchmarks): ``python tests/llm_server.py [--port N]``
+prints its base URL and serves until interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+from agentmonad.llm import LLMConfig, LLMRequest, Model, ModelSettings, ToolSpec
+from agentmonad.testing import Reply, Responder, TestModel, text
+
+__all__ = ["LLMServer", "Recorded", "llm_server", "TEST_KEY"]
+
+#: The API key tests give the client (the server accepts any key).
+TEST_KEY = "sk-test-7f3a9c2e5b8d1046"
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            408: "Request Timeout", 409: "Conflict", 422: "Unprocessable Entity", 429: "Too Many Requests",
+            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+_BODY_KEYS = {"model", "messages", "tools", "tool_choice", "response_format", "stream"}
+
+
+@dataclass
+class Recorded:
+    """One request the server got: its JSON body, its headers (lower-case names) and the request rebuilt."""
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+    request: LLMRequest
+    #: How the server answered: a status code, or "disconnected" / "hangup".
+    outcome: str | int = ""
+
+
+def request_from_body(body: dict[str, Any]) -> LLMRequest:
+    """The :class:`LLMRequest` a chat-completions body describes."""
+    tools = tuple(
+        ToolSpec(t["function"]["name"], t["function"].get("description", ""), t["function"].get("parameters", {}))
+        for t in body.get("tools") or ()
+        if t.get("type") == "function"
+    )
+    messages = tuple(body.get("messages") or ())
+    attempt = 1 + sum(1 for m in messages if m.get("role") == "assistant")
+    choice = body.get("tool_choice")
+    return LLMRequest(
+        model=str(body.get("model", "")),
+        model_id=str(body.get("model", "")),
+        step="",
+        messages=messages,
+        tools=tools,
+        tool_choice=choice if isinstance(choice, str) or choice is None else json.dumps(choice),
+        response_format=body.get("response_format"),
+        params={k: v for k, v in body.items() if k not in _BODY_KEYS},
+        attempt=attempt,
+    )
+
+
+def completion_json(reply: Reply, request: LLMRequest, number: int) -> dict[str, Any]:
+    """The chat-completion object the server sends for ``reply``."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": reply.refusal}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id or f"call_{i}", "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for i, c in enumerate(reply.tool_calls)
+        ]
+    prompt, completion = reply.tokens(request)
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.model_id,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
+
+
+class LLMServer:
+    """See the module docstring. ``port=0`` picks a free port."""
+
+    def __init__(self, *, port: int = 0) -> None:
+        self._port = port
+        self._queue: deque[Reply | str | Responder] = deque()
+        self._default: Responder = TestModel().reply_for
+        self.requests: list[Recorded] = []
+        #: Replies abandoned because the client closed the connection while the server waited.
+        self.disconnects = 0
+        #: Connections open now, and accepted in all.
+        self.open_connections = 0
+        self.connections = 0
+        self._numbers = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._changed = threading.Condition()
+
+    # ------------------------------------------------------------ control (any thread)
+
+    @property
+    def url(self) -> str:
+        """The base URL to give the client (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the server is not running"
+        return int(self._server.sockets[0].getsockname()[1])
+
+    def script(self, *replies: Reply | str | Responder) -> LLMServer:
+        """Queue replies, used in order before the default responder."""
+        self._queue.extend(replies)
+        return self
+
+    def respond_with(self, responder: Responder) -> LLMServer:
+        """Answer with ``responder`` whenever no scripted reply is left."""
+        self._default = responder
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not used yet."""
+        return len(self._queue)
+
+    def settings(self, **overrides: Any) -> ModelSettings:
+        """Settings that point a model at this server, with the test key and quick retries."""
+        options: dict[str, Any] = {"base_url": self.url, "api_key": TEST_KEY, "max_retries": 0, "timeout": 10.0}
+        options.update(overrides)
+        return ModelSettings(**options)
+
+    def config(self, name: str = "*", **overrides: Any) -> LLMConfig:
+        """An :class:`LLMConfig` pointing model ``name`` (default: every model) at this server."""
+        return LLMConfig(models={name: self.settings(**overrides)})
+
+    def model(self, name: str = "fast", model_id: str = "test-model", **options: Any) -> Model:
+        """A :class:`Model` declared to be on this server (no key: a placeholder is sent)."""
+        return Model(name, model_id, base_url=self.url, **options)
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Block until ``condition()`` holds (checked whenever the server's counters change)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not condition():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("the LLM test server did not reach the expected state")
+                self._changed.wait(min(left, 0.05))
+
+    async def until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+        """``wait_until`` for async tests (polls without blocking the loop)."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the LLM test server did not reach the expected state")
+            await asyncio.sleep(0.005)
+
+    def start(self) -> LLMServer:
+        self._thread = threading.Thread(target=self._run, name="llm test server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the LLM test server did not start")
+        return self
+
+    def close(self) -> None:
+        loop = self._loop
+        if loop is not None and self._thread is not None:
+            loop.call_soon_threadsafe(self._stop_event.set)
+            self._thread.join(10)
+        self._loop = None
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ the server (its own thread)
+
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self._port, backlog=512)
+        self._ready.set()
+        try:
+            await self._stop_event.wait()
+        finally:
+            self._server.close()
+            for task in list(self._handlers):
+                task.cancel()
+            if self._handlers:
+                await asyncio.wait(self._handlers)
+            await self._server.wait_closed()
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        self.open_connections += 1
+        self.connections += 1
+        self._notify()
+        try:
+            while await self._serve_one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            self._handlers.discard(task)
+            self.open_connections -= 1
+            writer.close()
+            self._notify()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection is over."""
+        line = await reader.readline()
+        if not line:
+            return False
+        method, path, _ = line.decode("latin-1").split(" ", 2)
+        headers: dict[str, str] = {}
+        while True:
+            raw = await reader.readline()
+            if raw in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = raw.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        body_bytes = await reader.readexactly(int(headers.get("content-length", "0")))
+        keep_alive = headers.get("connection", "").lower() != "close"
+        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+            await self._send(writer, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, {})
+            return keep_alive
+        try:
+            body = json.loads(body_bytes or b"{}")
+            request = request_from_body(body)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            await self._send(writer, 400, {"error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}}, {})
+            return keep_alive
+        record = Recorded(body, headers, request)
+        self.requests.append(record)
+        self._notify()
+        reply = await self._reply_for(request)
+        if reply.delay > 0:
+            try:
+                got = await asyncio.wait_for(reader.read(1), reply.delay)
+            except asyncio.TimeoutError:
+                got = None
+            if got == b"":  # the client closed the connection while we waited
+                record.outcome = "disconnected"
+                self.disconnects += 1
+                self._notify()
+                return False
+        if reply.hangup:
+            record.outcome = "hangup"
+            return False
+        if reply.status is not None:
+            extra = dict(reply.headers) or ({"retry-after-ms": "1"} if reply.status == 429 or reply.status >= 500 else {})
+            error = {"error": {"message": reply.message or "scripted error", "type": "scripted", "code": str(reply.status)}}
+            record.outcome = reply.status
+            await self._send(writer, reply.status, error, extra)
+        else:
+            record.outcome = 200
+            await self._send(writer, 200, completion_json(reply, request, next(self._numbers)), dict(reply.headers))
+        self._notify()
+        return keep_alive
+
+    async def _reply_for(self, request: LLMRequest) -> Reply:
+        item = self._queue.popleft() if self._queue else self._default
+        if callable(item) and not isinstance(item, Reply):
+            made = item(request)
+            if inspect.isawaitable(made):
+                made = await made
+            item = made
+        if isinstance(item, str):
+            return text(item)
+        if not isinstance(item, Reply):
+            raise TypeError(f"a scripted reply must be a Reply or a str, not {type(item).__name__}")
+        return item
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, code: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(payload).encode()
+        head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}", "content-type: application/json",
+                f"content-length: {len(data)}", *(f"{k}: {v}" for k, v in headers.items())]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        await writer.drain()
+
+
+@pytest.fixture
+def llm_server() -> Iterator[LLMServer]:
+    """A running :class:`LLMServer`, closed after the test."""
+    with LLMServer() as server:
+        yield server
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = LLMServer(port=args.port).start()
+    print(server.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
