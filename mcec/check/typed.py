@@ -213,7 +213,104 @@ class TIdentity:
     span: Span
 
 
-TExpr: TypeAlias = TRef | TBind | TPar | TEach | TLocal | TCatch | TOrElse | TIdentity
+# ---------------------------------------------------------------- v2 control flow
+
+
+@dataclass(frozen=True, slots=True)
+class PClass:
+    """An arm pattern that tests a class (``isinstance``) or ``None`` (``is None``): ``type``
+    is a :class:`~mcec.check.types.ClassRef` or a :class:`~mcec.check.types.Builtin`."""
+
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class PLiteral:
+    """An arm pattern that tests a literal: equal value of the same type (``1`` is not ``True``)."""
+
+    value: str | int
+
+
+@dataclass(frozen=True, slots=True)
+class PWildcard:
+    """The ``_`` pattern: matches anything."""
+
+
+TPattern: TypeAlias = PClass | PLiteral | PWildcard
+
+
+@dataclass(frozen=True, slots=True)
+class TArm:
+    """``pattern => body``; ``narrowed`` is the type the arm's body receives (the match's input,
+    less what earlier arms took, narrowed by the pattern)."""
+
+    pattern: TPattern
+    body: TExpr
+    narrowed: Type
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TMatch:
+    """``match { … }``: the first arm whose pattern matches runs (the checker proved one does)."""
+
+    arms: tuple[TArm, ...]
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TIf:
+    """``if condition then then else otherwise``: both branches receive the original input."""
+
+    condition: TExpr
+    then: TExpr
+    otherwise: TExpr
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TLoop:
+    """``loop(bound) body``: a result of type ``continues`` (the loop's input type, testable at
+    run time) runs the body again; any other result ends the loop."""
+
+    body: TExpr
+    bound: int
+    continues: Type
+    sig: Sig
+    span: Span
+
+
+#: The pause before the second attempt of a ``retry`` without ``backoff=`` (LANGUAGE.md §6).
+DEFAULT_BACKOFF = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class TRetry:
+    """``retry(attempts, on=…, backoff=…) body``; ``on`` None: every error of the body is retried."""
+
+    body: TExpr
+    attempts: int
+    on: tuple[Type, ...] | None
+    backoff: float
+    sig: Sig
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TTimeout:
+    """``timeout(seconds) body``: ``Timeout`` joins the body's errors."""
+
+    body: TExpr
+    seconds: float
+    sig: Sig
+    span: Span
+
+
+TExpr: TypeAlias = (
+    TRef | TBind | TPar | TEach | TLocal | TCatch | TOrElse | TIdentity | TMatch | TIf | TLoop | TRetry | TTimeout
+)
 
 
 def children(expr: TExpr) -> tuple[TExpr, ...]:
@@ -231,6 +328,12 @@ def children(expr: TExpr) -> tuple[TExpr, ...]:
             return (body, handler)
         case TOrElse(body=body, fallback=fallback):
             return (body, fallback)
+        case TMatch(arms=arms):
+            return tuple(arm.body for arm in arms)
+        case TIf(condition=condition, then=then, otherwise=otherwise):
+            return (condition, then, otherwise)
+        case TLoop(body=body) | TRetry(body=body) | TTimeout(body=body):
+            return (body,)
         case _:
             assert_never(expr)
 

@@ -81,12 +81,16 @@ def _in_block(stack: tuple[StackItem, ...]) -> bool:
 
 
 def _innermost_open(stack: tuple[StackItem, ...]) -> str | None:
-    """The innermost construct still open at the error: ``PAR``, ``LPAR``, ``LBRACE`` or ``EQUAL``.
+    """The innermost construct still open at the error: ``PAR``, ``LPAR``, ``LBRACE``, ``MATCH`` (its
+    ``{``) or ``EQUAL``.
 
     Closed groups are already reduced to nodes, so an opening token still on the
     stack belongs to a group that is open.
     """
-    for item in reversed(stack):
+    for index in range(len(stack) - 1, -1, -1):
+        item = stack[index]
+        if item.kind == "LBRACE" and index > 0 and stack[index - 1].kind == "MATCH":
+            return "MATCH"
         if item.kind in ("PAR", "LPAR", "LBRACE", "EQUAL"):
             return item.kind
     return None
@@ -144,6 +148,11 @@ def _after_token(last: StackItem, site: ErrorSite) -> tuple[str, str | None] | N
         "LBRACE": ("expected a statement or `}` after `{`", None),
         "LPAR": ("expected an expression after `(`" if expects_term else "expected `limit` after `(`", None),
     }
+    before = site.stack[-2].kind if len(site.stack) >= 2 else None
+    if kind == "LBRACE" and before == "MATCH":
+        return "expected a pattern after `{`: a type name, a string or number, or `_`", "write `match { A => a, B => b }`"
+    if kind == "LPAR" and before in _COMBINATOR_ARGUMENT:
+        return _COMBINATOR_ARGUMENT[before]
     if kind == "STEP":
         if expects_term:
             return "expected an expression after `step`", None
@@ -165,6 +174,14 @@ def _after_token(last: StackItem, site: ErrorSite) -> tuple[str, str | None] | N
     if kind == "SEMI" and _in_block(site.stack):
         return "expected a statement or `}`", None
     return table.get(kind)
+
+
+#: What the `(` of a v2 combinator must be followed by: (message, help).
+_COMBINATOR_ARGUMENT: Final = {
+    "LOOP": ("expected the most times to run the body after `loop(`", "write `loop(8) body`"),
+    "RETRY": ("expected the number of attempts after `retry(`", "write `retry(3) step` or `retry(3, on=E, backoff=0.5) step`"),
+    "TIMEOUT": ("expected the seconds after `timeout(`", "write `timeout(10) step` or `timeout(0.5) step`"),
+}
 
 
 def _par_glued_bind(source: SourceFile, site: ErrorSite) -> Diagnostic | None:
@@ -206,6 +223,12 @@ def _by_expected(site: ErrorSite) -> tuple[str, str | None]:
     if not site.stack or site.stack[-1].kind.endswith("Decl") or site.stack[-1].kind in ("FromImport", "ModuleImport"):
         if expected & _DECL_START:
             return f"expected a declaration ({_DECL_WORDS})", None
+    if innermost == "MATCH" and "RBRACE" in expected:
+        return "expected `,` or `}` after the arm", "arms are written `match { A => a, B => b }`"
+    if innermost == "MATCH" and "FATARROW" in expected:
+        return "expected `=>` after the pattern", "arms are written `match { A => a, B => b }`"
+    if innermost == "MATCH":
+        return "expected a pattern: a type name, a string or number, or `_`", "arms are written `match { A => a, B => b }`"
     if innermost == "PAR" and "GT" in expected:
         return "expected `,` or `>` to close the `par` group", None
     if innermost == "LPAR" and "RPAR" in expected:

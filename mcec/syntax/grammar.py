@@ -38,7 +38,8 @@ def load_grammar() -> str:
 class GrammarTables:
     """What the grammar says about its terminals, as plain data."""
 
-    #: Punctuation terminal name → how it is written (``"BINDOP"`` → ``">>="``).
+    #: Punctuation terminal name → how it is written (``"BINDOP"`` → ``">>="``), and the
+    #: soft keywords of v2 (``"RETRY"`` → ``"retry"``), which are no reserved words.
     spelling: dict[str, str]
     #: Keyword terminal name → the word (``"PAR"`` → ``"par"``): the reserved words of LANGUAGE.md §2.
     keywords: dict[str, str]
@@ -56,6 +57,10 @@ class GrammarTables:
         return frozenset(self.keywords.values())
 
 
+#: A soft keyword's pattern: the word, then a lookahead (``retry(?=\\s*\\()``, ``then(?![A-Za-z0-9_])``).
+_SOFT_KEYWORD = re.compile(r"([a-z]+)\(\?[=!].*\)")
+
+
 @functools.cache
 def tables() -> GrammarTables:
     """The tables of the grammar (analysed once per process)."""
@@ -67,6 +72,10 @@ def tables() -> GrammarTables:
         if isinstance(terminal.pattern, PatternStr):
             text = terminal.pattern.value
             (keywords if name_pattern.fullmatch(text) else spelling)[terminal.name] = text
+        else:
+            soft = _SOFT_KEYWORD.fullmatch(terminal.pattern.value)
+            if soft is not None:
+                spelling[terminal.name] = soft.group(1)
     rules = [(str(rule.origin.name), [str(s.name) for s in rule.expansion]) for rule in grammar.rules]
     first = _first_sets(rules)
     words = [keywords[t] for t in _leading_keywords(rules, "_decl", first) if t in keywords]

@@ -431,20 +431,131 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
     def number(self, digits: Token, where: str) -> int:
         """The value of an INT token; too many digits is MCE019 (and 0 stands in for it)."""
         if len(digits) > MAX_DIGITS:
-            self.current.failed = True
-            self.current.diagnostics.append(
-                error(
-                    "MCE019",
-                    f"the number in `{where}` has {len(digits):,} digits; a number has at most {MAX_DIGITS}",
-                    self.span(digits),
-                    help="write a smaller number",
-                )
-            )
+            self.number_too_long(digits, where)
             return 0
         return int(digits)
 
+    def number_too_long(self, digits: Token, where: str) -> None:
+        """MCE019 for a number with more than :data:`MAX_DIGITS` digits."""
+        self.current.failed = True
+        self.current.diagnostics.append(
+            error(
+                "MCE019",
+                f"the number in `{where}` has {len(digits):,} digits; a number has at most {MAX_DIGITS}",
+                self.span(digits),
+                help="write a smaller number",
+            )
+        )
+
     def local(self, c: list[_Child]) -> s.Local:
         return s.Local(c[1], self.span(c[0]), self.span(c[0], c[1]))
+
+    # -- v2 control flow
+
+    def type_literal(self, c: list[_Child]) -> s.TypeLiteral:
+        token: Token = c[0]
+        value: str | int = self.string(token) if token.type == "STRING" else self.number(token, "Literal[…]")
+        return s.TypeLiteral(value, self.span(token))
+
+    def pattern(self, c: list[_Child]) -> s.Pattern:
+        child = c[0]
+        if isinstance(child, s.QualName):
+            return child.parts[0] if len(child.parts) == 1 else child
+        token: Token = child
+        value: str | int = self.string(token) if token.type == "STRING" else self.number(token, "a pattern")
+        return s.TypeLiteral(value, self.span(token))
+
+    def arm(self, c: list[_Child]) -> s.Arm:
+        # pattern => expr
+        return s.Arm(c[0], c[2], self.span(c[0], c[2]))
+
+    def match(self, c: list[_Child]) -> s.Match:
+        arms = tuple(child for child in c if isinstance(child, s.Arm))
+        return s.Match(arms, self.span(c[0]), self.span(c[0], c[-1]))
+
+    def if_else(self, c: list[_Child]) -> s.IfElse:
+        # IF term THEN term ELSE term
+        return s.IfElse(c[1], c[3], c[5], self.span(c[0]), self.span(c[0], c[5]))
+
+    def loop(self, c: list[_Child]) -> s.Loop:
+        # LOOP ( INT ) term
+        return s.Loop(c[4], self.number(c[2], "loop(…)"), self.span(c[2]), self.span(c[0]), self.span(c[0], c[4]))
+
+    def retry_arg(self, c: list[_Child]) -> _RetryArg:
+        # NAME = (error | error … | number)
+        name: Token = c[0]
+        values = c[2:]
+        if isinstance(values[0], Token):
+            return _RetryArg(str(name), self.span(name), None, values[0])
+        errors = tuple(child for child in values if not isinstance(child, Token))
+        return _RetryArg(str(name), self.span(name), errors, None)
+
+    def retry(self, c: list[_Child]) -> s.Retry:
+        # RETRY ( INT (, retry_arg)* ) term
+        body: s.Expr = c[-1]
+        attempts: Token = c[2]
+        on: tuple[s.TypeExpr, ...] | None = None
+        backoff: float | None = None
+        backoff_span: Span | None = None
+        seen: set[str] = set()
+        for arg in (child for child in c[3:-2] if isinstance(child, _RetryArg)):
+            if arg.name in seen:
+                self.syntax_error(f"`{arg.name}=` is given twice in `retry(…)`", arg.name_span, _RETRY_HELP)
+            seen.add(arg.name)
+            if arg.name == "on" and arg.errors is not None:
+                on = arg.errors
+            elif arg.name == "backoff" and arg.number is not None:
+                backoff = self.seconds(arg.number, "retry(backoff=…)")
+                backoff_span = self.span(arg.number)
+            elif arg.name == "on":
+                self.syntax_error("`on=` takes the errors to retry, like `on=E1 | E2`", self.span(arg.number), _RETRY_HELP)
+            elif arg.name == "backoff":
+                self.syntax_error(
+                    "`backoff=` takes the first pause in seconds, like `backoff=0.5`", arg.name_span, _RETRY_HELP
+                )
+            else:
+                self.syntax_error(f"`retry` takes no argument `{arg.name}`", arg.name_span, _RETRY_HELP)
+        return s.Retry(
+            body,
+            self.number(attempts, "retry(…)"),
+            self.span(attempts),
+            on,
+            backoff,
+            backoff_span,
+            self.span(c[0]),
+            self.span(c[0], body),
+        )
+
+    def timeout(self, c: list[_Child]) -> s.Timeout:
+        # TIMEOUT ( INT | NUMBER ) term
+        return s.Timeout(c[4], self.seconds(c[2], "timeout(…)"), self.span(c[2]), self.span(c[0]), self.span(c[0], c[4]))
+
+    def seconds(self, token: Token, where: str) -> float:
+        """A duration in seconds, written as an INT or a decimal NUMBER (MCE019 for too many digits)."""
+        if token.type == "INT":
+            return float(self.number(token, where))
+        whole, fraction = str(token).split(".")
+        if len(whole) > MAX_DIGITS or len(fraction) > MAX_DIGITS:
+            self.number_too_long(token, where)
+            return 0.0
+        return float(str(token))
+
+    def syntax_error(self, message: str, span: Span, help: str) -> None:
+        """An MCE001 the builder finds (the grammar accepted the text; the words are wrong)."""
+        self.current.failed = True
+        self.current.diagnostics.append(error("MCE001", message, span, help=help))
+
+    def string(self, token: Token) -> str:
+        """The value of a STRING token (JSON escapes); a bad escape is MCE001."""
+        try:
+            value = json.loads(str(token), strict=False)
+        except ValueError:
+            self.syntax_error(
+                "invalid escape in string", self.span(token), 'strings use JSON escapes: `\\"`, `\\\\`, `\\n`, `\\t`, `\\uXXXX`'
+            )
+            return ""
+        assert isinstance(value, str)
+        return value
 
     # -- blocks
 
@@ -508,19 +619,7 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         name: s.Name = c[1]
         token: Token = c[4]
         self.check_name(name, "a server name")
-        try:
-            command = json.loads(str(token), strict=False)
-        except ValueError:
-            self.current.failed = True
-            self.current.diagnostics.append(
-                error(
-                    "MCE001",
-                    "invalid escape in string",
-                    self.span(token),
-                    help='strings use JSON escapes: `\\"`, `\\\\`, `\\n`, `\\t`, `\\uXXXX`',
-                )
-            )
-            command = ""
+        command = self.string(token)
         return s.ServerDecl(name, command, self.span(token), self.span(c[0], token))
 
     def tool_decl(self, c: list[_Child]) -> s.ToolDecl:
@@ -541,6 +640,18 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
 
 
 _BUILDER: Final = _Builder()
+
+_RETRY_HELP: Final = "write `retry(3)`, `retry(3, on=E1 | E2)` or `retry(3, on=E, backoff=0.5)`"
+
+
+@dataclass(frozen=True, slots=True)
+class _RetryArg:
+    """One ``name=value`` inside ``retry(…)``, before the builder checks the name."""
+
+    name: str
+    name_span: Span
+    errors: tuple[s.TypeExpr, ...] | None
+    number: Token | None
 
 
 # ---------------------------------------------------------------- nesting depth
@@ -604,10 +715,12 @@ def _too_deep(root: s.Expr | s.TypeExpr) -> s.Expr | s.TypeExpr | None:
             return node
         children: tuple[s.Expr | s.TypeExpr, ...]
         match node:
-            case s.Name() | s.QualName() | s.TypeApply() | s.TypeUnion():
+            case s.Name() | s.QualName() | s.TypeApply() | s.TypeUnion() | s.TypeLiteral():
                 children = s.type_children(node)
             case s.Catch():
                 children = (node.body, *node.errors, node.handler)
+            case s.Retry() if node.on is not None:
+                children = (*node.on, node.body)
             case _:
                 children = s.expr_children(node)
         stack.extend((child, depth + 1) for child in reversed(children))

@@ -25,6 +25,7 @@ from typing import ClassVar, TypeAlias, assert_never
 from mcec.span import Span
 
 __all__ = [
+    "Arm",
     "Bind",
     "Block",
     "Catch",
@@ -36,9 +37,12 @@ __all__ = [
     "Expr",
     "FnDecl",
     "FromImport",
+    "IfElse",
     "ImportedName",
     "KeywordNode",
     "Local",
+    "Loop",
+    "Match",
     "Module",
     "ModuleImport",
     "Name",
@@ -46,15 +50,19 @@ __all__ = [
     "OrElse",
     "POSITION_FIELDS",
     "Par",
+    "Pattern",
     "PipelineDecl",
     "QualName",
     "Ref",
+    "Retry",
     "ServerDecl",
     "StateDecl",
     "Statement",
     "StepDecl",
+    "Timeout",
     "ToolDecl",
     "TypeApply",
+    "TypeLiteral",
     "TypeExpr",
     "TypeUnion",
     "expr_children",
@@ -63,7 +71,9 @@ __all__ = [
 
 #: The fields that say where a node (or a part of it) is, not what it is.
 #: Comparing trees "by meaning" (``mcec fmt``'s self-check, tests) skips them.
-POSITION_FIELDS: frozenset[str] = frozenset({"span", "keyword", "limit_span", "command_span"})
+POSITION_FIELDS: frozenset[str] = frozenset(
+    {"span", "keyword", "limit_span", "command_span", "bound_span", "attempts_span", "backoff_span", "seconds_span"}
+)
 
 
 class Node:
@@ -85,7 +95,8 @@ class Node:
 
 
 class KeywordNode(Node):
-    """Base of the expressions written with a keyword: ``par``, ``each``, ``local``, ``catch``, ``orelse``.
+    """Base of the expressions written with a keyword: ``par``, ``each``, ``local``, ``catch``, ``orelse``,
+    and (v2) ``match``, ``if``, ``loop``, ``retry``, ``timeout``.
 
     Each keeps the span of its keyword in ``keyword`` (diagnostics and the
     formatter point at it).
@@ -139,16 +150,25 @@ class TypeUnion(Node):
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class TypeLiteral(Node):
+    """A string or int literal: an argument of ``Literal["a", 3]`` (v2), or a ``match`` pattern."""
+
+    value: str | int
+    span: Span
+
+
 #: A type expression. A type written as a name is that name, with no node
 #: around it: a :class:`Name` (``str``, ``A``) or, dotted, a :class:`QualName`
-#: (``impl.ToolCall``).
-TypeExpr: TypeAlias = Name | QualName | TypeApply | TypeUnion
+#: (``impl.ToolCall``). A :class:`TypeLiteral` is valid only inside ``Literal[…]``
+#: (the checker says so elsewhere).
+TypeExpr: TypeAlias = Name | QualName | TypeApply | TypeUnion | TypeLiteral
 
 
 def type_children(expr: TypeExpr) -> tuple[TypeExpr, ...]:
     """The type expressions directly inside ``expr``."""
     match expr:
-        case Name() | QualName():
+        case Name() | QualName() | TypeLiteral():
             return ()
         case TypeApply(args=args):
             return args
@@ -246,7 +266,92 @@ class OrElse(KeywordNode):
     span: Span
 
 
-Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse
+#: What a ``match`` arm tests: a type name (``_`` is the wildcard) or a literal.
+Pattern: TypeAlias = Name | QualName | TypeLiteral
+
+
+@dataclass(frozen=True, slots=True)
+class Arm(Node):
+    """``pattern => body``, one arm of a ``match``."""
+
+    pattern: Pattern
+    body: Expr
+    span: Span
+
+    @property
+    def is_wildcard(self) -> bool:
+        """True for ``_ => …``, which matches anything."""
+        return isinstance(self.pattern, Name) and self.pattern.text == "_"
+
+
+@dataclass(frozen=True, slots=True)
+class Match(KeywordNode):
+    """``match { P1 => e1, …, Pn => en }`` (v2): branch on the input's type or literal value."""
+
+    KEYWORD: ClassVar[str] = "match"
+
+    arms: tuple[Arm, ...]
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IfElse(KeywordNode):
+    """``if condition then then else otherwise`` (v2); both branches receive the original input."""
+
+    KEYWORD: ClassVar[str] = "if"
+
+    condition: Expr
+    then: Expr
+    otherwise: Expr
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Loop(KeywordNode):
+    """``loop(N) body`` (v2): run ``body`` again while its result is of the loop's input type."""
+
+    KEYWORD: ClassVar[str] = "loop"
+
+    body: Expr
+    bound: int
+    bound_span: Span
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Retry(KeywordNode):
+    """``retry(N[, on=E1 | E2][, backoff=S]) body`` (v2); ``on`` None: every error of ``body``,
+    ``backoff`` None: the default pause."""
+
+    KEYWORD: ClassVar[str] = "retry"
+
+    body: Expr
+    attempts: int
+    attempts_span: Span
+    on: tuple[TypeExpr, ...] | None
+    backoff: float | None
+    backoff_span: Span | None
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Timeout(KeywordNode):
+    """``timeout(S) body`` (v2): fail with ``Timeout`` when ``body`` takes longer than S seconds."""
+
+    KEYWORD: ClassVar[str] = "timeout"
+
+    body: Expr
+    seconds: float
+    seconds_span: Span
+    keyword: Span
+    span: Span
+
+
+Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse | Match | IfElse | Loop | Retry | Timeout
 
 
 def expr_children(expr: Expr) -> tuple[Expr, ...]:
@@ -264,6 +369,12 @@ def expr_children(expr: Expr) -> tuple[Expr, ...]:
             return (body, handler)
         case OrElse(body=body, fallback=fallback):
             return (body, fallback)
+        case Match(arms=arms):
+            return tuple(arm.body for arm in arms)
+        case IfElse(condition=condition, then=then, otherwise=otherwise):
+            return (condition, then, otherwise)
+        case Loop(body=body) | Retry(body=body) | Timeout(body=body):
+            return (body,)
         case _:
             assert_never(expr)
 
