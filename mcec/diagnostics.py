@@ -38,12 +38,16 @@ CODES: dict[str, str] = {
     "MCE016": "Python keyword or reserved word used as a name",
     "MCE017": "unknown type or wrong generic arity",
     "MCE018": "error type not declared",
-    "MCE019": "par with fewer than two branches, or each limit below 1",
+    "MCE019": "a number out of range: par with fewer than two branches, each limit, loop/retry bound below 1, timeout not above 0",
     "MCE020": "catch handler or orelse fallback does not fit",
+    "MCE021": "a match that does not cover its input type",
+    "MCE022": "a loop whose body never continues or never ends, or a pattern or loop input that cannot be tested at run time",
     "MCE025": "a type that cannot play its role: an error type isinstance cannot test, a tool input that is not a model",
     "MCE026": "a step's or fn's Python implementation does not fit its declaration",
     "MCE100": "mypy reported a problem in the generated code",
     "W001": "declaration never used",
+    "W002": "a match arm that can never be reached",
+    "W003": "a declaration that shadows a built-in name",
 }
 
 

@@ -33,7 +33,9 @@ from mcec.check.types import (
     ClassRef,
     Generic,
     GenericName,
+    Lit,
     Type,
+    literal_text,
     runtime_error,
     union,
 )
@@ -144,6 +146,10 @@ class Env:
         for name in BUILTIN_ERRORS:
             env.bindings[name] = Binding(name, Kind.BUILTIN_ERROR, None, runtime_error(name).path)
         return env
+
+    def shadow(self, binding: Binding) -> None:
+        """Bind ``binding`` in place of a built-in error it shadows (v2's ``LoopExhausted``, ``Timeout``)."""
+        self.bindings[binding.name] = binding
 
     def bind(self, binding: Binding) -> Binding | None:
         """Add ``binding``; if its name is taken, keep the first and return it."""
@@ -293,6 +299,15 @@ class Env:
                 return self._resolve_apply(expr, failures)
             case syntax.TypeUnion():
                 return union([self.resolve_type(m, failures) for m in expr.members])
+            case syntax.TypeLiteral():
+                failures.append(
+                    Failure(
+                        f"`{literal_text(expr.value)}` is a value, not a type",
+                        expr.span,
+                        f"a literal type is written `Literal[{literal_text(expr.value)}]`",
+                    )
+                )
+                return ANY
             case _:
                 assert_never(expr)
 
@@ -363,8 +378,10 @@ class Env:
                 assert_never(found)
 
     def _resolve_apply(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
-        args = tuple(self.resolve_type(a, failures) for a in expr.args)
         spelled = expr.head.dotted
+        if spelled == "Literal" and "Literal" not in self.bindings:
+            return self._resolve_literal(expr, failures)
+        args = tuple(self.resolve_type(a, failures) for a in expr.args)
         head = _GENERIC_HEADS.get(spelled)
         if head is None:
             failures.append(
@@ -380,6 +397,24 @@ class Env:
             failures.append(_arity_failure(head, len(args), expr.span))
             return ANY
         return Generic(head, args)
+
+
+    def _resolve_literal(self, expr: syntax.TypeApply, failures: list[Failure]) -> Type:
+        """``Literal["a", 3]`` (v2): the union of its values; every argument must be a string or an int."""
+        values: list[Type] = []
+        for arg in expr.args:
+            if isinstance(arg, syntax.TypeLiteral):
+                values.append(Lit(arg.value))
+            else:
+                failures.append(
+                    Failure(
+                        "`Literal[…]` takes strings and whole numbers, not types",
+                        arg.span,
+                        'write `Literal["a", "b"]`; for a union of types write `A | B`',
+                    )
+                )
+                return ANY
+        return union(values)
 
 
 _TYPE_HELP = "a type is a builtin, a generic, or a class imported with `from … import`"

@@ -19,6 +19,7 @@ from typing import assert_never
 
 from mcec import syntax
 from mcec.check import report
+from mcec.check.control import ControlChecker
 from mcec.check.env import CALLABLE_KINDS, Kind
 from mcec.check.names import Declared, DeclarationChecker
 from mcec.check.report import Situation
@@ -39,6 +40,7 @@ from mcec.check.typed import (
     TRef,
 )
 from mcec.check.types import ANY, MERGE_CONFLICT, Compat, Generic, Type, flows, render_errors, same, union
+
 
 #: The signature of something that failed to resolve: fits everywhere, see the module docstring.
 POISONED = Sig(ANY, ANY, frozenset({ANY}), False)
@@ -63,6 +65,16 @@ def describe(expr: syntax.Expr) -> str:
             return "the `catch`"
         case syntax.OrElse():
             return "the `orelse`"
+        case syntax.Match():
+            return "the `match`"
+        case syntax.IfElse():
+            return "the `if`"
+        case syntax.Loop():
+            return "the `loop`"
+        case syntax.Retry():
+            return "the `retry`"
+        case syntax.Timeout():
+            return "the `timeout`"
         case _:
             assert_never(expr)
 
@@ -86,27 +98,48 @@ class ExprChecker:
         self.sink = sink
         self.pipeline_sig = pipeline_sig
         self.custom_merge = declared.custom_merge
+        self.control = ControlChecker(self)
+
+    #: How messages name an expression (:func:`describe`).
+    describe = staticmethod(describe)
 
     # ------------------------------------------------------------ dispatch
 
-    def infer(self, expr: syntax.Expr) -> TExpr:
-        """The typed form of ``expr``; problems are reported, never raised."""
+    def infer(self, expr: syntax.Expr, given: Type | None = None) -> TExpr:
+        """The typed form of ``expr``; problems are reported, never raised.
+
+        ``given`` is the type of the value the context hands ``expr``, when known
+        (the output of the step before it, the pipeline's declared input, the
+        input of the enclosing group): a ``match`` is checked against it
+        (bidirectional checking, LANGUAGE.md §5); everything else infers its
+        input from its parts and passes ``given`` on to them.
+        """
         match expr:
             case syntax.Ref():
                 return self._ref(expr)
             case syntax.Bind():
-                return self._chain(list(expr.parts), expr.span)
+                return self._chain(list(expr.parts), expr.span, given)
             case syntax.Par():
-                return self._par(expr)
+                return self._par(expr, given)
             case syntax.Each():
-                return self._each(expr)
+                return self._each(expr, given)
             case syntax.Local():
-                body = self.infer(expr.body)
+                body = self.infer(expr.body, given)
                 return TLocal(body, Sig(body.sig.input, body.sig.output, body.sig.errors, False), expr.span)
             case syntax.Catch():
-                return self._catch(expr)
+                return self._catch(expr, given)
             case syntax.OrElse():
-                return self._orelse(expr)
+                return self._orelse(expr, given)
+            case syntax.Match():
+                return self.control.match(expr, given)
+            case syntax.IfElse():
+                return self.control.if_else(expr, given)
+            case syntax.Loop():
+                return self.control.loop(expr, given)
+            case syntax.Retry():
+                return self.control.retry(expr, given)
+            case syntax.Timeout():
+                return self.control.timeout(expr, given)
             case _:
                 assert_never(expr)
 
@@ -115,8 +148,8 @@ class ExprChecker:
         if isinstance(body, syntax.Block):
             if not body.statements:
                 return TIdentity(Sig(declared_input, declared_input, frozenset(), False), body.span)
-            return self._chain([s.expr for s in body.statements], body.span)
-        return self.infer(body)
+            return self._chain([s.expr for s in body.statements], body.span, declared_input)
+        return self.infer(body, declared_input)
 
     # ------------------------------------------------------------ references
 
@@ -156,9 +189,11 @@ class ExprChecker:
                 flat.append(item)
         return flat
 
-    def _chain(self, exprs: list[syntax.Expr], span: Span) -> TExpr:
+    def _chain(self, exprs: list[syntax.Expr], span: Span, given: Type | None = None) -> TExpr:
         parts = self._flatten(exprs)
-        typed = [self.infer(p) for p in parts]
+        typed: list[TExpr] = []
+        for part in parts:  # each part is given what the one before it produces
+            typed.append(self.infer(part, typed[-1].sig.output if typed else given))
         if len(typed) == 1:
             return typed[0]
         return TBind(tuple(typed), self._fold(parts, typed), span)
@@ -191,10 +226,10 @@ class ExprChecker:
 
     # ------------------------------------------------------------ par and each
 
-    def _par(self, expr: syntax.Par) -> TPar:
+    def _par(self, expr: syntax.Par, given: Type | None = None) -> TPar:
         if len(expr.branches) < 2:
             self.sink.add(report.par_too_small(len(expr.branches), expr.keyword))
-        branches = tuple(self.infer(b) for b in expr.branches)
+        branches = tuple(self.infer(b, given) for b in expr.branches)
         # The group's input is the first branch input that says something (not Any);
         # every branch must take that same type (MCE011).
         chosen = 0
@@ -235,10 +270,11 @@ class ExprChecker:
             return "declared"
         return "one_writer" if stateful_runs == 1 else "by_field"
 
-    def _each(self, expr: syntax.Each) -> TEach:
+    def _each(self, expr: syntax.Each, given: Type | None = None) -> TEach:
         if expr.limit is not None and expr.limit < 1:
             self.sink.add(report.limit_too_small(expr.limit, expr.limit_span or expr.keyword))
-        body = self.infer(expr.body)
+        element = given.args[0] if isinstance(given, Generic) and given.head == "list" else None
+        body = self.infer(expr.body, element)
         errors = body.sig.errors
         # the body runs once per element: a stateful body is any number of writers
         merge = self._merge_kind(2 if body.sig.stateful else 0)
@@ -249,10 +285,10 @@ class ExprChecker:
 
     # ------------------------------------------------------------ catch and orelse
 
-    def _catch(self, expr: syntax.Catch) -> TCatch:
-        body = self.infer(expr.body)
+    def _catch(self, expr: syntax.Catch, given: Type | None = None) -> TCatch:
+        body = self.infer(expr.body, given)
         caught = self.declarations.errors_of(expr.errors, "in `catch`")
-        handler = self.infer(expr.handler)
+        handler = self.infer(expr.handler, union([t for t, _ in caught]) if caught else None)
         body_errors = body.sig.errors
         for caught_type, span in caught:
             # A caught type can match an error e of the body when the two classes overlap: e
@@ -294,9 +330,9 @@ class ExprChecker:
         sig = Sig(body.sig.input, body.sig.output, errors, body.sig.stateful or handler.sig.stateful)
         return TCatch(body, caught_types, handler, sig, expr.span)
 
-    def _orelse(self, expr: syntax.OrElse) -> TOrElse:
-        body = self.infer(expr.body)
-        fallback = self.infer(expr.fallback)
+    def _orelse(self, expr: syntax.OrElse, given: Type | None = None) -> TOrElse:
+        body = self.infer(expr.body, given)
+        fallback = self.infer(expr.fallback, given if given is not None else body.sig.input)
         if flows(body.sig.input, fallback.sig.input) is Compat.NO:
             self.sink.add(
                 report.mismatch(

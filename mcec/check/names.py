@@ -20,7 +20,7 @@ from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonInd
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
 from mcec.check.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
-from mcec.check.types import ANY, NEVER, STR, TOOL_FAILED, TOOL_UNAVAILABLE, Builtin, ClassRef, ErrorSet, Generic, Type, Union
+from mcec.check.types import ANY, NEVER, SHADOWABLE_ERRORS, STR, TOOL_FAILED, TOOL_UNAVAILABLE, Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def _testable_class(error_type: Type) -> bool:
             return True
         case Builtin(name=name):
             return name not in ("None", "Any", "Never")
-        case Generic() | Union():
+        case Generic() | Union() | Lit():
             return False
         case _:
             assert_never(error_type)
@@ -190,6 +190,10 @@ class DeclarationChecker:
         assert binding.span is not None
         if first.kind is Kind.MODULE_ROOT and binding.kind is Kind.MODULE_ROOT:
             return  # `import a.b` and `import a.c` share the root `a`, as in Python
+        if first.kind is Kind.BUILTIN_ERROR and binding.name in SHADOWABLE_ERRORS:
+            self.env.shadow(binding)  # the spec's own type wins (LANGUAGE.md §5)
+            self.sink.add(report.shadows_builtin(binding.name, binding.span))
+            return
         self.declared.duplicated.add(binding.name)
         if first.kind is Kind.BUILTIN_ERROR:
             self.sink.add(report.builtin_redeclared(binding.name, binding.span))

@@ -26,7 +26,24 @@ from mcec.check.names import DeclarationChecker, Declared, DeclaredPipeline
 from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
-from mcec.check.typed import Sig, TBind, TCatch, TEach, TExpr, TIdentity, TLocal, TOrElse, TPar, TPipeline, TRef
+from mcec.check.typed import (
+    Sig,
+    TBind,
+    TCatch,
+    TEach,
+    TExpr,
+    TIdentity,
+    TIf,
+    TLocal,
+    TLoop,
+    TMatch,
+    TOrElse,
+    TPar,
+    TPipeline,
+    TRef,
+    TRetry,
+    TTimeout,
+)
 from mcec.check.types import MERGE_CONFLICT, Compat, Type, error_union, flows, render_errors, sorted_errors
 
 
@@ -285,6 +302,20 @@ def find_origin(expr: TExpr, error_type: Type) -> tuple[report.Origin, str, Span
                 expr = expr.fallback
             case TIdentity():
                 return report.Origin.REFERENCE, "this expression", expr.span
+            case TMatch():
+                expr = next(arm.body for arm in expr.arms if error_type in arm.body.sig.errors)
+            case TIf():
+                expr = next(p for p in (expr.condition, expr.then, expr.otherwise) if error_type in p.sig.errors)
+            case TLoop():
+                if error_type not in expr.body.sig.errors:
+                    return report.Origin.LOOP, "", expr.span
+                expr = expr.body
+            case TTimeout():
+                if error_type not in expr.body.sig.errors:
+                    return report.Origin.TIMEOUT, "", expr.span
+                expr = expr.body
+            case TRetry():
+                expr = expr.body
             case _:
                 assert_never(expr)
 

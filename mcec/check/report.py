@@ -89,6 +89,27 @@ class Situation(enum.Enum):
         "declared output {e}",
         "change the declared output type, or end the body with a step that produces {e}",
     )
+    MATCH_ARM = _Wording(
+        "MCE010",
+        "the arm {c} expects {e}, but the value it receives is {a}",
+        "matches {a}",
+        "expects {e}",
+        "an arm receives the matched value, narrowed by its pattern; adapt it with a `fn` from {a} to {e}",
+    )
+    IF_CONDITION = _Wording(
+        "MCE010",
+        "the condition of an `if` must produce bool, but {p} produces {a}",
+        "produces {a}",
+        "tests it",
+        "write a `fn` that decides, from {a} to bool, and use it as the condition",
+    )
+    IF_BRANCH = _Wording(
+        "MCE010",
+        "the branch {c} expects {e}, but the `if` gives both branches its input, {a}",
+        "the `if` receives {a}",
+        "expects {e}",
+        "both branches of an `if` receive the value the condition received; adapt it with a `fn` first",
+    )
     EMPTY_BODY = _Wording(
         "MCE012",
         "pipeline `{c}` has an empty body, which passes its input through, but {a} does not flow into its output {e}",
@@ -206,6 +227,18 @@ def builtin_redeclared(name: str, span: Span) -> Diagnostic:
         span,
         (),
         f"`{name}` comes from the runtime and needs neither an import nor an `error` declaration; remove this",
+    )
+
+
+def shadows_builtin(name: str, span: Span) -> Diagnostic:
+    """W003: a spec's own name hides a built-in error type of v2 (the spec's own is used)."""
+    return warning(
+        "W003",
+        f"`{name}` shadows the built-in error type `{name}`",
+        span,
+        (),
+        f"in this file `{name}` means this one, and the built-in `{name}` of `loop`/`timeout` cannot be "
+        f"named (to catch it, for instance); rename it, e.g. `import … as My{name}`",
     )
 
 
@@ -330,6 +363,8 @@ class Origin(enum.Enum):
     REFERENCE = "{what} may fail with `{error}`"
     PAR = "merging the states of these stateful branches may fail with `{error}`"
     EACH = "merging the states of these stateful runs may fail with `{error}`"
+    LOOP = "this `loop` fails with `{error}` when its last run still goes round"
+    TIMEOUT = "this `timeout` fails with `{error}` when its body takes too long"
 
 
 def escaping_error(
@@ -344,7 +379,7 @@ def escaping_error(
     of what introduces it, where the diagnostic points."""
     kind, what, span = origin
     help = f"handle it with `catch {error_type} => …`, or add it to the pipeline's errors: `! {fixed}`"
-    if kind is not Origin.REFERENCE:
+    if kind in (Origin.PAR, Origin.EACH):
         help += "; or make the branches stateless with `local`, or declare a custom `state T merge m.f`"
     return error(
         "MCE013",
@@ -399,3 +434,61 @@ def cycle(names: list[str], references: list[Span]) -> Diagnostic:
         tuple(labels),
         "a pipeline cannot run itself, directly or through others; break the cycle",
     )
+
+
+# ---------------------------------------------------------------- v2 control flow
+
+
+def bound_too_small(construct: str, value: float, minimum: str, span: Span, help: str) -> Diagnostic:
+    """MCE019: ``loop(0)``, ``retry(0)``, ``timeout(0)``: a number below what the construct needs."""
+    shown = int(value) if float(value).is_integer() else value
+    return error("MCE019", f"the number in `{construct}(…)` must be {minimum}, but it is {shown}", span, (), help)
+
+
+def not_covered(uncovered: Type, span: Span, input_type: Type) -> Diagnostic:
+    """MCE021: a ``match`` whose arms leave part of its input type unmatched."""
+    return error(
+        "MCE021",
+        f"this `match` does not cover {uncovered}",
+        span,
+        (),
+        f"it receives {input_type}; add an arm for {uncovered}, or end with `_ => …` for everything else",
+    )
+
+
+def unreachable_arm(span: Span, covered_by: Span | None, what: Type) -> Diagnostic:
+    """W002: an arm no value can reach (earlier arms took everything it matches, or it matches nothing)."""
+    if covered_by is None:
+        message = f"this arm can never be reached: no value of {what} matches its pattern"
+        labels: tuple[Label, ...] = ()
+    else:
+        message = "this arm can never be reached: the arms before it take every value it would match"
+        labels = (Label(covered_by, "this arm already takes them"),)
+    return warning("W002", message, span, labels, "remove the arm, or move it before the arm that takes its values")
+
+
+def untestable(what: str, type_: Type, span: Span, help: str) -> Diagnostic:
+    """MCE022: a pattern or a loop input that no run-time test can decide."""
+    return error("MCE022", f"{what} {type_} cannot be tested at run time", span, (), help)
+
+
+def loop_never(ends: bool, output: Type, input_type: Type, span: Span, body: Span) -> Diagnostic:
+    """MCE022: a loop body whose results all continue (never ends) or none does (never continues)."""
+    if ends:
+        message = f"this `loop` never ends: its body always produces {output}, which is its input type {input_type}"
+        help = "the loop ends on a result that is not its input type; make the body produce one (an answer, say)"
+    else:
+        message = f"this `loop` never goes round: its body produces {output}, which is not its input type {input_type}"
+        help = f"a result of type {input_type} runs the body again; without one, drop the `loop`"
+    return error("MCE022", message, span, (Label(body, f"produces {output}"),), help)
+
+
+def impossible_retry(error_type: Type, span: Span, body: Span, body_errors: str | None) -> Diagnostic:
+    """MCE014: ``retry(on=E)`` where the body cannot fail with E."""
+    if body_errors is None:
+        message = f"`{error_type}` cannot be retried here: the body of `retry` cannot fail"
+        label = "cannot fail"
+    else:
+        message = f"`{error_type}` cannot be retried here: the body of `retry` fails only with {body_errors}"
+        label = f"may fail with {body_errors}"
+    return error("MCE014", message, span, (Label(body, label),), f"remove `{error_type}` from `on=`")

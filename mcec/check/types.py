@@ -16,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import enum
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, assert_never
 
 BuiltinName = Literal["str", "int", "float", "bool", "bytes", "None", "Any", "Never"]
 GenericName = Literal["list", "dict", "set", "tuple"]
@@ -30,7 +31,10 @@ GENERIC_ARITY: dict[GenericName, int | None] = {"list": 1, "set": 1, "dict": 2, 
 #: The runtime module that provides the built-in error types.
 RUNTIME_MODULE = "agentmonad"
 #: Error types every spec may use without importing or declaring them.
-BUILTIN_ERRORS: tuple[str, ...] = ("MergeConflict", "ToolFailed", "ToolUnavailable")
+BUILTIN_ERRORS: tuple[str, ...] = ("MergeConflict", "ToolFailed", "ToolUnavailable", "LoopExhausted", "Timeout")
+#: The built-in errors of v2, which a spec may shadow with its own type of the same name
+#: (W003; v1 specs that already had one keep it).
+SHADOWABLE_ERRORS: frozenset[str] = frozenset({"LoopExhausted", "Timeout"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,30 @@ class ClassRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Lit:
+    """One member of a ``Literal[...]`` type (v2): a string or int value.
+
+    ``Literal["a", "b"]`` is the union of ``Lit("a")`` and ``Lit("b")``; ``Lit("a") ≤ str``.
+    Booleans are not literals of the language, so ``Lit(1)`` never meets ``True``.
+    """
+
+    value: str | int
+
+    def __str__(self) -> str:
+        return f"Literal[{literal_text(self.value)}]"
+
+    @property
+    def base(self) -> Builtin:
+        """The builtin the value belongs to: ``str`` or ``int``."""
+        return STR if isinstance(self.value, str) else Builtin("int")
+
+
+def literal_text(value: str | int) -> str:
+    """A literal as `.mce` writes it: a JSON string or a decimal int."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+
+
+@dataclass(frozen=True, slots=True)
 class Union:
     """``A | B | …``: at least two members, flattened, deduplicated, in a stable order.
 
@@ -120,10 +148,14 @@ class Union:
     members: tuple[Type, ...]
 
     def __str__(self) -> str:
-        return " | ".join(str(m) for m in self.members)
+        # literals print together, as they are written: `Literal["a", "b"] | None`
+        literals = [m.value for m in self.members if isinstance(m, Lit)]
+        parts = [f"Literal[{', '.join(literal_text(v) for v in literals)}]"] if literals else []
+        parts += [str(m) for m in self.members if not isinstance(m, Lit)]
+        return " | ".join(parts)
 
 
-Type: TypeAlias = Builtin | Generic | ClassRef | Union
+Type: TypeAlias = Builtin | Generic | ClassRef | Lit | Union
 
 ANY = Builtin("Any")
 NEVER = Builtin("Never")
@@ -144,10 +176,15 @@ def runtime_error(name: str) -> ClassRef:
 MERGE_CONFLICT = runtime_error("MergeConflict")
 TOOL_FAILED = runtime_error("ToolFailed")
 TOOL_UNAVAILABLE = runtime_error("ToolUnavailable")
+LOOP_EXHAUSTED = runtime_error("LoopExhausted")
+TIMEOUT = runtime_error("Timeout")
+BOOL = Builtin("bool")
 
 
 def _order(t: Type) -> tuple[int, str]:
-    rank = {Builtin: 0, Generic: 1, ClassRef: 2, Union: 3}[type(t)]
+    rank = {Builtin: 0, Lit: 1, Generic: 2, ClassRef: 3, Union: 4}[type(t)]
+    if isinstance(t, Lit):
+        return rank, f"{type(t.value).__name__}:{t.value}"
     return rank, t.path if isinstance(t, ClassRef) else str(t)
 
 
@@ -240,7 +277,9 @@ def flows(actual: Type, expected: Type) -> Compat:
        one is UNKNOWN, else YES).
     5. ``X ≤ Y1 | … | Yn``: ``X ≤`` some ``Yi`` (YES if one is YES, else UNKNOWN
        if one is UNKNOWN, else NO).
-    6. ``X ≤ Never``: NO (X is not Never, by rules 1–2).
+    6. ``X ≤ Never``: NO (X is not Never, by rules 1–2). Literals (v2): a literal
+       flows where its builtin (``str`` or ``int``) does, and nothing but the same
+       literal flows into one.
     7. Two builtins: YES only for ``bool ≤ int``, ``bool ≤ float`` and
        ``int ≤ float`` (Python's subclass and mypy's numeric promotion); otherwise NO.
     8. An imported class on either side (:func:`_class_flows`), decided by what
@@ -273,6 +312,11 @@ def _flows(actual: Type, expected: Type) -> Compat:
         return _any([_flows(actual, member) for member in expected.members])
     # Rule 6.
     if expected == NEVER:
+        return Compat.NO
+    # Rule 6b: literals (distinct literals by rule 1 are not equal).
+    if isinstance(actual, Lit):
+        return Compat.NO if isinstance(expected, Lit) else _flows(actual.base, expected)
+    if isinstance(expected, Lit):
         return Compat.NO
     # Rule 8.
     if isinstance(actual, ClassRef) or isinstance(expected, ClassRef):
@@ -395,3 +439,72 @@ def counting_unknowns() -> Iterator[UnknownRelations]:
 def error_union(errors: ErrorSet) -> Type:
     """An error set as one type (``Never`` when empty), for asking :func:`flows` about it."""
     return union(tuple(errors))
+
+
+# ---------------------------------------------------------------- v2: testing values at run time
+
+
+def members(t: Type) -> tuple[Type, ...]:
+    """The members of a union, or ``(t,)``."""
+    return t.members if isinstance(t, Union) else (t,)
+
+
+def testable(t: Type) -> bool:
+    """Can a run-time test tell whether a value is of type ``t`` (a ``loop`` input, a pattern)?
+
+    Classes ``isinstance`` can test, builtins but ``Any``/``Never``, ``None``,
+    literals, and unions of these; not generics (``isinstance(x, list[str])``
+    fails), ``Any``, ``TypedDict`` or ``Protocol`` classes.
+    """
+    match t:
+        case Builtin(name=name):
+            return name not in ("Any", "Never")
+        case Lit():
+            return True
+        case ClassRef():
+            return t.info is None or not t.info.structural
+        case Union():
+            return all(testable(m) for m in t.members)
+        case Generic():
+            return False
+        case _:
+            assert_never(t)
+
+
+def narrow_to_class(t: Type, pattern: Type) -> tuple[Type, Type]:
+    """``(narrowed, remainder)`` of ``t`` under ``isinstance(value, pattern)`` (``is None`` for None):
+    what the matching values may be, and what the others may be."""
+    if t == ANY:
+        return pattern, ANY
+    narrowed: list[Type] = []
+    remainder: list[Type] = []
+    for member in members(t):
+        inside = _flows(member, pattern)
+        if inside is Compat.YES:
+            narrowed.append(member)
+            continue
+        remainder.append(member)
+        if _flows(pattern, member) is not Compat.NO:
+            narrowed.append(pattern)  # a subclass of the member (or maybe one)
+        elif inside is Compat.UNKNOWN:
+            narrowed.append(member)
+    return union(narrowed), union(remainder)
+
+
+def narrow_to_literal(t: Type, value: str | int) -> tuple[Type, Type]:
+    """``(narrowed, remainder)`` of ``t`` under "equal to ``value``, of the same type"."""
+    literal = Lit(value)
+    if t == ANY:
+        return literal, ANY
+    narrowed: list[Type] = []
+    remainder: list[Type] = []
+    for member in members(t):
+        if member == literal:
+            narrowed.append(literal)
+        elif isinstance(member, Lit):
+            remainder.append(member)
+        else:
+            remainder.append(member)
+            if _flows(literal, member) is not Compat.NO:
+                narrowed.append(literal)
+    return union(narrowed), union(remainder)

@@ -148,6 +148,26 @@ def and_(left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BooleanOper
     return cst.BooleanOperation(left=left, operator=cst.And(), right=right)
 
 
+def or_(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
+    """``a or b or …`` (one item: itself)."""
+    result = items[0]
+    for item in items[1:]:
+        result = cst.BooleanOperation(left=result, operator=cst.Or(), right=item)
+    return result
+
+
+def if_chain(
+    branches: Sequence[tuple[cst.BaseExpression, Sequence[cst.BaseStatement]]],
+    otherwise: Sequence[cst.BaseStatement] | None,
+) -> cst.If:
+    """``if t1: b1`` / ``elif t2: b2`` … / ``else: otherwise`` (no ``else`` when it is None)."""
+    orelse: cst.If | cst.Else | None = cst.Else(body=cst.IndentedBlock(body=list(otherwise))) if otherwise else None
+    for test, body in reversed(branches):
+        orelse = cst.If(test=test, body=cst.IndentedBlock(body=list(body)), orelse=orelse)
+    assert isinstance(orelse, cst.If), "an if chain needs at least one test"
+    return orelse
+
+
 def try_except(
     body: Sequence[cst.BaseStatement], exc_type: cst.BaseExpression, exc_name: str,
     handler: Sequence[cst.BaseStatement],

@@ -32,9 +32,10 @@ import libcst as cst
 
 from mcec.check import typed as t
 from mcec.codegen import cst as c
+from mcec.codegen.control import ControlEmitter
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
-from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Type, Union, render_errors, sorted_errors
+from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union, render_errors, sorted_errors
 
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200
@@ -64,6 +65,7 @@ class Emitter:
         self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
         self.tool_users = _tool_users(program)
         self.async_steps = {step.name for step in program.steps if step.is_async}
+        self.control = ControlEmitter(self)
         self.state_type: cst.BaseExpression = (
             self.type_expr(program.state) if program.state is not None else c.name("None")
         )
@@ -110,6 +112,9 @@ class Emitter:
                 return self.runtime(type_.path.rsplit(".", 1)[1])
             case ClassRef():
                 return c.dotted(type_.spelling)
+            case Lit(value=value):
+                written = c.string(value) if isinstance(value, str) else c.integer(value)
+                return c.subscript(self.runtime("Literal", "typing"), [written])
             case Union():
                 return c.bitor([self.type_expr(m) for m in type_.members])
             case _:
@@ -280,20 +285,49 @@ class Emitter:
         """A function running ``parts`` in sequence, straight-line; helpers it
         needs are named after ``owner`` (default: the function itself)."""
         owner = owner if owner is not None else function
-        if len(parts) > CHUNK:
-            parts = [self._chunk(owner, parts[i : i + CHUNK]) for i in range(0, len(parts), CHUNK)]
         scope = self.names.child()
         state, value = scope.fresh("state"), scope.fresh("value")
         body: list[cst.BaseStatement] = [c.docstring(doc)] if doc else []
-        current = value
-        for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            current = self._chain_part(body, scope, part, state, current, last, owner)
+        self._emit_parts(body, scope, parts, state, value, owner, last=True)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
         )
         self.record(definition, span)
         self.functions.append(definition)
+
+    def inline_chain(
+        self,
+        body: list[cst.BaseStatement],
+        scope: NameAllocator,
+        expr: t.TExpr,
+        state: str,
+        value: str,
+        owner: str,
+        *,
+        last: bool,
+    ) -> str:
+        """Append the statements computing ``expr`` (a chain, or one part of one) from ``value``
+        inside the function being written; return the name holding its output. With ``last``
+        they end in a ``return`` of the result; failures always ``return`` their ``Err``."""
+        return self._emit_parts(body, scope, _flatten(expr), state, value, owner, last=last)
+
+    def _emit_parts(
+        self,
+        body: list[cst.BaseStatement],
+        scope: NameAllocator,
+        parts: Sequence[t.TExpr],
+        state: str,
+        value: str,
+        owner: str,
+        *,
+        last: bool,
+    ) -> str:
+        if len(parts) > CHUNK:
+            parts = [self._chunk(owner, parts[i : i + CHUNK]) for i in range(0, len(parts), CHUNK)]
+        current = value
+        for index, part in enumerate(parts):
+            current = self._chain_part(body, scope, part, state, current, last and index == len(parts) - 1, owner)
+        return current
 
     def _chunk(self, owner: str, parts: Sequence[t.TExpr]) -> t.TExpr:
         """Emit a helper for a run of steps and return a reference to it."""
@@ -335,7 +369,7 @@ class Emitter:
         statement = c.assign(result, call)
         self.record(statement, part.span)
         body.append(statement)
-        body.append(c.if_(c.not_(self._is_ok(result)), [c.return_(c.name(result))]))
+        body.append(c.if_(c.not_(self.is_ok(result)), [c.return_(c.name(result))]))
         return self._unpack(body, scope, result, state)
 
     def _step_call(
@@ -367,11 +401,45 @@ class Emitter:
             f"{kind} `{part.name}` may fail with {render_errors(part.sig.errors)}; "
             "each of these must be among the errors the enclosing pipeline declares after `!`",
         )
-        body.append(c.if_(c.not_(self._is_ok(result)), [failed]))
+        body.append(c.if_(c.not_(self.is_ok(result)), [failed]))
         if last:
             body.append(c.return_(c.name(result)))
             return value
         return self._unpack(body, scope, result, state)
+
+    def step_attempt(
+        self, part: t.TRef, state: str, value: str, result: str, scope: NameAllocator
+    ) -> list[cst.BaseStatement]:
+        """One call of a step or tool into ``result``, which holds an ``Ok`` or the ``Err`` to report
+        (an exception turned into one by ``raised``, a returned ``Err`` given its site by ``stop``)::
+
+            try:
+                r = step(state, value)
+            except Exception as exc:
+                r = raised(exc, SITE, state, (E,))
+            if not isinstance(r, Ok):
+                r = stop(r, SITE, (E,), state=state)
+        """
+        site = self.site(part.name, part.span)
+        call: cst.BaseExpression = c.call(c.name(part.name), c.name(state), c.name(value))
+        if self._is_async(part):
+            call = c.await_(call)
+        attempt = c.assign(result, call)
+        self.record(attempt, part.span)
+        errors = self.error_classes(part.sig.errors)
+        exc = scope.shared("exc")
+        converted = c.assign(result, c.call(self.runtime("raised", COMPILED), c.name(exc), site, c.name(state), errors))
+        guarded = c.try_except([attempt], self.builtin("Exception"), exc, [converted])
+        stop = c.call(self.runtime("stop", COMPILED), c.name(result), site, errors)
+        stop = stop.with_changes(args=[*stop.args, c.keyword_arg("state", c.name(state))])
+        stopped = c.assign(result, stop)
+        self.record(
+            stopped,
+            part.span,
+            f"{part.kind} `{part.name}` may fail with {render_errors(part.sig.errors)}; "
+            "each of these must be among the errors the enclosing pipeline declares after `!`",
+        )
+        return [guarded, c.if_(c.not_(self.is_ok(result)), [stopped])]
 
     def _fn_call(
         self,
@@ -404,7 +472,8 @@ class Emitter:
         raised = c.call(self.runtime("raised", COMPILED), c.name(exc), site, c.name(state), errors)
         return c.try_except(statements, self.builtin("Exception"), exc, [c.return_(raised)])
 
-    def _is_ok(self, result: str) -> cst.Call:
+    def is_ok(self, result: str) -> cst.Call:
+        """``isinstance(result, Ok)``."""
         return c.call(self.builtin("isinstance"), c.name(result), self.runtime("Ok"))
 
     def _unpack(self, body: list[cst.BaseStatement], scope: NameAllocator, result: str, state: str) -> str:
@@ -440,6 +509,16 @@ class Emitter:
                 body = self._local_body(expr, state, value, scope, owner)
             case t.TIdentity():
                 body = self._identity_body(expr, state, value, scope, owner)
+            case t.TMatch():
+                body = self.control.match_body(expr, state, value, scope, owner)
+            case t.TIf():
+                body = self.control.if_body(expr, state, value, scope, owner)
+            case t.TLoop():
+                body = self.control.loop_body(expr, state, value, scope, owner)
+            case t.TRetry():
+                body = self.control.retry_body(expr, state, value, scope, owner)
+            case t.TTimeout():
+                body = self.control.timeout_body(expr, state, value, scope, owner)
             case t.TRef() | t.TBind():
                 raise AssertionError(f"{type(expr).__name__} is a chain, emitted by chain_function")
             case _:
@@ -517,7 +596,7 @@ class Emitter:
         error = scope.fresh("error")
         first = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
         self.record(first, expr.body.span)
-        passed = c.if_(self._is_ok(result), [c.return_(c.name(result))])
+        passed = c.if_(self.is_ok(result), [c.return_(c.name(result))])
         unpack = c.assign(error, c.attr(c.name(result), "error"))
         caught = c.call(self.builtin("isinstance"), c.name(error), self.error_classes(frozenset(expr.errors)))
         handled = c.return_(c.await_(c.call(handler, c.attr(c.name(result), "state"), c.name(error))))
@@ -553,7 +632,7 @@ class Emitter:
         restored_err = c.return_(
             c.call(self.runtime("Err"), c.attr(r, "error"), c.name(state), c.attr(r, "site"))
         )
-        return [first, c.if_(self._is_ok(result), [restored_ok]), restored_err]
+        return [first, c.if_(self.is_ok(result), [restored_ok]), restored_err]
 
     def _identity_body(
         self, expr: t.TIdentity, state: str, value: str, scope: NameAllocator, owner: str
@@ -671,5 +750,15 @@ def _label(expr: t.TExpr) -> str:
             return "local"
         case t.TBind() | t.TIdentity():
             return "steps"
+        case t.TMatch():
+            return "match"
+        case t.TIf():
+            return "if"
+        case t.TLoop():
+            return "loop"
+        case t.TRetry():
+            return "retry"
+        case t.TTimeout():
+            return "timeout"
         case _:
             assert_never(expr)

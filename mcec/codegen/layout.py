@@ -84,8 +84,9 @@ def _expr(node: cst.BaseExpression) -> str:
         return f"{_expr(node.left)} | {_expr(node.right)}"
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
         return f"not {_expr(node.expression)}"
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-        return f"{_expr(node.left)} and {_expr(node.right)}"
+    if isinstance(node, cst.BooleanOperation) and not node.lpar:
+        operator = "and" if isinstance(node.operator, cst.And) else "or"
+        return f"{_expr(node.left)} {operator} {_expr(node.right)}"
     if isinstance(node, cst.Await):
         return f"await {_expr(node.expression)}"
     return _EMPTY.code_for_node(node)
@@ -171,7 +172,16 @@ def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -
             text = _line(statement)
             lines = [text] if _fits(text, depth) else _blacken(text + "\n", depth)
             out.extend(_indent(lines, depth))
-        elif isinstance(statement, cst.FunctionDef | cst.If | cst.With):
+        elif isinstance(statement, cst.If):
+            _if_chain(statement, depth, out)
+        elif isinstance(statement, cst.For):
+            head = statement.with_changes(orelse=None)
+            out.extend(_indent(_header(head, depth), depth))
+            assert isinstance(statement.body, cst.IndentedBlock)
+            _statements(statement.body.body, depth + 1, out)
+            if statement.orelse is not None:
+                _else(statement.orelse, depth, out)
+        elif isinstance(statement, cst.FunctionDef | cst.With):
             out.extend(_indent(_header(statement, depth), depth))
             assert isinstance(statement.body, cst.IndentedBlock)
             _statements(statement.body.body, depth + 1, out)
@@ -197,6 +207,29 @@ def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -
                 _statements(handler.body.body, depth + 1, out)
         else:
             raise AssertionError(f"layout cannot print {type(statement).__name__}")
+
+
+def _if_chain(statement: cst.If, depth: int, out: list[str]) -> None:
+    """``if …:`` / ``elif …:`` … / ``else:``, each header as black writes it."""
+    keyword = "if"
+    current: cst.If | cst.Else | None = statement
+    while isinstance(current, cst.If):
+        header = _header(current.with_changes(orelse=None), depth)
+        if keyword == "elif":
+            header[0] = "elif" + header[0][2:]
+        out.extend(_indent(header, depth))
+        assert isinstance(current.body, cst.IndentedBlock)
+        _statements(current.body.body, depth + 1, out)
+        keyword = "elif"
+        current = current.orelse
+    if current is not None:
+        _else(current, depth, out)
+
+
+def _else(clause: cst.Else, depth: int, out: list[str]) -> None:
+    out.append("    " * depth + "else:")
+    assert isinstance(clause.body, cst.IndentedBlock)
+    _statements(clause.body.body, depth + 1, out)
 
 
 def layout(module: cst.Module) -> str:

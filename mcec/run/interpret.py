@@ -22,7 +22,8 @@ from agentmonad.compiled import declared_merge
 from agentmonad.tools import StdioServer, tool, tool_scope
 
 from mcec.check import typed as t
-from mcec.run.pyobjects import error_classes, python_type, resolve_path
+from mcec.run.pyobjects import error_classes, python_type, resolve_path, value_test
+from mcec.check.types import Lit
 from mcec.span import Span
 
 Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]
@@ -121,8 +122,37 @@ class Interpreter:
                 return lambda v: attempt(v).orelse(fallback(v))
             case t.TIdentity():
                 return AgentMonad.pure
+            case t.TMatch():
+                return self._match(expr)
+            case t.TIf():
+                return AgentMonad.branch(self.arrow(expr.condition), self.arrow(expr.then), self.arrow(expr.otherwise))
+            case t.TLoop():
+                loop_site = self.site("loop", expr.span)
+                return AgentMonad.loop(self.arrow(expr.body), expr.bound, value_test(expr.continues), loop_site)
+            case t.TRetry():
+                attempt = self.arrow(expr.body)
+                on = error_classes(frozenset(expr.on)) if expr.on is not None else None
+                attempts, backoff = expr.attempts, expr.backoff
+                return lambda v: attempt(v).retry(attempts, on=on, backoff=backoff)
+            case t.TTimeout():
+                timed = self.arrow(expr.body)
+                seconds, timeout_site = expr.seconds, self.site("timeout", expr.span)
+                return lambda v: timed(v).timeout(seconds, site=timeout_site)
             case _:
                 assert_never(expr)
+
+    def _match(self, expr: t.TMatch) -> Arrow:
+        """The first arm whose pattern matches runs; the checker proved the arms cover the
+        input, so the last arm takes what is left (as in the generated ``else``)."""
+        arms = [(_pattern_test(arm.pattern), self.arrow(arm.body)) for arm in expr.arms]
+
+        def dispatch(value: Any) -> AgentMonad[Any, Any, Any]:
+            for test, arm in arms[:-1]:
+                if test(value):
+                    return arm(value)
+            return arms[-1][1](value)
+
+        return dispatch
 
     def _ref(self, ref: t.TRef) -> Arrow:
         site = self.site(ref.name, ref.span)
@@ -146,6 +176,19 @@ class Interpreter:
             errors = error_classes(decl.sig.errors)
             return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
         assert_never(ref.kind)
+
+
+def _pattern_test(pattern: t.TPattern) -> Callable[[Any], bool]:
+    """Does a value match ``pattern`` (LANGUAGE.md §6)?"""
+    match pattern:
+        case t.PClass(type=type_):
+            return value_test(type_)
+        case t.PLiteral(value=literal):
+            return value_test(Lit(literal))
+        case t.PWildcard():
+            return lambda value: True
+        case _:
+            assert_never(pattern)
 
 
 async def interpret(

@@ -11,7 +11,10 @@ import importlib
 from functools import reduce
 from typing import Any, Never
 
-from mcec.check.types import Builtin, ClassRef, Generic, Type, Union
+from collections.abc import Callable
+from typing import Literal
+
+from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members
 
 _BUILTINS: dict[str, Any] = {
     "str": str,
@@ -59,10 +62,39 @@ def python_type(type_: Type) -> Any:
         return _GENERICS[type_.head][args if len(args) > 1 else args[0]]
     if isinstance(type_, ClassRef):
         return resolve_path(type_.path)
+    if isinstance(type_, Lit):
+        return Literal[type_.value]
     if isinstance(type_, Union):
-        members = [python_type(m) for m in type_.members]
-        return reduce(lambda a, b: a | b, members)
+        parts = [python_type(m) for m in type_.members]
+        return reduce(lambda a, b: a | b, parts)
     raise AssertionError(f"unknown type {type_!r}")
+
+
+def value_test(type_: Type) -> Callable[[object], bool]:
+    """The run-time test of a testable type (a ``loop`` input, a ``match`` pattern), exactly as
+    generated code makes it: ``isinstance`` for classes, ``is None``, and for a literal an equal
+    value of the same type (``isinstance(v, str)``; ``type(v) is int``, so ``True`` is not ``1``)."""
+    tests: list[Callable[[object], bool]] = []
+    classes: list[type] = []
+    for member in members(type_):
+        if member == Builtin("None"):
+            tests.append(lambda v: v is None)
+        elif isinstance(member, Lit):
+            tests.append(_literal_test(member.value))
+        else:
+            cls = python_type(member)
+            assert isinstance(cls, type), f"{member} cannot be tested at run time"
+            classes.append(cls)
+    if classes:
+        checked = tuple(classes)
+        tests.insert(0, lambda v: isinstance(v, checked))
+    return lambda v: any(test(v) for test in tests)
+
+
+def _literal_test(literal: str | int) -> Callable[[object], bool]:
+    if isinstance(literal, str):
+        return lambda v: isinstance(v, str) and v == literal
+    return lambda v: type(v) is int and v == literal
 
 
 def error_classes(errors: frozenset[Type]) -> tuple[type, ...]:

@@ -1,0 +1,260 @@
+"""Code for v2 control flow: ``match``, ``if``, ``loop``, ``retry``, ``timeout`` (LANGUAGE.md §7).
+
+Each construct is one helper function, like the v1 groups, and its body is
+straight-line Python inside it: a ``match`` is an ``if``/``elif``/``else``
+chain with each arm's steps inline, an ``if`` the condition's steps then an
+``if``/``else``, a ``loop`` a ``for`` loop with the body's steps inline, a
+``retry`` a ``for`` loop around one attempt, a ``timeout`` an ``async with
+Deadline`` block around the body's steps. Inline steps update ``state`` as they
+complete, so a timeout reports the state after the last step that finished.
+
+The run-time tests (a pattern, "is this result of the loop's input type") are
+``isinstance`` checks mypy narrows on, ``is None``, and for literals an equality
+with a type check (``1`` does not match ``True``). The shapes are documented,
+with the runtime's side, in docs/DESIGN.md and tests/runtime/control_shapes.py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, assert_never
+
+import libcst as cst
+
+from mcec.check import typed as t
+from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members
+from mcec.codegen import cst as c
+from mcec.codegen.names import NameAllocator
+
+if TYPE_CHECKING:
+    from mcec.codegen.emitter import Emitter
+
+__all__ = ["ControlEmitter"]
+
+COMPILED = "agentmonad.compiled"
+
+
+class ControlEmitter:
+    """Writes the helper bodies of the v2 constructs for an :class:`~mcec.codegen.emitter.Emitter`."""
+
+    def __init__(self, emitter: Emitter) -> None:
+        self.e = emitter
+
+    # ------------------------------------------------------------ match and if
+
+    def match_body(self, expr: t.TMatch, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
+        """``if test1: arm1 … elif …: else: last arm``; each arm's steps inline, each ending in a return.
+
+        The checker proved the arms cover the input, so the last arm needs no test.
+        """
+        arms = list(expr.arms)
+        last = arms.pop()
+        branches: list[tuple[cst.BaseExpression, list[cst.BaseStatement]]] = []
+        for arm in arms:
+            test = self.pattern_test(arm.pattern, value)
+            if test is None:  # `_` before the last arm: the rest can never run (W002)
+                last = arm
+                break
+            branches.append((test, self._arm(arm, state, value, scope, owner)))
+        otherwise = self._arm(last, state, value, scope, owner)
+        if not branches:
+            return otherwise
+        return [c.if_chain(branches, otherwise)]
+
+    def _arm(self, arm: t.TArm, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
+        body: list[cst.BaseStatement] = []
+        self.e.inline_chain(body, scope, arm.body, state, value, owner, last=True)
+        return body
+
+    def if_body(self, expr: t.TIf, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
+        """The condition's steps (threading the state), then ``if cond: then else: otherwise``,
+        both on the original input."""
+        body: list[cst.BaseStatement] = []
+        decided = self.e.inline_chain(body, scope, expr.condition, state, value, owner, last=False)
+        then: list[cst.BaseStatement] = []
+        self.e.inline_chain(then, scope, expr.then, state, value, owner, last=True)
+        otherwise: list[cst.BaseStatement] = []
+        self.e.inline_chain(otherwise, scope, expr.otherwise, state, value, owner, last=True)
+        statement = c.if_chain([(c.name(decided), then)], otherwise)
+        self.e.record(statement, expr.span)
+        body.append(statement)
+        return body
+
+    # ------------------------------------------------------------ loop
+
+    def loop_body(self, expr: t.TLoop, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
+        """``for _ in range(N):`` the body's steps inline; a result that is not of the loop's
+        input type ``break``\\ s out with it, the others go round; ``else``: LoopExhausted."""
+        site = self.e.site("loop", expr.span)
+        current = scope.fresh("v")
+        turn = scope.fresh("turn")
+        body: list[cst.BaseStatement] = [c.assign(current, c.name(value))]
+        inside: list[cst.BaseStatement] = []
+        result = self.e.inline_chain(inside, scope, expr.body, state, current, owner, last=False)
+        if result == current:  # a body that passes its input through (an empty block)
+            result = scope.fresh("w")
+            inside.append(c.assign(result, c.name(current)))
+        goes_round = self.type_test(expr.continues, result)
+        inside.append(c.if_(c.not_(_parenthesised(goes_round)), [cst.SimpleStatementLine([cst.Break()])]))
+        inside.append(c.assign(current, c.name(result)))
+        exhausted = c.return_(
+            c.call(
+                self.e.runtime("Err"),
+                c.call(self.e.runtime("LoopExhausted"), c.integer(expr.bound), c.name(current)),
+                c.name(state),
+                site,
+            )
+        )
+        self.e.record(exhausted, expr.span)
+        loop = cst.For(
+            target=c.name(turn),
+            iter=c.call(self.e.builtin("range"), c.integer(expr.bound)),
+            body=cst.IndentedBlock(body=inside),
+            orelse=cst.Else(body=cst.IndentedBlock(body=[exhausted])),
+        )
+        self.e.record(loop, expr.span)
+        body.append(loop)
+        body.append(c.return_(c.call(self.e.runtime("Ok"), c.name(result), c.name(state))))
+        return body
+
+    # ------------------------------------------------------------ retry
+
+    def retry_body(self, expr: t.TRetry, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
+        """``for attempt in range(1, N + 1):`` one attempt; success ``break``\\ s, a failure worth
+        retrying hands its state on and pauses, any other failure (or the last) is returned."""
+        if not expr.body.sig.errors:  # nothing can fail: one attempt is all there is
+            body: list[cst.BaseStatement] = []
+            self.e.inline_chain(body, scope, expr.body, state, value, owner, last=True)
+            return body
+        attempt = scope.fresh("attempt")
+        result = scope.fresh("r")
+        inside = self._attempt(expr.body, state, value, result, scope, owner)
+        inside.append(c.if_(self.e.is_ok(result), [cst.SimpleStatementLine([cst.Break()])]))
+        inside.append(c.assign(state, c.attr(c.name(result), "state")))
+        give_up: cst.BaseExpression = cst.Comparison(
+            left=c.name(attempt),
+            comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=c.integer(expr.attempts))],
+        )
+        if expr.on is not None:
+            worth_it = c.call(
+                self.e.builtin("isinstance"),
+                c.attr(c.name(result), "error"),
+                self.e.error_classes(frozenset(expr.on)),
+            )
+            give_up = cst.BooleanOperation(left=give_up, operator=cst.Or(), right=c.not_(worth_it))
+        returned = c.return_(c.name(result))
+        self.e.record(returned, expr.span)
+        inside.append(c.if_(give_up, [returned]))
+        pause = c.line(
+            cst.Expr(
+                c.await_(c.call(self.e.runtime("retry_pause", COMPILED), c.name(attempt), cst.Float(repr(expr.backoff))))
+            )
+        )
+        inside.append(pause)
+        attempts = c.call(self.e.builtin("range"), c.integer(1), c.integer(expr.attempts + 1))
+        loop = cst.For(target=c.name(attempt), iter=attempts, body=cst.IndentedBlock(body=inside))
+        self.e.record(loop, expr.span)
+        return [loop, c.return_(c.name(result))]
+
+    def _attempt(
+        self, body: t.TExpr, state: str, value: str, result: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        """``result = `` one run of ``body``: a step's call inline (its exception turned into an
+        ``Err`` or a Defect, its ``Err`` given its site), anything else through its helper."""
+        if isinstance(body, t.TRef) and body.kind in ("step", "tool"):
+            return self.e.step_attempt(body, state, value, result, scope)
+        callee = self.e.function_of(body, owner)
+        statement = c.assign(result, c.await_(c.call(callee, c.name(state), c.name(value))))
+        self.e.record(statement, body.span)
+        return [statement]
+
+    # ------------------------------------------------------------ timeout
+
+    def timeout_body(
+        self, expr: t.TTimeout, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        """The body's steps inline under ``async with Deadline(S)``; the deadline's own
+        ``TimeoutError`` becomes ``Err(Timeout(S), state, site)`` with the state reached."""
+        site = self.e.site("timeout", expr.span)
+        deadline = scope.fresh("deadline")
+        seconds = cst.Float(repr(expr.seconds))
+        inside: list[cst.BaseStatement] = []
+        self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
+        block = cst.With(
+            items=[cst.WithItem(item=c.name(deadline))],
+            body=cst.IndentedBlock(body=inside),
+            asynchronous=cst.Asynchronous(),
+        )
+        not_ours = c.if_(
+            c.not_(c.call(c.attr(c.name(deadline), "expired"))), [cst.SimpleStatementLine([cst.Raise()])]
+        )
+        timed_out = c.return_(
+            c.call(self.e.runtime("Err"), c.call(self.e.runtime("Timeout"), seconds), c.name(state), site)
+        )
+        self.e.record(timed_out, expr.span)
+        guarded = cst.Try(
+            body=cst.IndentedBlock(body=[block]),
+            handlers=[
+                cst.ExceptHandler(
+                    body=cst.IndentedBlock(body=[not_ours, timed_out]), type=self.e.builtin("TimeoutError")
+                )
+            ],
+        )
+        start = c.assign(deadline, c.call(self.e.runtime("Deadline", COMPILED), seconds))
+        self.e.record(start, expr.span)
+        return [start, guarded]
+
+    # ------------------------------------------------------------ run-time tests
+
+    def pattern_test(self, pattern: t.TPattern, value: str) -> cst.BaseExpression | None:
+        """The test an arm's pattern makes of ``value`` (None for ``_``, which needs none)."""
+        match pattern:
+            case t.PClass(type=type_):
+                return self.type_test(type_, value)
+            case t.PLiteral(value=literal):
+                return self.type_test(Lit(literal), value)
+            case t.PWildcard():
+                return None
+            case _:
+                assert_never(pattern)
+
+    def type_test(self, type_: Type, value: str) -> cst.BaseExpression:
+        """``value``'s run-time test for ``type_`` (testable, :func:`mcec.check.types.testable`):
+        one ``isinstance`` for the classes, ``is None``, and a test per literal, joined by ``or``."""
+        classes: list[cst.BaseExpression] = []
+        tests: list[cst.BaseExpression] = []
+        for member in members(type_):
+            match member:
+                case Builtin(name="None"):
+                    tests.append(cst.Comparison(c.name(value), [cst.ComparisonTarget(cst.Is(), c.name("None"))]))
+                case Builtin() | ClassRef():
+                    classes.append(self.e.type_expr(member))
+                case Lit(value=literal):
+                    tests.append(self._literal_test(literal, value))
+                case Generic() | Union():
+                    raise AssertionError(f"{member} cannot be tested at run time (the checker rejects it)")
+                case _:
+                    assert_never(member)
+        if classes:
+            checked = classes[0] if len(classes) == 1 else c.tuple_(classes)
+            tests.insert(0, c.call(self.e.builtin("isinstance"), c.name(value), checked))
+        return c.or_([_parenthesised(test) for test in tests]) if len(tests) > 1 else tests[0]
+
+    def _literal_test(self, literal: str | int, value: str) -> cst.BaseExpression:
+        """``isinstance(v, str) and v == "a"``; ``type(v) is int and v == 1`` (so True is not 1)."""
+        if isinstance(literal, str):
+            kind: cst.BaseExpression = c.call(self.e.builtin("isinstance"), c.name(value), self.e.builtin("str"))
+            written: cst.BaseExpression = c.string(literal)
+        else:
+            kind = cst.Comparison(
+                c.call(self.e.builtin("type"), c.name(value)), [cst.ComparisonTarget(cst.Is(), self.e.builtin("int"))]
+            )
+            written = c.integer(literal)
+        equal = cst.Comparison(c.name(value), [cst.ComparisonTarget(cst.Equal(), written)])
+        return c.and_(kind, equal)
+
+
+def _parenthesised(test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` in parentheses when it is a boolean operation (inside ``not`` or ``or``)."""
+    if isinstance(test, cst.BooleanOperation):
+        return test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return test
