@@ -31,7 +31,7 @@ EXPECTED: dict[str, set[str]] = {
     "mcec/codegen/emitter.py": {"group_function", "_label"},
     "mcec/run/interpret.py": {"arrow"},
     "mcec/tools/graph.py": {"draw"},
-    "mcec/tools/fmt.py": {"flat", "must_break", "broken", "declaration", "_type"},
+    "mcec/tools/fmt.py": {"flat", "must_break", "broken", "declaration", "_type", "_needs_term_parens"},
 }
 
 SCRATCH_SYNTAX = '''
