@@ -37,6 +37,19 @@ The canonical style
   looser operator applies to (``(a >>= b) catch E => h``), where leaving them
   out would surprise a reader; other redundant ones are dropped. Long
   parenthesised parts break as ``(`` … ``)``.
+* v2 control flow: ``match { A => a, "s" => b, 3 => c, _ => d }``,
+  ``if p then a else b``, ``loop(8) e``, ``retry(3, on=E1 | E2, backoff=0.5) e``
+  (``on`` before ``backoff``, each only when written), ``timeout(10) e``; seconds
+  in their shortest form (``30``, ``0.5``), literals (in ``Literal["a", 3]`` and
+  patterns) with JSON escapes. Every keyword form is a term, and so are the bodies
+  of ``loop``/``retry``/``timeout`` and the parts of an ``if`` (a chain there is
+  parenthesised); an arm's body is a whole expression and never is. A ``match``
+  too long for its line puts one arm per line, one level in, each ending with
+  ``,``, their ``=>`` aligned (unless that would pass :data:`ALIGN_LIMIT`), and
+  ``}`` back at the indentation of the line that opened it; a chain that ends in
+  such a ``match`` keeps its other parts on that opening line when they fit
+  (``loop(8) (decide >>= match {`` … ``})``). An ``if`` too long for its line
+  breaks before ``then`` and ``else``, one level in.
 * Comments are never dropped or reordered. A comment alone on its line stays on
   its own line, indented like the code that follows it (one level in before a
   closing ``}`` or ``>``); a comment after code stays at the end of that line,
@@ -49,13 +62,16 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TypeAlias, assert_never
 
 from mcec import syntax as s
 from mcec.diagnostics import Diagnostic
 from mcec.syntax import parse
+from mcec.syntax.parser import MAX_DIGITS
 from mcec.span import SourceFile, Span
 
 __all__ = [
@@ -156,8 +172,43 @@ def _type(t: s.TypeExpr) -> str:
             return f"{_qual(t.head)}[{', '.join(_type(a) for a in t.args)}]"
         case s.TypeUnion():
             return " | ".join(_type(m) for m in t.members)
+        case s.TypeLiteral():
+            return _literal(t.value)
         case _:
             assert_never(t)
+
+
+#: The characters a string literal writes as a short JSON escape.
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _literal(value: str | int) -> str:
+    """A literal of ``Literal[…]`` or a pattern: an int as digits, a string double-quoted with JSON escapes.
+
+    Printable characters are written as themselves (``"é"``); quotes, backslashes and the
+    characters that are not printable (line breaks, controls, U+2028) are escaped.
+
+    >>> print(_literal('say "hi"\\n'), _literal("é"), _literal(3))
+    "say \\"hi\\"\\n" "é" 3
+    """
+    if isinstance(value, int):
+        return str(value)
+    escaped = (
+        _SHORT_ESCAPES.get(ch) or (ch if ch.isprintable() else json.dumps(ch)[1:-1]) for ch in value
+    )
+    return '"' + "".join(escaped) + '"'
+
+
+def _pattern(pattern: s.Pattern) -> str:
+    match pattern:
+        case s.Name():
+            return pattern.text
+        case s.QualName():
+            return _qual(pattern)
+        case s.TypeLiteral():
+            return _literal(pattern.value)
+        case _:
+            assert_never(pattern)
 
 
 def _errors(errors: s.ErrorList | None) -> str:
@@ -291,14 +342,17 @@ class _Formatter:
                 text = " >>= ".join(self.flat_term(p) for p in e.parts)
             case s.Par():
                 text = "par <" + ", ".join(self.flat(b) for b in e.branches) + ">"
-            case s.Each():
-                text = self.each_prefix(e) + self.flat_term(e.body)
-            case s.Local():
-                text = "local " + self.flat_term(e.body)
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout():
+                text = self.prefix(e) + self.flat_term(e.body)
             case s.Catch():
                 text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
             case s.OrElse():
                 text = f"{self.flat_or_body(e.body)} orelse {self.flat_or_operand(e.fallback)}"
+            case s.Match():
+                text = "match { " + ", ".join(f"{_pattern(a.pattern)} => {self.flat(a.body)}" for a in e.arms) + " }"
+            case s.IfElse():
+                condition, then, otherwise = (self.flat_term(p) for p in (e.condition, e.then, e.otherwise))
+                text = f"if {condition} then {then} else {otherwise}"
             case _:
                 assert_never(e)
         self._flat[key] = text
@@ -334,9 +388,34 @@ class _Formatter:
     def or_operand_parens(self, e: s.Expr) -> bool:
         return isinstance(e, s.OrElse) or self.kept_parens(e)
 
-    @staticmethod
-    def each_prefix(e: s.Each) -> str:
-        return "each " if e.limit is None else f"each(limit={e.limit}) "
+    def prefix(self, e: _Prefixed) -> str:
+        """What is written before the body of a combinator that takes one term: ``each(limit=3) ``,
+        ``local ``, ``loop(8) ``, ``retry(3, on=E1 | E2, backoff=0.5) ``, ``timeout(10) ``."""
+        match e:
+            case s.Each():
+                return "each " if e.limit is None else f"each(limit={e.limit}) "
+            case s.Local():
+                return "local "
+            case s.Loop():
+                return f"loop({e.bound}) "
+            case s.Retry():
+                on = "" if e.on is None else ", on=" + " | ".join(_type(t) for t in e.on)
+                backoff = ""
+                if e.backoff is not None and e.backoff_span is not None:
+                    backoff = f", backoff={self.seconds(e.backoff, e.backoff_span)}"
+                return f"retry({e.attempts}{on}{backoff}) "
+            case s.Timeout():
+                return f"timeout({self.seconds(e.seconds, e.seconds_span)}) "
+            case _:
+                assert_never(e)
+
+    def seconds(self, value: float, written: Span) -> str:
+        """A number of seconds in its shortest form (``30``, ``0.5``, never ``30.0``), or as written
+        when that form would have more digits than a number may (``999999999999999999`` is ``1e18``)."""
+        text = str(int(value)) if value.is_integer() else format(Decimal(repr(value)), "f")
+        if any(len(digits) > MAX_DIGITS for digits in text.split(".")):
+            return self.text[written.start : written.end]
+        return text
 
     @staticmethod
     def catch_clause(e: s.Catch) -> str:
@@ -366,8 +445,19 @@ class _Formatter:
                 result = any(self.must_break(b) for b in e.branches) or any(
                     self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
                 )
-            case s.Each() | s.Local():
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout():
                 result = self.must_break(e.body)
+            case s.Match():
+                bounds = [e.keyword.end, *(x for a in e.arms for x in (a.start, a.end)), e.end]
+                result = any(self.must_break(a.body) for a in e.arms) or any(
+                    self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
+                )
+            case s.IfElse():
+                result = (
+                    any(self.must_break(part) for part in (e.condition, e.then, e.otherwise))
+                    or self.has_comment(e.condition.end, e.then.start)
+                    or self.has_comment(e.then.end, e.otherwise.start)
+                )
             case s.Catch():
                 result = (
                     self.must_break(e.body)
@@ -408,10 +498,17 @@ class _Formatter:
             text = f"({self.flat(e)})"
             if column + len(text) + tail <= LINE_LENGTH:
                 return [_Line(indent, text, e.start, e.end)]
-        inner = self.layout(e, indent + INDENT, indent + INDENT, 0)
-        inner[0].indent = indent + INDENT
         opening = self.bracket_before(e.start, "(")
         closing = self.bracket_after(e.end, ")")
+        hugged = self.hugged_chain(e, indent, column + 1, tail + 1) if isinstance(e, s.Bind) else None
+        if hugged is not None:
+            hugged[0].text = "(" + hugged[0].text
+            hugged[0].first = opening
+            hugged[-1].text += ")"
+            hugged[-1].last = closing + 1
+            return hugged
+        inner = self.layout(e, indent + INDENT, indent + INDENT, 0)
+        inner[0].indent = indent + INDENT
         return [
             _Line(indent, "(", opening, opening + 1, opens=True),
             *inner,
@@ -425,6 +522,9 @@ class _Formatter:
             case s.Ref():
                 return [_Line(indent, e.name, e.start, e.end)]
             case s.Bind():
+                hugged = self.hugged_chain(e, indent, column, tail)
+                if hugged is not None:
+                    return hugged
                 lines = self.layout_term(e.parts[0], indent, column, 0)
                 for index, part in enumerate(e.parts[1:], start=1):
                     last = index == len(e.parts) - 1
@@ -441,8 +541,8 @@ class _Formatter:
                     lines.extend(branch_lines)
                 lines.append(_Line(indent, ">", e.end - 1, e.end, kind="close"))
                 return lines
-            case s.Each() | s.Local():
-                prefix = self.each_prefix(e) if isinstance(e, s.Each) else "local "
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout():
+                prefix = self.prefix(e)
                 lines = self.layout_term(e.body, indent, column + len(prefix), tail)
                 lines[0].text = prefix + lines[0].text
                 lines[0].first = e.start
@@ -470,8 +570,47 @@ class _Formatter:
                 fallback[0].indent = deeper
                 fallback[0].first = e.keyword.start
                 return body + fallback
+            case s.Match():
+                brace = self.bracket_after(e.keyword.end, "{")
+                lines = [_Line(indent, "match {", e.start, brace + 1, opens=True)]
+                patterns = [_pattern(arm.pattern) for arm in e.arms]
+                width = max(len(p) for p in patterns)
+                if deeper + width + len(" => ") > ALIGN_LIMIT:
+                    width = 0
+                for arm, pattern in zip(e.arms, patterns):
+                    arm_lines = self.prefixed(f"{pattern.ljust(width)} => ", arm.body, deeper, 1, term=False)
+                    arm_lines[0].first = arm.start
+                    arm_lines[-1].text += ","
+                    lines.extend(arm_lines)
+                lines.append(_Line(indent, "}", e.end - 1, e.end, kind="close"))
+                return lines
+            case s.IfElse():
+                lines = self.layout_term(e.condition, indent, column + len("if "), 0)
+                lines[0].text = "if " + lines[0].text
+                lines[0].first = e.start
+                lines.extend(self.prefixed("then ", e.then, deeper, 0, term=True))
+                lines.extend(self.prefixed("else ", e.otherwise, deeper, tail, term=True))
+                return lines
             case _:
                 assert_never(e)
+
+    def hugged_chain(self, e: s.Bind, indent: int, column: int, tail: int) -> list[_Line] | None:
+        """``a >>= b >>= match {`` … ``}``: a chain that ends in a ``match`` keeps its other parts on
+        the line that opens the match, when they fit there and no comment sits between the parts
+        (else None: the chain breaks before each ``>>=``)."""
+        *head, last = e.parts
+        if not isinstance(last, s.Match):
+            return None
+        gaps = zip(e.parts, e.parts[1:])
+        if any(self.must_break(p) for p in head) or any(self.has_comment(a.end, b.start) for a, b in gaps):
+            return None
+        text = "".join(self.flat_term(p) + " >>= " for p in head)
+        if column + len(text) + len("match {") > LINE_LENGTH:
+            return None
+        lines = self.broken(last, indent, column + len(text), tail)
+        lines[0].text = text + lines[0].text
+        lines[0].first = e.start
+        return lines
 
     def prefixed(self, prefix: str, e: s.Expr, indent: int, tail: int, *, term: bool) -> list[_Line]:
         """A continuation line ``prefix e`` at ``indent``."""
@@ -718,9 +857,21 @@ class _Formatter:
         return "\n".join(out) + "\n" if out else ""
 
 
+#: The combinators written as a keyword (with its arguments) before the one term that is their body.
+_Prefixed: TypeAlias = s.Each | s.Local | s.Loop | s.Retry | s.Timeout
+
+
 def _needs_term_parens(e: s.Expr) -> bool:
-    """Where the grammar wants a term (bind parts, handlers, ``each``/``local`` bodies)."""
-    return isinstance(e, (s.Bind, s.Catch, s.OrElse))
+    """True when ``e`` needs parentheses where the grammar wants a term (bind parts, handlers, the
+    bodies of ``each``/``local``/``loop``/``retry``/``timeout``, the three parts of an ``if``):
+    the operator forms do; every keyword form is a term (a ``match`` arm's body is a whole expression)."""
+    match e:
+        case s.Bind() | s.Catch() | s.OrElse():
+            return True
+        case s.Ref() | s.Par() | s.Each() | s.Local() | s.Match() | s.IfElse() | s.Loop() | s.Retry() | s.Timeout():
+            return False
+        case _:
+            assert_never(e)
 
 
 def _broken_header(

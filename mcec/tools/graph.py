@@ -19,7 +19,15 @@ What the picture shows, per pipeline (one box titled with its signature):
   error they handle to the handler or fallback, labelled with the errors;
 * every error that escapes as a red edge to one ``failure`` node, labelled with
   the errors that node may fail with (a ``MergeConflict`` leaves from the join
-  of the ``par``/``each`` whose merge may raise it).
+  of the ``par``/``each`` whose merge may raise it);
+* (v2) ``match`` as a decision node (a diamond) with one edge per arm, labelled
+  with its pattern (``Answer``, ``"search"``, ``3``, ``_``); ``if p then a else b``
+  as ``p``'s nodes, then a decision node with edges labelled ``then`` and ``else``;
+  ``loop(N) e`` as ``e``'s nodes, then a decision node from which a bold back edge
+  labelled ``≤ N×`` goes to ``e``'s start and the exit edge leaves (the node's
+  ``LoopExhausted`` edge goes to the failure node);
+* (v2) ``retry`` and ``timeout`` as an inner box around their body, titled
+  ``retry ×3 on E`` or ``timeout 10 s``; a ``Timeout`` leaves from the box itself.
 
 Labels are escaped for each format (Mermaid entity codes, DOT string escapes),
 so no name or type can change the structure of the output.
@@ -27,14 +35,16 @@ so no name or type can change the structure of the output.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Literal, assert_never
 
 from mcec.check import typed as t
-from mcec.check.types import MERGE_CONFLICT, ErrorSet, render_errors
+from mcec.check.types import MERGE_CONFLICT, ErrorSet, render_errors, runtime_error
 
 __all__ = [
     "COMMANDS",
@@ -52,8 +62,8 @@ __all__ = [
     "to_svg",
 ]
 
-NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "pipeline", "fork", "join", "pass"]
-EdgeKind = Literal["flow", "recover", "fail"]
+NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "pipeline", "fork", "join", "pass", "decision"]
+EdgeKind = Literal["flow", "loop", "recover", "fail"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +77,10 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """An edge; ``recover`` edges are dashed (catch/orelse), ``fail`` edges go to the failure node."""
+    """An edge; ``loop`` edges go back to the start of a loop's body, ``recover`` edges are dashed
+    (catch/orelse), ``fail`` edges go to the failure node. The source of a ``recover`` or ``fail``
+    edge may be a :class:`Cluster` (a ``timeout``'s box, which fails as a whole); every other end
+    is a node."""
 
     source: str
     target: str
@@ -77,7 +90,7 @@ class Edge:
 
 @dataclass(frozen=True, slots=True)
 class Cluster:
-    """A box of nodes: a whole pipeline, or a ``local`` inside one."""
+    """A box of nodes: a whole pipeline, or a ``local``, ``retry`` or ``timeout`` inside one."""
 
     id: str
     title: str
@@ -165,13 +178,7 @@ class _Builder:
             case t.TPar() | t.TEach():
                 return self.draw_group(e)
             case t.TLocal():
-                box = _Box(self.fresh(), "local: state restored")
-                self.stack[-1].boxes.append(box)
-                self.stack.append(box)
-                try:
-                    return self.draw(e.body)
-                finally:
-                    self.stack.pop()
+                return self.draw_boxed("local: state restored", e.body)[1]
             case t.TCatch():
                 body = self.draw(e.body)
                 handler = self.draw(e.handler)
@@ -193,8 +200,47 @@ class _Builder:
             case t.TIdentity():
                 node = self.node("pass", "(no steps)", str(e.sig))
                 return _Frag(node, [node], [])
+            case t.TMatch():
+                decision = self.node("decision", "match", str(e.sig))
+                arms = [self.draw(arm.body) for arm in e.arms]
+                for arm, drawn in zip(e.arms, arms):
+                    self.edge(decision, drawn.entry, label=_pattern(arm.pattern))
+                return _Frag(decision, [x for a in arms for x in a.exits], [f for a in arms for f in a.failures])
+            case t.TIf():
+                condition = self.draw(e.condition)
+                decision = self.node("decision", "if")
+                self.connect(condition.exits, decision)
+                then = self.draw(e.then)
+                otherwise = self.draw(e.otherwise)
+                self.edge(decision, then.entry, label="then")
+                self.edge(decision, otherwise.entry, label="else")
+                failures = condition.failures + then.failures + otherwise.failures
+                return _Frag(condition.entry, then.exits + otherwise.exits, failures)
+            case t.TLoop():
+                body = self.draw(e.body)
+                again = self.node("decision", "loop", f"again on {e.continues}")
+                self.connect(body.exits, again)
+                self.edge(again, body.entry, "loop", f"≤ {e.bound}×")
+                return _Frag(body.entry, [again], [*body.failures, (again, frozenset({_LOOP_EXHAUSTED}))])
+            case t.TRetry():
+                on = "" if e.on is None else f" on {render_errors(frozenset(e.on))}"
+                backoff = "" if e.backoff == t.DEFAULT_BACKOFF else f", backoff {_seconds(e.backoff)} s"
+                return self.draw_boxed(f"retry ×{e.attempts}{on}{backoff}", e.body)[1]
+            case t.TTimeout():
+                box, body = self.draw_boxed(f"timeout {_seconds(e.seconds)} s", e.body)
+                return _Frag(body.entry, body.exits, [*body.failures, (box, frozenset({_TIMEOUT}))])
             case _:
                 assert_never(e)
+
+    def draw_boxed(self, title: str, body: t.TExpr) -> tuple[str, _Frag]:
+        """Draw ``body`` inside a new inner box titled ``title``: the box's id and the drawing."""
+        box = _Box(self.fresh(), title)
+        self.stack[-1].boxes.append(box)
+        self.stack.append(box)
+        try:
+            return box.id, self.draw(body)
+        finally:
+            self.stack.pop()
 
     def draw_group(self, e: t.TPar | t.TEach) -> _Frag:
         if isinstance(e, t.TPar):
@@ -230,9 +276,33 @@ class _Builder:
             failure = self.node("failure", f"failure: {render_errors(everything)}")
             for source, errors in merged.items():
                 self.edge(source, failure, "fail", render_errors(errors))
-        rank = {"flow": 0, "recover": 1, "fail": 2}
+        rank = {"flow": 0, "loop": 1, "recover": 2, "fail": 3}
         edges = sorted(self.edges, key=lambda e: (rank[e.kind], _number(e.source), _number(e.target)))
         return PipelineGraph(pipeline.name, self.root.freeze(), tuple(edges))
+
+
+#: The built-in errors a ``loop`` and a ``timeout`` add (LANGUAGE.md §5). (The checker's own
+#: constants, once it has them, are equal: built-in error types compare by their path.)
+_LOOP_EXHAUSTED = runtime_error("LoopExhausted")
+_TIMEOUT = runtime_error("Timeout")
+
+
+def _pattern(pattern: t.TPattern) -> str:
+    """An arm's pattern as the spec writes it: a type, a literal (strings JSON-quoted), or ``_``."""
+    match pattern:
+        case t.PClass():
+            return str(pattern.type)
+        case t.PLiteral():
+            return json.dumps(pattern.value, ensure_ascii=False)
+        case t.PWildcard():
+            return "_"
+        case _:
+            assert_never(pattern)
+
+
+def _seconds(value: float) -> str:
+    """Seconds in their shortest form, as ``mcec fmt`` writes them: ``10``, ``0.5``, ``0.00001``."""
+    return str(int(value)) if value.is_integer() else format(Decimal(repr(value)), "f")
 
 
 def _number(node_id: str) -> int:
@@ -272,6 +342,7 @@ _MERMAID_SHAPES: dict[NodeKind, tuple[str, str]] = {
     "fork": ('(("', '"))'),
     "join": ('(("', '"))'),
     "pass": ('["', '"]'),
+    "decision": ('{"', '"}'),
 }
 
 
@@ -304,7 +375,7 @@ def to_mermaid(graph: Graph) -> str:
 
     for pipeline in graph.pipelines:
         box(pipeline.box, 1)
-    arrows = {"flow": "-->", "recover": "-.->", "fail": "-->"}
+    arrows = {"flow": "-->", "loop": "==>", "recover": "-.->", "fail": "-->"}
     for edge in edges:
         label = f'|"{_mermaid_text(edge.label)}"|' if edge.label else ""
         out.append(f"    {edge.source} {arrows[edge.kind]}{label} {edge.target}")
@@ -329,6 +400,15 @@ def _all_nodes(cluster: Cluster) -> list[Node]:
     return nodes
 
 
+def _all_clusters(cluster: Cluster) -> list[Cluster]:
+    """The boxes inside ``cluster`` (not itself), at any depth."""
+    found = []
+    for inner in cluster.clusters:
+        found.append(inner)
+        found.extend(_all_clusters(inner))
+    return found
+
+
 # ---------------------------------------------------------------- Graphviz
 
 _DOT_SHAPES: dict[NodeKind, str] = {
@@ -342,6 +422,7 @@ _DOT_SHAPES: dict[NodeKind, str] = {
     "fork": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',
     "join": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',
     "pass": "shape=box, style=dotted",
+    "decision": "shape=diamond",
 }
 
 
@@ -353,10 +434,17 @@ def _dot_string(text: str) -> str:
 
 
 def to_dot(graph: Graph) -> str:
-    """The graph in Graphviz DOT (``dot -Tsvg`` renders it)."""
+    """The graph in Graphviz DOT (``dot -Tsvg`` renders it).
+
+    DOT has no edges from a cluster: an edge that leaves a box (a ``timeout``'s
+    ``Timeout``) is drawn from the box's first node, clipped at the box's border
+    (``ltail``, with ``compound=true``).
+    """
+    inside = {c.id: c for p in graph.pipelines for c in _all_clusters(p.box)}
+    compound = ", compound=true" if any(e.source in inside for p in graph.pipelines for e in p.edges) else ""
     out = [
         "digraph mce {",
-        '    graph [rankdir=TB, fontname="Helvetica", fontsize=12];',
+        f'    graph [rankdir=TB, fontname="Helvetica", fontsize=12{compound}];',
         '    node [fontname="Helvetica", fontsize=11];',
         '    edge [fontname="Helvetica", fontsize=10];',
     ]
@@ -380,15 +468,21 @@ def to_dot(graph: Graph) -> str:
         box(pipeline.box, 1, False)
     for pipeline in graph.pipelines:
         for edge in pipeline.edges:
+            source = edge.source
             attributes = []
             if edge.label:
                 attributes.append(f"label={_dot_string(edge.label)}")
-            if edge.kind == "recover":
+            if source in inside:
+                source = min((n.id for n in _all_nodes(inside[source])), key=_number)
+                attributes.append(f"ltail=cluster_{edge.source}")
+            if edge.kind == "loop":
+                attributes.append("style=bold, constraint=false")
+            elif edge.kind == "recover":
                 attributes.append("style=dashed")
             elif edge.kind == "fail":
                 attributes.append('color="#c62828", fontcolor="#b71c1c"')
             suffix = f" [{', '.join(attributes)}]" if attributes else ""
-            out.append(f"    {edge.source} -> {edge.target}{suffix};")
+            out.append(f"    {source} -> {edge.target}{suffix};")
     out.append("}")
     return "\n".join(out) + "\n"
 

@@ -342,9 +342,17 @@ def test_self_check_refuses_to_write(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 # ---------------------------------------------------------------- properties
 
-NAMES = ["a", "b", "c_1", "fetch", "Merge_x", "news", "_p"]
+#: v2's soft keywords are ordinary names where no combinator can start (LANGUAGE.md §2)
+NAMES = ["a", "b", "c_1", "fetch", "Merge_x", "news", "_p", "retry", "timeout", "loop", "match"]
 TYPES = ["int", "str", "None", "A", "m.B", "Any"]
 COMMENTS = ["# c", "#", "# tricky >>= par < , ; { } # x", "#!x  ", "# é ünïcode"]
+
+#: string and int literals as written (escapes, leading zeros: the formatter writes them canonically)
+LITERALS = ['"a"', '"Search"', '"\\u00e9\\n"', '"q\\"b\\\\"', '"\\u2028\\t"', '""', "3", "007", "0"]
+#: patterns of `match` arms: type names, literals and the wildcard
+PATTERNS = ["A", "m.B", "None", "str", "_", *LITERALS]
+#: seconds, as `timeout(…)` and `backoff=` take them
+SECONDS = ["0", "0.5", "30", "30.0", "0.25", "0.50", "007", "1.000", "0.001"]
 
 name = st.sampled_from(NAMES)
 qual = st.lists(name, min_size=1, max_size=3).map(".".join)
@@ -362,7 +370,10 @@ def _types(depth: int) -> st.SearchStrategy[list[str]]:
     union = st.lists(st.one_of(atom, apply), min_size=2, max_size=3).map(
         lambda ms: sum(([*m, "|"] for m in ms[:-1]), []) + ms[-1]
     )
-    return st.one_of(atom, apply, union)
+    literal = st.lists(st.sampled_from(LITERALS), min_size=1, max_size=3).map(
+        lambda vs: ["Literal", "[", *sum(([v, ","] for v in vs[:-1]), []), vs[-1], "]"]
+    )
+    return st.one_of(atom, apply, union, literal)
 
 
 #: an error type: a name or a generic without unions (no filtering: cheap to draw)
@@ -389,8 +400,14 @@ def _expr(depth: int) -> st.SearchStrategy[list[str]]:
 @st.composite
 def _expr_at(draw: st.DrawFn, depth: int) -> list[str]:
     """An expression as tokens; it is always a *term* (parenthesised when needed),
-    plus random redundant parentheses."""
-    kinds = ["ref"] if depth == 0 else ["ref", "bind", "par", "each", "local", "catch", "orelse"]
+    plus random redundant parentheses.
+
+    v2's soft keywords are glued to their bracket (``retry(``, ``match {``): the lexer
+    knows them by the bracket that follows, and its lookahead does not skip a comment.
+    """
+    kinds = ["ref"] if depth == 0 else [
+        "ref", "bind", "par", "each", "local", "catch", "orelse", "match", "if", "loop", "retry", "timeout"
+    ]
     kind = draw(st.sampled_from(kinds))
     sub = _expr(depth - 1) if depth > 0 else None
     if kind == "ref":
@@ -414,12 +431,47 @@ def _expr_at(draw: st.DrawFn, depth: int) -> list[str]:
         assert sub is not None
         errors = draw(st.lists(error_atom, min_size=1, max_size=3))
         tokens = _paren([*draw(sub), "catch", *sum(([*e, "|"] for e in errors[:-1]), []), *errors[-1], "=>", *draw(sub)])
-    else:
+    elif kind == "orelse":
         assert sub is not None
         tokens = _paren([*draw(sub), "orelse", *draw(sub)])
+    elif kind == "match":
+        assert sub is not None
+        arms = draw(st.lists(st.tuples(st.sampled_from(PATTERNS), _arm_body(depth - 1)), min_size=1, max_size=4))
+        body = sum(([p, "=>", *b, ","] for p, b in arms), [])
+        if draw(st.booleans()):  # the trailing comma is optional
+            body.pop()
+        tokens = ["match {", *body, "}"]
+    elif kind == "if":
+        assert sub is not None
+        tokens = ["if", *draw(sub), "then", *draw(sub), "else", *draw(sub)]
+    elif kind == "loop":
+        assert sub is not None
+        tokens = ["loop(", str(draw(st.integers(0, 99))), ")", *draw(sub)]
+    elif kind == "retry":
+        assert sub is not None
+        errors = draw(st.lists(error_atom, min_size=1, max_size=3))
+        on = [",", "on", "=", *sum(([*e, "|"] for e in errors[:-1]), []), *errors[-1]]
+        backoff = [",", "backoff", "=", draw(st.sampled_from(SECONDS))]
+        args = draw(st.sampled_from([[], on, backoff, on + backoff, backoff + on]))
+        tokens = ["retry(", str(draw(st.integers(0, 99))), *args, ")", *draw(sub)]
+    else:
+        assert sub is not None
+        tokens = ["timeout(", draw(st.sampled_from(SECONDS)), ")", *draw(sub)]
     if draw(st.integers(0, 5)) == 0:
         tokens = _paren(tokens)
     return tokens
+
+
+@st.composite
+def _arm_body(draw: st.DrawFn, depth: int) -> list[str]:
+    """A `match` arm's body: a whole expression, so chains need no parentheses there."""
+    sub = _expr(depth)
+    operator = draw(st.sampled_from([None, ">>=", "orelse", "catch"]))
+    if operator is None:
+        return draw(sub)
+    if operator == "catch":
+        return [*draw(sub), "catch", *draw(error_atom), "=>", *draw(sub)]
+    return [*draw(sub), operator, *draw(sub)]
 
 
 @st.composite
@@ -539,3 +591,100 @@ def test_the_parentheses_a_reader_needs_are_kept() -> None:
         "pipeline r : A -> A = x >>= a >>= b >>= c;\n"
     )
     assert format_text("pipeline p : A -> A = a >>= b catch E => h;\n") == "pipeline p : A -> A = a >>= b catch E => h;\n"
+
+
+# ---------------------------------------------------------------- v2 control flow (issue 21)
+
+
+def _key(text: str) -> object:
+    module = parse(SourceFile("x.mce", text)).module
+    assert module is not None, text
+    return tree_key(module)
+
+
+def test_tree_key_compares_the_v2_nodes_by_meaning() -> None:
+    """The self-check's comparison sees every field of the new nodes (and only their spans go)."""
+    same = [
+        ("pipeline p : A -> B = retry(3, on=E | F, backoff=1) a;", "pipeline p:A->B=retry( 3,backoff=1.0,on=E|F )(a);"),
+        ("pipeline p : A -> B = timeout(10) a;", "pipeline p : A -> B = timeout(10.000) a;"),
+        ("pipeline p : A -> B = match { A => a, 7 => b };", "pipeline p : A -> B = match { A => (a), 007 => b, };"),
+        ('fn f : Literal["\\u00e9"] -> B = m.f', 'fn f : Literal["é"] -> B = m.f'),
+    ]
+    for first, second in same:
+        assert _key(first) == _key(second), (first, second)
+    different = [
+        ('pipeline p : A -> B = match { "1" => a, _ => b };', "pipeline p : A -> B = match { 1 => a, _ => b };"),
+        ('pipeline p : A -> B = match { "A" => a, _ => b };', "pipeline p : A -> B = match { A => a, _ => b };"),
+        ("pipeline p : A -> B = match { A => a, _ => b };", "pipeline p : A -> B = match { _ => b, A => a };"),
+        ("pipeline p : A -> B = match { m.A => a };", "pipeline p : A -> B = match { A => a };"),
+        ("pipeline p : A -> B = if c then a else b;", "pipeline p : A -> B = if c then b else a;"),
+        ("pipeline p : A -> B = loop(3) a;", "pipeline p : A -> B = loop(4) a;"),
+        ("pipeline p : A -> B = retry(3) a;", "pipeline p : A -> B = retry(3, on=E) a;"),
+        ("pipeline p : A -> B = retry(3) a;", "pipeline p : A -> B = retry(3, backoff=0.5) a;"),
+        ("pipeline p : A -> B = retry(3, backoff=0.5) a;", "pipeline p : A -> B = retry(3, backoff=0.25) a;"),
+        ("pipeline p : A -> B = timeout(1) a;", "pipeline p : A -> B = timeout(1.5) a;"),
+        ("pipeline p : A -> B = timeout(1) a >>= b;", "pipeline p : A -> B = timeout(1) (a >>= b);"),
+        ('fn f : Literal["a", 3] -> B = m.f', 'fn f : Literal["a", "3"] -> B = m.f'),
+    ]
+    for first, second in different:
+        assert _key(first) != _key(second), (first, second)
+
+
+def test_seconds_are_written_in_their_shortest_form() -> None:
+    def prefix(text: str) -> str:
+        return format_text(f"pipeline p : A -> B = {text} a;").removeprefix("pipeline p : A -> B = ").removesuffix(" a;\n")
+
+    assert prefix("timeout(30)") == "timeout(30)"
+    assert prefix("timeout(30.0)") == "timeout(30)"
+    assert prefix("timeout(0.50)") == "timeout(0.5)"
+    assert prefix("timeout(0.00001)") == "timeout(0.00001)"  # never `1e-05`: the grammar has no exponents
+    assert prefix("timeout(0.30000000000000001)") == "timeout(0.3)"  # the same float
+    assert prefix("retry(2, backoff=0)") == "retry(2, backoff=0)"
+    assert prefix("retry(2, backoff=1.25, on=E)") == "retry(2, on=E, backoff=1.25)"
+    # 18 nines are the float 1e18, whose digits (19) are more than a number may have: kept as written
+    assert prefix("timeout(999999999999999999)") == "timeout(999999999999999999)"
+
+
+def test_literals_are_written_with_json_escapes() -> None:
+    text = 'fn f : Literal["\\u00e9", "\\u2028", "a\\"b\\\\", "\\/", "\\t", 007] -> str = m.f\n'
+    assert format_text(text) == 'fn f : Literal["é", "\\u2028", "a\\"b\\\\", "/", "\\t", 7] -> str = m.f\n'
+    assert format_text('pipeline p : A -> B = match { "\\u00e9\\n" => a, 0 => b };') == (
+        'pipeline p : A -> B = match { "é\\n" => a, 0 => b };\n'
+    )
+
+
+def test_match_arms_align_their_arrows_up_to_the_limit() -> None:
+    long_pattern = "m." + "p" * 80
+    out = format_text(f"pipeline p : A -> B = match {{ A => a, {long_pattern} => b, C => c_{'x' * 80} }};")
+    assert out.splitlines() == [
+        "pipeline p : A -> B =",
+        "    match {",
+        "        A => a,",
+        f"        {long_pattern} => b,",
+        f"        C => c_{'x' * 80},",
+        "    };",
+    ]
+
+
+def test_the_keyword_forms_take_parentheses_only_where_the_grammar_needs_them() -> None:
+    assert format_text("pipeline p : A -> B = (loop(3) a) >>= (if (c) then (d) else (e)) >>= (match { A => (x >>= y) });") == (
+        "pipeline p : A -> B = loop(3) a >>= if c then d else e >>= match { A => x >>= y };\n"
+    )
+    assert format_text("pipeline p : A -> B = retry(2) (a catch E => h) orelse timeout(1) (b orelse c);") == (
+        "pipeline p : A -> B = retry(2) (a catch E => h) orelse timeout(1) (b orelse c);\n"
+    )
+    assert format_text("pipeline p : A -> B = if (a >>= b) then (c catch E => d) else (e orelse f);") == (
+        "pipeline p : A -> B = if (a >>= b) then (c catch E => d) else (e orelse f);\n"
+    )
+
+
+def test_the_self_check_covers_the_v2_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A formatter that printed a literal without its quotes, or the wrong seconds, would change
+    the spec's meaning: the self-check refuses it."""
+    monkeypatch.setattr(fmt, "_literal", lambda value: str(value))
+    with pytest.raises(FormatError, match="meaning"):
+        format_text('pipeline p : A -> B = match { "1" => a, _ => b };')
+    monkeypatch.undo()
+    monkeypatch.setattr(fmt._Formatter, "seconds", lambda self, value, written: "1")
+    with pytest.raises(FormatError, match="meaning"):
+        format_text("pipeline p : A -> B = timeout(10) a;")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -10,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from mcec.check import typed as t
+from mcec.check.types import Builtin, ClassRef, Type, runtime_error, union
 from mcec.compiler import check_source
-from mcec.tools.graph import Cluster, Edge, Graph, Node, PipelineGraph, build_graph, to_dot, to_mermaid
-from mcec.span import SourceFile
+from mcec.tools.fmt import format_text
+from mcec.tools.graph import Cluster, Edge, Graph, Node, PipelineGraph, build_graph, to_dot, to_mermaid, to_svg
+from mcec.span import SourceFile, Span
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "tests" / "tools" / "cases" / "graph"
@@ -116,3 +120,209 @@ def test_cli_svg_with_graphviz() -> None:
     run = _mcec("graph", "--format", "svg", "tests/tools/cases/graph/shapes.mce")
     assert run.returncode == 0, run.stderr
     assert "<svg" in run.stdout and "failure: E" in run.stdout
+
+
+# ---------------------------------------------------------------- v2 control flow (issue 21)
+#
+# The checker does not type v2 control flow yet, so these tests build the typed
+# program of cases/graph/control.mce by hand, as the checker is to build it
+# (LANGUAGE.md §5; `narrowed` of a literal arm is its base type until there is a
+# Literal type). Once `mcec check` knows v2, `_control_graph()` becomes
+# `_graph(CONTROL, pipeline)`, `_control_program()` goes, and "control" joins SPECS
+# (m.py then needs the spec's classes and functions); the goldens should not change.
+
+CONTROL = CASES / "control.mce"
+
+
+def _control_program() -> t.Program:
+    source = SourceFile(str(CONTROL.relative_to(ROOT)), CONTROL.read_text(encoding="utf-8"))
+    nowhere = Span(source, 0, 0)
+
+    def cls(name: str) -> ClassRef:
+        return ClassRef(f"m.{name}", name)
+
+    turn, answer, search_args, calc_args, hits, e = map(cls, ["Turn", "Answer", "SearchArgs", "CalcArgs", "Hits", "E"])
+    text, number, boolean = Builtin("str"), Builtin("int"), Builtin("bool")
+    timeout, exhausted = runtime_error("Timeout"), runtime_error("LoopExhausted")
+
+    def sig(a: Type, b: Type, errors: frozenset[Type] | set[Type] = frozenset(), stateful: bool = False) -> t.Sig:
+        return t.Sig(a, b, frozenset(errors), stateful)
+
+    def step(name: str, a: Type, b: Type, *errors: Type) -> t.TRef:
+        return t.TRef(name, "step", sig(a, b, set(errors), True), nowhere)
+
+    def fn(name: str, a: Type, b: Type) -> t.TRef:
+        return t.TRef(name, "fn", sig(a, b), nowhere)
+
+    def bind(*parts: t.TExpr) -> t.TBind:
+        errors = frozenset().union(*(p.sig.errors for p in parts))
+        stateful = any(p.sig.stateful for p in parts)
+        return t.TBind(parts, sig(parts[0].sig.input, parts[-1].sig.output, errors, stateful), nowhere)
+
+    def pipeline(name: str, body: t.TExpr) -> t.TPipeline:
+        return t.TPipeline(name, body.sig, body, Span(source, source.text.index(f"pipeline {name} "), 0))
+
+    # loop(8) (retry(3, on=E) decide >>= match { Answer => done, SearchArgs => …, CalcArgs => … })
+    decide = step("decide", turn, union([answer, search_args, calc_args]), e)
+    timed_search = t.TTimeout(step("search", search_args, hits, e), 10.0, sig(search_args, hits, {e, timeout}, True), nowhere)
+    arms = (
+        t.TArm(t.PClass(answer), fn("done", answer, answer), answer, nowhere),
+        t.TArm(t.PClass(search_args), bind(timed_search, fn("hits", hits, text), step("observe", text, turn)), search_args, nowhere),
+        t.TArm(t.PClass(calc_args), bind(fn("calc", calc_args, text), step("observe", text, turn)), calc_args, nowhere),
+    )
+    dispatch = t.TMatch(arms, sig(decide.sig.output, union([answer, turn]), {e, timeout}, True), nowhere)
+    turn_once = bind(t.TRetry(decide, 3, (e,), t.DEFAULT_BACKOFF, decide.sig, nowhere), dispatch)
+    react = t.TLoop(turn_once, 8, turn, sig(turn, answer, {e, timeout, exhausted}, True), nowhere)
+
+    # if is_final then conclude else (retry(2, backoff=0) think >>= summarise)
+    think = step("think", turn, turn, e)
+    otherwise = bind(t.TRetry(think, 2, None, 0.0, think.sig, nowhere), fn("summarise", turn, text))
+    branch = t.TIf(fn("is_final", turn, boolean), fn("conclude", turn, text), otherwise, sig(turn, text, {e}, True), nowhere)
+
+    # kind >>= match { "search" => say, 0 => count, _ => other }
+    either = union([number, text])
+    by_kind = bind(
+        fn("kind", turn, either),
+        t.TMatch(
+            (
+                t.TArm(t.PLiteral("search"), fn("say", text, text), text, nowhere),
+                t.TArm(t.PLiteral(0), fn("count", number, text), number, nowhere),
+                t.TArm(t.PWildcard(), fn("other", either, text), either, nowhere),
+            ),
+            sig(either, text),
+            nowhere,
+        ),
+    )
+
+    # timeout(2.5) (think >>= summarise) catch Timeout => give_up
+    timed = t.TTimeout(bind(think, fn("summarise", turn, text)), 2.5, sig(turn, text, {e, timeout}, True), nowhere)
+    patient = t.TCatch(timed, (timeout,), fn("give_up", timeout, text), sig(turn, text, {e}, True), nowhere)
+
+    pipelines = (
+        pipeline("react", react),
+        pipeline("branch", branch),
+        pipeline("by_kind", by_kind),
+        pipeline("patient", patient),
+    )
+    return t.Program(source.path, "", (), cls("S"), None, (), (), (), (), pipelines)
+
+
+def _control_graph(pipeline: str | None = None) -> Graph:
+    return build_graph(_control_program(), pipeline)
+
+
+def test_the_control_spec_is_v2_syntax_in_canonical_layout() -> None:
+    """What the hand-built program stands for parses, and is kept formatted for the switch to the checker."""
+    text = CONTROL.read_text(encoding="utf-8")
+    assert format_text(text) == text
+
+
+def test_golden_control_flow(golden) -> None:  # type: ignore[no-untyped-def]
+    graph = _control_graph()
+    golden(CASES / "control.mmd", to_mermaid(graph))
+    golden(CASES / "control.dot", to_dot(graph))
+    assert to_dot(_control_graph()) == to_dot(graph)  # deterministic
+
+
+def _labelled(pipeline: PipelineGraph) -> tuple[dict[str, Node], dict[str, Cluster], list[tuple[str, str, str, str | None]]]:
+    """The pipeline's nodes and inner boxes by id, and its edges as (kind, source, target, label),
+    each end named by its node's first line or its box's title."""
+    nodes: dict[str, Node] = {}
+    boxes: dict[str, Cluster] = {}
+    stack = [pipeline.box]
+    while stack:
+        box = stack.pop()
+        nodes.update((n.id, n) for n in box.nodes)
+        boxes.update((b.id, b) for b in box.clusters)
+        stack.extend(box.clusters)
+
+    def name(end: str) -> str:
+        return nodes[end].lines[0] if end in nodes else boxes[end].title
+
+    edges = [(e.kind, name(e.source), name(e.target), e.label) for e in pipeline.edges]
+    return nodes, boxes, edges
+
+
+def test_a_loop_goes_back_to_its_start_and_a_match_has_one_edge_per_arm() -> None:
+    (react,) = _control_graph("react").pipelines
+    nodes, boxes, edges = _labelled(react)
+    decisions = [n.lines for n in nodes.values() if n.kind == "decision"]
+    assert decisions == [
+        ("match", "Answer | CalcArgs | SearchArgs -> Answer | Turn ! Timeout | E"),
+        ("loop", "again on Turn"),
+    ]
+    assert ("flow", "match", "done", "Answer") in edges
+    assert ("flow", "match", "search", "SearchArgs") in edges
+    assert ("flow", "match", "calc", "CalcArgs") in edges
+    # every arm's end leads to the loop's decision, which goes back (≤ 8×) or leaves
+    assert {(s, tgt) for k, s, tgt, _ in edges if tgt == "loop"} == {("done", "loop"), ("observe", "loop")}
+    assert [(k, s, tgt, label) for k, s, tgt, label in edges if k == "loop"] == [("loop", "loop", "decide", "≤ 8×")]
+    assert ("flow", "loop", "output: Answer", None) in edges
+    assert sorted(b.title for b in boxes.values()) == ["retry ×3 on E", "timeout 10 s"]
+    fails = sorted((s, label) for k, s, _, label in edges if k == "fail")
+    assert fails == [("decide", "E"), ("loop", "LoopExhausted"), ("search", "E"), ("timeout 10 s", "Timeout")]
+
+
+def test_an_if_runs_its_condition_then_decides() -> None:
+    (branch,) = _control_graph("branch").pipelines
+    _, boxes, edges = _labelled(branch)
+    assert [e for e in edges if e[0] == "flow"] == [
+        ("flow", "input: Turn", "is_final", None),
+        ("flow", "is_final", "if", None),
+        ("flow", "if", "conclude", "then"),
+        ("flow", "if", "think", "else"),
+        ("flow", "conclude", "output: str", None),
+        ("flow", "think", "summarise", None),
+        ("flow", "summarise", "output: str", None),
+    ]
+    assert [b.title for b in boxes.values()] == ["retry ×2, backoff 0 s"]
+
+
+def test_literal_and_wildcard_patterns_label_their_arms_as_written() -> None:
+    (by_kind,) = _control_graph("by_kind").pipelines
+    _, _, edges = _labelled(by_kind)
+    assert [(tgt, label) for _, s, tgt, label in edges if s == "match"] == [("say", '"search"'), ("count", "0"), ("other", "_")]
+    mermaid = to_mermaid(_control_graph("by_kind"))
+    assert '|"#34;search#34;"|' in mermaid and '|"_"|' in mermaid
+
+
+def test_a_timeout_fails_as_a_box_and_its_timeout_can_be_caught() -> None:
+    graph = _control_graph("patient")
+    (patient,) = graph.pipelines
+    _, boxes, edges = _labelled(patient)
+    (box_id,) = boxes
+    assert ("recover", "timeout 2.5 s", "give_up", "Timeout") in edges
+    assert sorted((s, label) for k, s, _, label in edges if k == "fail") == [("think", "E")]
+    # Mermaid links the subgraph itself; DOT, which cannot, clips an edge from its first node at its border
+    assert f'    {box_id} -.->|"Timeout"| ' in to_mermaid(graph)
+    dot = to_dot(graph)
+    assert "compound=true" in dot and f"ltail=cluster_{box_id}" in dot
+    assert "compound=true" not in to_dot(_graph(SPECS["shapes"]))  # only where a box has an edge of its own
+
+
+def test_a_literal_pattern_cannot_inject_structure() -> None:
+    evil = 'x"]\nclick p0_1 "javascript:alert(1)" %% <b>|;{}\\'
+    program = _control_program()
+    source = program.pipelines[0].span.source
+    nowhere = Span(source, 0, 0)
+    text = Builtin("str")
+    say = t.TRef("say", "fn", t.Sig(text, text, frozenset(), False), nowhere)
+
+    def graph(literal: str) -> Graph:
+        arms = (t.TArm(t.PLiteral(literal), say, text, nowhere), t.TArm(t.PWildcard(), say, text, nowhere))
+        pipeline = t.TPipeline("p", say.sig, t.TMatch(arms, say.sig, nowhere), nowhere)
+        return build_graph(dataclasses.replace(program, pipelines=(pipeline,)))
+
+    mermaid = to_mermaid(graph(evil))
+    assert len(mermaid.splitlines()) == len(to_mermaid(graph("x")).splitlines())  # nothing injected
+    assert not any(line.strip().startswith("click") for line in mermaid.splitlines())
+    assert all(line.count('"') % 2 == 0 for line in mermaid.splitlines())
+    assert "<b>" not in mermaid and "%%" not in mermaid
+    for line in to_dot(graph(evil)).splitlines():
+        assert line.replace("\\\\", "").replace('\\"', "").count('"') % 2 == 0, line
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_graphviz_renders_the_control_flow_picture() -> None:
+    svg = to_svg(_control_graph())
+    assert "<svg" in svg and "timeout 10 s" in svg and "≤ 8×" in svg and "retry ×3 on E" in svg

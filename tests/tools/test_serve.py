@@ -359,3 +359,41 @@ def test_serve_results_and_errors_that_cannot_be_rendered_are_error_results(tmp_
     assert seen["deeper"].is_error and "nested more than 100 levels deep" in text(seen["deeper"])
     assert seen["unprintable"].is_error and "could not be rendered" in text(seen["unprintable"])
     assert not seen["shallow"].is_error and seen["shallow"].structured_content == {"result": [[["bottom"]]]}
+
+
+def test_entry_pipelines_see_uses_inside_v2_control_flow() -> None:
+    """A pipeline used only inside a match arm, an if, a loop, a retry or a timeout is a helper,
+    not served by default (the typed program is built by hand until the checker knows v2)."""
+    from mcec.check import typed as t
+    from mcec.check.types import Builtin
+    from mcec.run.serve import entry_pipelines
+    from mcec.span import Span
+
+    source = SourceFile("v2.mce", "x" * 100)
+    nowhere = Span(source, 0, 0)
+    text_type = Builtin("str")
+    sig = t.Sig(text_type, text_type, frozenset(), False)
+
+    def use(name: str) -> t.TRef:
+        return t.TRef(name, "pipeline", sig, nowhere)
+
+    arms = (t.TArm(t.PLiteral("a"), use("in_arm"), text_type, nowhere), t.TArm(t.PWildcard(), use("in_wildcard"), text_type, nowhere))
+    body = t.TLoop(
+        t.TRetry(
+            t.TTimeout(t.TIf(use("in_condition"), t.TMatch(arms, sig, nowhere), use("in_else"), sig, nowhere), 1.0, sig, nowhere),
+            3,
+            None,
+            t.DEFAULT_BACKOFF,
+            sig,
+            nowhere,
+        ),
+        2,
+        text_type,
+        sig,
+        nowhere,
+    )
+    helpers = ["in_arm", "in_wildcard", "in_condition", "in_else"]
+    pipelines = [t.TPipeline("main", sig, body, Span(source, 0, 1))]
+    pipelines += [t.TPipeline(name, sig, t.TIdentity(sig, nowhere), Span(source, i + 1, i + 2)) for i, name in enumerate(helpers)]
+    program = t.Program("v2.mce", "", (), None, None, (), (), (), (), tuple(pipelines))
+    assert entry_pipelines(program) == ["main"]
