@@ -58,7 +58,7 @@ class GrammarTables:
 
 
 #: A soft keyword's pattern: the word, then a lookahead (``retry(?=\\s*\\()``, ``then(?![A-Za-z0-9_])``).
-_SOFT_KEYWORD = re.compile(r"([a-z]+)\(\?[=!].*\)")
+_SOFT_KEYWORD = re.compile(r"([a-z]+)\(\?[=!].*\)", re.DOTALL)
 
 
 @functools.cache
