@@ -132,3 +132,21 @@ def test_meta_conflicting_specialists_give_merge_conflict(meta: tuple[Any, Any],
     outcome = asyncio.run(module.solve(MetaState(notes=("start",)), Task(goal="a and b")))
     assert isinstance(outcome, Err) and isinstance(outcome.error, MergeConflict)
     assert outcome.state == MetaState(notes=("start",))
+
+
+def test_resilient_briefing_retries_a_flaky_source_and_gives_up_on_a_slow_one(briefing: tuple[Any, Any]) -> None:
+    """news fails once and is retried (the failed attempt's log line is kept: the retry ran on
+    that state); weather takes 5 s and its timeout(0.5) turns it into a placeholder at once."""
+    from examples.briefing.impl import BriefingState, Request
+
+    program, module = briefing
+    request = Request("Oslo", flaky=("news",), slow=("weather",))
+    started = time.perf_counter()
+    outcome = asyncio.run(module.resilient_briefing(BriefingState(), request))
+    elapsed = time.perf_counter() - started
+    assert isinstance(outcome, Ok)
+    assert outcome.value.degraded == ("weather",)
+    assert outcome.state == BriefingState(log=("news failed once", "fetched news", "fetched stocks"), fetches=2)
+    assert elapsed < 2.5  # the 5 s source was cut off at 0.5 s
+    interpreted = asyncio.run(Interpreter(program).run("resilient_briefing", BriefingState(), request))
+    assert interpreted == outcome

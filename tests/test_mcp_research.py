@@ -138,3 +138,57 @@ def test_research_command_line() -> None:
     assert report["error"]["fields"]["tool"] == "guess"
     assert report["state"]["history"] == ["plan: guess"]
     assert "Traceback" not in ok_err + guess_err
+
+
+def _compiled(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    monkeypatch.chdir(ROOT)
+    result = compile_source(SourceFile("research.mce", SPEC.read_text(encoding="utf-8")))
+    assert result.program is not None and result.generated is not None, result.diagnostics
+    return result.program, load_module(result.program, result.generated)
+
+
+def test_react_loops_over_the_tools_until_the_model_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tool calls on the real server (a search, an add), then the answer: the loop went
+    round twice and ended on the Answer arm; compiled and interpreted agree on value and state."""
+    program, module = _compiled(monkeypatch)
+    question = "what is a monad and 2 plus 40"
+
+    async def both() -> tuple[Any, Any]:
+        async with tool_scope():
+            return (
+                await module.react(AgentState(), question),
+                await interpret(program, "react", AgentState(), question),
+            )
+
+    compiled, interpreted = asyncio.run(both())
+    assert compiled == Ok(f"Answer: {question} -> {MONAD} | 42", compiled.state)
+    assert compiled.state.observations == (MONAD, "42")
+    assert compiled.state.decisions == 3  # search, add, answer
+    assert interpreted == compiled
+    assert search_servers() == []
+
+
+def test_react_retries_a_busy_model_and_keeps_the_failed_attempts_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmonad.control import fake_retry_clock
+
+    program, module = _compiled(monkeypatch)
+    with fake_retry_clock(jitter=1.0) as pauses:
+        outcome = asyncio.run(module.react(AgentState(), "busy what is mcp"))
+    assert isinstance(outcome, Ok) and "Model Context Protocol" in outcome.value
+    assert outcome.state.decisions == 3  # the busy attempt, its retry (a search), the answer
+    assert pauses == [0.1]  # one pause, of `backoff=0.1` before the second attempt
+
+
+def test_react_gives_up_after_its_bound_with_loop_exhausted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmonad import LoopExhausted
+
+    program, module = _compiled(monkeypatch)
+    question = " and ".join(f"{n} plus 1" for n in range(7))  # seven tool calls: more than loop(6) allows
+    outcome = asyncio.run(module.react(AgentState(), question))
+    assert isinstance(outcome, Err) and isinstance(outcome.error, LoopExhausted)
+    assert outcome.error.iterations == 6
+    assert outcome.state.observations == tuple(str(n + 1) for n in range(6))
+    assert outcome.site is not None and outcome.site.step == "loop"
+    interpreted = asyncio.run(interpret(program, "react", AgentState(), question))
+    assert isinstance(interpreted, Err) and isinstance(interpreted.error, LoopExhausted)
+    assert (interpreted.state, interpreted.site) == (outcome.state, outcome.site)

@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Annotated
 
-from agentmonad import Append, Ok, Outcome, Sum
+from agentmonad import Append, Err, Ok, Outcome, Sum, Timeout
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,10 @@ class Request:
     city: str
     tickers: tuple[str, ...] = ("ACME",)
     down: tuple[str, ...] = field(default=())
+    #: Sources whose first attempt fails (``resilient_briefing`` retries them).
+    flaky: tuple[str, ...] = field(default=())
+    #: Sources that take 5 s to answer (``resilient_briefing`` gives each 0.5 s).
+    slow: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,25 @@ def _fetched(state: BriefingState, source: str) -> BriefingState:
     return replace(state, log=(*state.log, f"fetched {source}"), fetches=state.fetches + 1)
 
 
+async def _trouble(state: BriefingState, request: Request, source: str) -> Err[BriefingState, SourceDown] | None:
+    """What the demo request asks of ``source``: down, slow (5 s), or flaky (the first attempt
+    fails, noting it in the log, so the next attempt — which gets that state — succeeds)."""
+    if source in request.down:
+        raise SourceDown(source)
+    if source in request.slow:
+        await asyncio.sleep(5)
+    failed = f"{source} failed once"
+    if source in request.flaky and failed not in state.log:
+        return Err(SourceDown(source), replace(state, log=(*state.log, failed)))
+    return None
+
+
 async def fetch_news(state: BriefingState, request: Request) -> Outcome[BriefingState, SourceDown, News]:
     """Headlines for the request's city."""
     await asyncio.sleep(0.01)
-    if "news" in request.down:
-        raise SourceDown("news")
+    trouble = await _trouble(state, request, "news")
+    if trouble is not None:
+        return trouble
     return Ok(News((f"{request.city} opens a new library", "Local team wins")), _fetched(state, "news"))
 
 
@@ -79,32 +97,34 @@ async def fetch_weather(
 ) -> Outcome[BriefingState, SourceDown, Weather]:
     """Today's weather for the city."""
     await asyncio.sleep(0.02)
-    if "weather" in request.down:
-        raise SourceDown("weather")
+    trouble = await _trouble(state, request, "weather")
+    if trouble is not None:
+        return trouble
     return Ok(Weather(f"Sunny in {request.city}, 21°C"), _fetched(state, "weather"))
 
 
 async def fetch_stocks(state: BriefingState, request: Request) -> Outcome[BriefingState, SourceDown, Stocks]:
     """Quotes for the request's tickers."""
     await asyncio.sleep(0.005)
-    if "stocks" in request.down:
-        raise SourceDown("stocks")
+    trouble = await _trouble(state, request, "stocks")
+    if trouble is not None:
+        return trouble
     quotes = tuple(f"{ticker} {100 + len(ticker)}.00" for ticker in request.tickers)
     return Ok(Stocks(quotes), _fetched(state, "stocks"))
 
 
-def no_news(error: SourceDown) -> News:
-    """Placeholder news when the source is down."""
+def no_news(error: SourceDown | Timeout) -> News:
+    """Placeholder news when the source is down (or too slow)."""
     return News(("(news unavailable)",))
 
 
-def no_weather(error: SourceDown) -> Weather:
-    """Placeholder weather when the source is down."""
+def no_weather(error: SourceDown | Timeout) -> Weather:
+    """Placeholder weather when the source is down (or too slow)."""
     return Weather("(weather unavailable)")
 
 
-def no_stocks(error: SourceDown) -> Stocks:
-    """Placeholder quotes when the source is down."""
+def no_stocks(error: SourceDown | Timeout) -> Stocks:
+    """Placeholder quotes when the source is down (or too slow)."""
     return Stocks(("(stocks unavailable)",))
 
 

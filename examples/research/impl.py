@@ -27,6 +27,10 @@ class AgentState(BaseModel):
     question: str = ""
     history: tuple[str, ...] = ()
     tool_calls: int = 0
+    #: What the ReAct loop (``react``) has observed so far, one entry per tool result.
+    observations: tuple[str, ...] = ()
+    #: How many times the model was asked to decide (``react``), including failed attempts.
+    decisions: int = 0
 
 
 class ToolCall(BaseModel):
@@ -69,6 +73,26 @@ class AddArgs(BaseModel):
 
 class LLMError(Exception):
     """The (stand-in) language model could not do what was asked."""
+
+
+class ModelBusy(Exception):
+    """The (stand-in) model was overloaded: worth asking again (``retry`` in ``react``)."""
+
+
+class Turn(BaseModel):
+    """One round of the ReAct loop: the question, as the model sees it with the transcript."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+
+
+class Answer(BaseModel):
+    """The model's final answer: it ends the ReAct loop."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
 
 
 #: The server of ``server search = stdio "…"`` in research.mce. It must equal
@@ -131,3 +155,56 @@ def format_output(answer: str) -> str:
 def hits_text(hits: SearchHits) -> str:
     """Search hits as one line."""
     return _as_text(hits.model_dump())
+
+
+# ---------------------------------------------------------------- the ReAct loop (`react`)
+
+
+def ask(question: str) -> Turn:
+    """The first turn of the loop."""
+    return Turn(question=question.strip())
+
+
+def decide(state: AgentState, turn: Turn) -> Outcome[AgentState, LLMError | ModelBusy, Answer | SearchArgs | AddArgs]:
+    """The model's choice for this turn (rules standing in for an LLM): one tool call per part
+    of the question (parts joined by " and "), then the answer from what was observed.
+
+    A question with "busy" in it makes the first attempt fail with ``ModelBusy`` (the
+    state records the attempt), so ``retry`` asks again.
+    """
+    asked = state.model_copy(update={"question": turn.question, "decisions": state.decisions + 1})
+    if not turn.question:
+        return Err(LLMError("the question is empty"), asked)
+    if "busy" in turn.question.split() and state.decisions == 0:
+        return Err(ModelBusy("the model is overloaded; try again"), asked)
+    parts = [part.strip() for part in turn.question.split(" and ") if part.strip()]
+    done = len(state.observations)
+    if done >= len(parts):
+        return Ok(Answer(text=f"{turn.question} -> {' | '.join(state.observations)}"), asked)
+    part = parts[done]
+    words = part.lower().split()
+    if len(words) == 3 and words[1] == "plus" and words[0].isdigit() and words[2].isdigit():
+        return Ok(AddArgs(a=int(words[0]), b=int(words[2])), asked)
+    return Ok(SearchArgs(query=part), asked)
+
+
+def observe(state: AgentState, observation: str) -> Outcome[AgentState, LLMError, Turn]:
+    """Add a tool's result to the transcript; the loop goes round with the same question."""
+    updated = state.model_copy(
+        update={
+            "observations": (*state.observations, observation),
+            "history": (*state.history, f"observe: {observation}"),
+            "tool_calls": state.tool_calls + 1,
+        }
+    )
+    return Ok(Turn(question=state.question), updated)
+
+
+def sum_text(total: int) -> str:
+    """The add tool's result as an observation."""
+    return str(total)
+
+
+def final(answer: Answer) -> str:
+    """The loop's answer, presented."""
+    return f"Answer: {answer.text}"
