@@ -28,9 +28,15 @@ from mcec.codegen.names import NameAllocator
 if TYPE_CHECKING:
     from mcec.codegen.emitter import Emitter
 
-__all__ = ["ControlEmitter"]
+__all__ = ["CONTROL_NODES", "Control", "ControlEmitter"]
 
 COMPILED = "agentmonad.compiled"
+
+#: The v2 constructs. At the end of a function (a pipeline whose whole body is a
+#: ``loop``, the last part of a chain) their statements are written inline there
+#: instead of in a helper of their own: one call and one check fewer per run.
+Control = t.TMatch | t.TIf | t.TLoop | t.TRetry | t.TTimeout
+CONTROL_NODES = (t.TMatch, t.TIf, t.TLoop, t.TRetry, t.TTimeout)
 
 
 class ControlEmitter:
@@ -38,6 +44,23 @@ class ControlEmitter:
 
     def __init__(self, emitter: Emitter) -> None:
         self.e = emitter
+
+    def body(self, expr: Control, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
+        """The statements of ``expr`` on ``value`` and ``state`` (names of the function they go in),
+        ending in a ``return`` on every path."""
+        match expr:
+            case t.TMatch():
+                return self.match_body(expr, state, value, scope, owner)
+            case t.TIf():
+                return self.if_body(expr, state, value, scope, owner)
+            case t.TLoop():
+                return self.loop_body(expr, state, value, scope, owner)
+            case t.TRetry():
+                return self.retry_body(expr, state, value, scope, owner)
+            case t.TTimeout():
+                return self.timeout_body(expr, state, value, scope, owner)
+            case _:
+                assert_never(expr)
 
     # ------------------------------------------------------------ match and if
 

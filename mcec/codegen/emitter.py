@@ -32,7 +32,7 @@ import libcst as cst
 
 from mcec.check import typed as t
 from mcec.codegen import cst as c
-from mcec.codegen.control import ControlEmitter
+from mcec.codegen.control import CONTROL_NODES, ControlEmitter
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
 from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union, render_errors, sorted_errors
@@ -357,6 +357,9 @@ class Emitter:
             return self._fn_call(body, scope, part, state, value, last)
         if isinstance(part, t.TRef) and part.kind in ("step", "tool"):
             return self._step_call(body, scope, part, state, value, last)
+        if last and isinstance(part, CONTROL_NODES):
+            body.extend(self.control.body(part, state, value, scope, owner))
+            return value
         # a pipeline, a chunk or a group: a call that already reports its own failures
         callee = self.function_of(part, owner)
         call = c.await_(c.call(callee, c.name(state), c.name(value)))
@@ -509,16 +512,8 @@ class Emitter:
                 body = self._local_body(expr, state, value, scope, owner)
             case t.TIdentity():
                 body = self._identity_body(expr, state, value, scope, owner)
-            case t.TMatch():
-                body = self.control.match_body(expr, state, value, scope, owner)
-            case t.TIf():
-                body = self.control.if_body(expr, state, value, scope, owner)
-            case t.TLoop():
-                body = self.control.loop_body(expr, state, value, scope, owner)
-            case t.TRetry():
-                body = self.control.retry_body(expr, state, value, scope, owner)
-            case t.TTimeout():
-                body = self.control.timeout_body(expr, state, value, scope, owner)
+            case t.TMatch() | t.TIf() | t.TLoop() | t.TRetry() | t.TTimeout():
+                body = self.control.body(expr, state, value, scope, owner)
             case t.TRef() | t.TBind():
                 raise AssertionError(f"{type(expr).__name__} is a chain, emitted by chain_function")
             case _:
