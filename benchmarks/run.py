@@ -3,7 +3,7 @@
     python -m benchmarks [--quick] [--json PATH] [--only NAMES] [--huge-steps N] [--fresh]
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``codegen_bench``
-(issue #5) and ``peers`` (issue #6), prints each one's detail, then ONE
+(issue #5), ``control_bench`` (issue 21) and ``peers`` (issue #6), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "peers")
+BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers")
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 
 
@@ -169,6 +169,36 @@ def rows_codegen(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_control(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``control_bench`` (issue 21): each construct against hand-written
+    Python (loop, match) or against the same chain compiled bare (retry, timeout)."""
+    rows: list[Row] = []
+    for key, measure, unit in (
+        ("loop", f"loop({r['loop']['iterations']}) iteration: compiled / hand-written for loop", "iteration"),
+        ("match_loop", "match dispatch in a loop, 4 classes: compiled / hand-written isinstance chain", "dispatch"),
+        ("match_call", "match as the pipeline body, per call: compiled / hand-written isinstance chain", "call"),
+    ):
+        g = r[key]
+        us = g["us"]
+        rows.append((
+            "control #21",
+            measure,
+            f"{g['value']:.3f} ({us['mcec']:.3f} / {us['floor']:.3f} µs per {unit}; A/A {g['ratio']['floor_again']:.3f})",
+            f"≤ {g['target']}",
+            _mark(g["target_met"]),
+        ))
+    for g in r["wrap"].values():
+        for construct, spelled in (("retry", "retry(3)"), ("timeout", "timeout(30)")):
+            rows.append((
+                "control #21",
+                f"{spelled} around {g['steps']} {g['kind']} steps, success path: / bare chain",
+                f"{g['ratio'][construct]:.3f} ({g['added_us_per_call'][construct]:+.2f} µs per call; A/A {g['ratio']['bare_again']:.3f})",
+                f"≤ {g['target']}",
+                _mark(g["target_met"][construct]),
+            ))
+    return rows
+
+
 def rows_peers(r: dict[str, Any]) -> list[Row]:
     """Summary rows of ``peers`` (issue #6)."""
     rows: list[Row] = []
@@ -244,6 +274,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = codegen_bench.main(quick=quick, smoke=smoke, huge_steps=args.huge_steps)
         codegen_bench.print_detail(out)
         return out
+    if name == "control":
+        from benchmarks import control_bench
+
+        out = control_bench.main(quick=quick, smoke=smoke)
+        control_bench.print_detail(out)
+        return out
     if name == "peers":
         from benchmarks import peers
 
@@ -259,6 +295,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "frontend": rows_frontend,
     "checker": rows_checker,
     "codegen": rows_codegen,
+    "control": rows_control,
     "peers": rows_peers,
 }
 

@@ -36,6 +36,16 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {"overhead_sync", "overhead_async", "compile"} <= set(codegen)
     assert {"ratio", "us_per_step", "ratio_to_floor"} <= set(codegen["overhead_sync"])
 
+    control = figures["control"]
+    assert {"loop", "match_loop", "match_call", "wrap"} <= set(control)
+    for key in ("loop", "match_loop", "match_call"):
+        assert {"mcec", "floor", "floor_again"} <= set(control[key]["ratio"]), key
+        assert control[key]["value"] > 0 and isinstance(control[key]["target_met"], bool), key
+    assert {group["kind"] for group in control["wrap"].values()} == {"sync", "async"}
+    for group in control["wrap"].values():
+        assert {"bare", "retry", "timeout", "bare_again"} <= set(group["ratio"])
+        assert set(group["target_met"]) == {"retry", "timeout"}
+
     frontend = figures["frontend"]["sizes"]
     for size in frontend.values():
         assert {"lark_seconds", "cold_seconds", "recheck_seconds", "cold_over_lark", "recheck_over_cold"} <= set(size)
@@ -57,9 +67,10 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = figures["table"]
     assert table.startswith("| benchmark | measure | value | target | met |")
     assert "## Summary" in text and table in text
-    for label in ("runtime", "frontend", "checker", "codegen #5", "peers #6"):
+    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6"):
         assert f"| {label} |" in table, label
     assert "/ Lark LALR parse" in table and "re-check after one edit" in table
+    assert "hand-written for loop" in table and "timeout(30) around" in table
 
 
 def test_the_fuzzer_runs() -> None:
