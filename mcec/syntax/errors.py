@@ -229,6 +229,10 @@ def _by_expected(site: ErrorSite) -> tuple[str, str | None]:
         return "expected `=>` after the pattern", "arms are written `match { A => a, B => b }`"
     if innermost == "MATCH":
         return "expected a pattern: a type name, a string or number, or `_`", "arms are written `match { A => a, B => b }`"
+    if "ELSE" in expected:
+        return "expected `else` and the other branch", "an `if` has both branches: `if p then a else b`"
+    if "THEN" in expected:
+        return "expected `then` after the condition", "write `if p then a else b`; a condition that is a chain needs parentheses"
     if innermost == "PAR" and "GT" in expected:
         return "expected `,` or `>` to close the `par` group", None
     if innermost == "LPAR" and "RPAR" in expected:
