@@ -134,6 +134,20 @@ def _run_with_roots(
 
 def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
     by_path = {os.path.normpath(str(f.path)): f for f in files}
+    by_name: dict[str, list[GeneratedFile]] = {}
+    for generated_file in files:
+        by_name.setdefault(generated_file.path.name, []).append(generated_file)
+
+    def ours(path: str) -> GeneratedFile | None:
+        """The file of this run mypy's line is about. mypy replays the findings of a module whose
+        source is unchanged from its cache, under the path the module had when they were found: a
+        module generated before at another path (an earlier ``check``'s temporary folder, another
+        ``-o``) is recognised by its file name, when one file of this run has that name."""
+        found = by_path.get(os.path.normpath(path))
+        if found is not None:
+            return found
+        named = by_name.get(os.path.basename(path), [])
+        return named[0] if len(named) == 1 else None
     diagnostics: list[Diagnostic] = []
     pending: tuple[GeneratedFile, int, str, Span, str | None] | None = None
     notes: list[str] = []
@@ -151,7 +165,7 @@ def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
         match = _LINE.match(raw.strip())
         if match is None:
             continue
-        generated = by_path.get(os.path.normpath(match["path"]))
+        generated = ours(match["path"])
         if generated is None:
             continue
         line = int(match["line"])
@@ -218,4 +232,5 @@ def _spec_type(text: str) -> str:
     """A Python type as mypy prints it, closer to the spec's spelling."""
     text = _QUALIFIED.sub("", text)
     text = re.sub(r"\bOk\[[^\[\]]+, ([^\[\]]+)\] \| Err\[[^\[\]]+, ([^\[\]]+)\]", r"\1 ! \2", text)
+    text = re.sub(r"\bErr\[[^\[\]]+, ([^\[\]]+)\] \| Ok\[[^\[\]]+, ([^\[\]]+)\]", r"\2 ! \1", text)
     return text.replace("type[", "").replace("builtins.", "")
