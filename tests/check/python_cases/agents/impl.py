@@ -73,3 +73,16 @@ def apologise_planner(error: PlannerError) -> Answer:
 
 def fallback_turn(value: Turn) -> Review:
     return Review(verdict=value.text)
+
+
+#: A type alias: the checker does not read aliases, so what `label` takes is mypy's to check.
+Label = int
+
+
+def label(value: Label) -> str:
+    return str(value)
+
+
+def quoted(state: Chat, value: Turn) -> "Outcome[Chat, PlannerError, Draft]":
+    """A string annotation: unread by the checker (mypy reads it)."""
+    return Ok(Draft(body=value.text), state)
