@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import difflib
+import functools
 import os
 import sys
 import sysconfig
@@ -194,8 +195,10 @@ _RUNTIME_ERRORS = {f"{RUNTIME_MODULE}.errors.{name}": name for name in BUILTIN_E
 }
 
 
+@functools.cache
 def _installed_roots() -> tuple[str, ...]:
-    """Folders of the standard library and installed packages: classes there are not the project's."""
+    """Folders of the standard library and installed packages: classes there are not the project's
+    (the same for the whole process: computed once)."""
     roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     return tuple(sorted(str(Path(root).resolve()) for root in roots))
 
@@ -209,6 +212,7 @@ class PythonIndex:
         self._modules: dict[str, griffe.Module | Missing] = {}
         self._classes: dict[str, PyClass | None] = {}
         self._installed = _installed_roots()
+        self._project_files: dict[Path, bool] = {}
 
     @classmethod
     def for_directory(cls, directory: str | Path | None = None, spec: str | Path | None = None) -> PythonIndex:
@@ -372,9 +376,7 @@ class PythonIndex:
         if not cls.bases:
             ancestors.add("builtins.object")
         filepath = _file_of(cls)
-        project = filepath is not None and not any(
-            str(filepath.resolve()).startswith(root + os.sep) for root in self._installed
-        )
+        project = filepath is not None and self._in_project(filepath)
         info = ClassInfo(frozenset(ancestors), complete, project, opened, structural)
         decorators = {_canonical(d.value) for d in cls.decorators}
         fields = tuple(
@@ -392,6 +394,14 @@ class PythonIndex:
         )
         self._classes[path] = described
         return described
+
+    def _in_project(self, filepath: Path) -> bool:
+        """Whether a module file is the project's, not the standard library's or an installed package's."""
+        known = self._project_files.get(filepath)
+        if known is None:
+            real = str(filepath.resolve())
+            known = self._project_files[filepath] = not any(real.startswith(root + os.sep) for root in self._installed)
+        return known
 
     def _base_info(self, path: str) -> ClassInfo | None:
         """What a base class derives from: builtins and known packages by table, the rest by reading them."""
