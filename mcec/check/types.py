@@ -246,7 +246,8 @@ def flows(actual: Type, expected: Type) -> Compat:
     8. An imported class on either side (:func:`_class_flows`), decided by what
        is known of the classes (:class:`ClassInfo`, read from their source):
        YES when Y's path is among X's ancestors; NO when X's ancestry is known
-       well enough to rule Y out and Y is not open (a ``Protocol`` or an ABC);
+       well enough to rule Y out and Y is not open (a ``Protocol`` or an ABC) nor
+       structural (a ``TypedDict``, which another of the same keys satisfies);
        UNKNOWN otherwise — mypy, which sees the real classes, settles those.
     9. ``tuple[X1, …, Xn] ≤ tuple[Y1, …, Ym]``: NO if n ≠ m, else every ``Xi ≤ Yi``.
     10. ``list``, ``set``, ``dict`` are invariant: every argument pair must be the
@@ -340,8 +341,10 @@ def _class_flows(actual: Type, expected: Type) -> Compat:
     actual_is_runtime = isinstance(actual, ClassRef) and actual.is_runtime
     if expected_info is None and not actual_is_runtime:
         return Compat.UNKNOWN  # nothing known of the expected class: it may be a Protocol
-    if expected_info is not None and expected_info.open:
-        return Compat.UNKNOWN  # a Protocol or an ABC: membership is not by derivation
+    if expected_info is not None and (expected_info.open or expected_info.structural):
+        # A Protocol or an ABC: membership is not by derivation; a TypedDict: another one of the
+        # same keys is one (mypy compares TypedDicts by their keys)
+        return Compat.UNKNOWN
     if known.complete:
         return Compat.NO
     # Part of actual's ancestry could not be read: an installed class (pydantic's, say) that

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentmonad import Err, Ok, Outcome
 
-from agents.models import Answer, Chat, Draft, PlannerError, Plan, RetryableError, Review, SpecialistError, Turn
+from agents.models import Answer, Chat, Coordinates, Draft, PlannerError, Plan, Point, RetryableError, Review, SpecialistError, Turn
 
 
 def draft(state: Chat, value: Turn) -> Outcome[Chat, PlannerError, Draft]:
@@ -86,3 +86,11 @@ def label(value: Label) -> str:
 def quoted(state: Chat, value: Turn) -> "Outcome[Chat, PlannerError, Draft]":
     """A string annotation: unread by the checker (mypy reads it)."""
     return Ok(Draft(body=value.text), state)
+
+
+def point(value: str) -> Point:
+    return {"x": len(value), "y": 0}
+
+
+def show_coordinates(value: Coordinates) -> str:
+    return f"{value['x']},{value['y']}"
