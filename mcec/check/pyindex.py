@@ -141,6 +141,9 @@ class PyFunction:
     returns: Type | None
     #: The return annotation as ``Outcome[S, E, B]`` (a step), None when it is not one.
     step_returns: StepReturn | None
+    #: How many of its annotations (parameters, return, each part of an ``Outcome``) are there
+    #: but could not be read as spec types (a type alias, a string): what they say is mypy's.
+    unread: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,20 +422,29 @@ class PythonIndex:
     def _function(self, fn: griffe.Function) -> PyFunction:
         params: list[PyParam] = []
         var_positional = False
+        unread = 0
         for param in fn.parameters:
             kind = param.kind
             if kind is griffe.ParameterKind.var_positional:
                 var_positional = True
             elif kind in (griffe.ParameterKind.positional_only, griffe.ParameterKind.positional_or_keyword):
-                params.append(PyParam(param.name, self.annotation(param.annotation), param.default is not None))
+                read = self.annotation(param.annotation)
+                unread += param.annotation is not None and read is None
+                params.append(PyParam(param.name, read, param.default is not None))
         returns = fn.returns if not isinstance(fn.returns, str) else None
+        read_returns, step_returns = self.annotation(returns), self._step_return(returns)
+        if step_returns is not None:
+            unread += sum(part is None for part in (step_returns.state, step_returns.errors, step_returns.output))
+        elif fn.returns is not None and read_returns is None:
+            unread += 1
         return PyFunction(
             fn.path,
             is_async="async" in fn.labels,
             params=tuple(params),
             var_positional=var_positional,
-            returns=self.annotation(returns),
-            step_returns=self._step_return(returns),
+            returns=read_returns,
+            step_returns=step_returns,
+            unread=unread,
         )
 
     def annotation(self, expr: object) -> Type | None:
