@@ -199,6 +199,18 @@ _RUNTIME_ERRORS = {f"{RUNTIME_MODULE}.errors.{name}": name for name in BUILTIN_E
 
 
 @functools.cache
+def _stdlib_stubs() -> tuple[Path, ...]:
+    """typeshed's stubs of the standard library, as mypy ships them (found, not imported): where the
+    modules with no Python source (``math``, ``sys``, ``builtins``) are read from, when no search path
+    has them."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mypy")
+    folders = [Path(f) / "typeshed" / "stdlib" for f in (spec.submodule_search_locations or [])] if spec else []
+    return tuple(f for f in folders if f.is_dir())
+
+
+@functools.cache
 def _installed_roots() -> tuple[str, ...]:
     """Folders of the standard library and installed packages: classes there are not the project's
     (the same for the whole process: computed once)."""
@@ -270,9 +282,13 @@ class PythonIndex:
         else:
             try:
                 _, package = self._finder.find_spec(name)
+                filepath = package.path  # a file, or the folders of a namespace package
             except ModuleNotFoundError:
-                return Missing(f"cannot find module `{name}`", _where_modules_come_from())
-            filepath = package.path  # a file, or the folders of a namespace package
+                # the standard library's C modules (`math`, `itertools`) have no source: their stubs do
+                stubs = [c for f in _stdlib_stubs() for c in (f / f"{name}.pyi", f / name / "__init__.pyi") if c.is_file()]
+                if not stubs:
+                    return Missing(f"cannot find module `{name}`", _where_modules_come_from())
+                filepath = stubs[0]
         if isinstance(filepath, list):
             return griffe.Module(leaf or name, filepath=filepath, parent=parent)
         try:
@@ -297,6 +313,8 @@ class PythonIndex:
         if isinstance(loaded, Missing):
             return loaded
         obj = loaded.members.get(attr)
+        if obj is None and attr in getattr(loaded, "overloads", {}):
+            return PyValue(f"{module}.{attr}")  # a stub's overloaded function: its signatures are mypy's
         if obj is None:
             submodule = self._load(f"{module}.{attr}")
             if not isinstance(submodule, Missing):
