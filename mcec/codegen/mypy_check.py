@@ -85,9 +85,23 @@ def _writable(folder: Path) -> bool:
 def run_mypy(
     files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR, roots: Sequence[Path] = ()
 ) -> tuple[Diagnostic, ...]:
-    """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics."""
-    if not files:
-        return ()
+    """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics.
+
+    One mypy run checks files of distinct names together; files of one name (``a/flow_mce.py``
+    and ``b/flow_mce.py``, which mypy would take for one module ``flow_mce`` twice, and refuse)
+    are checked in runs of their own, with the same cache."""
+    batches: list[list[GeneratedFile]] = []
+    for generated in files:
+        batch = next((b for b in batches if all(g.path.name != generated.path.name for g in b)), None)
+        if batch is None:
+            batches.append([generated])
+        else:
+            batch.append(generated)
+    return tuple(d for batch in batches for d in _run_once(batch, cache_dir, roots))
+
+
+def _run_once(files: Sequence[GeneratedFile], cache_dir: Path, roots: Sequence[Path]) -> list[Diagnostic]:
+    """One mypy run over ``files`` (of distinct names)."""
     from mypy import api  # imported here: mypy is slow to import and only compile needs it
 
     args = [
@@ -111,7 +125,7 @@ def run_mypy(
         message = text[-1] if text else f"mypy exited with status {status}"
         span = Span.file_start(first.spec_path)
         diagnostics.append(error("MCE100", f"mypy could not check the generated code: {message}", span))
-    return tuple(diagnostics)
+    return diagnostics
 
 
 def _run_with_roots(
