@@ -89,7 +89,8 @@ def run_mypy(
 
     One mypy run checks files of distinct names together; files of one name (``a/flow_mce.py``
     and ``b/flow_mce.py``, which mypy would take for one module ``flow_mce`` twice, and refuse)
-    are checked in runs of their own, with the same cache."""
+    are checked in runs of their own, with the same cache. Findings come in the order of the specs'
+    lines (the generated module orders its definitions otherwise)."""
     batches: list[list[GeneratedFile]] = []
     for generated in files:
         batch = next((b for b in batches if all(g.path.name != generated.path.name for g in b)), None)
@@ -97,7 +98,8 @@ def run_mypy(
             batches.append([generated])
         else:
             batch.append(generated)
-    return tuple(d for batch in batches for d in _run_once(batch, cache_dir, roots))
+    found = [d for batch in batches for d in _run_once(batch, cache_dir, roots)]
+    return tuple(sorted(found, key=lambda d: (d.span.path, d.span.start)))  # in spec order, not the module's
 
 
 def _run_once(files: Sequence[GeneratedFile], cache_dir: Path, roots: Sequence[Path]) -> list[Diagnostic]:
