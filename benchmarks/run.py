@@ -3,7 +3,7 @@
     python -m benchmarks [--quick] [--json PATH] [--only NAMES] [--huge-steps N] [--fresh]
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``codegen_bench``
-(issue #5), ``control_bench`` (issue 21) and ``peers`` (issue #6), prints each one's detail, then ONE
+(issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6) and ``check_bench`` (issue 20), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers")
+BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers", "check")
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 
 
@@ -250,6 +250,36 @@ def rows_peers(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_check(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``check_bench`` (issue 20): per example, the three commands, and what class knowledge costs."""
+    rows: list[Row] = []
+    budget = r["budget"]
+    for spec, e in r["examples"].items():
+        name = spec.removeprefix("examples/")
+        rows.append((
+            "check #20",
+            f"{name}: mcec check / check --fast / plain mypy, s (warm)",
+            f"{e['check_seconds']:.2f} / {e['fast_seconds']:.2f} / {e['mypy_seconds']:.2f}",
+            "",
+            "",
+        ))
+        rows.append((
+            "check #20",
+            f"{name}: check --fast with / without class knowledge",
+            f"{e['fast_over_without']:.2f}",
+            f"≤ {budget}",
+            _mark(e["fast_over_without"] <= budget),
+        ))
+        rows.append((
+            "check #20",
+            f"{name}: front end in-process, ms, with / without class knowledge",
+            f"{e['with_classes_ms']:.1f} / {e['without_classes_ms']:.1f} ({e['class_knowledge_ratio']:.2f}×)",
+            "",
+            "",
+        ))
+    return rows
+
+
 # ------------------------------------------------------------ running
 
 
@@ -287,6 +317,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = peers.main(quick=quick, smoke=smoke, codegen=codegen if codegen and "error" not in codegen else None)
         peers.print_detail(out)
         return out
+    if name == "check":
+        from benchmarks import check_bench
+
+        out = check_bench.main(quick=quick, smoke=smoke)
+        check_bench.print_detail(out)
+        return out
     raise ValueError(name)
 
 
@@ -297,6 +333,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "codegen": rows_codegen,
     "control": rows_control,
     "peers": rows_peers,
+    "check": rows_check,
 }
 
 

@@ -304,17 +304,20 @@ def interleaved(
     inner: int = 1,
     warmup: int = 2,
     clock: Callable[[], float] = CPU_CLOCK,
+    samples: dict[str, list[float]] | None = None,
 ) -> dict[str, float]:
     """Median seconds per call of each (sync) candidate.
 
     Every round times ``inner`` calls of each candidate in turn (A/B/A/B, the
     order rotating per round) so load from other processes hits all alike.
+    ``samples``, when given, receives each candidate's per-round seconds (for
+    ratios taken within a round).
     """
     names = list(candidates)
     for name in names:
         for _ in range(warmup):
             candidates[name]()
-    samples: dict[str, list[float]] = {name: [] for name in names}
+    taken: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         order = names[r % len(names):] + names[: r % len(names)]
         for name in order:
@@ -322,8 +325,10 @@ def interleaved(
             t0 = clock()
             for _ in range(inner):
                 fn()
-            samples[name].append((clock() - t0) / inner)
-    return {name: statistics.median(s) for name, s in samples.items()}
+            taken[name].append((clock() - t0) / inner)
+    if samples is not None:
+        samples.update(taken)
+    return {name: statistics.median(s) for name, s in taken.items()}
 
 
 async def ainterleaved(

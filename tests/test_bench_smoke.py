@@ -64,13 +64,21 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {"fanout", "failfast"} <= set(peers["groups"])
     assert "mcec_each" in peers["groups"]["failfast"]
 
+    check = figures["check"]
+    [example] = check["examples"].values()  # the smoke run measures the smallest example
+    assert {"check_seconds", "fast_seconds", "without_seconds", "mypy_seconds", "fast_over_without"} <= set(example)
+    assert {"with_classes_ms", "without_classes_ms", "class_knowledge_ratio"} <= set(example)
+    assert all(example[key] > 0 for key in ("check_seconds", "fast_seconds", "without_seconds", "mypy_seconds"))
+    assert check["budget"] == 1.5 and isinstance(check["meets_budget"], bool)
+
     table = figures["table"]
     assert table.startswith("| benchmark | measure | value | target | met |")
     assert "## Summary" in text and table in text
-    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6"):
+    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6", "check #20"):
         assert f"| {label} |" in table, label
     assert "/ Lark LALR parse" in table and "re-check after one edit" in table
     assert "hand-written for loop" in table and "timeout(30) around" in table
+    assert "check --fast with / without class knowledge" in table
 
 
 def test_the_fuzzer_runs() -> None:

@@ -9,7 +9,8 @@ the spec's terms: the wrong kind of function, the wrong number of
 parameters, a parameter or return type that cannot fit, an error the
 implementation may fail with that the declaration does not list. What the
 annotations leave open (no annotation, a type the index cannot read, two
-classes it cannot relate) is mypy's to settle on the generated code.
+classes it cannot relate) is mypy's to settle on the generated code; the
+annotations it cannot read are counted among the check's unknown relations.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mcec import syntax
 from mcec.check import report
 from mcec.check.pyindex import PyFunction
 from mcec.check.typed import Sig
-from mcec.check.types import Compat, ErrorSet, Type, error_union, flows, render_errors, sorted_errors
+from mcec.check.types import Compat, ErrorSet, Type, error_union, flows, leave_to_mypy, render_errors, sorted_errors
 from mcec.diagnostics import Diagnostic
 from mcec.span import Span
 
@@ -40,6 +41,7 @@ def check_step(contract: StepContract, impl: PyFunction) -> list[Diagnostic]:
     """The ways ``impl`` does not fit the step declaration ``contract``."""
     decl, sig = contract.decl, contract.sig
     where, name = decl.impl.span, decl.impl.dotted
+    leave_to_mypy(impl.unread)
     found: list[Diagnostic] = []
     keyword = "async step" if decl.is_async else "step"
     if impl.is_async and not decl.is_async:
@@ -105,6 +107,7 @@ def check_step(contract: StepContract, impl: PyFunction) -> list[Diagnostic]:
 def check_fn(decl: syntax.FnDecl, sig: Sig, impl: PyFunction) -> list[Diagnostic]:
     """The ways ``impl`` does not fit the fn declaration ``decl``."""
     where, name = decl.impl.span, decl.impl.dotted
+    leave_to_mypy(impl.unread)
     if impl.is_async:
         return [
             report.implementation(

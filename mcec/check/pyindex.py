@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import difflib
+import functools
 import os
 import sys
 import sysconfig
@@ -140,6 +141,9 @@ class PyFunction:
     returns: Type | None
     #: The return annotation as ``Outcome[S, E, B]`` (a step), None when it is not one.
     step_returns: StepReturn | None
+    #: How many of its annotations (parameters, return, each part of an ``Outcome``) are there
+    #: but could not be read as spec types (a type alias, a string): what they say is mypy's.
+    unread: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +198,22 @@ _RUNTIME_ERRORS = {f"{RUNTIME_MODULE}.errors.{name}": name for name in BUILTIN_E
 }
 
 
+@functools.cache
+def _stdlib_stubs() -> tuple[Path, ...]:
+    """typeshed's stubs of the standard library, as mypy ships them (found, not imported): where the
+    modules with no Python source (``math``, ``sys``, ``builtins``) are read from, when no search path
+    has them."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mypy")
+    folders = [Path(f) / "typeshed" / "stdlib" for f in (spec.submodule_search_locations or [])] if spec else []
+    return tuple(f for f in folders if f.is_dir())
+
+
+@functools.cache
 def _installed_roots() -> tuple[str, ...]:
-    """Folders of the standard library and installed packages: classes there are not the project's."""
+    """Folders of the standard library and installed packages: classes there are not the project's
+    (the same for the whole process: computed once)."""
     roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     return tuple(sorted(str(Path(root).resolve()) for root in roots))
 
@@ -209,6 +227,7 @@ class PythonIndex:
         self._modules: dict[str, griffe.Module | Missing] = {}
         self._classes: dict[str, PyClass | None] = {}
         self._installed = _installed_roots()
+        self._project_files: dict[Path, bool] = {}
 
     @classmethod
     def for_directory(cls, directory: str | Path | None = None, spec: str | Path | None = None) -> PythonIndex:
@@ -263,9 +282,13 @@ class PythonIndex:
         else:
             try:
                 _, package = self._finder.find_spec(name)
+                filepath = package.path  # a file, or the folders of a namespace package
             except ModuleNotFoundError:
-                return Missing(f"cannot find module `{name}`", _where_modules_come_from())
-            filepath = package.path  # a file, or the folders of a namespace package
+                # the standard library's C modules (`math`, `itertools`) have no source: their stubs do
+                stubs = [c for f in _stdlib_stubs() for c in (f / f"{name}.pyi", f / name / "__init__.pyi") if c.is_file()]
+                if not stubs:
+                    return Missing(f"cannot find module `{name}`", _where_modules_come_from())
+                filepath = stubs[0]
         if isinstance(filepath, list):
             return griffe.Module(leaf or name, filepath=filepath, parent=parent)
         try:
@@ -290,6 +313,8 @@ class PythonIndex:
         if isinstance(loaded, Missing):
             return loaded
         obj = loaded.members.get(attr)
+        if obj is None and attr in getattr(loaded, "overloads", {}):
+            return PyValue(f"{module}.{attr}")  # a stub's overloaded function: its signatures are mypy's
         if obj is None:
             submodule = self._load(f"{module}.{attr}")
             if not isinstance(submodule, Missing):
@@ -372,9 +397,7 @@ class PythonIndex:
         if not cls.bases:
             ancestors.add("builtins.object")
         filepath = _file_of(cls)
-        project = filepath is not None and not any(
-            str(filepath.resolve()).startswith(root + os.sep) for root in self._installed
-        )
+        project = filepath is not None and self._in_project(filepath)
         info = ClassInfo(frozenset(ancestors), complete, project, opened, structural)
         decorators = {_canonical(d.value) for d in cls.decorators}
         fields = tuple(
@@ -393,6 +416,14 @@ class PythonIndex:
         self._classes[path] = described
         return described
 
+    def _in_project(self, filepath: Path) -> bool:
+        """Whether a module file is the project's, not the standard library's or an installed package's."""
+        known = self._project_files.get(filepath)
+        if known is None:
+            real = str(filepath.resolve())
+            known = self._project_files[filepath] = not any(real.startswith(root + os.sep) for root in self._installed)
+        return known
+
     def _base_info(self, path: str) -> ClassInfo | None:
         """What a base class derives from: builtins and known packages by table, the rest by reading them."""
         if path.startswith("builtins."):
@@ -409,20 +440,29 @@ class PythonIndex:
     def _function(self, fn: griffe.Function) -> PyFunction:
         params: list[PyParam] = []
         var_positional = False
+        unread = 0
         for param in fn.parameters:
             kind = param.kind
             if kind is griffe.ParameterKind.var_positional:
                 var_positional = True
             elif kind in (griffe.ParameterKind.positional_only, griffe.ParameterKind.positional_or_keyword):
-                params.append(PyParam(param.name, self.annotation(param.annotation), param.default is not None))
+                read = self.annotation(param.annotation)
+                unread += param.annotation is not None and read is None
+                params.append(PyParam(param.name, read, param.default is not None))
         returns = fn.returns if not isinstance(fn.returns, str) else None
+        read_returns, step_returns = self.annotation(returns), self._step_return(returns)
+        if step_returns is not None:
+            unread += sum(part is None for part in (step_returns.state, step_returns.errors, step_returns.output))
+        elif fn.returns is not None and read_returns is None:
+            unread += 1
         return PyFunction(
             fn.path,
             is_async="async" in fn.labels,
             params=tuple(params),
             var_positional=var_positional,
-            returns=self.annotation(returns),
-            step_returns=self._step_return(returns),
+            returns=read_returns,
+            step_returns=step_returns,
+            unread=unread,
         )
 
     def annotation(self, expr: object) -> Type | None:

@@ -285,7 +285,8 @@ def flows(actual: Type, expected: Type) -> Compat:
     8. An imported class on either side (:func:`_class_flows`), decided by what
        is known of the classes (:class:`ClassInfo`, read from their source):
        YES when Y's path is among X's ancestors; NO when X's ancestry is known
-       well enough to rule Y out and Y is not open (a ``Protocol`` or an ABC);
+       well enough to rule Y out and Y is not open (a ``Protocol`` or an ABC) nor
+       structural (a ``TypedDict``, which another of the same keys satisfies);
        UNKNOWN otherwise — mypy, which sees the real classes, settles those.
     9. ``tuple[X1, …, Xn] ≤ tuple[Y1, …, Ym]``: NO if n ≠ m, else every ``Xi ≤ Yi``.
     10. ``list``, ``set``, ``dict`` are invariant: every argument pair must be the
@@ -384,8 +385,10 @@ def _class_flows(actual: Type, expected: Type) -> Compat:
     actual_is_runtime = isinstance(actual, ClassRef) and actual.is_runtime
     if expected_info is None and not actual_is_runtime:
         return Compat.UNKNOWN  # nothing known of the expected class: it may be a Protocol
-    if expected_info is not None and expected_info.open:
-        return Compat.UNKNOWN  # a Protocol or an ABC: membership is not by derivation
+    if expected_info is not None and (expected_info.open or expected_info.structural):
+        # A Protocol or an ABC: membership is not by derivation; a TypedDict: another one of the
+        # same keys is one (mypy compares TypedDicts by their keys)
+        return Compat.UNKNOWN
     if known.complete:
         return Compat.NO
     # Part of actual's ancestry could not be read: an installed class (pydantic's, say) that
@@ -423,6 +426,14 @@ class UnknownRelations:
 
 
 _UNKNOWNS: contextvars.ContextVar[UnknownRelations | None] = contextvars.ContextVar("mcec_unknown_relations", default=None)
+
+
+def leave_to_mypy(count: int = 1) -> None:
+    """Count ``count`` type questions the checker cannot ask at all (an annotation it cannot read)
+    among the unknowns of the check in progress: mypy settles them."""
+    counter = _UNKNOWNS.get()
+    if counter is not None:
+        counter.count += count
 
 
 @contextlib.contextmanager

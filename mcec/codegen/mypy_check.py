@@ -85,9 +85,25 @@ def _writable(folder: Path) -> bool:
 def run_mypy(
     files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR, roots: Sequence[Path] = ()
 ) -> tuple[Diagnostic, ...]:
-    """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics."""
-    if not files:
-        return ()
+    """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics.
+
+    One mypy run checks files of distinct names together; files of one name (``a/flow_mce.py``
+    and ``b/flow_mce.py``, which mypy would take for one module ``flow_mce`` twice, and refuse)
+    are checked in runs of their own, with the same cache. Findings come in the order of the specs'
+    lines (the generated module orders its definitions otherwise)."""
+    batches: list[list[GeneratedFile]] = []
+    for generated in files:
+        batch = next((b for b in batches if all(g.path.name != generated.path.name for g in b)), None)
+        if batch is None:
+            batches.append([generated])
+        else:
+            batch.append(generated)
+    found = [d for batch in batches for d in _run_once(batch, cache_dir, roots)]
+    return tuple(sorted(found, key=lambda d: (d.span.path, d.span.start)))  # in spec order, not the module's
+
+
+def _run_once(files: Sequence[GeneratedFile], cache_dir: Path, roots: Sequence[Path]) -> list[Diagnostic]:
+    """One mypy run over ``files`` (of distinct names)."""
     from mypy import api  # imported here: mypy is slow to import and only compile needs it
 
     args = [
@@ -111,7 +127,7 @@ def run_mypy(
         message = text[-1] if text else f"mypy exited with status {status}"
         span = Span.file_start(first.spec_path)
         diagnostics.append(error("MCE100", f"mypy could not check the generated code: {message}", span))
-    return tuple(diagnostics)
+    return diagnostics
 
 
 def _run_with_roots(
@@ -134,6 +150,20 @@ def _run_with_roots(
 
 def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
     by_path = {os.path.normpath(str(f.path)): f for f in files}
+    by_name: dict[str, list[GeneratedFile]] = {}
+    for generated_file in files:
+        by_name.setdefault(generated_file.path.name, []).append(generated_file)
+
+    def ours(path: str) -> GeneratedFile | None:
+        """The file of this run mypy's line is about. mypy replays the findings of a module whose
+        source is unchanged from its cache, under the path the module had when they were found: a
+        module generated before at another path (an earlier ``check``'s temporary folder, another
+        ``-o``) is recognised by its file name, when one file of this run has that name."""
+        found = by_path.get(os.path.normpath(path))
+        if found is not None:
+            return found
+        named = by_name.get(os.path.basename(path), [])
+        return named[0] if len(named) == 1 else None
     diagnostics: list[Diagnostic] = []
     pending: tuple[GeneratedFile, int, str, Span, str | None] | None = None
     notes: list[str] = []
@@ -151,7 +181,7 @@ def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:
         match = _LINE.match(raw.strip())
         if match is None:
             continue
-        generated = by_path.get(os.path.normpath(match["path"]))
+        generated = ours(match["path"])
         if generated is None:
             continue
         line = int(match["line"])
@@ -218,4 +248,5 @@ def _spec_type(text: str) -> str:
     """A Python type as mypy prints it, closer to the spec's spelling."""
     text = _QUALIFIED.sub("", text)
     text = re.sub(r"\bOk\[[^\[\]]+, ([^\[\]]+)\] \| Err\[[^\[\]]+, ([^\[\]]+)\]", r"\1 ! \2", text)
+    text = re.sub(r"\bErr\[[^\[\]]+, ([^\[\]]+)\] \| Ok\[[^\[\]]+, ([^\[\]]+)\]", r"\2 ! \1", text)
     return text.replace("type[", "").replace("builtins.", "")

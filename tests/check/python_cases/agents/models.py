@@ -1,8 +1,10 @@
-"""Classes with known relations: Answer derives from Turn; Draft and Review are unrelated."""
+"""Classes with known relations: Answer derives from Turn; Draft and Review are unrelated; Point and
+Coordinates are TypedDicts of the same keys (compatible by their keys, not by derivation)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pydantic import BaseModel
 
@@ -42,3 +44,13 @@ class PlannerError(Exception):
 
 class RetryableError(PlannerError):
     """A planner error worth trying again."""
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+class Coordinates(TypedDict):
+    x: int
+    y: int

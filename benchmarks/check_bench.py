@@ -1,0 +1,190 @@
+"""Benchmark of ``mcec check`` (issue 20): the whole build-time check, its ``--fast`` form, and mypy.
+
+For each example of ``examples/`` (every folder holding a ``.mce`` spec), copied
+into a temporary workspace that is the working directory of every run, warm
+(each command run once before timing, so mypy's cache is filled), in
+interleaved rounds (the order rotating per round), medians of wall-clock time:
+
+- ``check``: ``mcec check SPEC`` as a user runs it, a real subprocess: parse,
+  check (reading the Python modules the spec names), generate the module in
+  memory, ``mypy --strict`` on it with the cache in ``.mcec/``;
+- ``fast``: ``mcec check --fast SPEC``, a real subprocess;
+- ``mypy``: plain ``python -m mypy --strict --follow-imports=silent`` (the
+  flags mcec runs mypy with) on the generated module, written once with
+  ``mcec compile --no-mypy``, with mcec's warm cache — the floor under ``check``;
+- ``without``: the same ``mcec check --fast`` without class knowledge — the
+  checker given no index (every question about the user's classes left to
+  mypy, what ``--fast`` did before issue 20) and griffe never imported (a stub
+  stands in for it), so neither the reading nor the reader's import is paid
+  (:data:`WITHOUT_CLASSES`). The budget of issue 20 is this one: class
+  knowledge must not make ``--fast`` slower than 1.5× (``fast_over_without``,
+  the median of each round's ratio, per example);
+
+and, in-process (this process's CPU time, so what differs is the check alone,
+not the interpreter's start and imports), the front end as ``--fast`` runs it
+(:func:`mcec.compiler.check_source` with the
+:class:`~mcec.check.pyindex.PythonIndex` of the working directory, a fresh one
+each run, as each ``mcec check`` builds its own) against the same check with
+``index=False``. This ratio (``class_knowledge_ratio``) is the cost of reading
+the user's modules against a check of a few milliseconds; it has no target.
+
+Run ``python benchmarks/check_bench.py [--quick]``; :func:`main` returns the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.workloads import CPU_CLOCK, interleaved
+from mcec.check.pyindex import PythonIndex, package_root
+from mcec.codegen.mypy_check import CACHE_DIR
+from mcec.compiler import check_source
+from mcec.span import SourceFile
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+#: The most class knowledge may slow the ``--fast`` check down (issue 20): ``fast_over_without``.
+BUDGET_CLASS_KNOWLEDGE = 1.5
+#: ``mcec check --fast ARGS`` without class knowledge (run as ``python -c``): griffe is not
+#: imported (a stub module stands in for it) and the checker is given no index.
+WITHOUT_CLASSES = """\
+import sys, types
+sys.modules["griffe"] = types.ModuleType("griffe")
+from mcec.check.pyindex import PythonIndex, package_root
+PythonIndex.for_directory = classmethod(lambda cls, directory=None, spec=None: False)
+from mcec.cli import main
+raise SystemExit(main(["check", "--fast", *sys.argv[1:]]))
+"""
+#: How mcec runs mypy on a generated module (mcec/codegen/mypy_check.py), less the output format.
+MYPY_FLAGS = ("--strict", "--follow-imports=silent")
+
+
+def example_specs() -> list[Path]:
+    """One spec per example folder (the first in sorted order), relative to ``examples/``'s parent."""
+    specs: dict[Path, Path] = {}
+    for spec in sorted(EXAMPLES.rglob("*.mce")):
+        folder = spec.relative_to(EXAMPLES).parts[0]
+        specs.setdefault(EXAMPLES / folder, spec)
+    return [spec.relative_to(ROOT) for spec in specs.values()]
+
+
+def _workspace(folder: Path) -> Path:
+    """A copy of ``examples/`` (sources only) in ``folder``, the working directory of every run."""
+    shutil.copytree(EXAMPLES, folder / "examples", ignore=shutil.ignore_patterns("__pycache__", "*_mce.py", ".mcec"))
+    return folder
+
+
+def _run(workspace: Path, *args: str, mypypath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    if mypypath is not None:  # where the spec's package starts, as mcec tells mypy
+        env["MYPYPATH"] = str(mypypath)
+    done = subprocess.run([sys.executable, *args], cwd=workspace, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:3])} exited {done.returncode}: {(done.stdout + done.stderr).strip()[-500:]}")
+    return done
+
+
+def _front_end(workspace: Path, spec: Path, *, classes: bool) -> None:
+    """``check --fast``'s work on ``spec``, in this process: parse and check, with or without class knowledge."""
+    source = SourceFile(str(spec), (workspace / spec).read_text(encoding="utf-8"))
+    index = PythonIndex.for_directory(workspace, spec=workspace / spec) if classes else False
+    result = check_source(source, index=index)
+    if not result.ok:
+        raise RuntimeError(f"{spec} does not check: {[d.message for d in result.diagnostics if d.is_error][:3]}")
+
+
+def class_knowledge(workspace: Path, spec: Path, rounds: int) -> dict[str, float]:
+    """In-process CPU seconds of the front end with and without class knowledge, and their ratio
+    (the median of each round's ratio: a ratio within one round cancels the machine's swings)."""
+
+    def with_classes() -> None:
+        _front_end(workspace, spec, classes=True)
+
+    def without() -> None:
+        _front_end(workspace, spec, classes=False)
+
+    samples: dict[str, list[float]] = {}
+    medians = interleaved({"with": with_classes, "without": without}, rounds=max(rounds, 5), inner=20, warmup=3, samples=samples)
+    ratios = [w / wo for w, wo in zip(samples["with"], samples["without"])]
+    return {
+        "with_classes_ms": round(medians["with"] * 1000, 2),
+        "without_classes_ms": round(medians["without"] * 1000, 2),
+        "class_knowledge_ratio": round(statistics.median(ratios), 3),
+    }
+
+
+def measure(workspace: Path, spec: Path, rounds: int, warmup: int = 1) -> dict[str, Any]:
+    """The figures of one example (see the module docstring); ``warmup`` untimed runs of each command first."""
+    generated = workspace / "generated" / spec.parent.name
+    _run(workspace, "-m", "mcec", "compile", "--no-mypy", "-o", str(generated), str(spec))
+    [module] = generated.glob("*_mce.py")
+    cache = workspace / CACHE_DIR  # the one `mcec check` fills: both warm alike
+    root = package_root(workspace / spec)
+    commands = {
+        "check": lambda: _run(workspace, "-m", "mcec", "check", str(spec)),
+        "fast": lambda: _run(workspace, "-m", "mcec", "check", "--fast", str(spec)),
+        "without": lambda: _run(workspace, "-c", WITHOUT_CLASSES, str(spec)),
+        "mypy": lambda: _run(workspace, "-m", "mypy", *MYPY_FLAGS, "--cache-dir", str(cache), str(module), mypypath=root),
+    }
+    samples: dict[str, list[float]] = {}
+    wall = interleaved(commands, rounds=rounds, warmup=warmup, clock=time.perf_counter, samples=samples)
+    figures: dict[str, Any] = {f"{name}_seconds": round(seconds, 3) for name, seconds in wall.items()}
+    figures["check_over_mypy"] = round(wall["check"] / wall["mypy"], 2)
+    figures["check_over_fast"] = round(wall["check"] / wall["fast"], 2)
+    figures["fast_over_without"] = round(statistics.median(f / w for f, w in zip(samples["fast"], samples["without"])), 3)
+    figures.update(class_knowledge(workspace, spec, rounds))
+    return figures
+
+
+def main(quick: bool = False, smoke: bool = False) -> dict[str, Any]:
+    """Run the benchmark: every example (``smoke``: the smallest, greeter, not warmed up: its figures mean
+    nothing), 7 rounds (``quick``: 3; ``smoke``: 1).
+
+    Returns ``{"examples": {spec: figures}, "rounds": …, "budget": …, "worst_fast_over_without": …, "meets_budget": …}``.
+    """
+    specs = [s for s in example_specs() if s.parent.name == "greeter"] if smoke else example_specs()
+    rounds = 1 if smoke else 3 if quick else 7
+    examples: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="mcec-check-bench-") as folder:
+        workspace = _workspace(Path(folder))
+        for spec in specs:
+            examples[spec.as_posix()] = measure(workspace, spec, rounds, warmup=0 if smoke else 1)
+    worst = max(e["fast_over_without"] for e in examples.values())
+    return {
+        "examples": examples,
+        "rounds": rounds,
+        "budget": BUDGET_CLASS_KNOWLEDGE,
+        "worst_fast_over_without": worst,
+        "meets_budget": worst <= BUDGET_CLASS_KNOWLEDGE,
+    }
+
+
+def print_detail(figures: dict[str, Any]) -> None:
+    """One table row per example."""
+    print(f"{figures['rounds']} interleaved rounds, medians; wall clock, front end CPU time\n")
+    print(
+        "| example | check s | --fast s | --fast without classes s | mypy s | check / mypy | --fast / without "
+        "| front end ms: classes / none (ratio) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for spec, e in figures["examples"].items():
+        print(
+            f"| {spec} | {e['check_seconds']:.2f} | {e['fast_seconds']:.2f} | {e['without_seconds']:.2f} | "
+            f"{e['mypy_seconds']:.2f} | {e['check_over_mypy']:.2f} | {e['fast_over_without']:.2f} | "
+            f"{e['with_classes_ms']:.1f} / {e['without_classes_ms']:.1f} ({e['class_knowledge_ratio']:.2f}) |"
+        )
+
+
+if __name__ == "__main__":
+    out = main(quick="--quick" in sys.argv[1:], smoke="--smoke" in sys.argv[1:])
+    print_detail(out)
+    print(json.dumps(out, indent=2))

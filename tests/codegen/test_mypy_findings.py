@@ -1,0 +1,82 @@
+"""How mypy's findings about a generated module become MCE100 diagnostics at the spec (mcec/codegen/mypy_check.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcec.codegen.mypy_check import GeneratedFile, in_spec_terms, run_mypy
+from mcec.compiler import compile_source
+from mcec.span import SourceFile
+
+SPEC = "import builtins\n\nfn show : str -> str = builtins.str\npipeline p : str -> str = show;\n"
+
+
+def _generated(tmp_path: Path, folder: str = "now") -> GeneratedFile:
+    spec = f"{folder}/main.mce"
+    result = compile_source(SourceFile(spec, SPEC), index=False)
+    assert result.generated is not None, result.diagnostics
+    target = tmp_path / folder / "main_mce.py"
+    target.parent.mkdir()
+    target.write_text(result.generated.code, encoding="utf-8")
+    return GeneratedFile(target, spec, result.generated.source_map, temporary=True)
+
+
+def _line_of(generated: GeneratedFile, text: str) -> int:
+    return next(i for i, line in enumerate(generated.path.read_text().splitlines(), 1) if text in line)
+
+
+def test_findings_mypy_replays_under_an_older_path_are_placed_at_the_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mypy replays a cached module's findings under the path the module had when they were found
+    (an earlier ``mcec check``'s temporary folder): they are this module's all the same."""
+    generated = _generated(tmp_path)
+    line = _line_of(generated, "show: Fn")
+    older = tmp_path / "earlier-run" / "0" / "main_mce.py"
+    output = f'{older}:{line}:1: error: Incompatible types in assignment (expression has type "int", variable has type "str")  [assignment]\n'
+    monkeypatch.setattr("mypy.api.run", lambda args: (output, "", 1))
+    [found] = run_mypy([generated], tmp_path / "cache")
+    assert (found.code, found.span.path, found.span.line) == ("MCE100", "now/main.mce", 3)
+    assert "_mce.py" not in found.message and "earlier-run" not in found.message
+
+
+def test_a_finding_about_no_module_of_the_run_is_not_guessed_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = _generated(tmp_path)
+    output = f"{tmp_path / 'other_mce.py'}:3:1: error: Name \"x\" is not defined  [name-defined]\n"
+    monkeypatch.setattr("mypy.api.run", lambda args: (output, "", 1))
+    [found] = run_mypy([generated], tmp_path / "cache")
+    assert found.message.startswith("mypy could not check the generated code")  # said at the spec's start
+
+
+def test_modules_of_one_name_are_checked_in_runs_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mcec check a b` with a/main.mce and b/main.mce: mypy takes a/main_mce.py and b/main_mce.py (no
+    packages) for one module named twice and refuses to check them together ("Duplicate module")."""
+    first, second = _generated(tmp_path, "a"), _generated(tmp_path, "b")
+    calls: list[list[str]] = []
+
+    def mypy_run(args: list[str]) -> tuple[str, str, int]:
+        files = [a for a in args if a.endswith(".py")]
+        calls.append(files)
+        if len({Path(f).name for f in files}) != len(files):
+            return "", f'{files[1]}: error: Duplicate module named "main_mce"', 2
+        return f'{files[0]}:{_line_of(first, "show: Fn")}:1: error: Name "x" is not defined  [name-defined]\n', "", 1
+
+    monkeypatch.setattr("mypy.api.run", mypy_run)
+    found = run_mypy([first, second], tmp_path / "cache")
+    assert calls == [[str(first.path)], [str(second.path)]]
+    assert [(d.span.path, d.span.line) for d in found] == [("a/main.mce", 3), ("b/main.mce", 3)]
+
+
+@pytest.mark.parametrize(
+    "got",
+    ["Ok[app.Chat, app.Draft] | Err[app.Chat, app.E]", "Err[app.Chat, app.E] | Ok[app.Chat, app.Draft]"],
+    ids=["ok-first", "err-first"],
+)
+def test_outcomes_are_said_as_the_spec_writes_them(got: str) -> None:
+    """A step's result type reads ``Draft ! E`` whichever order mypy prints the union in."""
+    message = in_spec_terms(
+        f'Incompatible types in assignment (expression has type "Callable[[app.Chat, app.Turn], {got}]", '
+        'variable has type "Callable[[app.Chat, app.Turn], Ok[app.Chat, app.Review] | Err[app.Chat, app.E]]")  [assignment]'
+    )
+    assert "it is Callable[[Chat, Turn], Draft ! E]" in message and "needs Callable[[Chat, Turn], Review ! E]" in message
+    assert "Ok[" not in message and "Err[" not in message and "[assignment]" not in message
