@@ -2,7 +2,17 @@
 differential and fault tests. Every expression is ``int -> int``; the
 generator tracks each expression's error set and statefulness exactly as
 the language reference (docs/language.md §5) defines them, so it only writes
-``catch`` clauses that can fire (no MCE014).
+``catch`` clauses and ``retry(on=…)`` arguments that can fire (no MCE014).
+
+The v2 control-flow forms stay in the ``int -> int`` world through a few toolbox
+entries: ``if`` tests ``is_even``/``is_positive`` (or a chain ending in one);
+``match`` tests an ``int`` against int literals, then ``_`` or ``int``, or the
+``int | str`` of ``split`` against ``int``, string literals and ``str``/``_``,
+its text arms parsed back with ``parse``; a ``loop`` body ends in ``countdown``
+or ``split`` (an ``int`` goes round, text ends the loop and is parsed back);
+``retry`` mostly wraps a body that can fail (``flaky`` succeeds once the state
+has counted enough attempts); ``timeout`` deadlines are long enough never to
+fire, so both sides of a differential run agree on timing.
 
 Every construct of the language must be generated here: the differential test
 (compiled ≡ interpreted) and the fuzzers cover only what this module writes
@@ -39,6 +49,14 @@ fn spread : int -> list[int] = tb.spread
 fn total : list[int] -> int = tb.total
 fn add_pair : tuple[int, int] -> int = tb.add_pair
 fn add_triple : tuple[int, int, int] -> int = tb.add_triple
+fn is_even : int -> bool = tb.is_even
+step is_positive : int -> bool = tb.is_positive
+step split : int -> int | str = tb.split
+step countdown : int -> int | str = tb.countdown
+fn parse : str -> int = tb.parse
+step flaky : int -> int ! Odd = tb.flaky
+fn recover_loop : LoopExhausted -> int = tb.recover_loop
+fn recover_timeout : Timeout -> int = tb.recover_timeout
 """
 
 #: name -> (errors, stateful)
@@ -50,6 +68,7 @@ ATOMS: dict[str, tuple[frozenset[str], bool]] = {
     "no_negatives": (frozenset({"Neg"}), True),
     "slow_inc": (frozenset({"Neg"}), True),
     "crash": (frozenset(), True),
+    "flaky": (frozenset({"Odd"}), True),
     "double": (frozenset(), False),
     "negate": (frozenset(), False),
 }
@@ -57,19 +76,76 @@ ATOMS: dict[str, tuple[frozenset[str], bool]] = {
 
 @dataclass(frozen=True)
 class Gen:
-    """A generated expression: its text (a term: safe to use anywhere), errors, statefulness."""
+    """A generated expression: its text (a term: safe to use anywhere), errors, statefulness.
+
+    ``open_input``: its input type is the one its context gives it (it starts with a
+    ``match`` or an ``if``, which are checked against what they are given), rather
+    than ``int`` from a declared step or fn at its head.
+    """
 
     text: str
     errors: frozenset[str]
     stateful: bool
+    open_input: bool = False
+
+
+#: error -> the handler a ``catch`` of it uses (Odd and Neg share one: ``catch Odd | Neg => recover``)
+HANDLERS: dict[str, str] = {
+    "Odd": "recover",
+    "Neg": "recover",
+    "MergeConflict": "recover_conflict",
+    "LoopExhausted": "recover_loop",
+    "Timeout": "recover_timeout",
+}
+
+#: ``int -> bool`` conditions for ``if``: name -> stateful
+PREDICATES: dict[str, bool] = {"is_even": False, "is_positive": True}
+
+#: ``int -> int | str`` steps: a loop body ending in one goes round on ints and ends on text
+ENDERS = ("countdown", "split")
+
+#: Deadlines generous enough never to fire in a test run (so both sides agree on timing).
+SECONDS = ("30", "60", "12.5")
+
+#: Literals an ``int`` match tests for (small, so generated values hit them; the grammar has no
+#: negative int literal).
+INT_LITERALS = (0, 1, 2, 3, 4)
+
+
+def _union(parts: list[Gen]) -> frozenset[str]:
+    """The errors of all ``parts``."""
+    return frozenset[str]().union(*(p.errors for p in parts))
+
+
+def _given(gen: Gen) -> Gen:
+    """``gen`` taking the type its context gives it: ``match { _ => gen }`` (the same
+    expression), unless it does already."""
+    if gen.open_input:
+        return gen
+    return Gen(f"(match {{ _ => {gen.text} }})", gen.errors, gen.stateful, True)
 
 
 @st.composite
-def expressions(draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], ...] = ()) -> Gen:
-    """An ``int -> int`` expression, at most ``depth`` levels deep."""
+def expressions(
+    draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], ...] = (), narrowed: bool = False
+) -> Gen:
+    """An ``int -> int`` expression, at most ``depth`` levels deep.
+
+    ``narrowed``: the context gives the expression a literal type (it is, or starts,
+    the body of a literal ``match`` arm: ``0 => …`` is given ``Literal[0]``). There an
+    expression that starts with a ``match`` or an ``if`` takes ``Literal[0]`` as its
+    input type, while one that starts with a step takes ``int``, and the checker
+    compares the two where parts share an input: the branches of a ``par`` must take
+    the same type (MCE011), an ``orelse`` fallback at least its body's (MCE010),
+    and a ``loop`` whose body takes ``Literal[0]`` is ended by the body's ``int``
+    results (MCE022). So there the other branches and the body are wrapped in
+    ``match { _ => … }`` (the same expression, taking the given type), and a loop's
+    body never starts with a ``match`` or an ``if``.
+    """
     kinds = ["atom"] * 3 + (["pipeline"] if pipelines else [])
     if depth > 0:
         kinds += ["bind", "bind", "par2", "par3", "each", "catch", "orelse", "local"]
+        kinds += ["if", "match_int", "match_union", "loop", "retry", "timeout"]
     kind = draw(st.sampled_from(kinds))
     if kind == "atom":
         name = draw(st.sampled_from(sorted(ATOMS)))
@@ -78,43 +154,118 @@ def expressions(draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], .
     if kind == "pipeline":
         name, gen = draw(st.sampled_from(pipelines))
         return Gen(name, gen.errors, gen.stateful)
-    sub = expressions(depth - 1, pipelines)
+    head = expressions(depth - 1, pipelines, narrowed)  # given what this expression is given
+    sub = expressions(depth - 1, pipelines)  # given an int
     if kind == "bind":
-        parts = draw(st.lists(sub, min_size=2, max_size=4))
-        return Gen(
-            "(" + " >>= ".join(p.text for p in parts) + ")",
-            frozenset().union(*(p.errors for p in parts)),
-            any(p.stateful for p in parts),
-        )
+        first = draw(head)
+        parts = [first, *draw(st.lists(sub, min_size=1, max_size=3))]
+        text = "(" + " >>= ".join(p.text for p in parts) + ")"
+        return Gen(text, _union(parts), any(p.stateful for p in parts), first.open_input)
     if kind in ("par2", "par3"):
         n = 2 if kind == "par2" else 3
-        branches = draw(st.lists(sub, min_size=n, max_size=n))
-        errors = frozenset().union(*(b.errors for b in branches))
+        branches = draw(st.lists(head, min_size=n, max_size=n))
+        if narrowed and any(b.open_input for b in branches):
+            branches = [_given(b) for b in branches]
+        errors = _union(branches)
         if sum(b.stateful for b in branches) >= 2:
             errors |= {"MergeConflict"}
         joiner = "add_pair" if n == 2 else "add_triple"
         text = "(par <" + ", ".join(b.text for b in branches) + "> >>= " + joiner + ")"
-        return Gen(text, errors, any(b.stateful for b in branches))
+        return Gen(text, errors, any(b.stateful for b in branches), any(b.open_input for b in branches))
     if kind == "each":
         body = draw(sub)
         limit = draw(st.sampled_from(["", "(limit=1)", "(limit=2)", "(limit=5)"]))
         errors = body.errors | ({"MergeConflict"} if body.stateful else frozenset())
         return Gen(f"(spread >>= each{limit} {body.text} >>= total)", errors, body.stateful)
     if kind == "catch":
-        body = draw(sub)
-        if "MergeConflict" in body.errors and draw(st.booleans()):
-            return Gen(f"({body.text} catch MergeConflict => recover_conflict)", body.errors - {"MergeConflict"}, body.stateful)
-        catchable = sorted(body.errors & {"Odd", "Neg"})
-        if not catchable:
+        body = draw(head)
+        handled = sorted({HANDLERS[e] for e in body.errors if e in HANDLERS})
+        if not handled:
             return body
+        handler = draw(st.sampled_from(handled))
+        catchable = sorted(e for e in body.errors if HANDLERS.get(e) == handler)
         caught = draw(st.lists(st.sampled_from(catchable), min_size=1, max_size=len(catchable), unique=True))
-        text = f"({body.text} catch {' | '.join(caught)} => recover)"
-        return Gen(text, body.errors - set(caught), body.stateful)
+        text = f"({body.text} catch {' | '.join(caught)} => {handler})"
+        return Gen(text, body.errors - set(caught), body.stateful, body.open_input)
     if kind == "orelse":
-        first, second = draw(sub), draw(sub)
-        return Gen(f"({first.text} orelse {second.text})", second.errors, first.stateful or second.stateful)
-    body = draw(sub)  # local
-    return Gen(f"(local {body.text})", body.errors, False)
+        first, second = draw(head), draw(head)
+        if narrowed and second.open_input:
+            first = _given(first)
+        text = f"({first.text} orelse {second.text})"
+        return Gen(text, second.errors, first.stateful or second.stateful, first.open_input or second.open_input)
+    if kind == "local":
+        body = draw(head)
+        return Gen(f"(local {body.text})", body.errors, False, body.open_input)
+    literal = expressions(depth - 1, pipelines, narrowed=True)  # given a literal type
+    return draw(_control(kind, head, sub, literal, narrowed))
+
+
+@st.composite
+def _control(
+    draw: st.DrawFn,
+    kind: str,
+    head: st.SearchStrategy[Gen],
+    sub: st.SearchStrategy[Gen],
+    literal: st.SearchStrategy[Gen],
+    narrowed: bool,
+) -> Gen:
+    """The v2 control-flow forms (LANGUAGE.md §5), each ``int -> int``, with the error
+    sets and statefulness §5 gives them. ``head`` draws the parts given what the form is
+    given, ``sub`` those given an ``int``, ``literal`` those given a literal type."""
+    if kind == "if":  # condition and branches are all given the original input
+        predicate = draw(st.sampled_from(sorted(PREDICATES)))
+        condition = Gen(predicate, frozenset(), PREDICATES[predicate])
+        if draw(st.booleans()):  # a condition that is a chain: its errors and state count too
+            before = draw(head)
+            condition = Gen(f"({before.text} >>= {predicate})", before.errors, before.stateful or condition.stateful)
+        then, otherwise = draw(head), draw(head)
+        parts = [condition, then, otherwise]
+        text = f"(if {condition.text} then {then.text} else {otherwise.text})"
+        return Gen(text, _union(parts), any(p.stateful for p in parts), True)
+    if kind == "match_int":  # literal arms, then `_` or `int` for the rest
+        literals = draw(st.lists(st.sampled_from(INT_LITERALS), min_size=1, max_size=3, unique=True))
+        literal_arms = draw(st.lists(literal, min_size=len(literals), max_size=len(literals)))
+        last_pattern, last = draw(st.sampled_from(["_", "int"])), draw(head)
+        arms = [f"{n} => {b.text}" for n, b in zip(literals, literal_arms)] + [f"{last_pattern} => {last.text}"]
+        bodies = [*literal_arms, last]
+        return Gen(f"(match {{ {', '.join(arms)} }})", _union(bodies), any(b.stateful for b in bodies), True)
+    if kind == "match_union":  # over `split`'s `int | str`; text arms are parsed back to int
+        on_int = draw(sub)
+        texts = draw(st.lists(st.sampled_from(['"0"', '"3"', '"-3"']), max_size=2, unique=True))
+        bodies = [on_int]
+        arms = []
+        for pattern in [*texts, draw(st.sampled_from(["str", "_"]))]:
+            after: Gen | None = draw(st.none() | sub)
+            arm = Gen("parse", frozenset(), False) if after is None else Gen(f"(parse >>= {after.text})", after.errors, after.stateful)
+            arms.append(f"{pattern} => {arm.text}")
+            bodies.append(arm)
+        arms.insert(draw(st.integers(0, len(texts))), f"int => {on_int.text}")  # before the catch-all arm
+        return Gen(f"(split >>= match {{ {', '.join(arms)} }})", _union(bodies), True)
+    if kind == "loop":  # ints go round, the ender's text ends the loop and is parsed back
+        bound = draw(st.integers(1, 4))
+        ender = draw(st.sampled_from(ENDERS))
+        first: Gen | None = draw(st.none() | (head.filter(lambda g: not g.open_input) if narrowed else head))
+        if first is None:
+            return Gen(f"(loop({bound}) {ender} >>= parse)", frozenset({"LoopExhausted"}), True)
+        errors = first.errors | {"LoopExhausted"}
+        return Gen(f"(loop({bound}) ({first.text} >>= {ender}) >>= parse)", errors, True, first.open_input)
+    body = draw(head)
+    if kind == "retry":  # `on=` names only errors the body can raise (else MCE014)
+        fails_by = draw(st.sampled_from([None, "flaky", "flaky", "even_only"]))  # mostly a body that can fail
+        if fails_by is not None:
+            errors, _ = ATOMS[fails_by]
+            body = Gen(f"({body.text} >>= {fails_by})", body.errors | errors, True, body.open_input)
+        arguments = [str(draw(st.integers(1, 3)))]
+        if len(body.errors) > 0 and draw(st.booleans()):
+            on = draw(st.lists(st.sampled_from(sorted(body.errors)), min_size=1, max_size=len(body.errors), unique=True))
+            arguments.append("on=" + " | ".join(on))
+        backoff = draw(st.sampled_from([None, "0", "0.01"]))
+        if backoff is not None:
+            arguments.append(f"backoff={backoff}")
+        return Gen(f"(retry({', '.join(arguments)}) {body.text})", body.errors, body.stateful, body.open_input)
+    assert kind == "timeout", kind
+    seconds = draw(st.sampled_from(SECONDS))
+    return Gen(f"(timeout({seconds}) {body.text})", body.errors | {"Timeout"}, body.stateful, body.open_input)
 
 
 @st.composite
@@ -145,6 +296,11 @@ FAULTABLE: dict[str, tuple[bool, str | None, bool]] = {
     "slow_inc": (True, "Neg", False),
     "double": (False, None, True),
     "negate": (False, None, True),
+    "flaky": (False, "Odd", False),
+    "is_positive": (False, None, False),
+    "split": (False, None, False),
+    "countdown": (False, None, False),
+    "is_even": (False, None, True),
 }
 
 STEP_FAULTS = ("undeclared", "err-undeclared", "returns-none", "cancel-self", "cancel-outer")
@@ -199,6 +355,9 @@ VOCABULARY = [
     "par", "each", "(limit=0)", "local", "catch", "orelse", ">>=", "<", ">", "(", ")", "{", "}", ";", ",",
     "|", "!", ":", "=", "->", "=>", "step", "fn", "pipeline", "state", "error", "import", "from", "as",
     "class", "None", "Never", "list[", "]", '"', "\n", "#", "\u202e", "é", "\x00", "Odd", "inc", "main",
+    # v2 (soft keywords: words only where the grammar expects them)
+    "match", "if", "then", "else", "_", "loop", "retry", "timeout", "on", "backoff", "(2)", "(0)", "(0.5)",
+    "Literal[", "LoopExhausted", "Timeout", "str", "int",
 ]
 
 

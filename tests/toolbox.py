@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Never
 
-from agentmonad import Append, Err, MergeConflict, Ok, Outcome, Sum, merge_states
+from agentmonad import Append, Err, LoopExhausted, MergeConflict, Ok, Outcome, Sum, Timeout, merge_states
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,72 @@ def crash(state: TState, value: int) -> Outcome[TState, Never, int]:
     if value == 13:
         raise ValueError("thirteen")
     return Ok(value, state)
+
+
+# -- for v2 control flow (match, if, loop, retry, timeout) ----------------------
+
+
+def is_even(value: int) -> bool:
+    """A pure predicate, for ``if``."""
+    return value % 2 == 0
+
+
+def is_positive(state: TState, value: int) -> Outcome[TState, Never, bool]:
+    """A stateful predicate, for ``if``: logs what it was asked."""
+    return Ok(value > 0, replace(state, log=(*state.log, f"pos? {value}")))
+
+
+def split(state: TState, value: int) -> Outcome[TState, Never, int | str]:
+    """``int -> int | str``: multiples of 3 become their text (for ``match`` over a union
+    and as a loop body that ends on them); other values pass on, counted."""
+    if value % 3 == 0:
+        return Ok(str(value), state)
+    return Ok(value, replace(state, count=state.count + 1))
+
+
+def countdown(state: TState, value: int) -> Outcome[TState, Never, int | str]:
+    """``int -> int | str``, a loop body's end: halves the value (goes round) until it is
+    small, then gives it as text (ends the loop). Logs each turn."""
+    logged = replace(state, log=(*state.log, f"cd {value}"))
+    if abs(value) < 3:
+        return Ok(str(value), logged)
+    return Ok(value // 2, logged)
+
+
+def parse(text: str) -> int:
+    """``str -> int``: back from :func:`split`'s and :func:`countdown`'s text."""
+    return int(text)
+
+
+def flaky(state: TState, value: int) -> Outcome[TState, Odd, int]:
+    """Fails with Odd unless ``count + value`` is a multiple of 3; counts every call in
+    the state, so a ``retry`` that hands the state on succeeds within 3 attempts."""
+    counted = replace(state, count=state.count + 1)
+    if (state.count + value) % 3:
+        return Err(Odd(value), counted)
+    return Ok(value + 1, counted)
+
+
+def probe(state: TState, value: int) -> Outcome[TState, Never, int]:
+    """Passes value and state on unchanged; tests put a recorder in its place to see
+    each run of what follows it (tests/codegen/test_compiled_control_laws.py)."""
+    return Ok(value, state)
+
+
+def as_text(value: int) -> int | str:
+    """``int -> int | str`` that always gives text: a loop body ending in it ends at once."""
+    return str(value)
+
+
+def recover_loop(error: LoopExhausted) -> int:
+    """Handler for LoopExhausted: the value that would have gone round again."""
+    last = error.last
+    return last if isinstance(last, int) else -2
+
+
+def recover_timeout(error: Timeout) -> int:
+    """Handler for Timeout."""
+    return -3
 
 
 # -- for the runtime-fault tests (tests/test_7_*.py) ---------------------------

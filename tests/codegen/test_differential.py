@@ -3,7 +3,9 @@
 The main correctness oracle of the code generator: for random specs over the
 toolbox (tests/spec_gen.py) and random inputs, the generated module and
 ``mcec.run.interpret`` must agree on the value, the error (type, arguments and
-the site that reported it), the final state, and on defects.
+the site that reported it), the final state, and on defects — and, for
+``retry``, on the pauses asked for between attempts (both run under
+``fake_retry_clock``, so no retry waits).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from spec_gen import specs
 from toolbox import TState
 
 from agentmonad import Defect, Err, Ok
+from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
 from mcec.run.interpret import Interpreter
 from mcec.render import render_text
@@ -28,15 +31,17 @@ _counter = itertools.count()
 
 
 def _observe(coro: Any) -> tuple[Any, ...]:
-    """Run a pipeline call and reduce its result to comparable data."""
-    try:
-        outcome = asyncio.run(coro)
-    except Defect as defect:
-        return ("defect", type(defect.cause).__name__, defect.state, defect.site)
+    """Run a pipeline call (retry pauses recorded, not waited) and reduce its result
+    to comparable data, the pauses last."""
+    with fake_retry_clock() as pauses:
+        try:
+            outcome = asyncio.run(coro)
+        except Defect as defect:
+            return ("defect", type(defect.cause).__name__, defect.state, defect.site, pauses)
     if isinstance(outcome, Ok):
-        return ("ok", outcome.value, outcome.state)
+        return ("ok", outcome.value, outcome.state, pauses)
     assert isinstance(outcome, Err)
-    return ("err", type(outcome.error).__name__, outcome.error, outcome.state, outcome.site)
+    return ("err", type(outcome.error).__name__, outcome.error, outcome.state, outcome.site, pauses)
 
 
 def compile_spec(text: str) -> Any:

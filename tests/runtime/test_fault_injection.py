@@ -7,7 +7,8 @@ the whole run from inside, extra awaits before an async step), the compiled
 module and the reference interpreter — the oracle for LANGUAGE.md §6 — must
 give the same observation: value and state, or error, state and site, or a
 Defect with the same cause, reason, state, site and number of attached
-sibling defects, or a cancellation. Faults are deterministic per (step,
+sibling defects, or a cancellation — and the same retry pauses (runs use
+``fake_retry_clock``, so no retry waits). Faults are deterministic per (step,
 value) and happen before any await of the step, so both runs see the same
 faults in the same scheduling order (no race between two failures of a
 ``par`` can go differently).
@@ -20,9 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 import toolbox as tb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,6 +33,7 @@ from spec_gen import FAULTABLE, HEADER, STEP_FAULTS, Fault, fault_plans, specs
 from toolbox import Neg, Odd, TState
 
 from agentmonad import Defect, Err, Ok, Site
+from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
 from mcec.run.interpret import Interpreter
 from mcec.render import render_text
@@ -149,6 +153,14 @@ async def _observe(make: Callable[[], Awaitable[Any]], text: str, file: str) -> 
     return seen
 
 
+def _run(make: Callable[[], Awaitable[Any]], text: str, file: str) -> tuple[Any, ...]:
+    """:func:`_observe` one run on a fresh event loop, retry pauses recorded (not waited) and
+    appended to the observation."""
+    with fake_retry_clock() as pauses:
+        seen = asyncio.run(_observe(make, text, file))
+    return (*seen, tuple(pauses))
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=specs(), inputs=st.lists(st.integers(-60, 60), min_size=1, max_size=3), data=st.data())
 def test_injected_faults_compiled_matches_interpreter(spec: str, inputs: list[int], data: st.DataObject) -> None:
@@ -168,12 +180,10 @@ def test_injected_faults_compiled_matches_interpreter(spec: str, inputs: list[in
         interpreter = Interpreter(result.program, overrides=fakes)
         for value in inputs:
             FIRED.clear()
-            compiled = asyncio.run(_observe(lambda: module.main(TState(), value), spec, file))
+            compiled = _run(lambda: module.main(TState(), value), spec, file)
             for kind in FIRED:
                 STATS[f"fired {kind}"] = STATS.get(f"fired {kind}", 0) + 1
-            interpreted = asyncio.run(
-                _observe(lambda: interpreter.run("main", TState(), value), spec, file)
-            )
+            interpreted = _run(lambda: interpreter.run("main", TState(), value), spec, file)
             assert compiled == interpreted, f"input {value}, faults {plan}\n{spec}"
             STATS[f"outcome {compiled[0]}"] = STATS.get(f"outcome {compiled[0]}", 0) + 1
 
@@ -185,17 +195,30 @@ EVERY_STEP = (
     + "(slow_inc >>= even_only >>= negate) >>= total, side> >>= add_triple;\n"
 )
 
+#: The same for v2 control flow: faults inside retry (nested), loop, timeout, if and match arms.
+EVERY_CONTROL_STEP = (
+    HEADER
+    + "pipeline main : int -> int = (match { 0 => double, 1 => negate, _ => inc })\n"
+    + "    >>= timeout(30) (retry(2, on=LoopExhausted) (loop(5) (retry(3, on=Odd, backoff=0) flaky >>= countdown) >>= parse))\n"
+    + "    >>= (if is_positive then (if is_even then note else even_only)\n"
+    + "         else (split >>= match { int => inc, \"-3\" => parse, str => (parse >>= slow_inc) }));\n"
+)
 
-def test_every_fault_kind_at_every_step_compiled_matches_interpreter() -> None:
+
+@pytest.mark.parametrize(
+    ("spec", "values"), [(EVERY_STEP, (5, 6)), (EVERY_CONTROL_STEP, (0, 1, 5, -4, 40))], ids=["groups", "control"]
+)
+def test_every_fault_kind_at_every_step_compiled_matches_interpreter(spec: str, values: tuple[int, ...]) -> None:
     """Deterministic companion of the property test: every fault kind that fits,
-    injected into every toolbox entry of one spec that nests par/each/catch,
-    on a few inputs — so every kind surely fires."""
+    injected into every toolbox entry of one spec that nests par/each/catch (or
+    the v2 control-flow forms), on a few inputs — so every kind surely fires."""
     file = f"inject_{next(_counter)}.mce"
-    result = compile_source(SourceFile(file, EVERY_STEP))
+    result = compile_source(SourceFile(file, spec))
     assert result.ok and result.program is not None and result.generated is not None
     module = load_module(result.program, result.generated)
     originals = {name: getattr(module, name) for name in FAULTABLE}
     fired: dict[str, int] = {}
+    fired_at: set[str] = set()
     for name, (is_async, declared, is_fn) in FAULTABLE.items():
         kinds = ["undeclared"] if is_fn else list(STEP_FAULTS)
         kinds += ["declared"] if declared else []
@@ -205,15 +228,16 @@ def test_every_fault_kind_at_every_step_compiled_matches_interpreter() -> None:
             for other, impl in {**originals, name: fake}.items():
                 setattr(module, other, impl)
             interpreter = Interpreter(result.program, overrides={name: fake})
-            for value in (5, 6):
+            for value in values:
                 FIRED.clear()
-                compiled = asyncio.run(_observe(lambda: module.main(TState(), value), EVERY_STEP, file))
+                compiled = _run(lambda: module.main(TState(), value), spec, file)
                 fired[kind] = fired.get(kind, 0) + bool(FIRED)
-                interpreted = asyncio.run(
-                    _observe(lambda: interpreter.run("main", TState(), value), EVERY_STEP, file)
-                )
+                fired_at |= {name} if FIRED else set()
+                interpreted = _run(lambda: interpreter.run("main", TState(), value), spec, file)
                 assert compiled == interpreted, (name, kind, value)
     assert all(fired.values()), fired
+    used = {name for name in FAULTABLE if re.search(rf"\b{name}\b", spec[len(HEADER) :])}
+    assert fired_at == used, used - fired_at  # a fault fired at every step the spec uses
     STATS.update({f"sweep fired {k}": v for k, v in fired.items()})
 
 
