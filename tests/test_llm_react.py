@@ -111,3 +111,45 @@ def test_endpoint_from_the_environment(llm_server: LLMServer, tmp_path: Path, mo
     llm_server.script(tool_call("Answer", {"text": "hi"}))
     assert asyncio.run(module.react(Chat(), "q")) == Ok("Answer: hi", Chat("q"))
     assert llm_server.requests[0].headers["authorization"] == "Bearer sk-from-env"
+
+
+def mcec_run(tmp_path: Path, *options: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    spec = tmp_path / "react.mce"
+    spec.write_text(SPEC.replace("BUDGET", "100000"), encoding="utf-8")
+    environment = {**os.environ, "PYTHONPATH": str(TESTS), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "mcec", "run", str(spec), "react", "--input", '"what is a monad"', *options],
+        capture_output=True, text=True, timeout=120, env=environment, check=False,
+    )
+
+
+def test_mcec_run_with_a_scripted_model_prints_usage(tmp_path: Path) -> None:
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([
+        {"tool": "SearchArgs", "arguments": {"query": "monads"}, "usage": [20, 5]},
+        {"tool": "Answer", "arguments": {"text": "done"}, "usage": [30, 5]},
+    ]), encoding="utf-8")
+    done = mcec_run(tmp_path, "--model", f"fast=script:{replies}")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is True and report["value"] == "Answer: done"
+    assert report["usage"]["requests"] == 2
+    assert report["usage"]["prompt_tokens"] == 50 and report["usage"]["completion_tokens"] == 10
+
+
+def test_mcec_run_model_option_over_http(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.script(tool_call("Answer", {"text": "over http"}))
+    done = mcec_run(tmp_path, "--model", f"fast=served-model@{llm_server.url}", env={"OPENAI_API_KEY": "sk-x"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"] == "Answer: over http"
+    assert llm_server.requests[0].body["model"] == "served-model"
+
+
+def test_mcec_run_rejects_an_undeclared_model(tmp_path: Path) -> None:
+    done = mcec_run(tmp_path, "--model", "fats=test")
+    assert done.returncode == 2
+    assert "declares no model `fats`; did you mean `fast`?" in done.stderr
+    malformed = mcec_run(tmp_path, "--model", "fast")
+    assert malformed.returncode == 2 and "NAME=VALUE" in malformed.stderr
