@@ -68,5 +68,7 @@ def check(module: syntax.Module, source: SourceFile, index: PythonIndex | None =
         servers=tuple(declared.servers.values()),
         tools=tuple(declared.tools.values()),
         pipelines=tuple(pipelines),
+        models=tuple(declared.models.values()),
+        llms=tuple(declared.llms.values()),
     )
     return CheckResult(program, diagnostics, unknowns.count)

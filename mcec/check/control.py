@@ -37,6 +37,7 @@ from mcec.check.typed import (
     TPattern,
     TRetry,
     TTimeout,
+    TBudget,
 )
 from mcec.check.types import (
     ANY,
@@ -44,6 +45,7 @@ from mcec.check.types import (
     LOOP_EXHAUSTED,
     NEVER,
     TIMEOUT,
+    BUDGET_EXCEEDED,
     Builtin,
     ClassRef,
     Compat,
@@ -245,6 +247,16 @@ class ControlChecker:
         body = self.outer.infer(expr.body, given)
         sig = Sig(body.sig.input, body.sig.output, body.sig.errors | {TIMEOUT}, body.sig.stateful)
         return TTimeout(body, expr.seconds, sig, expr.span)
+
+
+    def budget(self, expr: syntax.Budget, given: Type | None) -> TBudget:
+        if not expr.tokens > 0:
+            self.sink.add(
+                report.bound_too_small("budget", expr.tokens, "at least 1 token", expr.tokens_span, "write `budget(1000) e`")
+            )
+        body = self.outer.infer(expr.body, given)
+        sig = Sig(body.sig.input, body.sig.output, body.sig.errors | {BUDGET_EXCEEDED}, body.sig.stateful)
+        return TBudget(body, expr.tokens, sig, expr.span)
 
 
 def _pattern_text(pattern: syntax.Pattern) -> str:

@@ -52,12 +52,14 @@ class Kind(enum.Enum):
     TOOL = "tool"
     PIPELINE = "pipeline"
     SERVER = "server"
+    MODEL = "model"
+    LLM = "llm step"
     BUILTIN_ERROR = "built-in error type"
 
     @property
     def article(self) -> str:
         """The kind with its indefinite article, for messages: "a step", "an imported name"."""
-        return ("an " if self.value[0] in "aeiou" else "a ") + self.value
+        return ("an " if self.value[0] in "aeiou" or self is Kind.LLM else "a ") + self.value
 
 
 #: The builtin types by name, and the generic heads by name (typed lookups).
@@ -65,7 +67,7 @@ _BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_NAMES}
 _GENERIC_HEADS: dict[str, GenericName] = {head: head for head in GENERIC_ARITY}
 
 #: Kinds a pipeline body may refer to by name.
-CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.PIPELINE)
+CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.LLM, Kind.PIPELINE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,13 @@ from mcec.check.types import ANY, MERGE_CONFLICT, Compat, Generic, Type, flows, 
 #: The signature of something that failed to resolve: fits everywhere, see the module docstring.
 POISONED = Sig(ANY, ANY, frozenset({ANY}), False)
 
-_KIND_WORD: dict[Kind, DeclKind] = {Kind.STEP: "step", Kind.FN: "fn", Kind.TOOL: "tool", Kind.PIPELINE: "pipeline"}
+_KIND_WORD: dict[Kind, DeclKind] = {
+    Kind.STEP: "step",
+    Kind.FN: "fn",
+    Kind.TOOL: "tool",
+    Kind.LLM: "llm",
+    Kind.PIPELINE: "pipeline",
+}
 
 
 def describe(expr: syntax.Expr) -> str:
@@ -75,6 +81,8 @@ def describe(expr: syntax.Expr) -> str:
             return "the `retry`"
         case syntax.Timeout():
             return "the `timeout`"
+        case syntax.Budget():
+            return "the `budget`"
         case _:
             assert_never(expr)
 
@@ -140,6 +148,8 @@ class ExprChecker:
                 return self.control.retry(expr, given)
             case syntax.Timeout():
                 return self.control.timeout(expr, given)
+            case syntax.Budget():
+                return self.control.budget(expr, given)
             case _:
                 assert_never(expr)
 
@@ -170,6 +180,8 @@ class ExprChecker:
             sig = self.declared.fns[name].sig
         elif kind == "tool":
             sig = self.declared.tools[name].sig
+        elif kind == "llm":
+            sig = self.declared.llms[name].sig
         else:
             sig = self.pipeline_sig(name)
         return TRef(name, kind, sig, expr.span)

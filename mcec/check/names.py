@@ -19,8 +19,25 @@ from mcec.check.implementations import StepContract, check_fn, check_step
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
-from mcec.check.typed import PyRef, Sig, TFn, TFromImport, TImport, TModuleImport, TServer, TStep, TTool
-from mcec.check.types import ANY, NEVER, SHADOWABLE_ERRORS, STR, TOOL_FAILED, TOOL_UNAVAILABLE, Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union
+from mcec.check.llm import TemplateSource, check_output, check_template, read_template
+from mcec.check.typed import PyRef, Sig, TFn, TFromImport, TImport, TLlm, TModel, TModuleImport, TServer, TStep, TTool
+from mcec.check.types import (
+    ANY,
+    LLM_FAILED,
+    LLM_UNAVAILABLE,
+    NEVER,
+    SHADOWABLE_ERRORS,
+    STR,
+    TOOL_FAILED,
+    TOOL_UNAVAILABLE,
+    Builtin,
+    ClassRef,
+    ErrorSet,
+    Generic,
+    Lit,
+    Type,
+    Union,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +66,8 @@ class Declared:
     fns: dict[str, TFn] = field(default_factory=dict)
     servers: dict[str, TServer] = field(default_factory=dict)
     tools: dict[str, TTool] = field(default_factory=dict)
+    models: dict[str, TModel] = field(default_factory=dict)
+    llms: dict[str, TLlm] = field(default_factory=dict)
     pipelines: dict[str, DeclaredPipeline] = field(default_factory=dict)
     #: Names declared more than once (their MCE003 says enough: no W001 for them).
     duplicated: set[str] = field(default_factory=set)
@@ -129,6 +148,10 @@ class DeclarationChecker:
                 self._add(Binding(decl.name.text, Kind.PIPELINE, decl.name))
             case syntax.ServerDecl():
                 self._add(Binding(decl.name.text, Kind.SERVER, decl.name))
+            case syntax.ModelDecl():
+                self._add(Binding(decl.name.text, Kind.MODEL, decl.name))
+            case syntax.LlmDecl():
+                self._add(Binding(decl.name.text, Kind.LLM, decl.name))
             case syntax.StateDecl() | syntax.ErrorDecl():
                 pass
             case _:
@@ -143,12 +166,15 @@ class DeclarationChecker:
                 self._error_decl(decl)
             case syntax.ServerDecl():
                 self._server(decl)
+            case syntax.ModelDecl():
+                self._model(decl)
             case (
                 syntax.FromImport()
                 | syntax.ModuleImport()
                 | syntax.StepDecl()
                 | syntax.FnDecl()
                 | syntax.ToolDecl()
+                | syntax.LlmDecl()
                 | syntax.PipelineDecl()
             ):
                 pass
@@ -164,6 +190,8 @@ class DeclarationChecker:
                 self._fn(decl)
             case syntax.ToolDecl():
                 self._tool(decl)
+            case syntax.LlmDecl():
+                self._llm(decl)
             case syntax.PipelineDecl():
                 self._pipeline(decl)
             case (
@@ -172,6 +200,7 @@ class DeclarationChecker:
                 | syntax.StateDecl()
                 | syntax.ErrorDecl()
                 | syntax.ServerDecl()
+                | syntax.ModelDecl()
             ):
                 pass
             case _:
@@ -384,6 +413,42 @@ class DeclarationChecker:
         tool = TTool(decl.name.text, sig, decl.server.text, decl.tool_name.text, decl.span)
         self.declared.tools.setdefault(decl.name.text, tool)
 
+    def _model(self, decl: syntax.ModelDecl) -> None:
+        if decl.name.text not in self.declared.models:
+            self.declared.models[decl.name.text] = TModel(decl.name.text, decl.model_id, decl.span)
+
+    def _llm(self, decl: syntax.LlmDecl) -> None:
+        """``llm n : A -> B = m TEMPLATE``: an async step that changes no state and fails
+        with ``LLMFailed | LLMUnavailable``; its template (MCE023) and output type (MCE024) checked."""
+        reported = len(self.sink.items)
+        input, output = self.type_of(decl.input), self.type_of(decl.output)
+        types_resolved = len(self.sink.items) == reported
+        sig = Sig(input, output, frozenset({LLM_FAILED, LLM_UNAVAILABLE}), False)
+        binding = self.env.lookup(decl.model.text)
+        if binding is None or binding.kind is not Kind.MODEL:
+            help = self.env.suggestion(decl.model.text, (Kind.MODEL,))
+            if binding is None:
+                self.sink.add(report.unknown_model(decl.model.text, decl.model.span, help))
+            else:
+                self.sink.add(
+                    report.unknown(f"`{decl.model.text}` is {binding.kind.article}, not a model", decl.model.span, help)
+                )
+        source = read_template(decl, self.module.path)
+        if isinstance(source, Diagnostic):
+            self.sink.add(source)
+            text, template_name = "", decl.template.text  # type: str, str | None
+        else:
+            assert isinstance(source, TemplateSource)
+            text, template_name = source.text, source.name
+            if types_resolved:
+                self.sink.extend(check_template(decl, source, input, self.index))
+        if types_resolved:
+            problem = check_output(decl, output)
+            if problem is not None:
+                self.sink.add(problem)
+        llm = TLlm(decl.name.text, sig, decl.model.text, text, template_name, decl.span)
+        self.declared.llms.setdefault(decl.name.text, llm)
+
     def _pipeline(self, decl: syntax.PipelineDecl) -> None:
         errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
         declared = DeclaredPipeline(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
@@ -419,6 +484,10 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
                 check("tool", decl.name)
             case syntax.ServerDecl():
                 check("server", decl.name)
+            case syntax.ModelDecl():
+                check("model", decl.name)
+            case syntax.LlmDecl():
+                check("llm", decl.name)
             case (
                 syntax.FromImport()
                 | syntax.ModuleImport()

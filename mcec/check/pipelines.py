@@ -43,6 +43,7 @@ from mcec.check.typed import (
     TRef,
     TRetry,
     TTimeout,
+    TBudget,
 )
 from mcec.check.types import MERGE_CONFLICT, Compat, Type, error_union, flows, render_errors, sorted_errors
 
@@ -315,6 +316,10 @@ def find_origin(expr: TExpr, error_type: Type) -> tuple[report.Origin, str, Span
                     return report.Origin.TIMEOUT, "", expr.span
                 expr = expr.body
             case TRetry():
+                expr = expr.body
+            case TBudget():
+                if error_type not in expr.body.sig.errors:
+                    return report.Origin.BUDGET, "", expr.span
                 expr = expr.body
             case _:
                 assert_never(expr)

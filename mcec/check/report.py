@@ -365,6 +365,7 @@ class Origin(enum.Enum):
     EACH = "merging the states of these stateful runs may fail with `{error}`"
     LOOP = "this `loop` fails with `{error}` when its last run still goes round"
     TIMEOUT = "this `timeout` fails with `{error}` when its body takes too long"
+    BUDGET = "this `budget` fails with `{error}` when its body uses more tokens than it allows"
 
 
 def escaping_error(
@@ -492,3 +493,77 @@ def impossible_retry(error_type: Type, span: Span, body: Span, body_errors: str 
         message = f"`{error_type}` cannot be retried here: the body of `retry` fails only with {body_errors}"
         label = f"may fail with {body_errors}"
     return error("MCE014", message, span, (Label(body, label),), f"remove `{error_type}` from `on=`")
+
+
+# ---------------------------------------------------------------- LLM steps (LANGUAGE.md §10)
+
+
+def unknown_model(name: str, span: Span, help: str | None) -> Diagnostic:
+    """MCE002: an ``llm`` names a model that is not declared."""
+    return error("MCE002", f"unknown model `{name}`", span, (), help or f'declare it: `model {name} = openai "MODEL_ID"`')
+
+
+def template_needs_jinja(step: str, span: Span) -> Diagnostic:
+    """MCE023: the template of ``step`` cannot be checked because jinja2 is not installed."""
+    return error(
+        "MCE023",
+        f"the template of `{step}` cannot be checked: jinja2 is not installed",
+        span,
+        (),
+        "LLM steps need the `llm` extra: pip install 'mcec[llm]'",
+    )
+
+
+def template_file_unreadable(step: str, written: str, path: str, reason: str, span: Span) -> Diagnostic:
+    """MCE023: a ``file`` template that is missing or unreadable."""
+    return error(
+        "MCE023",
+        f"the template file `{written}` of `{step}` {reason}",
+        span,
+        (),
+        f"the path is relative to the spec's folder (looked for {path})",
+    )
+
+
+def template_syntax(step: str, message: str, line: int | None, file: str | None, span: Span) -> Diagnostic:
+    """MCE023: a template Jinja2 cannot parse."""
+    where = "" if line is None else f" (line {line} of {'the template' if file is None else file})"
+    return error(
+        "MCE023",
+        f"the template of `{step}` does not parse: {message}{where}",
+        span,
+        (),
+        "templates are Jinja2: `{{ field }}`, `{% for x in xs %}…{% endfor %}`",
+    )
+
+
+def template_variable(step: str, variable: str, input_type: Type, known: list[str], span: Span) -> Diagnostic:
+    """MCE023: a template reads a variable its input type does not give (nor ``state``)."""
+    import difflib
+
+    matches = difflib.get_close_matches(variable, known, n=3, cutoff=0.6)
+    if matches:
+        help = "did you mean " + (
+            f"`{matches[0]}`?" if len(matches) == 1 else "one of " + ", ".join(f"`{m}`" for m in matches) + "?"
+        )
+    else:
+        help = "this template may read " + ", ".join(f"`{k}`" for k in known)
+    return error(
+        "MCE023",
+        f"the template of `{step}` reads `{variable}`, which its input {input_type} does not have",
+        span,
+        (),
+        help,
+    )
+
+
+def bad_llm_output(step: str, output: Type, problem: str, span: Span) -> Diagnostic:
+    """MCE024: an ``llm`` output type the runtime cannot parse a model's answer into."""
+    return error(
+        "MCE024",
+        f"`{step}` cannot produce {output}: {problem}",
+        span,
+        (),
+        "an llm step produces str, a pydantic model or dataclass, a union of those (a choice), "
+        "or a type pydantic validates such as Literal[...]",
+    )

@@ -76,7 +76,7 @@ TImport: TypeAlias = TFromImport | TModuleImport
 
 # ---------------------------------------------------------------- declarations
 
-DeclKind = Literal["step", "fn", "tool", "pipeline"]
+DeclKind = Literal["step", "fn", "tool", "llm", "pipeline"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +117,32 @@ class TTool:
     sig: Sig
     server: str
     tool_name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TModel:
+    """``model n = openai "MODEL_ID"``."""
+
+    name: str
+    model_id: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TLlm:
+    """``llm n : A -> B = model TEMPLATE``; ``sig.errors`` are ``LLMFailed | LLMUnavailable``.
+
+    ``template`` is the template's text (a ``file`` template read at check
+    time); ``template_name`` is how messages name it (the path as written, or
+    None for an inline template).
+    """
+
+    name: str
+    sig: Sig
+    model: str
+    template: str
+    template_name: str | None
     span: Span
 
 
@@ -308,8 +334,18 @@ class TTimeout:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class TBudget:
+    """``budget(tokens) body``: ``BudgetExceeded`` joins the body's errors."""
+
+    body: TExpr
+    tokens: int
+    sig: Sig
+    span: Span
+
+
 TExpr: TypeAlias = (
-    TRef | TBind | TPar | TEach | TLocal | TCatch | TOrElse | TIdentity | TMatch | TIf | TLoop | TRetry | TTimeout
+    TRef | TBind | TPar | TEach | TLocal | TCatch | TOrElse | TIdentity | TMatch | TIf | TLoop | TRetry | TTimeout | TBudget
 )
 
 
@@ -332,7 +368,7 @@ def children(expr: TExpr) -> tuple[TExpr, ...]:
             return tuple(arm.body for arm in arms)
         case TIf(condition=condition, then=then, otherwise=otherwise):
             return (condition, then, otherwise)
-        case TLoop(body=body) | TRetry(body=body) | TTimeout(body=body):
+        case TLoop(body=body) | TRetry(body=body) | TTimeout(body=body) | TBudget(body=body):
             return (body,)
         case _:
             assert_never(expr)
@@ -381,3 +417,5 @@ class Program:
     servers: tuple[TServer, ...]
     tools: tuple[TTool, ...]
     pipelines: tuple[TPipeline, ...]
+    models: tuple[TModel, ...] = ()
+    llms: tuple[TLlm, ...] = ()

@@ -31,10 +31,21 @@ GENERIC_ARITY: dict[GenericName, int | None] = {"list": 1, "set": 1, "dict": 2, 
 #: The runtime module that provides the built-in error types.
 RUNTIME_MODULE = "agentmonad"
 #: Error types every spec may use without importing or declaring them.
-BUILTIN_ERRORS: tuple[str, ...] = ("MergeConflict", "ToolFailed", "ToolUnavailable", "LoopExhausted", "Timeout")
+BUILTIN_ERRORS: tuple[str, ...] = (
+    "MergeConflict",
+    "ToolFailed",
+    "ToolUnavailable",
+    "LoopExhausted",
+    "Timeout",
+    "LLMFailed",
+    "LLMUnavailable",
+    "BudgetExceeded",
+)
 #: The built-in errors of v2, which a spec may shadow with its own type of the same name
 #: (W003; v1 specs that already had one keep it).
-SHADOWABLE_ERRORS: frozenset[str] = frozenset({"LoopExhausted", "Timeout"})
+SHADOWABLE_ERRORS: frozenset[str] = frozenset(
+    {"LoopExhausted", "Timeout", "LLMFailed", "LLMUnavailable", "BudgetExceeded"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +180,8 @@ def runtime_error(name: str) -> ClassRef:
     path = f"{RUNTIME_MODULE}.{name}"
     exception = builtin_info("Exception")
     assert exception is not None
-    info = ClassInfo(frozenset({path, f"{RUNTIME_MODULE}.errors.{name}"}) | exception.ancestors, True, False, False, False)
+    defined = {path, f"{RUNTIME_MODULE}.errors.{name}", f"{RUNTIME_MODULE}.llm.errors.{name}"}
+    info = ClassInfo(frozenset(defined) | exception.ancestors, True, False, False, False)
     return ClassRef(path, name, info)
 
 
@@ -178,6 +190,9 @@ TOOL_FAILED = runtime_error("ToolFailed")
 TOOL_UNAVAILABLE = runtime_error("ToolUnavailable")
 LOOP_EXHAUSTED = runtime_error("LoopExhausted")
 TIMEOUT = runtime_error("Timeout")
+LLM_FAILED = runtime_error("LLMFailed")
+LLM_UNAVAILABLE = runtime_error("LLMUnavailable")
+BUDGET_EXCEEDED = runtime_error("BudgetExceeded")
 BOOL = Builtin("bool")
 
 

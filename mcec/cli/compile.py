@@ -296,7 +296,7 @@ def _build_locked(args: argparse.Namespace, folder: Path, reporter: Reporter, ou
 
 
 def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """``mcec run FILE PIPELINE --input JSON [--state JSON]``."""
+    """``mcec run FILE PIPELINE --input JSON [--state JSON] [--model NAME=VALUE …]``."""
     command = subparsers.add_parser(
         "run",
         help="compile a spec in memory and run one pipeline",
@@ -306,6 +306,14 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("pipeline", metavar="PIPELINE", help="the pipeline to run")
     command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
+    command.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="answer for model NAME (or `*`, every model): `test` (made-up valid answers), `script:PATH` "
+        "(replies in a JSON file), `py:MODULE:ATTR` (a backend), or `MODEL_ID[@BASE_URL]`; repeatable",
+    )
     command.set_defaults(func=run_run)
 
 
@@ -360,7 +368,7 @@ def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
     side does not load, 2 on bad input."""
-    from mcec.run.runner import RunError, dumps, prepare, run_pipeline
+    from mcec.run.runner import RunError, dumps, llm_run_config, prepare, run_pipeline
 
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
@@ -371,10 +379,11 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
         return module
     try:
         value, state = prepare(result.program, args.pipeline, args.input, args.state)
+        llm = llm_run_config(result.program, args.model)
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    report = run_pipeline(module, args.pipeline, state, value)
+    report = run_pipeline(module, args.pipeline, state, value, llm)
     out.write(dumps(report.payload) + "\n")
     return report.status
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["CONTROL_NODES", "Control", "ControlEmitter"]
 
 COMPILED = "agentmonad.compiled"
+RUNTIME = "agentmonad"
 
 #: The v2 constructs. At the end of a function (a pipeline whose whole body is a
 #: ``loop``, the last part of a chain) their statements are written inline there
@@ -225,6 +226,37 @@ class ControlEmitter:
         start = c.assign(deadline, c.call(self.e.runtime("Deadline", COMPILED), seconds))
         self.e.record(start, expr.span)
         return [start, guarded]
+
+    # ------------------------------------------------------------ budget
+
+    def budget_body(
+        self, expr: t.TBudget, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        """The body's steps inline under ``async with budget(N)``; its ``BudgetExceeded``
+        becomes ``Err(exc, state, site)`` with the state after the last completed step."""
+        site = self.e.site("budget", expr.span)
+        exc = scope.fresh("exc")
+        inside: list[cst.BaseStatement] = []
+        self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
+        block = cst.With(
+            items=[cst.WithItem(item=c.call(self.e.runtime("budget", f"{RUNTIME}.llm"), c.integer(expr.tokens)))],
+            body=cst.IndentedBlock(body=inside),
+            asynchronous=cst.Asynchronous(),
+        )
+        exceeded = c.return_(c.call(self.e.runtime("Err"), c.name(exc), c.name(state), site))
+        self.e.record(exceeded, expr.span)
+        guarded = cst.Try(
+            body=cst.IndentedBlock(body=[block]),
+            handlers=[
+                cst.ExceptHandler(
+                    body=cst.IndentedBlock(body=[exceeded]),
+                    type=self.e.runtime("BudgetExceeded"),
+                    name=cst.AsName(name=c.name(exc)),
+                )
+            ],
+        )
+        self.e.record(guarded, expr.span)
+        return [guarded]
 
     # ------------------------------------------------------------ run-time tests
 

@@ -64,6 +64,7 @@ class Emitter:
         self._error_tuples: dict[ErrorSet, cst.Tuple] = {}
         self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
         self.tool_users = _tool_users(program)
+        self.llm_users = _llm_users(program)
         self.async_steps = {step.name for step in program.steps if step.is_async}
         self.control = ControlEmitter(self)
         self.state_type: cst.BaseExpression = (
@@ -219,6 +220,44 @@ class Emitter:
             lines.append(statement)
         return lines
 
+    def llm_bindings(self) -> list[cst.SimpleStatementLine]:
+        """Models as ``Model`` constants and llm steps as typed async steps
+        (``decide: AsyncStep[S, A, B, LLMFailed | LLMUnavailable] = llm_step(fast, "…", B, name="decide")``)."""
+        lines: list[cst.SimpleStatementLine] = []
+        llm_module = f"{RUNTIME}.llm"
+        used_models = {llm.model for llm in self.program.llms}
+        for model in self.program.models:
+            if model.name not in used_models:
+                continue
+            value = c.call(self.runtime("Model", llm_module), c.string(model.name), c.string(model.model_id))
+            statement = c.assign(model.name, value)
+            self.record(statement, model.span)
+            lines.append(statement)
+        for llm in self.program.llms:
+            annotation = c.subscript(
+                self.runtime("AsyncStep", COMPILED),
+                [
+                    self.state_type,
+                    self.type_expr(llm.sig.input),
+                    self.type_expr(llm.sig.output),
+                    self.errors_expr(llm.sig.errors),
+                ],
+            )
+            value = c.call(
+                self.runtime("llm_step", llm_module),
+                c.name(llm.model),
+                c.string(llm.template),
+                self.type_expr(llm.sig.output),
+            )
+            keywords = [c.keyword_arg("name", c.string(llm.name))]
+            if llm.template_name is not None:
+                keywords.append(c.keyword_arg("template_name", c.string(llm.template_name)))
+            value = value.with_changes(args=[*value.args, *keywords])
+            statement = c.annotated(llm.name, annotation, value)
+            self.record(statement, llm.span)
+            lines.append(statement)
+        return lines
+
     def merge_function(self, merge: t.MergeKind) -> cst.BaseExpression:
         """The merge a group that merges without conflicts passes to the runtime."""
         if merge == "declared":
@@ -236,7 +275,13 @@ class Emitter:
         it ends, also on failure and cancellation (LANGUAGE.md §9).
         """
         doc = f"Pipeline {pipeline.name} ({self.spec_file}:{pipeline.span.line}): {pipeline.sig}."
-        if pipeline.name not in self.tool_users:
+        scopes: list[cst.WithItem] = []
+        if pipeline.name in self.tool_users:
+            scopes.append(cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools"))))
+        if pipeline.name in self.llm_users:
+            # LANGUAGE.md §10: one client per model for the run, its usage counted
+            scopes.append(cst.WithItem(item=c.call(self.runtime("llm_scope", f"{RUNTIME}.llm"))))
+        if not scopes:
             self.chain_function(pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc)
             return
         body = self.names.fresh(f"_{pipeline.name}_body")
@@ -245,7 +290,7 @@ class Emitter:
         state, value = scope.fresh("state"), scope.fresh("value")
         run = c.return_(c.await_(c.call(c.name(body), c.name(state), c.name(value))))
         scoped = cst.With(
-            items=[cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools")))],
+            items=scopes,
             body=cst.IndentedBlock(body=[run]),
             asynchronous=cst.Asynchronous(),
         )
@@ -355,7 +400,7 @@ class Emitter:
             return value
         if isinstance(part, t.TRef) and part.kind == "fn":
             return self._fn_call(body, scope, part, state, value, last)
-        if isinstance(part, t.TRef) and part.kind in ("step", "tool"):
+        if isinstance(part, t.TRef) and part.kind in ("step", "tool", "llm"):
             return self._step_call(body, scope, part, state, value, last)
         if last and isinstance(part, CONTROL_NODES):
             body.extend(self.control.body(part, state, value, scope, owner))
@@ -397,7 +442,7 @@ class Emitter:
         # the state the step received, for the Defect when it returned a non-Outcome
         stop = stop.with_changes(args=[*stop.args, c.keyword_arg("state", c.name(state))])
         failed = c.return_(stop)
-        kind = "tool" if part.kind == "tool" else "step"
+        kind = part.kind if part.kind in ("tool", "llm") else "step"
         self.record(
             failed,
             part.span,
@@ -489,7 +534,7 @@ class Emitter:
         return output
 
     def _is_async(self, part: t.TRef) -> bool:
-        return part.kind == "tool" or part.name in self.async_steps
+        return part.kind in ("tool", "llm") or part.name in self.async_steps
 
     # ------------------------------------------------------------ groups
 
@@ -514,6 +559,8 @@ class Emitter:
                 body = self._identity_body(expr, state, value, scope, owner)
             case t.TMatch() | t.TIf() | t.TLoop() | t.TRetry() | t.TTimeout():
                 body = self.control.body(expr, state, value, scope, owner)
+            case t.TBudget():
+                body = self.control.budget_body(expr, state, value, scope, owner)
             case t.TRef() | t.TBind():
                 raise AssertionError(f"{type(expr).__name__} is a chain, emitted by chain_function")
             case _:
@@ -640,7 +687,7 @@ class Emitter:
         """The whole module: header, imports, sites, bindings, pipelines."""
         for pipeline in self.program.pipelines:
             self.pipeline(pipeline)
-        bindings = [*self.bindings(), *self.tool_bindings()]
+        bindings = [*self.bindings(), *self.tool_bindings(), *self.llm_bindings()]
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         # LANGUAGE.md §7: say so at import when the spec beside the module has changed since
@@ -691,6 +738,8 @@ def _spec_names(program: t.Program) -> set[str]:
     names.update(f.name for f in program.fns)
     names.update(s.name for s in program.servers)
     names.update(tool.name for tool in program.tools)
+    names.update(m.name for m in program.models)
+    names.update(llm.name for llm in program.llms)
     names.update(p.name for p in program.pipelines)
     names.add("annotations")  # from __future__ import annotations binds it
     return names
@@ -709,6 +758,16 @@ def _tool_users(program: t.Program) -> set[str]:
             r.kind == "tool" or (r.kind == "pipeline" and r.name in users) or (r.kind == "step" and r.name in async_steps)
             for r in refs
         ):
+            users.add(pipeline.name)
+    return users
+
+
+def _llm_users(program: t.Program) -> set[str]:
+    """The pipelines that call an llm step, directly or through other pipelines: their
+    bodies run inside ``llm_scope()`` (``program.pipelines`` lists callees before callers)."""
+    users: set[str] = set()
+    for pipeline in program.pipelines:
+        if any(r.kind == "llm" or (r.kind == "pipeline" and r.name in users) for r in t.references(pipeline.body)):
             users.add(pipeline.name)
     return users
 
@@ -755,5 +814,7 @@ def _label(expr: t.TExpr) -> str:
             return "retry"
         case t.TTimeout():
             return "timeout"
+        case t.TBudget():
+            return "budget"
         case _:
             assert_never(expr)

@@ -19,6 +19,7 @@ from typing import Any, assert_never
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
 from agentmonad.compiled import declared_merge
+from agentmonad.llm import Model, budget, llm_scope, llm_step
 from agentmonad.tools import StdioServer, tool, tool_scope
 
 from mcec.check import typed as t
@@ -41,6 +42,9 @@ class Interpreter:
         self.pipelines = {p.name: p for p in program.pipelines}
         self.tools = {tool.name: tool for tool in program.tools}
         self.servers = {server.name: server for server in program.servers}
+        self.models = {model.name: Model(model.name, model.model_id) for model in program.models}
+        self.llms = {llm.name: llm for llm in program.llms}
+        self._llm_steps: dict[str, Callable[..., Any]] = {}
         self._pipeline_arrows: dict[str, Arrow] = {}
         self.declared: Callable[[Any, Any], Any] | None = None
         if program.merge is not None:
@@ -50,10 +54,14 @@ class Interpreter:
         """Run one pipeline from ``state`` on ``value``; Defects propagate.
 
         The run is a tool scope (LANGUAGE.md §9): MCP servers start at first use
-        and stop when the run ends (a caller's enclosing scope keeps them up).
+        and stop when the run ends (a caller's enclosing scope keeps them up);
+        a program with llm steps also runs in an ``llm_scope()``.
         """
         async with tool_scope():
-            return await self.pipeline_arrow(pipeline)(value).run(state)
+            if not self.llms:
+                return await self.pipeline_arrow(pipeline)(value).run(state)
+            async with llm_scope():  # LANGUAGE.md §10: one client per model, usage counted
+                return await self.pipeline_arrow(pipeline)(value).run(state)
 
     def pipeline_arrow(self, name: str) -> Arrow:
         """The Kleisli arrow of a pipeline (built once, lazily: pipelines may share callees)."""
@@ -138,8 +146,38 @@ class Interpreter:
                 timed = self.arrow(expr.body)
                 seconds, timeout_site = expr.seconds, self.site("timeout", expr.span)
                 return lambda v: timed(v).timeout(seconds, site=timeout_site)
+            case t.TBudget():
+                return self._budget(expr)
             case _:
                 assert_never(expr)
+
+    def _budget(self, expr: t.TBudget) -> Arrow:
+        """``budget(N) e``: e's run under the runtime's ``budget(N)``; its ``BudgetExceeded``
+        is an ``Err`` with the state e started from (the generated code's is the state after
+        e's last completed step: the same whenever e's steps before the overrun change no state)."""
+        inner, tokens = self.arrow(expr.body), expr.tokens
+
+        async def budgeted(state: Any, value: Any) -> Outcome[Any, Any, Any]:
+            async with budget(tokens):
+                return await inner(value).run(state)
+
+        errors = error_classes(expr.sig.errors)
+        return lift_step(budgeted, name="budget", errors=errors, site=self.site("budget", expr.span), is_async=True)
+
+    def _llm(self, name: str) -> Callable[..., Any]:
+        """The async step of an ``llm`` declaration (built once: the template is compiled then)."""
+        if name in self.overrides:
+            return self.overrides[name]
+        if name not in self._llm_steps:
+            decl = self.llms[name]
+            self._llm_steps[name] = llm_step(
+                self.models[decl.model],
+                decl.template,
+                python_type(decl.sig.output),
+                name=decl.name,
+                template_name=decl.template_name,
+            )
+        return self._llm_steps[name]
 
     def _match(self, expr: t.TMatch) -> Arrow:
         """The first arm whose pattern matches runs; the checker proved the arms cover the
@@ -175,6 +213,9 @@ class Interpreter:
                 impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
             errors = error_classes(decl.sig.errors)
             return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
+        if ref.kind == "llm":
+            errors = error_classes(self.llms[ref.name].sig.errors)
+            return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
         assert_never(ref.kind)
 
 

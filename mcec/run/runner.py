@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from agentmonad import Defect, Err, Ok, Outcome
+from agentmonad.llm import LLMConfig, llm_config, parse_model_option, usage
 
 from mcec.codegen import Generated, module_name_for
 from mcec.diagnostics import Diagnostic, error
@@ -222,8 +223,23 @@ def report(outcome: Outcome[Any, Any, Any]) -> RunReport:
     return RunReport({"ok": False, "error": error, "state": shown(outcome.state)}, 1)
 
 
-def run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: Any) -> RunReport:
-    """Run one pipeline of a loaded module to completion."""
+def run_pipeline(
+    module: pytypes.ModuleType, pipeline: str, state: Any, value: Any, llm: LLMConfig | None = None
+) -> RunReport:
+    """Run one pipeline of a loaded module to completion.
+
+    With ``llm`` (a spec with llm steps), the run is under that configuration
+    (``mcec run --model``) and the report carries the run's token ``usage``.
+    """
+    if llm is None:
+        return _run_pipeline(module, pipeline, state, value)
+    with llm_config(llm), usage() as used:
+        result = _run_pipeline(module, pipeline, state, value)
+    result.payload["usage"] = used.as_dict()
+    return result
+
+
+def _run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: Any) -> RunReport:
     try:
         outcome = asyncio.run(getattr(module, pipeline)(state, value))
     except Defect as defect:
@@ -238,6 +254,28 @@ def run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: A
         }
         return RunReport(payload, 1)
     return report(outcome)
+
+
+def llm_run_config(program: Program, options: list[str]) -> LLMConfig | None:
+    """The configuration ``mcec run --model NAME=VALUE …`` gives a spec's models (None: the spec
+    has no llm step). Raises :class:`RunError` for a malformed option or an undeclared model."""
+    if not program.llms:
+        if options:
+            raise RunError("--model: the spec declares no llm step")
+        return None
+    declared = [m.name for m in program.models]
+    entries: dict[str, Any] = {}
+    for option in options:
+        try:
+            name, entry = parse_model_option(option)
+        except (ValueError, ImportError) as exc:
+            raise RunError(f"--model {option}: {exc}") from None
+        if name != "*" and name not in declared:
+            close = difflib.get_close_matches(name, declared, n=1)
+            hint = f"; did you mean `{close[0]}`?" if close else f" (it declares {', '.join(declared)})"
+            raise RunError(f"--model {option}: the spec declares no model `{name}`{hint}")
+        entries[name] = entry
+    return LLMConfig(models=entries)
 
 
 def dumps(payload: dict[str, Any]) -> str:

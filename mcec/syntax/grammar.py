@@ -78,7 +78,8 @@ def tables() -> GrammarTables:
                 spelling[terminal.name] = soft.group(1)
     rules = [(str(rule.origin.name), [str(s.name) for s in rule.expansion]) for rule in grammar.rules]
     first = _first_sets(rules)
-    words = [keywords[t] for t in _leading_keywords(rules, "_decl", first) if t in keywords]
+    # reserved words (`step`) and soft ones (`model`, `llm`: NAME never starts a declaration)
+    words = [keywords.get(t) or spelling[t] for t in _leading_keywords(rules, "_decl", first) if t in keywords or t in spelling]
     return GrammarTables(spelling, keywords, first["_decl"], first["_term"], tuple(words))
 
 

@@ -61,7 +61,7 @@ _RESERVED: Final = _GRAMMAR.reserved_words
 #: A line starting with one of these (in column 1) begins a declaration: where the
 #: parser re-synchronises after a syntax error.
 _RESYNC: Final = re.compile(
-    "^(?:" + "|".join(sorted(_GRAMMAR.keywords[t] for t in _GRAMMAR.declaration_start)) + ")(?![A-Za-z0-9_])",
+    "^(?:" + "|".join(sorted(_GRAMMAR.keywords.get(t) or _GRAMMAR.spelling[t] for t in _GRAMMAR.declaration_start)) + ")(?![A-Za-z0-9_])",
     re.MULTILINE,
 )
 
@@ -526,6 +526,10 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
             self.span(c[0], body),
         )
 
+    def budget(self, c: list[_Child]) -> s.Budget:
+        # BUDGET ( INT ) term
+        return s.Budget(c[4], self.number(c[2], "budget(…)"), self.span(c[2]), self.span(c[0]), self.span(c[0], c[4]))
+
     def timeout(self, c: list[_Child]) -> s.Timeout:
         # TIMEOUT ( INT | NUMBER ) term
         return s.Timeout(c[4], self.seconds(c[2], "timeout(…)"), self.span(c[2]), self.span(c[0]), self.span(c[0], c[4]))
@@ -628,6 +632,26 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         self.check_name(c[1], "a tool name")
         return s.ToolDecl(c[1], c[3], c[5], errors, c[-3], c[-1], self.span(c[0], c[-1]))
 
+    def model_decl(self, c: list[_Child]) -> s.ModelDecl:
+        # MODEL name EQUAL OPENAI STRING
+        name: s.Name = c[1]
+        token: Token = c[4]
+        self.check_name(name, "a model name")
+        provider = s.Name(str(c[3]), self.span(c[3]))
+        return s.ModelDecl(name, provider, self.string(token), self.span(token), self.span(c[0], token))
+
+    def template(self, c: list[_Child]) -> s.Template:
+        # STRING | TRIPLE_STRING | FILE STRING
+        token: Token = c[-1]
+        if token.type == "TRIPLE_STRING":
+            return s.Template(str(token)[3:-3], False, True, self.span(token))
+        return s.Template(self.string(token), len(c) == 2, False, self.span(c[0], token))
+
+    def llm_decl(self, c: list[_Child]) -> s.LlmDecl:
+        # LLM name COLON type ARROW type EQUAL name template
+        self.check_name(c[1], "an llm name")
+        return s.LlmDecl(c[1], c[3], c[5], c[7], c[8], self.span(c[0], c[8]))
+
     def pipeline_decl(self, c: list[_Child]) -> s.PipelineDecl:
         # PIPELINE name COLON type ARROW type [error_list] (EQUAL expr SEMI | block)
         errors: s.ErrorList | None = c[6] if isinstance(c[6], s.ErrorList) else None
@@ -678,7 +702,7 @@ def _check_depth(decl: s.Decl, state: _State) -> None:
 def _roots(decl: s.Decl) -> Iterator[tuple[s.Expr | s.TypeExpr, str]]:
     """The expressions and types written in a declaration."""
     match decl:
-        case s.FromImport() | s.ModuleImport() | s.ServerDecl():
+        case s.FromImport() | s.ModuleImport() | s.ServerDecl() | s.ModelDecl():
             return
         case s.StateDecl() | s.ErrorDecl():
             yield decl.type, "type"
@@ -687,7 +711,7 @@ def _roots(decl: s.Decl) -> Iterator[tuple[s.Expr | s.TypeExpr, str]]:
             yield decl.output, "type"
             if decl.errors is not None:
                 yield from ((e, "type") for e in decl.errors.errors)
-        case s.FnDecl():
+        case s.FnDecl() | s.LlmDecl():
             yield decl.input, "type"
             yield decl.output, "type"
         case s.PipelineDecl():

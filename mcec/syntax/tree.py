@@ -28,6 +28,7 @@ __all__ = [
     "Arm",
     "Bind",
     "Block",
+    "Budget",
     "Catch",
     "Comment",
     "Decl",
@@ -40,9 +41,11 @@ __all__ = [
     "IfElse",
     "ImportedName",
     "KeywordNode",
+    "LlmDecl",
     "Local",
     "Loop",
     "Match",
+    "ModelDecl",
     "Module",
     "ModuleImport",
     "Name",
@@ -57,6 +60,7 @@ __all__ = [
     "Retry",
     "ServerDecl",
     "StateDecl",
+    "Template",
     "Statement",
     "StepDecl",
     "Timeout",
@@ -351,7 +355,20 @@ class Timeout(KeywordNode):
     span: Span
 
 
-Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse | Match | IfElse | Loop | Retry | Timeout
+@dataclass(frozen=True, slots=True)
+class Budget(KeywordNode):
+    """``budget(N) body`` (v2, LANGUAGE.md §10): fail with ``BudgetExceeded`` once body's model usage passes N tokens."""
+
+    KEYWORD: ClassVar[str] = "budget"
+
+    body: Expr
+    tokens: int
+    tokens_span: Span
+    keyword: Span
+    span: Span
+
+
+Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse | Match | IfElse | Loop | Retry | Timeout | Budget
 
 
 def expr_children(expr: Expr) -> tuple[Expr, ...]:
@@ -373,7 +390,7 @@ def expr_children(expr: Expr) -> tuple[Expr, ...]:
             return tuple(arm.body for arm in arms)
         case IfElse(condition=condition, then=then, otherwise=otherwise):
             return (condition, then, otherwise)
-        case Loop(body=body) | Retry(body=body) | Timeout(body=body):
+        case Loop(body=body) | Retry(body=body) | Timeout(body=body) | Budget(body=body):
             return (body,)
         case _:
             assert_never(expr)
@@ -496,6 +513,42 @@ class ToolDecl(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class ModelDecl(Node):
+    """``model n = openai "MODEL_ID"`` (LANGUAGE.md §10); ``model_id`` is the decoded string."""
+
+    name: Name
+    provider: Name
+    model_id: str
+    model_id_span: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Template(Node):
+    """An ``llm``'s prompt: ``"…"`` (decoded), ``\"\"\"…\"\"\"`` (as written) or ``file "PATH"``.
+
+    ``text`` is the template itself, or the path for a ``file`` template.
+    """
+
+    text: str
+    is_file: bool
+    triple: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class LlmDecl(Node):
+    """``llm n : A -> B = model TEMPLATE`` (LANGUAGE.md §10)."""
+
+    name: Name
+    input: TypeExpr
+    output: TypeExpr
+    model: Name
+    template: Template
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineDecl(Node):
     """``pipeline n : A -> B [! E…] = EXPR;`` or ``… { STMT … }``.
 
@@ -520,6 +573,8 @@ Decl: TypeAlias = (
     | FnDecl
     | ServerDecl
     | ToolDecl
+    | ModelDecl
+    | LlmDecl
     | PipelineDecl
 )
 

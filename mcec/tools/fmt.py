@@ -342,7 +342,7 @@ class _Formatter:
                 text = " >>= ".join(self.flat_term(p) for p in e.parts)
             case s.Par():
                 text = "par <" + ", ".join(self.flat(b) for b in e.branches) + ">"
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout():
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
                 text = self.prefix(e) + self.flat_term(e.body)
             case s.Catch():
                 text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
@@ -406,6 +406,8 @@ class _Formatter:
                 return f"retry({e.attempts}{on}{backoff}) "
             case s.Timeout():
                 return f"timeout({self.seconds(e.seconds, e.seconds_span)}) "
+            case s.Budget():
+                return f"budget({e.tokens}) "
             case _:
                 assert_never(e)
 
@@ -445,7 +447,7 @@ class _Formatter:
                 result = any(self.must_break(b) for b in e.branches) or any(
                     self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
                 )
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout():
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
                 result = self.must_break(e.body)
             case s.Match():
                 bounds = [e.keyword.end, *(x for a in e.arms for x in (a.start, a.end)), e.end]
@@ -541,7 +543,7 @@ class _Formatter:
                     lines.extend(branch_lines)
                 lines.append(_Line(indent, ">", e.end - 1, e.end, kind="close"))
                 return lines
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout():
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
                 prefix = self.prefix(e)
                 lines = self.layout_term(e.body, indent, column + len(prefix), tail)
                 lines[0].text = prefix + lines[0].text
@@ -712,12 +714,29 @@ class _Formatter:
                 text = f"state {_type(decl.type)}" + (f" merge {_qual(decl.merge)}" if decl.merge else "")
             case s.ErrorDecl():
                 text = f"error {_type(decl.type)}"
+            case s.ModelDecl():
+                text = f"model {decl.name.text} = {decl.provider.text} {self.written(decl.model_id_span)}"
+            case s.LlmDecl():
+                # the template as written: a triple-quoted one keeps its lines (LANGUAGE.md §10)
+                signature = _signature(decl.input, decl.output, None)
+                text = f"llm {decl.name.text} : {signature} = {decl.model.text} {self.template(decl.template)}"
             case s.StepDecl() | s.FnDecl() | s.ToolDecl() | s.ServerDecl():
                 # tables: the caller lays these out together
                 raise FormatError(f"{type(decl).__name__} belongs in a table")
             case _:
                 assert_never(decl)
         return [_Line(0, text, decl.start, decl.end, kind="item")]
+
+    def written(self, span: Span) -> str:
+        """The source text of ``span``, as written (string literals keep their escapes)."""
+        return self.text[span.start : span.end]
+
+    def template(self, template: s.Template) -> str:
+        """An llm's template: ``"…"`` and ``\"\"\"…\"\"\"`` as written, ``file "PATH"`` with one space."""
+        if template.is_file:
+            literal = self.written(template.span)[len("file") :].lstrip()
+            return f"file {literal}"
+        return self.written(template.span)
 
     def pipeline(self, decl: s.PipelineDecl) -> list[_Line]:
         header = f"pipeline {decl.name.text} : {_signature(decl.input, decl.output, decl.errors)}"
@@ -858,7 +877,7 @@ class _Formatter:
 
 
 #: The combinators written as a keyword (with its arguments) before the one term that is their body.
-_Prefixed: TypeAlias = s.Each | s.Local | s.Loop | s.Retry | s.Timeout
+_Prefixed: TypeAlias = s.Each | s.Local | s.Loop | s.Retry | s.Timeout | s.Budget
 
 
 def _needs_term_parens(e: s.Expr) -> bool:
@@ -868,7 +887,7 @@ def _needs_term_parens(e: s.Expr) -> bool:
     match e:
         case s.Bind() | s.Catch() | s.OrElse():
             return True
-        case s.Ref() | s.Par() | s.Each() | s.Local() | s.Match() | s.IfElse() | s.Loop() | s.Retry() | s.Timeout():
+        case s.Ref() | s.Par() | s.Each() | s.Local() | s.Match() | s.IfElse() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
             return False
         case _:
             assert_never(e)

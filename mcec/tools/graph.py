@@ -26,8 +26,9 @@ What the picture shows, per pipeline (one box titled with its signature):
   ``loop(N) e`` as ``e``'s nodes, then a decision node from which a bold back edge
   labelled ``≤ N×`` goes to ``e``'s start and the exit edge leaves (the node's
   ``LoopExhausted`` edge goes to the failure node);
-* (v2) ``retry`` and ``timeout`` as an inner box around their body, titled
-  ``retry ×3 on E`` or ``timeout 10 s``; a ``Timeout`` leaves from the box itself.
+* (v2) ``retry``, ``timeout`` and ``budget`` as an inner box around their body, titled
+  ``retry ×3 on E``, ``timeout 10 s`` or ``budget 1000 tokens``; a ``Timeout`` or
+  ``BudgetExceeded`` leaves from the box itself. An ``llm`` step is a parallelogram.
 
 Labels are escaped for each format (Mermaid entity codes, DOT string escapes),
 so no name or type can change the structure of the output.
@@ -62,7 +63,7 @@ __all__ = [
     "to_svg",
 ]
 
-NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "pipeline", "fork", "join", "pass", "decision"]
+NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "llm", "pipeline", "fork", "join", "pass", "decision"]
 EdgeKind = Literal["flow", "loop", "recover", "fail"]
 
 
@@ -229,6 +230,9 @@ class _Builder:
             case t.TTimeout():
                 box, body = self.draw_boxed(f"timeout {_seconds(e.seconds)} s", e.body)
                 return _Frag(body.entry, body.exits, [*body.failures, (box, frozenset({_TIMEOUT}))])
+            case t.TBudget():
+                box, body = self.draw_boxed(f"budget {e.tokens} tokens", e.body)
+                return _Frag(body.entry, body.exits, [*body.failures, (box, frozenset({_BUDGET_EXCEEDED}))])
             case _:
                 assert_never(e)
 
@@ -285,6 +289,7 @@ class _Builder:
 #: constants, once it has them, are equal: built-in error types compare by their path.)
 _LOOP_EXHAUSTED = runtime_error("LoopExhausted")
 _TIMEOUT = runtime_error("Timeout")
+_BUDGET_EXCEEDED = runtime_error("BudgetExceeded")
 
 
 def _pattern(pattern: t.TPattern) -> str:
@@ -338,6 +343,7 @@ _MERMAID_SHAPES: dict[NodeKind, tuple[str, str]] = {
     "step": ('["', '"]'),
     "fn": ('("', '")'),
     "tool": ('{{"', '"}}'),
+    "llm": ('[/"', '"/]'),
     "pipeline": ('[["', '"]]'),
     "fork": ('(("', '"))'),
     "join": ('(("', '"))'),
@@ -418,6 +424,7 @@ _DOT_SHAPES: dict[NodeKind, str] = {
     "step": "shape=box",
     "fn": 'shape=box, style="rounded"',
     "tool": "shape=hexagon",
+    "llm": "shape=parallelogram",
     "pipeline": "shape=box, peripheries=2",
     "fork": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',
     "join": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',

@@ -50,3 +50,19 @@ def test_python_case(spec: Path, golden: Callable[[Path, str], None]) -> None:
     else:
         expected = spec.stem.split("_")[0].upper()
         assert errors and {d.code for d in errors} == {expected}, text
+
+
+def test_templates_without_jinja2_are_a_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jinja2 comes with the `llm` extra: without it, MCE023 says how to get it (no traceback)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jinja2", None)  # `import jinja2` raises ImportError
+    spec = CASES / "ok_llm_steps.mce"
+    relative = spec.relative_to(ROOT).as_posix()
+    source = SourceFile(relative, spec.read_text(encoding="utf-8"))
+    parsed = parse(source)
+    assert parsed.module is not None
+    result = check(parsed.module, source, PythonIndex([CASES]))
+    codes = {d.code for d in result.diagnostics if d.is_error}
+    assert codes == {"MCE023"}
+    assert all("pip install 'mcec[llm]'" in (d.help or "") for d in result.diagnostics if d.is_error)

@@ -1,0 +1,159 @@
+"""Build-time checks of ``llm`` declarations (LANGUAGE.md §10): MCE023 and MCE024.
+
+The runtime owns the rules: :func:`agentmonad.llm.template_variables` parses a
+template with Jinja2's own parser (the same sandboxed environment the step
+renders with) and :func:`agentmonad.llm.output_problem` says whether a type
+can be parsed from a model's answer. This module only translates between the
+checker's types and spans and those functions. Jinja2 comes with the ``llm``
+extra; without it the checker says so (MCE023) instead of failing.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ForwardRef, Literal, assert_never
+
+from mcec import syntax
+from mcec.check import report
+from mcec.check.pyindex import PythonIndex
+from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union
+from mcec.diagnostics import Diagnostic
+from mcec.span import Span
+
+__all__ = ["TemplateSource", "check_output", "check_template", "read_template"]
+
+#: Bases a record class may have for its own fields to be all of its fields.
+_PLAIN_BASES = frozenset({"pydantic.BaseModel", "pydantic.main.BaseModel", "builtins.object"})
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateSource:
+    """A template's text and how messages name it (its path, for a ``file`` template)."""
+
+    text: str
+    name: str | None
+
+
+def read_template(decl: syntax.LlmDecl, spec_path: str) -> TemplateSource | Diagnostic:
+    """The template of ``decl``: inline as written, or a ``file`` read relative to the spec (MCE023 if missing)."""
+    template = decl.template
+    if not template.is_file:
+        return TemplateSource(template.text, None)
+    path = Path(spec_path).parent / template.text
+    try:
+        return TemplateSource(path.read_text(encoding="utf-8"), template.text)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read ({type(exc).__name__})"
+        return report.template_file_unreadable(decl.name.text, template.text, str(path), reason, template.span)
+
+
+def check_template(
+    decl: syntax.LlmDecl, source: TemplateSource, input_type: Type, index: PythonIndex | None
+) -> list[Diagnostic]:
+    """MCE023 for a template that does not parse or reads a variable its input does not give."""
+    try:
+        from agentmonad.llm import template_variables
+
+        info = template_variables(source.text)
+    except ImportError:
+        return [report.template_needs_jinja(decl.name.text, decl.template.span)]
+    if info.error is not None:
+        span = _line_span(decl.template, source, info.line)
+        return [report.template_syntax(decl.name.text, info.error, info.line, source.name, span)]
+    known = _variables(input_type, index)
+    if known is None:
+        return []
+    found: list[Diagnostic] = []
+    for variable in sorted(info.variables - known - {"state"}):
+        span = _variable_span(decl.template, source, variable)
+        found.append(report.template_variable(decl.name.text, variable, input_type, sorted(known | {"state"}), span))
+    return found
+
+
+def _variables(input_type: Type, index: PythonIndex | None) -> set[str] | None:
+    """The variables an input of ``input_type`` gives a template, or None when unknown (not checked)."""
+    match input_type:
+        case ClassRef():
+            if index is None:
+                return None
+            cls = index.class_at(input_type.path)
+            if cls is None or not (cls.is_pydantic or cls.is_dataclass):
+                return None
+            if not cls.info.complete or cls.info.ancestors - {cls.path} - _PLAIN_BASES - _pydantic_ancestors(cls.info.ancestors):
+                return None  # fields may come from a base class: not checked
+            return {f.name for f in cls.fields}
+        case Builtin(name="Any"):
+            return None
+        case Builtin() | Generic() | Lit() | Union():
+            return {"value"}
+        case _:
+            assert_never(input_type)
+
+
+def _pydantic_ancestors(ancestors: frozenset[str]) -> frozenset[str]:
+    """pydantic's own classes among ``ancestors`` (BaseModel's bases)."""
+    return frozenset(a for a in ancestors if a.startswith("pydantic.") or a.startswith("builtins."))
+
+
+def _line_span(template: syntax.Template, source: TemplateSource, line: int | None) -> Span:
+    """The span of ``line`` (1-based) of a triple-quoted template, else the whole template."""
+    if not template.triple or line is None:
+        return template.span
+    start = template.span.start + 3
+    lines = source.text.split("\n")
+    if not 1 <= line <= len(lines):
+        return template.span
+    offset = start + sum(len(text) + 1 for text in lines[: line - 1])
+    return Span(template.span.source, offset, offset + max(len(lines[line - 1]), 1))
+
+
+def _variable_span(template: syntax.Template, source: TemplateSource, variable: str) -> Span:
+    """Where ``variable`` is first read in a triple-quoted template, else the whole template."""
+    if not template.triple:
+        return template.span
+    found = re.search(rf"(?<![A-Za-z0-9_.]){re.escape(variable)}(?![A-Za-z0-9_])", source.text)
+    if found is None:
+        return template.span
+    start = template.span.start + 3 + found.start()
+    return Span(template.span.source, start, start + len(variable))
+
+
+def check_output(decl: syntax.LlmDecl, output: Type) -> Diagnostic | None:
+    """MCE024 when the runtime cannot parse a model's answer into ``output``."""
+    from agentmonad.llm import output_problem
+
+    problem = output_problem(python_type(output))
+    if problem is None:
+        return None
+    return report.bad_llm_output(decl.name.text, output, problem, decl.output.span)
+
+
+def python_type(tp: Type) -> Any:
+    """``tp`` as a typing object, classes as ``ForwardRef``s of their dotted paths (no user code is imported)."""
+    match tp:
+        case Builtin(name=name):
+            builtins: dict[str, Any] = {
+                "str": str,
+                "int": int,
+                "float": float,
+                "bool": bool,
+                "bytes": bytes,
+                "None": type(None),
+                "Any": typing.Any,
+                "Never": typing.Never,
+            }
+            return builtins[name]
+        case ClassRef():
+            return ForwardRef(tp.path)
+        case Lit(value=value):
+            return Literal[value]
+        case Generic(head=head, args=args):
+            heads: dict[str, Any] = {"list": list, "set": set, "dict": dict, "tuple": tuple}
+            return heads[head][tuple(python_type(a) for a in args)]
+        case Union(members=members):
+            return typing.Union[tuple(python_type(m) for m in members)]
+        case _:
+            assert_never(tp)

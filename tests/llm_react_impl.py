@@ -1,0 +1,60 @@
+"""The Python side of the ReAct spec in tests/test_llm_react.py: an agent state that
+remembers the question and the observations, and the tools as plain functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pydantic import BaseModel
+
+from agentmonad import Ok, Outcome
+
+
+@dataclass(frozen=True)
+class Chat:
+    question: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Turn(BaseModel):
+    question: str
+    notes: list[str] = []
+
+
+class Answer(BaseModel):
+    text: str
+
+
+class SearchArgs(BaseModel):
+    query: str
+
+
+class CalcArgs(BaseModel):
+    expression: str
+
+
+FACTS = {"monads": "A monad sequences computations that carry context."}
+
+
+def ask(state: Chat, value: str) -> Outcome[Chat, None, Turn]:
+    """Start a run: remember the question."""
+    return Ok(Turn(question=value), replace(state, question=value))
+
+
+def observe(state: Chat, value: str) -> Outcome[Chat, None, Turn]:
+    """Add an observation and ask the model again."""
+    notes = (*state.notes, value)
+    return Ok(Turn(question=state.question, notes=list(notes)), replace(state, notes=notes))
+
+
+def search(value: SearchArgs) -> str:
+    return FACTS.get(value.query, f"nothing on {value.query}")
+
+
+def calc(value: CalcArgs) -> str:
+    left, right = value.expression.split("+")
+    return str(int(left) + int(right))
+
+
+def final(value: Answer) -> str:
+    return f"Answer: {value.text}"
