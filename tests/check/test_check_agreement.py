@@ -48,6 +48,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project holding every case and the ``agents`` package they import."""
     root = tmp_path_factory.mktemp("agreement")
     shutil.copytree(CASES / "agents", root / "agents", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(CASES / "prompts", root / "prompts")
     for spec in SPECS:
         shutil.copy(spec, root / spec.name)
     return root
