@@ -164,16 +164,7 @@ class Emitter:
         """Typed module-level bindings of every step and fn implementation (and the merge)."""
         lines: list[cst.SimpleStatementLine] = []
         for step in self.program.steps:
-            alias = "AsyncStep" if step.is_async else "Step"
-            annotation = c.subscript(
-                self.runtime(alias, COMPILED),
-                [
-                    self.state_type,
-                    self.type_expr(step.sig.input),
-                    self.type_expr(step.sig.output),
-                    self.errors_expr(step.sig.errors),
-                ],
-            )
+            annotation = self.step_annotation("AsyncStep" if step.is_async else "Step", step.sig)
             statement = c.annotated(step.name, annotation, c.dotted(step.impl.spelling))
             self.record(statement, step.span)
             lines.append(statement)
@@ -185,6 +176,13 @@ class Emitter:
             self.record(statement, fn.span)
             lines.append(statement)
         return lines
+
+    def step_annotation(self, alias: str, sig: t.Sig) -> cst.BaseExpression:
+        """``Step[S, A, B, E]`` / ``AsyncStep[S, A, B, E]``: the type a step, tool or llm binding has."""
+        return c.subscript(
+            self.runtime(alias, COMPILED),
+            [self.state_type, self.type_expr(sig.input), self.type_expr(sig.output), self.errors_expr(sig.errors)],
+        )
 
     def tool_bindings(self) -> list[cst.SimpleStatementLine]:
         """Servers as ``StdioServer`` constants and tools as typed async steps
@@ -200,15 +198,7 @@ class Emitter:
             self.record(statement, server.span)
             lines.append(statement)
         for tool in self.program.tools:
-            annotation = c.subscript(
-                self.runtime("AsyncStep", COMPILED),
-                [
-                    self.state_type,
-                    self.type_expr(tool.sig.input),
-                    self.type_expr(tool.sig.output),
-                    self.errors_expr(tool.sig.errors),
-                ],
-            )
+            annotation = self.step_annotation("AsyncStep", tool.sig)
             value = c.call(
                 self.runtime("tool", tools_module),
                 c.name(tool.server),
@@ -234,15 +224,7 @@ class Emitter:
             self.record(statement, model.span)
             lines.append(statement)
         for llm in self.program.llms:
-            annotation = c.subscript(
-                self.runtime("AsyncStep", COMPILED),
-                [
-                    self.state_type,
-                    self.type_expr(llm.sig.input),
-                    self.type_expr(llm.sig.output),
-                    self.errors_expr(llm.sig.errors),
-                ],
-            )
+            annotation = self.step_annotation("AsyncStep", llm.sig)
             value = c.call(
                 self.runtime("llm_step", llm_module),
                 c.name(llm.model),
