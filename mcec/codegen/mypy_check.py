@@ -9,7 +9,10 @@ words, with the generated line, are kept as the diagnostic's note (shown with
 ``--verbose`` and in the JSON output).
 
 mypy runs in-process through ``mypy.api`` with a cache folder, so rebuilding
-unchanged modules is fast. Errors in the user's own modules are not reported
+unchanged modules is fast: ``.mcec/mypy_cache`` under the working directory (the
+project root for the build hook), or the folder ``MYPY_CACHE_DIR`` names when it
+is set, as for mypy itself, so CI jobs and test sessions can share one warm
+cache. Errors in the user's own modules are not reported
 (``--follow-imports=silent``): mcec reports on what it generated.
 """
 
@@ -70,8 +73,16 @@ def check_in_memory(
             target.parent.mkdir()
             target.write_text(code, encoding="utf-8")
             files.append(GeneratedFile(target, spec, source_map, temporary=True))
-        cache = cache_dir if cache_dir is not None and _writable(cache_dir) else Path(folder) / ".mypy_cache"
+        wanted = _cache_dir_for_run(cache_dir) if cache_dir is not None else None
+        cache = wanted if wanted is not None and _writable(wanted) else Path(folder) / ".mypy_cache"
         return run_mypy(files, cache, roots)
+
+
+def _cache_dir_for_run(default: Path) -> Path:
+    """``MYPY_CACHE_DIR`` when set (mypy's own variable, which ``--cache-dir`` would
+    otherwise override), else ``default``."""
+    configured = os.environ.get("MYPY_CACHE_DIR", "")
+    return Path(configured) if configured else default
 
 
 def _writable(folder: Path) -> bool:
@@ -98,7 +109,8 @@ def run_mypy(
             batches.append([generated])
         else:
             batch.append(generated)
-    found = [d for batch in batches for d in _run_once(batch, cache_dir, roots)]
+    cache = _cache_dir_for_run(cache_dir)
+    found = [d for batch in batches for d in _run_once(batch, cache, roots)]
     return tuple(sorted(found, key=lambda d: (d.span.path, d.span.start)))  # in spec order, not the module's
 
 
