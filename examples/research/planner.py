@@ -48,6 +48,7 @@ def plan(request: LLMRequest) -> Reply:
         return text("I see no question to work on.")
     question = asked["question"].strip()
     observations = [m["text"] for m in _OBSERVATION.finditer(prompt)]
+    arguments: dict[str, object]
     parts = [part.strip() for part in question.split(" and ") if part.strip()]
     if len(observations) >= len(parts):
         choice, arguments = "Answer", {"text": f"{question} -> {' | '.join(observations)}"}
