@@ -72,7 +72,8 @@ def _declaration_keyword(stack: tuple[StackItem, ...]) -> str | None:
     """The keyword of the declaration being read (``pipeline``, ``step``, …), if any."""
     for item in stack:
         if item.kind in _DECL_START:
-            return KEYWORDS[item.kind]
+            # a reserved word (`step`), or a soft one that starts a declaration (`model`, `llm`)
+            return KEYWORDS.get(item.kind) or SPELLING.get(item.kind)
     return None
 
 
