@@ -202,7 +202,7 @@ def test_react_decides_over_http_with_the_tools_on_the_mcp_server(
     assert bodies[:3] == bodies[3:]
     first, second, third = bodies[:3]
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["AddArgs", "Answer", "SearchArgs"]
-    assert first["model"] == "gpt-4o-mini"
+    assert (first["model"], first["temperature"]) == ("gpt-4o-mini", 0.0)  # the declaration's option
     assert first["messages"][-1]["content"].endswith(f"Question: {QUESTION}\n")
     assert "Observation" not in first["messages"][-1]["content"]
     assert second["messages"][-1]["content"].endswith(f"Observation 1: {MONAD}")
