@@ -46,6 +46,7 @@ CODES: dict[str, str] = {
     "MCE024": "an llm output type the runtime cannot parse a model's answer into",
     "MCE025": "a type that cannot play its role: an error type isinstance cannot test, a tool input that is not a model",
     "MCE026": "a step's or fn's Python implementation does not fit its declaration",
+    "MCE027": "a model option that is unknown, given twice, of the wrong kind or out of range (or a key in the spec)",
     "MCE100": "mypy reported a problem in the generated code",
     "W001": "declaration never used",
     "W002": "a match arm that can never be reached",

@@ -1,4 +1,5 @@
-"""The shipped examples, compiled and run (research has its own tests with its MCP server)."""
+"""The shipped examples, compiled and run (research has its own tests with its MCP server);
+briefing's llm step over real HTTP (tests/llm_server.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mcec.compiler import compile_source
 from mcec.run.interpret import Interpreter
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
+from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,3 +152,106 @@ def test_resilient_briefing_retries_a_flaky_source_and_gives_up_on_a_slow_one(br
     assert elapsed < 2.5  # the 5 s source was cut off at 0.5 s
     interpreted = asyncio.run(Interpreter(program).run("resilient_briefing", BriefingState(), request))
     assert interpreted == outcome
+
+
+def _words(body: dict[str, Any]) -> int:
+    """What the test server reports as a request's prompt tokens: the words of its messages."""
+    from agentmonad.testing import estimate_tokens
+
+    return sum(estimate_tokens(m["content"]) for m in body["messages"] if isinstance(m.get("content"), str))
+
+
+def test_summarized_briefing_over_http(briefing: tuple[Any, Any], llm_server: LLMServer) -> None:
+    """``briefing >>= summarize`` with the model on real HTTP (tests/llm_server.py answering
+    with the example's writer): the reply is JSON of Summary's schema, validated into a
+    Summary; the template saw the briefing and the state; compiled and interpreted agree."""
+    from agentmonad.llm import llm_config, usage
+    from examples.briefing.impl import BriefingState, Request, Summary
+    from examples.briefing.writer import summarize
+
+    program, module = briefing
+    llm_server.respond_with(summarize)
+    request = Request("Oslo", down=("stocks",))
+    with llm_config(llm_server.config()), usage() as used:
+        compiled = asyncio.run(module.summarized_briefing(BriefingState(), request))
+        interpreted = asyncio.run(Interpreter(program).run("summarized_briefing", BriefingState(), request))
+    assert compiled == Ok(
+        Summary(
+            headline="Oslo opens a new library",
+            points=[
+                "News: Oslo opens a new library; Local team wins",
+                "Weather: Sunny in Oslo, 21°C",
+                "Markets: (stocks unavailable)",
+            ],
+            missing=["stocks"],
+        ),
+        BriefingState(log=("fetched news", "fetched weather"), fetches=2),
+    )
+    assert interpreted == compiled
+    assert len(llm_server.requests) == 2
+    body = llm_server.requests[0].body
+    assert body["model"] == "gpt-4o-mini" and "tools" not in body
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["headline", "points"]
+    prompt = body["messages"][-1]["content"]
+    assert "These sources were unavailable: stocks.\nSources fetched: 2." in prompt
+    assert "Weather: Sunny in Oslo, 21°C" in prompt
+    assert used.requests == 2 and used.prompt_tokens == 2 * _words(body)
+
+
+def test_summarized_briefing_repairs_a_summary_that_does_not_validate(
+    briefing: tuple[Any, Any], llm_server: LLMServer
+) -> None:
+    """A reply missing ``points`` is sent back with pydantic's errors; the second is valid."""
+    import json
+
+    from agentmonad.llm import llm_config
+    from agentmonad.testing import text
+    from examples.briefing.impl import BriefingState, Request
+    from examples.briefing.writer import summarize
+
+    _, module = briefing
+    llm_server.script(text(json.dumps({"headline": "Oslo"}))).respond_with(summarize)
+    with llm_config(llm_server.config()):
+        outcome = asyncio.run(module.summarized_briefing(BriefingState(), Request("Oslo")))
+    assert isinstance(outcome, Ok) and outcome.value.headline == "Oslo opens a new library"
+    assert outcome.value.missing == []
+    repair = llm_server.requests[1].body["messages"]
+    assert [m["role"] for m in repair] == ["user", "assistant", "user"]
+    assert "points" in repair[-1]["content"] and "not valid" in repair[-1]["content"]
+
+
+def test_summarized_briefing_fails_with_llm_failed_on_a_model_that_never_complies(
+    briefing: tuple[Any, Any], llm_server: LLMServer
+) -> None:
+    from agentmonad.llm import LLMFailed, llm_config
+    from examples.briefing.impl import BriefingState, Request
+
+    _, module = briefing
+    llm_server.script(*["Here is your summary: sunny."] * 3)
+    with llm_config(llm_server.config()):
+        outcome = asyncio.run(module.summarized_briefing(BriefingState(), Request("Oslo")))
+    assert isinstance(outcome, Err) and isinstance(outcome.error, LLMFailed)
+    assert (outcome.error.model, outcome.error.step) == ("writer", "summarize")
+    assert outcome.error.raw == "Here is your summary: sunny."
+    assert outcome.state.fetches == 3  # the briefing's state: the failure keeps it
+    assert outcome.site is not None and outcome.site.step == "summarize"
+    assert len(llm_server.requests) == 3
+
+
+def test_summarized_briefing_command_line_offline() -> None:
+    """``mcec run … --model writer=py:examples.briefing.writer:summarize``: no network, usage reported."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mcec", "run", "examples/briefing/briefing.mce", "summarized_briefing",
+         "--input", '{"city": "Oslo"}', "--model", "writer=py:examples.briefing.writer:summarize"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["value"]["headline"] == "Oslo opens a new library" and report["value"]["missing"] == []
+    assert report["state"]["fetches"] == 3
+    assert report["usage"]["requests"] == 1 and report["usage"]["completion_tokens"] > 0

@@ -1,4 +1,6 @@
-"""The research example end to end, on its real MCP server (examples/research/search_server.py).
+"""The research example end to end, on its real MCP server (examples/research/search_server.py)
+and, for the ReAct agent's ``llm decide``, over real HTTP (tests/llm_server.py answering with
+the example's scripted planner, examples/research/planner.py).
 
 In-process runs share one server through an explicit ``tool_scope()`` (and the
 test checks that exactly one server process served them all, then none is
@@ -18,9 +20,13 @@ from typing import Any
 import pytest
 
 from agentmonad import Err, Ok, ToolUnavailable, ToolUnavailableKind
+from agentmonad.llm import BudgetExceeded, LLMConfig, LLMFailed, llm_config, usage
+from agentmonad.testing import estimate_tokens, status, tool_call
 from agentmonad.tools import tool_scope
 from examples.research.impl import AddArgs, AgentState, SearchArgs
 from examples.research import impl
+from examples.research.planner import plan
+from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
 from mcec.compiler import compile_source
 from mcec.run.interpret import interpret
 from mcec.run.runner import load_module
@@ -49,7 +55,7 @@ def search_servers() -> list[int]:
 
 def test_research_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # the server's command is relative to the repo root
-    result = compile_source(SourceFile("research.mce", SPEC.read_text(encoding="utf-8")))
+    result = compile_source(SourceFile(str(SPEC), SPEC.read_text(encoding="utf-8")))
     assert result.program is not None and result.generated is not None, result.diagnostics
     program, module = result.program, load_module(result.program, result.generated)
     # the planner's calls and the typed tools must reach the same server
@@ -142,16 +148,16 @@ def test_research_command_line() -> None:
 
 def _compiled(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     monkeypatch.chdir(ROOT)
-    result = compile_source(SourceFile("research.mce", SPEC.read_text(encoding="utf-8")))
+    result = compile_source(SourceFile(str(SPEC), SPEC.read_text(encoding="utf-8")))
     assert result.program is not None and result.generated is not None, result.diagnostics
     return result.program, load_module(result.program, result.generated)
 
 
-def test_react_loops_over_the_tools_until_the_model_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two tool calls on the real server (a search, an add), then the answer: the loop went
-    round twice and ended on the Answer arm; compiled and interpreted agree on value and state."""
-    program, module = _compiled(monkeypatch)
-    question = "what is a monad and 2 plus 40"
+QUESTION = "what is a monad and 2 plus 40"
+
+
+def _react(program: Any, module: Any, question: str, config: LLMConfig) -> tuple[Any, Any, dict[str, int]]:
+    """``react`` compiled and interpreted in one tool scope, under ``config``: both outcomes and the usage."""
 
     async def both() -> tuple[Any, Any]:
         async with tool_scope():
@@ -160,35 +166,132 @@ def test_react_loops_over_the_tools_until_the_model_answers(monkeypatch: pytest.
                 await interpret(program, "react", AgentState(), question),
             )
 
-    compiled, interpreted = asyncio.run(both())
-    assert compiled == Ok(f"Answer: {question} -> {MONAD} | 42", compiled.state)
-    assert compiled.state.observations == (MONAD, "42")
-    assert compiled.state.decisions == 3  # search, add, answer
+    with llm_config(config), usage() as used:
+        compiled, interpreted = asyncio.run(both())
+    return compiled, interpreted, used.as_dict()
+
+
+def _words(body: dict[str, Any]) -> int:
+    """What the test server reports as a request's prompt tokens: the words of its messages."""
+    return sum(estimate_tokens(m["content"]) for m in body["messages"] if isinstance(m.get("content"), str))
+
+
+def test_react_decides_over_http_with_the_tools_on_the_mcp_server(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ReAct agent of the README: the ``decide`` llm step over real HTTP (the example's
+    planner answering from the local server), the tools on the real MCP server. Two tool
+    calls (a search, an add), then the answer built from what the tools returned; compiled
+    and interpreted agree on value, state and usage."""
+    program, module = _compiled(monkeypatch)
+    llm_server.respond_with(plan)
+    compiled, interpreted, used = _react(program, module, QUESTION, llm_server.config())
+    assert compiled == Ok(
+        f"Answer: {QUESTION} -> {MONAD} | 42",
+        AgentState(
+            question=QUESTION,
+            history=(f"observe: {MONAD}", "observe: 42"),
+            tool_calls=2,
+            observations=(MONAD, "42"),
+        ),
+    )
     assert interpreted == compiled
     assert search_servers() == []
+    bodies = [r.body for r in llm_server.requests]
+    assert len(bodies) == 6  # three decisions per run: search, add, answer
+    assert bodies[:3] == bodies[3:]
+    first, second, third = bodies[:3]
+    assert sorted(t["function"]["name"] for t in first["tools"]) == ["AddArgs", "Answer", "SearchArgs"]
+    assert (first["model"], first["temperature"]) == ("gpt-4o-mini", 0.0)  # the declaration's option
+    assert first["messages"][-1]["content"].endswith(f"Question: {QUESTION}\n")
+    assert "Observation" not in first["messages"][-1]["content"]
+    assert second["messages"][-1]["content"].endswith(f"Observation 1: {MONAD}")
+    assert third["messages"][-1]["content"].endswith(f"Observation 1: {MONAD}\nObservation 2: 42")
+    prompt = sum(_words(b) for b in bodies[:3])
+    assert used["requests"] == 6 and used["prompt_tokens"] == 2 * prompt
+    assert used["total_tokens"] == used["prompt_tokens"] + used["completion_tokens"] > used["prompt_tokens"]
 
 
-def test_react_retries_a_busy_model_and_keeps_the_failed_attempts_state(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_react_asks_an_unavailable_model_again(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 503 (the client's own retries off) is ``LLMUnavailable``: ``retry(3, on=LLMUnavailable,
+    backoff=0.1)`` asks again after one pause, and the run goes on."""
     from agentmonad.control import fake_retry_clock
 
     program, module = _compiled(monkeypatch)
-    with fake_retry_clock(jitter=1.0) as pauses:
-        outcome = asyncio.run(module.react(AgentState(), "busy what is mcp"))
+    llm_server.script(status(503, "overloaded")).respond_with(plan)
+    with fake_retry_clock(jitter=1.0) as pauses, llm_config(llm_server.config()), usage() as used:
+        outcome = asyncio.run(module.react(AgentState(), "what is mcp"))
     assert isinstance(outcome, Ok) and "Model Context Protocol" in outcome.value
-    assert outcome.state.decisions == 3  # the busy attempt, its retry (a search), the answer
-    assert pauses == [0.1]  # one pause, of `backoff=0.1` before the second attempt
+    assert [r.outcome for r in llm_server.requests] == [503, 200, 200]
+    assert pauses == [0.1]
+    assert used.requests == 2  # the 503 brought no answer, so no usage
 
 
-def test_react_gives_up_after_its_bound_with_loop_exhausted(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_react_gives_up_after_its_bound_with_loop_exhausted(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agentmonad import LoopExhausted
 
     program, module = _compiled(monkeypatch)
+    llm_server.respond_with(plan)
     question = " and ".join(f"{n} plus 1" for n in range(7))  # seven tool calls: more than loop(6) allows
-    outcome = asyncio.run(module.react(AgentState(), question))
-    assert isinstance(outcome, Err) and isinstance(outcome.error, LoopExhausted)
-    assert outcome.error.iterations == 6
-    assert outcome.state.observations == tuple(str(n + 1) for n in range(6))
-    assert outcome.site is not None and outcome.site.step == "loop"
-    interpreted = asyncio.run(interpret(program, "react", AgentState(), question))
+    compiled, interpreted, used = _react(program, module, question, llm_server.config())
+    assert isinstance(compiled, Err) and isinstance(compiled.error, LoopExhausted)
+    assert compiled.error.iterations == 6
+    assert compiled.state.observations == tuple(str(n + 1) for n in range(6))
+    assert compiled.site is not None and compiled.site.step == "loop"
     assert isinstance(interpreted, Err) and isinstance(interpreted.error, LoopExhausted)
-    assert (interpreted.state, interpreted.site) == (outcome.state, outcome.site)
+    assert (interpreted.state, interpreted.site) == (compiled.state, compiled.site)
+    assert used["requests"] == 12
+
+
+def test_react_stops_when_the_model_spends_its_budget(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``budget(20000)``: a model reporting 15000 then 6000 tokens passes it at the second
+    decision, before its tool runs."""
+    program, module = _compiled(monkeypatch)
+    llm_server.script(
+        tool_call("SearchArgs", {"query": "what is a monad"}, usage=(15000, 0)),
+        tool_call("AddArgs", {"a": 2, "b": 40}, usage=(6000, 0)),
+    )
+    with llm_config(llm_server.config()), usage() as used:
+        outcome = asyncio.run(module.react(AgentState(), QUESTION))
+    assert isinstance(outcome, Err) and outcome.error == BudgetExceeded(20000, 21000)
+    assert outcome.site is not None and outcome.site.step == "budget"
+    assert outcome.state.observations == (MONAD,)  # the state after the last completed step
+    assert used.total_tokens == 21000
+    assert search_servers() == []
+
+
+def test_react_fails_with_llm_failed_when_the_model_never_chooses(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Text instead of a function call does not validate: sent back twice, then ``LLMFailed``
+    with the raw reply; no tool ran."""
+    program, module = _compiled(monkeypatch)
+    llm_server.script(*["I think it is about monads."] * 3)
+    with llm_config(llm_server.config()):
+        outcome = asyncio.run(module.react(AgentState(), QUESTION))
+    assert isinstance(outcome, Err) and isinstance(outcome.error, LLMFailed)
+    assert outcome.error.step == "decide" and outcome.error.raw == "I think it is about monads."
+    assert outcome.state == AgentState(question=QUESTION)
+    assert len(llm_server.requests) == 3 and llm_server.pending == 0
+    assert "not valid" in llm_server.requests[2].body["messages"][-1]["content"]
+
+
+def test_react_command_line_with_the_model_over_http(llm_server: LLMServer) -> None:
+    """``mcec run … react --model planner=MODEL_ID@URL``: the report carries value, state and usage."""
+    llm_server.respond_with(plan)
+    done = subprocess.run(
+        [sys.executable, "-m", "mcec", "run", str(SPEC), "react", "--input", json.dumps("what is mcp"),
+         "--model", f"planner=served-model@{llm_server.url}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180, check=False,
+        env={**os.environ, "OPENAI_API_KEY": "sk-test-research"},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    mcp_fact = "The Model Context Protocol connects agents to tools over JSON-RPC."
+    assert report["value"] == f"Answer: what is mcp -> {mcp_fact}"
+    assert report["state"]["observations"] == [mcp_fact]
+    assert report["usage"]["requests"] == 2
+    assert [r.body["model"] for r in llm_server.requests] == ["served-model", "served-model"]
+    assert "sk-test-research" not in done.stdout + done.stderr

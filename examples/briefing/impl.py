@@ -11,6 +11,8 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Annotated
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from agentmonad import Append, Err, Ok, Outcome, Sum, Timeout
 
 
@@ -56,6 +58,22 @@ class Briefing:
 
     text: str
     degraded: tuple[str, ...]
+
+
+class Summary(BaseModel):
+    """What ``llm summarize`` makes of a briefing: the model's structured output, validated.
+
+    Its JSON schema is the response format the model is asked for.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    #: One line for the day.
+    headline: str = Field(min_length=1, max_length=120)
+    #: One point per section of the briefing, in its order.
+    points: list[str] = Field(min_length=1, max_length=5)
+    #: The sources that were unavailable (the briefing's ``degraded``).
+    missing: list[str] = []
 
 
 class SourceDown(Exception):

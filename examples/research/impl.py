@@ -1,7 +1,9 @@
 """Step implementations for examples/research/research.mce.
 
-The "LLM" is a deterministic rule-based stand-in so that the example runs
-offline and its tests are exact. The tools are real: they live on the MCP
+The planner of ``answer`` (v1) is a deterministic rule-based stand-in for an
+LLM, so that pipeline runs offline and its tests are exact; ``react`` (v2)
+decides with a real ``llm`` step (``decide.j2``), which a run answers offline
+with ``planner.py``'s scripted model. The tools are real: they live on the MCP
 server ``examples/research/search_server.py``, which the spec declares as
 ``server search``. The spec's ``tool`` declarations call it as typed steps;
 ``execute_tool`` calls whichever tool the planner chose, by name, through
@@ -27,10 +29,9 @@ class AgentState(BaseModel):
     question: str = ""
     history: tuple[str, ...] = ()
     tool_calls: int = 0
-    #: What the ReAct loop (``react``) has observed so far, one entry per tool result.
+    #: What the ReAct loop (``react``) has observed so far, one entry per tool result;
+    #: ``decide.j2`` shows them to the model.
     observations: tuple[str, ...] = ()
-    #: How many times the model was asked to decide (``react``), including failed attempts.
-    decisions: int = 0
 
 
 class ToolCall(BaseModel):
@@ -75,12 +76,8 @@ class LLMError(Exception):
     """The (stand-in) language model could not do what was asked."""
 
 
-class ModelBusy(Exception):
-    """The (stand-in) model was overloaded: worth asking again (``retry`` in ``react``)."""
-
-
 class Turn(BaseModel):
-    """One round of the ReAct loop: the question, as the model sees it with the transcript."""
+    """One round of the ReAct loop: what ``decide.j2`` shows the model with the state's observations."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -88,7 +85,7 @@ class Turn(BaseModel):
 
 
 class Answer(BaseModel):
-    """The model's final answer: it ends the ReAct loop."""
+    """The model's final answer: it ends the ReAct loop (``text``: the question and what answers it)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -160,32 +157,12 @@ def hits_text(hits: SearchHits) -> str:
 # ---------------------------------------------------------------- the ReAct loop (`react`)
 
 
-def ask(question: str) -> Turn:
-    """The first turn of the loop."""
-    return Turn(question=question.strip())
-
-
-def decide(state: AgentState, turn: Turn) -> Outcome[AgentState, LLMError | ModelBusy, Answer | SearchArgs | AddArgs]:
-    """The model's choice for this turn (rules standing in for an LLM): one tool call per part
-    of the question (parts joined by " and "), then the answer from what was observed.
-
-    A question with "busy" in it makes the first attempt fail with ``ModelBusy`` (the
-    state records the attempt), so ``retry`` asks again.
-    """
-    asked = state.model_copy(update={"question": turn.question, "decisions": state.decisions + 1})
-    if not turn.question:
-        return Err(LLMError("the question is empty"), asked)
-    if "busy" in turn.question.split() and state.decisions == 0:
-        return Err(ModelBusy("the model is overloaded; try again"), asked)
-    parts = [part.strip() for part in turn.question.split(" and ") if part.strip()]
-    done = len(state.observations)
-    if done >= len(parts):
-        return Ok(Answer(text=f"{turn.question} -> {' | '.join(state.observations)}"), asked)
-    part = parts[done]
-    words = part.lower().split()
-    if len(words) == 3 and words[1] == "plus" and words[0].isdigit() and words[2].isdigit():
-        return Ok(AddArgs(a=int(words[0]), b=int(words[2])), asked)
-    return Ok(SearchArgs(query=part), asked)
+def ask(state: AgentState, question: str) -> Outcome[AgentState, LLMError, Turn]:
+    """The first turn of the loop: remember the question (``observe`` asks it again)."""
+    text = question.strip()
+    if not text:
+        return Err(LLMError("the question is empty"), state)
+    return Ok(Turn(question=text), state.model_copy(update={"question": text}))
 
 
 def observe(state: AgentState, observation: str) -> Outcome[AgentState, LLMError, Turn]:

@@ -1,4 +1,4 @@
-"""Build-time checks of ``llm`` declarations (LANGUAGE.md §10): MCE023 and MCE024.
+"""Build-time checks of ``llm`` and ``model`` declarations (LANGUAGE.md §10): MCE023, MCE024, MCE027.
 
 The runtime owns the rules: :func:`agentmonad.llm.template_variables` parses a
 template with Jinja2's own parser (the same sandboxed environment the step
@@ -19,11 +19,12 @@ from typing import Any, ForwardRef, Literal, assert_never
 from mcec import syntax
 from mcec.check import report
 from mcec.check.pyindex import PythonIndex
+from mcec.check.typed import OptionValue
 from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union
-from mcec.diagnostics import Diagnostic
+from mcec.diagnostics import Diagnostic, Label
 from mcec.span import Span
 
-__all__ = ["TemplateSource", "check_output", "check_template", "read_template"]
+__all__ = ["MODEL_OPTIONS", "TemplateSource", "check_model_options", "check_output", "check_template", "read_template"]
 
 #: Bases a record class may have for its own fields to be all of its fields.
 _PLAIN_BASES = frozenset({"pydantic.BaseModel", "pydantic.main.BaseModel", "builtins.object"})
@@ -157,3 +158,116 @@ def python_type(tp: Type) -> Any:
             return typing.Union[tuple(python_type(m) for m in members)]
         case _:
             assert_never(tp)
+
+
+# ---------------------------------------------------------------- model options (MCE027)
+
+OptionKind = Literal["number", "count", "positive count", "seconds", "url", "env var", "text"]
+
+#: The options ``model n = openai "ID" (…)`` takes: each one's kind of value (the keyword
+#: arguments of ``agentmonad.llm.Model`` of the same names).
+MODEL_OPTIONS: dict[str, OptionKind] = {
+    "temperature": "number",
+    "max_tokens": "positive count",
+    "max_repairs": "count",
+    "timeout": "seconds",
+    "max_retries": "count",
+    "base_url": "url",
+    "api_key_env": "env var",
+    "system": "text",
+}
+
+#: What an option of each kind takes, for messages.
+_WANTS: dict[OptionKind, str] = {
+    "number": "a number from 0 to 2",
+    "count": "a whole number ≥ 0",
+    "positive count": "a whole number ≥ 1",
+    "seconds": "a number of seconds above 0",
+    "url": 'a URL in quotes, starting with http:// or https:// (like "http://127.0.0.1:8000/v1")',
+    "env var": 'the name of an environment variable, in quotes (like "OPENAI_API_KEY")',
+    "text": "a string",
+}
+
+#: Names under which a key might be written into a spec: a spec never holds one.
+_KEY_NAMES = frozenset({"api_key", "key", "openai_api_key", "token", "secret"})
+_ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _option_value(kind: OptionKind, value: OptionValue) -> OptionValue | None:
+    """``value`` as the option of ``kind`` takes it (ints become floats where a number is meant), or None."""
+    match kind:
+        case "number":
+            if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 2:
+                return float(value)
+            return None
+        case "count" | "positive count":
+            least = 1 if kind == "positive count" else 0
+            return value if isinstance(value, int) and value >= least else None
+        case "seconds":
+            return float(value) if isinstance(value, int | float) and value > 0 else None
+        case "url":
+            return value if isinstance(value, str) and value.startswith(("http://", "https://")) and len(value) > 8 else None
+        case "env var":
+            return value if isinstance(value, str) and _ENV_VAR.fullmatch(value) else None
+        case "text":
+            return value if isinstance(value, str) else None
+        case _:
+            assert_never(kind)
+
+
+def check_model_options(decl: syntax.ModelDecl) -> tuple[tuple[tuple[str, OptionValue], ...], list[Diagnostic]]:
+    """The valid options of ``decl`` (as ``Model``'s keyword arguments), and MCE027 for the others:
+    an unknown name (with close matches; a key gets its own help), a name given twice, a value
+    of the wrong kind or out of range."""
+    import difflib
+
+    model = decl.name.text
+    valid: list[tuple[str, OptionValue]] = []
+    problems: list[Diagnostic] = []
+    first: dict[str, syntax.ModelOption] = {}
+    for option in decl.options:
+        name = option.name.text
+        kind = MODEL_OPTIONS.get(name)
+        if kind is None:
+            if name.lower() in _KEY_NAMES:
+                help = (
+                    "a spec never holds a key: put it in the environment and name the variable, "
+                    'like `api_key_env="MY_KEY"` (default: OPENAI_API_KEY), or give it at run time '
+                    "(LLMConfig / ModelSettings)"
+                )
+            else:
+                close = difflib.get_close_matches(name, list(MODEL_OPTIONS), n=1, cutoff=0.6)
+                help = f"did you mean `{close[0]}`?" if close else "a model takes " + ", ".join(f"`{o}`" for o in MODEL_OPTIONS)
+            problems.append(report.model_option(f"model `{model}` has no option `{name}`", option.name.span, help))
+            continue
+        if name in first:
+            problems.append(
+                report.model_option(
+                    f"option `{name}` of model `{model}` is given twice",
+                    option.name.span,
+                    "give each option once",
+                    (Label(first[name].name.span, "first given here"),),
+                )
+            )
+            continue
+        first[name] = option
+        value = _option_value(kind, option.value)
+        if value is None:
+            problems.append(
+                report.model_option(
+                    f"option `{name}` of model `{model}` takes {_WANTS[kind]}, not {_written(option.value)}",
+                    option.value_span,
+                    f"write `{name}=` with {_WANTS[kind]}",
+                )
+            )
+            continue
+        valid.append((name, value))
+    return tuple(valid), problems
+
+
+def _written(value: OptionValue) -> str:
+    """An option's value as a message shows it: numbers as written, never a string's text
+    (it might be a key written in the wrong place; the source line shows what it is)."""
+    if isinstance(value, str):
+        return "this string"
+    return repr(value)

@@ -19,7 +19,7 @@ from mcec.check.implementations import StepContract, check_fn, check_step
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
-from mcec.check.llm import TemplateSource, check_output, check_template, read_template
+from mcec.check.llm import TemplateSource, check_model_options, check_output, check_template, read_template
 from mcec.check.typed import PyRef, Sig, TFn, TFromImport, TImport, TLlm, TModel, TModuleImport, TServer, TStep, TTool
 from mcec.check.types import (
     ANY,
@@ -414,8 +414,12 @@ class DeclarationChecker:
         self.declared.tools.setdefault(decl.name.text, tool)
 
     def _model(self, decl: syntax.ModelDecl) -> None:
+        """``model n = openai "ID" (OPTION=VALUE, …)``: the options checked (MCE027)."""
+        options, problems = check_model_options(decl)
+        for problem in problems:
+            self.sink.add(problem)
         if decl.name.text not in self.declared.models:
-            self.declared.models[decl.name.text] = TModel(decl.name.text, decl.model_id, decl.span)
+            self.declared.models[decl.name.text] = TModel(decl.name.text, decl.model_id, decl.span, options)
 
     def _llm(self, decl: syntax.LlmDecl) -> None:
         """``llm n : A -> B = m TEMPLATE``: an async step that changes no state and fails

@@ -567,3 +567,8 @@ def bad_llm_output(step: str, output: Type, problem: str, span: Span) -> Diagnos
         "an llm step produces str, a pydantic model or dataclass, a union of those (a choice), "
         "or a type pydantic validates such as Literal[...]",
     )
+
+
+def model_option(message: str, span: Span, help: str, labels: tuple[Label, ...] = ()) -> Diagnostic:
+    """MCE027: a ``model`` option that is unknown, given twice, of the wrong kind or out of range."""
+    return error("MCE027", message, span, labels, help)

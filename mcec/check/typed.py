@@ -120,13 +120,19 @@ class TTool:
     span: Span
 
 
+#: A model option's value: a string, an int, or a float (LANGUAGE.md §10).
+OptionValue = str | int | float
+
+
 @dataclass(frozen=True, slots=True)
 class TModel:
-    """``model n = openai "MODEL_ID"``."""
+    """``model n = openai "MODEL_ID" [(OPTION=VALUE, …)]``; ``options`` are the valid ones, in the
+    order written, as the keyword arguments of ``agentmonad.llm.Model`` (MCE027 for the others)."""
 
     name: str
     model_id: str
     span: Span
+    options: tuple[tuple[str, OptionValue], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -306,6 +306,12 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("pipeline", metavar="PIPELINE", help="the pipeline to run")
     command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
+    add_model_option(command)
+    command.set_defaults(func=run_run)
+
+
+def add_model_option(command: argparse.ArgumentParser) -> None:
+    """``--model NAME=VALUE`` (repeatable), as ``mcec run`` and ``mcec serve`` take it."""
     command.add_argument(
         "--model",
         action="append",
@@ -314,7 +320,6 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         help="answer for model NAME (or `*`, every model): `test` (made-up valid answers), `script:PATH` "
         "(replies in a JSON file), `py:MODULE:ATTR` (a backend), or `MODEL_ID[@BASE_URL]`; repeatable",
     )
-    command.set_defaults(func=run_run)
 
 
 def compile_to_run(spec: Path) -> CompileResult | int:
@@ -391,4 +396,4 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
 #: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).
 COMMANDS = [add_compile, add_build, add_run]
 
-__all__ = ["COMMANDS", "add_build", "add_compile", "add_run", "run_build", "run_compile", "run_run"]
+__all__ = ["COMMANDS", "add_build", "add_compile", "add_model_option", "add_run", "run_build", "run_compile", "run_run"]

@@ -1,7 +1,10 @@
-"""``mcec serve FILE [--pipeline NAME]... [--state JSON]``: a spec's pipelines as MCP tools over stdio.
+"""``mcec serve FILE [--pipeline NAME]... [--state JSON] [--model NAME=VALUE]...``: a spec's
+pipelines as MCP tools over stdio.
 
 What is served and how is :mod:`mcec.run.serve`; this module reads the spec,
-compiles and loads it as ``mcec run`` does, and starts the server.
+compiles and loads it as ``mcec run`` does, and starts the server. ``--model``
+configures the spec's models as ``mcec run --model`` does, for every call the
+server answers (a scripted model then answers offline).
 """
 
 from __future__ import annotations
@@ -11,12 +14,12 @@ import sys
 from typing import TextIO
 
 from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Subparsers
-from mcec.cli.compile import compile_to_run, load_compiled
+from mcec.cli.compile import add_model_option, compile_to_run, load_compiled
 from mcec.run.serve import ServeError, StateError, pipeline_tools, serve_stdio
 
 
 def add_serve(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """``mcec serve FILE [--pipeline NAME]... [--state JSON]``."""
+    """``mcec serve FILE [--pipeline NAME]... [--state JSON] [--model NAME=VALUE]...``."""
     command = subparsers.add_parser(
         "serve",
         help="serve a spec's pipelines as MCP tools over stdio",
@@ -36,12 +39,17 @@ def add_serve(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="JSON",
         help="the state each call starts from, as JSON (default: S())",
     )
+    add_model_option(command)
     command.set_defaults(func=run_serve)
 
 
 def run_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Check and load the spec (problems on stderr, exit 1 or 2), then serve until stdin closes."""
+    from contextlib import nullcontext
     from pathlib import Path
+
+    from agentmonad.llm import llm_config
+    from mcec.run.runner import RunError, llm_run_config
 
     spec = Path(args.file)
     result = compile_to_run(spec)
@@ -58,7 +66,8 @@ def run_serve(args: argparse.Namespace, out: TextIO) -> int:
         return module
     try:
         tools = pipeline_tools(result.program, module, args.pipeline, source=result.source, state_json=args.state)
-    except StateError as exc:
+        llm = llm_run_config(result.program, args.model)
+    except (StateError, RunError) as exc:
         print(f"mcec serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ServeError as exc:
@@ -67,7 +76,9 @@ def run_serve(args: argparse.Namespace, out: TextIO) -> int:
     print(f"mcec serve: {spec}: serving {len(tools)} tool(s) on stdio: {', '.join(t.name for t in tools)}", file=sys.stderr)
     import anyio
 
-    anyio.run(serve_stdio, tools, f"mcec:{spec.stem}")
+    # A ContextVar: the server's tasks, started inside, all see the configuration.
+    with llm_config(llm) if llm is not None else nullcontext():
+        anyio.run(serve_stdio, tools, f"mcec:{spec.stem}")
     return EXIT_OK
 
 

@@ -220,6 +220,9 @@ class Emitter:
             if model.name not in used_models:
                 continue
             value = c.call(self.runtime("Model", llm_module), c.string(model.name), c.string(model.model_id))
+            if model.options:
+                options = [c.keyword_arg(name, _option_literal(option)) for name, option in model.options]
+                value = value.with_changes(args=[*value.args, *options])
             statement = c.assign(model.name, value)
             self.record(statement, model.span)
             lines.append(statement)
@@ -800,3 +803,14 @@ def _label(expr: t.TExpr) -> str:
             return "budget"
         case _:
             assert_never(expr)
+
+
+def _option_literal(value: t.OptionValue) -> cst.BaseExpression:
+    """A model option's value as a Python literal (``0.2``, ``3``, ``"http://…"``)."""
+    if isinstance(value, str):
+        return c.string(value)
+    if isinstance(value, bool):  # not produced by the checker; a bool is no option value
+        raise TypeError("a model option is a str, an int or a float")
+    if isinstance(value, int):
+        return c.integer(value)
+    return cst.Float(repr(value))

@@ -30,6 +30,12 @@ from mcec.span import Span
 Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]
 
 
+def _model(model: t.TModel) -> Model:
+    """The runtime ``Model`` of a declaration, with its options (what the generated module builds)."""
+    options: dict[str, Any] = dict(model.options)
+    return Model(model.name, model.model_id, **options)
+
+
 class Interpreter:
     """Evaluates the pipelines of one checked program."""
 
@@ -42,7 +48,7 @@ class Interpreter:
         self.pipelines = {p.name: p for p in program.pipelines}
         self.tools = {tool.name: tool for tool in program.tools}
         self.servers = {server.name: server for server in program.servers}
-        self.models = {model.name: Model(model.name, model.model_id) for model in program.models}
+        self.models = {model.name: _model(model) for model in program.models}
         self.llms = {llm.name: llm for llm in program.llms}
         self._llm_steps: dict[str, Callable[..., Any]] = {}
         self._pipeline_arrows: dict[str, Arrow] = {}

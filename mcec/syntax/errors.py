@@ -72,7 +72,8 @@ def _declaration_keyword(stack: tuple[StackItem, ...]) -> str | None:
     """The keyword of the declaration being read (``pipeline``, ``step``, …), if any."""
     for item in stack:
         if item.kind in _DECL_START:
-            return KEYWORDS[item.kind]
+            # a reserved word (`step`), or a soft one that starts a declaration (`model`, `llm`)
+            return KEYWORDS.get(item.kind) or SPELLING.get(item.kind)
     return None
 
 
@@ -149,6 +150,9 @@ def _after_token(last: StackItem, site: ErrorSite) -> tuple[str, str | None] | N
         "LPAR": ("expected an expression after `(`" if expects_term else "expected `limit` after `(`", None),
     }
     before = site.stack[-2].kind if len(site.stack) >= 2 else None
+    if declaration == "model" and kind in ("LPAR", "COMMA"):
+        after = "`(`" if kind == "LPAR" else "`,`"
+        return f"expected a model option (`name=value`) after {after}", 'write `model fast = openai "gpt-4o-mini" (temperature=0.2, max_repairs=1)`'
     if kind == "LBRACE" and before == "MATCH":
         return "expected a pattern after `{`: a type name, a string or number, or `_`", "write `match { A => a, B => b }`"
     if kind == "LPAR" and before in _COMBINATOR_ARGUMENT:
@@ -158,6 +162,8 @@ def _after_token(last: StackItem, site: ErrorSite) -> tuple[str, str | None] | N
             return "expected an expression after `step`", None
         return "expected the step name after `step`", None
     if kind == "EQUAL":
+        if declaration == "model" and "INT" in site.expected:
+            return "expected the option's value after `=`", 'write `temperature=0.2`, `timeout=30` or `base_url="http://…"`'
         if "INT" in site.expected:
             return "expected a whole number after `limit =`", "write `each(limit=4) e`"
         if "STDIO" in site.expected:

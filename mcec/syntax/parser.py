@@ -633,12 +633,34 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         return s.ToolDecl(c[1], c[3], c[5], errors, c[-3], c[-1], self.span(c[0], c[-1]))
 
     def model_decl(self, c: list[_Child]) -> s.ModelDecl:
-        # MODEL name EQUAL OPENAI STRING
+        # MODEL name EQUAL OPENAI STRING [model_options]
         name: s.Name = c[1]
         token: Token = c[4]
         self.check_name(name, "a model name")
         provider = s.Name(str(c[3]), self.span(c[3]))
-        return s.ModelDecl(name, provider, self.string(token), self.span(token), self.span(c[0], token))
+        options: tuple[s.ModelOption, ...] = ()
+        end: _Child = token
+        if len(c) == 6:
+            options, end = c[5]
+        return s.ModelDecl(name, provider, self.string(token), self.span(token), options, self.span(c[0], end))
+
+    def model_options(self, c: list[_Child]) -> tuple[tuple[s.ModelOption, ...], Token]:
+        # ( model_option (, model_option)* [,] ) — with the closing token, where the declaration ends
+        return tuple(child for child in c if isinstance(child, s.ModelOption)), c[-1]
+
+    def model_option(self, c: list[_Child]) -> s.ModelOption:
+        # NAME = (STRING | INT | NUMBER)
+        name_token: Token = c[0]
+        token: Token = c[2]
+        value: str | int | float
+        if token.type == "STRING":
+            value = self.string(token)
+        elif token.type == "INT":
+            value = self.number(token, f"{name_token}=…")
+        else:
+            value = self.seconds(token, f"{name_token}=…")
+        name = s.Name(str(name_token), self.span(name_token))
+        return s.ModelOption(name, value, self.span(token), self.span(name_token, token))
 
     def template(self, c: list[_Child]) -> s.Template:
         # STRING | TRIPLE_STRING | FILE STRING

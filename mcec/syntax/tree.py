@@ -46,6 +46,7 @@ __all__ = [
     "Loop",
     "Match",
     "ModelDecl",
+    "ModelOption",
     "Module",
     "ModuleImport",
     "Name",
@@ -513,13 +514,28 @@ class ToolDecl(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class ModelOption(Node):
+    """One ``NAME=VALUE`` of a model's options: a decoded string, an int or a decimal, as written.
+
+    The parser does not know the option names; the checker does (MCE027).
+    """
+
+    name: Name
+    value: str | int | float
+    value_span: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class ModelDecl(Node):
-    """``model n = openai "MODEL_ID"`` (LANGUAGE.md §10); ``model_id`` is the decoded string."""
+    """``model n = openai "MODEL_ID" [(OPTION=VALUE, …)]`` (LANGUAGE.md §10); ``model_id`` is the
+    decoded string; ``options`` in the order written."""
 
     name: Name
     provider: Name
     model_id: str
     model_id_span: Span
+    options: tuple[ModelOption, ...]
     span: Span
 
 

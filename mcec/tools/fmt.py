@@ -715,7 +715,7 @@ class _Formatter:
             case s.ErrorDecl():
                 text = f"error {_type(decl.type)}"
             case s.ModelDecl():
-                text = f"model {decl.name.text} = {decl.provider.text} {self.written(decl.model_id_span)}"
+                return self.model(decl)
             case s.LlmDecl():
                 # the template as written: a triple-quoted one keeps its lines (LANGUAGE.md §10)
                 signature = _signature(decl.input, decl.output, None)
@@ -726,6 +726,21 @@ class _Formatter:
             case _:
                 assert_never(decl)
         return [_Line(0, text, decl.start, decl.end, kind="item")]
+
+    def model(self, decl: s.ModelDecl) -> list[_Line]:
+        """``model n = openai "ID"``, options in parentheses as written (``name=value, …``); options
+        that do not fit in the line width go one per line, with a trailing comma."""
+        head = f"model {decl.name.text} = {decl.provider.text} {self.written(decl.model_id_span)}"
+        if not decl.options:
+            return [_Line(0, head, decl.start, decl.end, kind="item")]
+        options = [f"{o.name.text}={self.written(o.value_span)}" for o in decl.options]
+        text = f"{head} ({', '.join(options)})"
+        if len(text) <= LINE_LENGTH:
+            return [_Line(0, text, decl.start, decl.end, kind="item")]
+        lines = [_Line(0, head + " (", decl.start, decl.model_id_span.end, kind="item", opens=True)]
+        lines.extend(_Line(INDENT, f"{text},", o.start, o.end) for o, text in zip(decl.options, options))
+        lines.append(_Line(0, ")", decl.end - 1, decl.end, kind="close"))
+        return lines
 
     def written(self, span: Span) -> str:
         """The source text of ``span``, as written (string literals keep their escapes)."""

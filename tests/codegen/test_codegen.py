@@ -60,9 +60,15 @@ def test_top_level_statements_are_only_imports_constants_and_functions(spec: Pat
         if isinstance(statement, ast.Assign):  # SITE_n = Site("step", "file", line, col)
             value = statement.value
             assert isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
-            assert all(isinstance(arg, ast.Constant) for arg in value.args)
+            assert all(isinstance(arg, ast.Constant) for arg in value.args)  # Model("fast", "id") too
+            assert all(isinstance(kw.value, ast.Constant | ast.Dict) for kw in value.keywords)
         if isinstance(statement, ast.AnnAssign):  # step: Step[...] = module.impl
-            assert isinstance(statement.value, ast.Attribute | ast.Name)
+            value = statement.value
+            if isinstance(value, ast.Call):  # decide: AsyncStep[...] = llm_step(model, "TEMPLATE", B, name=...)
+                assert isinstance(value.func, ast.Name) and value.func.id == "llm_step", ast.dump(value)
+                assert isinstance(value.args[0], ast.Name) and isinstance(value.args[1], ast.Constant)
+            else:
+                assert isinstance(value, ast.Attribute | ast.Name)
 
 
 def _load(spec: Path):  # type: ignore[no-untyped-def]

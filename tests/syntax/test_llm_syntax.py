@@ -55,3 +55,23 @@ def test_a_syntax_error_names_the_new_declaration_words() -> None:
     assert parsed.module is None
     message = parsed.diagnostics[0].message + (parsed.diagnostics[0].help or "")
     assert "`model`" in message and "`llm`" in message
+
+
+def test_model_options_parse_to_names_and_values_as_written() -> None:
+    (model, bare) = decls(
+        'model fast = openai "gpt-4o" (temperature=0.5, max_tokens=64, system="Be \\"brief\\".",\n'
+        '    base_url="http://127.0.0.1:8000/v1",)\n'
+        'model plain = openai "x"\n'
+    )
+    assert isinstance(model, s.ModelDecl) and isinstance(bare, s.ModelDecl)
+    assert [(o.name.text, o.value) for o in model.options] == [
+        ("temperature", 0.5),
+        ("max_tokens", 64),
+        ("system", 'Be "brief".'),
+        ("base_url", "http://127.0.0.1:8000/v1"),
+    ]
+    assert model.span.end == model.options[-1].span.end + 2  # the declaration ends at its `)`
+    assert bare.options == ()
+    # the option names are names, not words: `timeout=` is no combinator, `model=` no declaration
+    (odd,) = decls('model m = openai "x" (timeout=3, model=1, file="f")')
+    assert isinstance(odd, s.ModelDecl) and [o.name.text for o in odd.options] == ["timeout", "model", "file"]

@@ -23,6 +23,7 @@ CASES = ROOT / "tests" / "tools" / "cases" / "graph"
 SPECS = {
     "briefing": ROOT / "examples" / "briefing" / "briefing.mce",
     "meta": ROOT / "examples" / "meta" / "meta.mce",
+    "research": ROOT / "examples" / "research" / "research.mce",
     "shapes": CASES / "shapes.mce",
 }
 
@@ -40,11 +41,34 @@ def _graph(spec: Path, pipeline: str | None = None) -> Graph:
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_golden_mermaid_and_dot(name: str, golden) -> None:  # type: ignore[no-untyped-def]
+def test_golden_mermaid_and_dot(name: str, golden, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(ROOT)  # research's `file "decide.j2"` is found relative to the spec's path
     graph = _graph(SPECS[name])
     golden(CASES / f"{name}.mmd", to_mermaid(graph))
     golden(CASES / f"{name}.dot", to_dot(graph))
     assert to_mermaid(_graph(SPECS[name])) == to_mermaid(graph)  # deterministic
+
+
+def test_llm_steps_are_parallelograms_in_their_retry_box(monkeypatch: pytest.MonkeyPatch) -> None:
+    """research's react: ``decide`` (an llm step) is an ``llm`` node inside the retry box,
+    inside the budget box; its errors go to the failure node; ``mcec graph`` prints it so."""
+    monkeypatch.chdir(ROOT)
+    (react,) = _graph(SPECS["research"], "react").pipelines
+    nodes, boxes, edges = _labelled(react)
+    (decide,) = [n for n in nodes.values() if n.lines[0] == "decide"]
+    assert decide.kind == "llm"
+    assert decide.lines[1] == "Turn -> AddArgs | Answer | SearchArgs ! LLMFailed | LLMUnavailable"
+    assert {b.title for b in boxes.values()} >= {"budget 20000 tokens", "retry ×3 on LLMUnavailable, backoff 0.1 s"}
+    touching = [(kind, source, target.split(":")[0], label) for kind, source, target, label in edges if "decide" in (source, target)]
+    assert touching == [
+        ("flow", "ask", "decide", None),
+        ("flow", "decide", "match", None),
+        ("loop", "loop", "decide", "≤ 6×"),
+        ("fail", "decide", "failure", "LLMFailed | LLMUnavailable"),
+    ]
+    printed = _mcec("graph", "examples/research/research.mce", "--pipeline", "react")
+    assert printed.returncode == 0, printed.stderr
+    assert '[/"decide<br/>Turn -#62; AddArgs #124; Answer #124; SearchArgs ! LLMFailed #124; LLMUnavailable"/]' in printed.stdout
 
 
 def test_structure_of_the_briefing_picture() -> None:

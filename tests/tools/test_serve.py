@@ -24,6 +24,7 @@ from mcec.run.runner import load_module
 from mcec.run.serve import ServeError, pipeline_tools
 from mcec.span import SourceFile
 from mcp_servers.pipelines import Query
+from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
 
 TESTS = Path(__file__).resolve().parents[1]
 SPEC = "mcp_servers/served.mce"
@@ -397,3 +398,67 @@ def test_entry_pipelines_see_uses_inside_v2_control_flow() -> None:
     pipelines += [t.TPipeline(name, sig, t.TIdentity(sig, nowhere), Span(source, i + 1, i + 2)) for i, name in enumerate(helpers)]
     program = t.Program("v2.mce", "", (), None, None, (), (), (), (), tuple(pipelines))
     assert entry_pipelines(program) == ["main"]
+
+
+# ---------------------------------------------------------------- a pipeline with an llm step
+
+ROOT = TESTS.parent
+MONAD = "A monad sequences computations that carry context: state, errors, effects."
+
+
+def _serve_react(*models: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``mcec serve examples/research/research.mce --pipeline react --model …`` from the repo root:
+    the tools listed, then two calls (an answer, and an empty question, which is an Err)."""
+    args = ["-m", "mcec", "serve", "examples/research/research.mce", "--pipeline", "react"]
+    for model in models:
+        args += ["--model", model]
+    params = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, **(env or {})}, cwd=str(ROOT))
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            seen["tools"] = {t.name: t for t in (await session.list_tools()).tools}
+            seen["ok"] = await session.call_tool("react", {"value": "what is a monad and 2 plus 40"})
+            seen["err"] = await session.call_tool("react", {"value": "  "})
+        return seen
+
+    return asyncio.run(main())
+
+
+def test_serve_a_pipeline_with_an_llm_step_and_a_scripted_model() -> None:
+    """``--model planner=py:…``: the ReAct agent served as an MCP tool, its ``decide`` answered
+    offline by the example's scripted model, its own tools on the research MCP server."""
+    seen = _serve_react("planner=py:examples.research.planner:plan")
+    assert list(seen["tools"]) == ["react"]
+    assert seen["tools"]["react"].input_schema["properties"]["value"]["type"] == "string"
+    ok = seen["ok"]
+    assert not ok.is_error, text(ok)
+    assert ok.structured_content == {"result": f"Answer: what is a monad and 2 plus 40 -> {MONAD} | 42"}
+    err = seen["err"]
+    assert err.is_error and text(err).startswith("LLMError: the question is empty (at ")
+
+
+def test_serve_a_pipeline_with_an_llm_step_over_http(llm_server: LLMServer) -> None:
+    """``--model planner=MODEL_ID@URL``: each call's model requests go over real HTTP to the
+    test server (answering with the example's planner), the key from the environment."""
+    from examples.research.planner import plan
+
+    llm_server.respond_with(plan)
+    seen = _serve_react(f"planner=served-model@{llm_server.url}", env={"OPENAI_API_KEY": "sk-serve-test"})
+    ok = seen["ok"]
+    assert not ok.is_error, text(ok)
+    assert ok.structured_content == {"result": f"Answer: what is a monad and 2 plus 40 -> {MONAD} | 42"}
+    assert [r.body["model"] for r in llm_server.requests] == ["served-model"] * 3
+    assert llm_server.requests[0].headers["authorization"] == "Bearer sk-serve-test"
+    assert "Question: what is a monad and 2 plus 40" in llm_server.requests[0].body["messages"][-1]["content"]
+
+
+def test_serve_rejects_a_model_the_spec_does_not_declare() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcec", "serve", "examples/research/research.mce", "--model", "plannr=test"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
+    )
+    assert done.returncode == 2
+    assert "declares no model `plannr`; did you mean `planner`?" in done.stderr
+    assert "Traceback" not in done.stderr
