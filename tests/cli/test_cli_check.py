@@ -114,8 +114,8 @@ def test_internal_error_is_tidy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
 
 
 def test_mypy_cache_goes_where_mypy_cache_dir_says(tmp_path: Path) -> None:
-    """``MYPY_CACHE_DIR`` moves mcec's mypy cache, as it moves mypy's own; without it the
-    cache is ``.mcec/mypy_cache`` under the working directory."""
+    """``MYPY_CACHE_DIR`` moves mcec's mypy cache, as it moves mypy's own (without it the
+    cache is ``.mcec/mypy_cache`` under the working directory)."""
     (tmp_path / "m.py").write_text("def f(value: str) -> str:\n    return value\n")
     (tmp_path / "ok.mce").write_text("import m\n\nfn f : str -> str = m.f\npipeline p : str -> str = f >>= f;\n")
     shared = tmp_path / "shared-cache"
@@ -125,10 +125,4 @@ def test_mypy_cache_goes_where_mypy_cache_dir_says(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert any(shared.rglob("*")), "mypy wrote no cache where MYPY_CACHE_DIR says"
-    assert not (tmp_path / ".mcec" / "mypy_cache").exists()
-    del env["MYPY_CACHE_DIR"]
-    done = subprocess.run(
-        [sys.executable, "-m", "mcec", "check", "ok.mce"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert any((tmp_path / ".mcec" / "mypy_cache").rglob("*"))
+    assert not (tmp_path / ".mcec").exists()
