@@ -384,14 +384,6 @@ def test_a_timeout_keeps_a_logged_note() -> None:
 
 # ---------------------------------------------------------------- a deadline that fires inside a nested form
 
-_NESTED_STATE_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="compiled `timeout` keeps only the state of steps inlined in its own block (its chain, and a v2 "
-    "construct ending it): a deadline that fires inside a helper (a pipeline, catch, orelse, a loop or retry "
-    "in the middle) loses the state of the steps completed in it; the interpreter keeps it, as LANGUAGE.md §6 says",
-)
-
 #: ``timeout(0.05) BODY`` on an input: the steps before ``hang`` complete, ``hang`` does not, and
 #: the Timeout carries the state after the last step that completed (LANGUAGE.md §6). In a
 #: ``par``/``each`` in progress nothing has completed; a ``local`` gives back its start state.
@@ -400,11 +392,11 @@ FIRED: list[Any] = [
     pytest.param("(local (note >>= hang))", 1, TState(), id="local"),
     pytest.param("(par <note >>= hang, inc> >>= add_pair)", 1, TState(), id="par"),
     pytest.param("(spread >>= each (note >>= hang) >>= total)", 1, TState(), id="each"),
-    pytest.param("slow_then_hang", 1, TState(log=("note 1",)), id="pipeline", marks=_NESTED_STATE_BUG),
+    pytest.param("slow_then_hang", 1, TState(log=("note 1",)), id="pipeline"),
     pytest.param(
-        "((note >>= even_only >>= hang) catch Odd => recover)", 2, TState(log=("note 2",)), id="catch", marks=_NESTED_STATE_BUG
+        "((note >>= even_only >>= hang) catch Odd => recover)", 2, TState(log=("note 2",)), id="catch"
     ),
-    pytest.param("(even_only orelse (note >>= hang))", 1, TState(log=("odd 1", "note 1")), id="orelse", marks=_NESTED_STATE_BUG),
+    pytest.param("(even_only orelse (note >>= hang))", 1, TState(log=("odd 1", "note 1")), id="orelse"),
     pytest.param("(match { _ => (note >>= hang) })", 1, TState(log=("note 1",)), id="match"),
     pytest.param(
         "(if is_positive then (note >>= hang) else hang)", 1, TState(log=("pos? 1", "note 1")), id="if"
@@ -414,9 +406,8 @@ FIRED: list[Any] = [
         8,
         TState(log=("note 8", "cd 8")),
         id="loop",
-        marks=_NESTED_STATE_BUG,
     ),
-    pytest.param("(retry(3) (note >>= flaky >>= hang))", 0, TState(log=("note 0",), count=1), id="retry", marks=_NESTED_STATE_BUG),
+    pytest.param("(retry(3) (note >>= flaky >>= hang))", 0, TState(log=("note 0",), count=1), id="retry"),
     pytest.param(  # the deadline fires in the pause before the second attempt
         "(retry(3, on=Odd, backoff=5) even_only)", 1, TState(log=("odd 1",)), id="retry-pause"
     ),
