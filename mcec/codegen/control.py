@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, assert_never
 import libcst as cst
 
 from mcec.check import typed as t
-from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members
+from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members, widen_literals
 from mcec.codegen import cst as c
 from mcec.codegen.names import NameAllocator
 
@@ -88,8 +88,20 @@ class ControlEmitter:
 
     def _arm(self, arm: t.TArm, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
         body: list[cst.BaseStatement] = []
+        if isinstance(arm.pattern, t.PLiteral) and widen_literals(arm.body.sig.input) != arm.body.sig.input:
+            # The arm's steps take the literal type itself (a `match` or a group given `Literal[0]`):
+            # mypy does not narrow `value == 0` to Literal[0], so the arm goes on with the constant,
+            # which the value equals (of the same type) here.
+            constant = scope.fresh("v")
+            literal = Lit(arm.pattern.value)
+            body.append(c.annotated(constant, self.e.type_expr(literal), self._literal(arm.pattern.value)))
+            value = constant
         self.e.inline_chain(body, scope, arm.body, state, value, owner, last=True)
         return body
+
+    @staticmethod
+    def _literal(value: str | int) -> cst.BaseExpression:
+        return c.string(value) if isinstance(value, str) else c.integer(value)
 
     def if_body(self, expr: t.TIf, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
         """The condition's steps (threading the state), then ``if cond: then else: otherwise``,
