@@ -101,9 +101,8 @@ ENDERS = ("countdown", "split")
 #: Deadlines generous enough never to fire in a test run (so both sides agree on timing).
 SECONDS = ("30", "60", "12.5")
 
-#: Literals an ``int`` match tests for (small, so generated values hit them; the grammar has no
-#: negative int literal).
-INT_LITERALS = (0, 1, 2, 3, 4)
+#: Literals an ``int`` match tests for (small, so generated values hit them; negative ones too).
+INT_LITERALS = (-2, -1, 0, 1, 2, 3, 4)
 
 
 def _union(parts: list[Gen]) -> frozenset[str]:

@@ -4,6 +4,7 @@ and a loop body that halves its input until it is small, then gives it as text."
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from agentmonad import Err, Ok, Outcome
 
@@ -43,3 +44,11 @@ def add_pair(values: tuple[int, int]) -> int:
 
 def is_zero(value: int) -> bool:
     return value == 0
+
+
+def sign(value: int) -> Literal[-1, 0, 1]:
+    return -1 if value < 0 else 1 if value > 0 else 0
+
+
+def describe(value: int) -> str:
+    return f"{value:+d}"
