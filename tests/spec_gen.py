@@ -76,17 +76,11 @@ ATOMS: dict[str, tuple[frozenset[str], bool]] = {
 
 @dataclass(frozen=True)
 class Gen:
-    """A generated expression: its text (a term: safe to use anywhere), errors, statefulness.
-
-    ``open_input``: its input type is the one its context gives it (it starts with a
-    ``match`` or an ``if``, which are checked against what they are given), rather
-    than ``int`` from a declared step or fn at its head.
-    """
+    """A generated expression: its text (a term: safe to use anywhere), errors, statefulness."""
 
     text: str
     errors: frozenset[str]
     stateful: bool
-    open_input: bool = False
 
 
 #: error -> the handler a ``catch`` of it uses (Odd and Neg share one: ``catch Odd | Neg => recover``)
@@ -107,9 +101,8 @@ ENDERS = ("countdown", "split")
 #: Deadlines generous enough never to fire in a test run (so both sides agree on timing).
 SECONDS = ("30", "60", "12.5")
 
-#: Literals an ``int`` match tests for (small, so generated values hit them; the grammar has no
-#: negative int literal).
-INT_LITERALS = (0, 1, 2, 3, 4)
+#: Literals an ``int`` match tests for (small, so generated values hit them; negative ones too).
+INT_LITERALS = (-2, -1, 0, 1, 2, 3, 4)
 
 
 def _union(parts: list[Gen]) -> frozenset[str]:
@@ -117,30 +110,15 @@ def _union(parts: list[Gen]) -> frozenset[str]:
     return frozenset[str]().union(*(p.errors for p in parts))
 
 
-def _given(gen: Gen) -> Gen:
-    """``gen`` taking the type its context gives it: ``match { _ => gen }`` (the same
-    expression), unless it does already."""
-    if gen.open_input:
-        return gen
-    return Gen(f"(match {{ _ => {gen.text} }})", gen.errors, gen.stateful, True)
-
-
 @st.composite
-def expressions(
-    draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], ...] = (), narrowed: bool = False
-) -> Gen:
+def expressions(draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], ...] = ()) -> Gen:
     """An ``int -> int`` expression, at most ``depth`` levels deep.
 
-    ``narrowed``: the context gives the expression a literal type (it is, or starts,
-    the body of a literal ``match`` arm: ``0 => …`` is given ``Literal[0]``). There an
-    expression that starts with a ``match`` or an ``if`` takes ``Literal[0]`` as its
-    input type, while one that starts with a step takes ``int``, and the checker
-    compares the two where parts share an input: the branches of a ``par`` must take
-    the same type (MCE011), an ``orelse`` fallback at least its body's (MCE010),
-    and a ``loop`` whose body takes ``Literal[0]`` is ended by the body's ``int``
-    results (MCE022). So there the other branches and the body are wrapped in
-    ``match { _ => … }`` (the same expression, taking the given type), and a loop's
-    body never starts with a ``match`` or an ``if``.
+    Any of them may be the body of a literal ``match`` arm, which is given ``Literal[0]``:
+    a ``match`` or an ``if`` at the head of a part takes that type, and a literal type
+    goes wherever ``int`` does (a ``par`` beside ``int`` branches, an ``orelse``, a
+    ``loop`` whose results go round as ``int``).
+
     """
     kinds = ["atom"] * 3 + (["pipeline"] if pipelines else [])
     if depth > 0:
@@ -154,24 +132,22 @@ def expressions(
     if kind == "pipeline":
         name, gen = draw(st.sampled_from(pipelines))
         return Gen(name, gen.errors, gen.stateful)
-    head = expressions(depth - 1, pipelines, narrowed)  # given what this expression is given
+    head = expressions(depth - 1, pipelines)  # given what this expression is given
     sub = expressions(depth - 1, pipelines)  # given an int
     if kind == "bind":
         first = draw(head)
         parts = [first, *draw(st.lists(sub, min_size=1, max_size=3))]
         text = "(" + " >>= ".join(p.text for p in parts) + ")"
-        return Gen(text, _union(parts), any(p.stateful for p in parts), first.open_input)
+        return Gen(text, _union(parts), any(p.stateful for p in parts))
     if kind in ("par2", "par3"):
         n = 2 if kind == "par2" else 3
         branches = draw(st.lists(head, min_size=n, max_size=n))
-        if narrowed and any(b.open_input for b in branches):
-            branches = [_given(b) for b in branches]
         errors = _union(branches)
         if sum(b.stateful for b in branches) >= 2:
             errors |= {"MergeConflict"}
         joiner = "add_pair" if n == 2 else "add_triple"
         text = "(par <" + ", ".join(b.text for b in branches) + "> >>= " + joiner + ")"
-        return Gen(text, errors, any(b.stateful for b in branches), any(b.open_input for b in branches))
+        return Gen(text, errors, any(b.stateful for b in branches))
     if kind == "each":
         body = draw(sub)
         limit = draw(st.sampled_from(["", "(limit=1)", "(limit=2)", "(limit=5)"]))
@@ -186,18 +162,15 @@ def expressions(
         catchable = sorted(e for e in body.errors if HANDLERS.get(e) == handler)
         caught = draw(st.lists(st.sampled_from(catchable), min_size=1, max_size=len(catchable), unique=True))
         text = f"({body.text} catch {' | '.join(caught)} => {handler})"
-        return Gen(text, body.errors - set(caught), body.stateful, body.open_input)
+        return Gen(text, body.errors - set(caught), body.stateful)
     if kind == "orelse":
         first, second = draw(head), draw(head)
-        if narrowed and second.open_input:
-            first = _given(first)
         text = f"({first.text} orelse {second.text})"
-        return Gen(text, second.errors, first.stateful or second.stateful, first.open_input or second.open_input)
+        return Gen(text, second.errors, first.stateful or second.stateful)
     if kind == "local":
         body = draw(head)
-        return Gen(f"(local {body.text})", body.errors, False, body.open_input)
-    literal = expressions(depth - 1, pipelines, narrowed=True)  # given a literal type
-    return draw(_control(kind, head, sub, literal, narrowed))
+        return Gen(f"(local {body.text})", body.errors, False)
+    return draw(_control(kind, head, sub))
 
 
 @st.composite
@@ -206,12 +179,10 @@ def _control(
     kind: str,
     head: st.SearchStrategy[Gen],
     sub: st.SearchStrategy[Gen],
-    literal: st.SearchStrategy[Gen],
-    narrowed: bool,
 ) -> Gen:
     """The v2 control-flow forms (LANGUAGE.md §5), each ``int -> int``, with the error
     sets and statefulness §5 gives them. ``head`` draws the parts given what the form is
-    given, ``sub`` those given an ``int``, ``literal`` those given a literal type."""
+    given (a literal arm's body among them), ``sub`` those given an ``int``."""
     if kind == "if":  # condition and branches are all given the original input
         predicate = draw(st.sampled_from(sorted(PREDICATES)))
         condition = Gen(predicate, frozenset(), PREDICATES[predicate])
@@ -221,14 +192,14 @@ def _control(
         then, otherwise = draw(head), draw(head)
         parts = [condition, then, otherwise]
         text = f"(if {condition.text} then {then.text} else {otherwise.text})"
-        return Gen(text, _union(parts), any(p.stateful for p in parts), True)
+        return Gen(text, _union(parts), any(p.stateful for p in parts))
     if kind == "match_int":  # literal arms, then `_` or `int` for the rest
         literals = draw(st.lists(st.sampled_from(INT_LITERALS), min_size=1, max_size=3, unique=True))
-        literal_arms = draw(st.lists(literal, min_size=len(literals), max_size=len(literals)))
+        literal_arms = draw(st.lists(head, min_size=len(literals), max_size=len(literals)))
         last_pattern, last = draw(st.sampled_from(["_", "int"])), draw(head)
         arms = [f"{n} => {b.text}" for n, b in zip(literals, literal_arms)] + [f"{last_pattern} => {last.text}"]
         bodies = [*literal_arms, last]
-        return Gen(f"(match {{ {', '.join(arms)} }})", _union(bodies), any(b.stateful for b in bodies), True)
+        return Gen(f"(match {{ {', '.join(arms)} }})", _union(bodies), any(b.stateful for b in bodies))
     if kind == "match_union":  # over `split`'s `int | str`; text arms are parsed back to int
         on_int = draw(sub)
         texts = draw(st.lists(st.sampled_from(['"0"', '"3"', '"-3"']), max_size=2, unique=True))
@@ -244,17 +215,17 @@ def _control(
     if kind == "loop":  # ints go round, the ender's text ends the loop and is parsed back
         bound = draw(st.integers(1, 4))
         ender = draw(st.sampled_from(ENDERS))
-        first: Gen | None = draw(st.none() | (head.filter(lambda g: not g.open_input) if narrowed else head))
+        first: Gen | None = draw(st.none() | head)
         if first is None:
             return Gen(f"(loop({bound}) {ender} >>= parse)", frozenset({"LoopExhausted"}), True)
         errors = first.errors | {"LoopExhausted"}
-        return Gen(f"(loop({bound}) ({first.text} >>= {ender}) >>= parse)", errors, True, first.open_input)
+        return Gen(f"(loop({bound}) ({first.text} >>= {ender}) >>= parse)", errors, True)
     body = draw(head)
     if kind == "retry":  # `on=` names only errors the body can raise (else MCE014)
         fails_by = draw(st.sampled_from([None, "flaky", "flaky", "even_only"]))  # mostly a body that can fail
         if fails_by is not None:
             errors, _ = ATOMS[fails_by]
-            body = Gen(f"({body.text} >>= {fails_by})", body.errors | errors, True, body.open_input)
+            body = Gen(f"({body.text} >>= {fails_by})", body.errors | errors, True)
         arguments = [str(draw(st.integers(1, 3)))]
         if len(body.errors) > 0 and draw(st.booleans()):
             on = draw(st.lists(st.sampled_from(sorted(body.errors)), min_size=1, max_size=len(body.errors), unique=True))
@@ -262,10 +233,10 @@ def _control(
         backoff = draw(st.sampled_from([None, "0", "0.01"]))
         if backoff is not None:
             arguments.append(f"backoff={backoff}")
-        return Gen(f"(retry({', '.join(arguments)}) {body.text})", body.errors, body.stateful, body.open_input)
+        return Gen(f"(retry({', '.join(arguments)}) {body.text})", body.errors, body.stateful)
     assert kind == "timeout", kind
     seconds = draw(st.sampled_from(SECONDS))
-    return Gen(f"(timeout({seconds}) {body.text})", body.errors | {"Timeout"}, body.stateful, body.open_input)
+    return Gen(f"(timeout({seconds}) {body.text})", body.errors | {"Timeout"}, body.stateful)
 
 
 @st.composite

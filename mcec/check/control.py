@@ -58,6 +58,7 @@ from mcec.check.types import (
     render_errors,
     testable,
     union,
+    widen_literals,
 )
 
 if TYPE_CHECKING:
@@ -186,7 +187,16 @@ class ControlChecker:
             self.sink.add(
                 report.bound_too_small("loop", expr.bound, "at least 1", expr.bound_span, "write `loop(8) body`: at most 8 runs")
             )
+        mark = len(self.sink.items)
         body = self.outer.infer(expr.body, given)
+        if given is not None and body.sig.input == given and given != widen_literals(given):
+            wider = widen_literals(given)
+            if not _continues(body.sig.output, given) and _continues(body.sig.output, wider):
+                # A body that takes what it is given took the literal type of its context (the arm
+                # `0 => loop(3) …` gives `Literal[0]`), but what goes round is of the literal's base
+                # type (`int`): the loop takes that, and its body is checked again given it.
+                del self.sink.items[mark:]
+                body = self.outer.infer(expr.body, wider)
         input_type = body.sig.input if body.sig.input != ANY or given is None else given
         output = body.sig.output
         if not testable(input_type):
@@ -257,6 +267,11 @@ class ControlChecker:
         body = self.outer.infer(expr.body, given)
         sig = Sig(body.sig.input, body.sig.output, body.sig.errors | {BUDGET_EXCEEDED}, body.sig.stateful)
         return TBudget(body, expr.tokens, sig, expr.span)
+
+
+def _continues(output: Type, input_type: Type) -> bool:
+    """Whether some result of type ``output`` may go round a loop whose input type is ``input_type``."""
+    return output == ANY or any(flows(m, input_type) is not Compat.NO for m in members(output))
 
 
 def _pattern_text(pattern: syntax.Pattern) -> str:

@@ -241,7 +241,16 @@ class ExprChecker:
     def _par(self, expr: syntax.Par, given: Type | None = None) -> TPar:
         if len(expr.branches) < 2:
             self.sink.add(report.par_too_small(len(expr.branches), expr.keyword))
+        mark = len(self.sink.items)
         branches = tuple(self.infer(b, given) for b in expr.branches)
+        declared = next((b.sig.input for b in branches if b.sig.input not in (ANY, given)), None)
+        if given is not None and declared is not None and flows(given, declared) is not Compat.NO:
+            # A branch that takes just what it is given (a `match`, an `if`) took the narrow type
+            # of its context — `Literal[0]` in the arm `0 => …` — beside a branch declared on the
+            # wider one (`int`), which the given value is too: the group takes the wider type, so
+            # those branches are checked again given it (their first diagnostics dropped).
+            del self.sink.items[mark:]
+            branches = tuple(self.infer(b, declared if t.sig.input == given else given) for b, t in zip(expr.branches, branches))
         # The group's input is the first branch input that says something (not Any);
         # every branch must take that same type (MCE011).
         chosen = 0
@@ -344,7 +353,10 @@ class ExprChecker:
 
     def _orelse(self, expr: syntax.OrElse, given: Type | None = None) -> TOrElse:
         body = self.infer(expr.body, given)
-        fallback = self.infer(expr.fallback, given if given is not None else body.sig.input)
+        # the fallback runs on the original input, as the body took it: a fallback that takes
+        # what it is given gets the body's input type, which the value given (a `Literal[0]`
+        # of a match arm, say) flows into
+        fallback = self.infer(expr.fallback, body.sig.input if given is None or body.sig.input != ANY else given)
         if flows(body.sig.input, fallback.sig.input) is Compat.NO:
             self.sink.add(
                 report.mismatch(

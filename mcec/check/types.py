@@ -517,6 +517,12 @@ def narrow_to_class(t: Type, pattern: Type) -> tuple[Type, Type]:
     return union(narrowed), union(remainder)
 
 
+def widen_literals(t: Type) -> Type:
+    """``t`` with each literal member replaced by its base (``Literal[0] | str`` → ``int | str``):
+    the type of the values a literal type's context may go on to produce."""
+    return union([m.base if isinstance(m, Lit) else m for m in members(t)])
+
+
 def narrow_to_literal(t: Type, value: str | int) -> tuple[Type, Type]:
     """``(narrowed, remainder)`` of ``t`` under "equal to ``value``, of the same type"."""
     literal = Lit(value)

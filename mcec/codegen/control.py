@@ -6,7 +6,9 @@ chain with each arm's steps inline, an ``if`` the condition's steps then an
 ``if``/``else``, a ``loop`` a ``for`` loop with the body's steps inline, a
 ``retry`` a ``for`` loop around one attempt, a ``timeout`` an ``async with
 Deadline`` block around the body's steps. Inline steps update ``state`` as they
-complete, so a timeout reports the state after the last step that finished.
+complete, and in a timed body each interruptible await notes the state it started
+from on a cancellation (emitter), so a timeout reports the state after the last
+step that finished, in its own function or in any helper below it.
 
 The run-time tests (a pattern, "is this result of the loop's input type") are
 ``isinstance`` checks mypy narrows on, ``is None``, and for literals an equality
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, assert_never
 import libcst as cst
 
 from mcec.check import typed as t
-from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members
+from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members, widen_literals
 from mcec.codegen import cst as c
 from mcec.codegen.names import NameAllocator
 
@@ -86,8 +88,20 @@ class ControlEmitter:
 
     def _arm(self, arm: t.TArm, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
         body: list[cst.BaseStatement] = []
+        if isinstance(arm.pattern, t.PLiteral) and widen_literals(arm.body.sig.input) != arm.body.sig.input:
+            # The arm's steps take the literal type itself (a `match` or a group given `Literal[0]`):
+            # mypy does not narrow `value == 0` to Literal[0], so the arm goes on with the constant,
+            # which the value equals (of the same type) here.
+            constant = scope.fresh("v")
+            literal = Lit(arm.pattern.value)
+            body.append(c.annotated(constant, self.e.type_expr(literal), self._literal(arm.pattern.value)))
+            value = constant
         self.e.inline_chain(body, scope, arm.body, state, value, owner, last=True)
         return body
+
+    @staticmethod
+    def _literal(value: str | int) -> cst.BaseExpression:
+        return c.string(value) if isinstance(value, str) else c.integer(value)
 
     def if_body(self, expr: t.TIf, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
         """The condition's steps (threading the state), then ``if cond: then else: otherwise``,
@@ -168,11 +182,10 @@ class ControlEmitter:
         returned = c.return_(c.name(result))
         self.e.record(returned, expr.span)
         inside.append(c.if_(give_up, [returned]))
-        pause = c.line(
-            cst.Expr(
-                c.await_(c.call(self.e.runtime("retry_pause", COMPILED), c.name(attempt), cst.Float(repr(expr.backoff))))
-            )
-        )
+        arguments: list[cst.BaseExpression] = [c.name(attempt), cst.Float(repr(expr.backoff))]
+        if self.e.timed:  # a deadline landing in the pause reports the failed attempt's state
+            arguments.append(c.name(state))
+        pause = c.line(cst.Expr(c.await_(c.call(self.e.runtime("retry_pause", COMPILED), *arguments))))
         inside.append(pause)
         attempts = c.call(self.e.builtin("range"), c.integer(1), c.integer(expr.attempts + 1))
         loop = cst.For(target=c.name(attempt), iter=attempts, body=cst.IndentedBlock(body=inside))
@@ -197,12 +210,18 @@ class ControlEmitter:
         self, expr: t.TTimeout, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         """The body's steps inline under ``async with Deadline(S)``; the deadline's own
-        ``TimeoutError`` becomes ``Err(Timeout(S), state, site)`` with the state reached."""
+        ``TimeoutError`` becomes ``Err(Timeout(S), deadline.reached(state), site)``: the
+        state the body reached, noted by the await it interrupted, however deep in
+        helpers (the body and everything it calls is timed code, see emitter)."""
         site = self.e.site("timeout", expr.span)
         deadline = scope.fresh("deadline")
         seconds = cst.Float(repr(expr.seconds))
         inside: list[cst.BaseStatement] = []
-        self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
+        timed, self.e.timed = self.e.timed, True
+        try:
+            self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
+        finally:
+            self.e.timed = timed
         block = cst.With(
             items=[cst.WithItem(item=c.name(deadline))],
             body=cst.IndentedBlock(body=inside),
@@ -211,9 +230,8 @@ class ControlEmitter:
         not_ours = c.if_(
             c.not_(c.call(c.attr(c.name(deadline), "expired"))), [cst.SimpleStatementLine([cst.Raise()])]
         )
-        timed_out = c.return_(
-            c.call(self.e.runtime("Err"), c.call(self.e.runtime("Timeout"), seconds), c.name(state), site)
-        )
+        reached = c.call(c.attr(c.name(deadline), "reached"), c.name(state))
+        timed_out = c.return_(c.call(self.e.runtime("Err"), c.call(self.e.runtime("Timeout"), seconds), reached, site))
         self.e.record(timed_out, expr.span)
         guarded = cst.Try(
             body=cst.IndentedBlock(body=[block]),

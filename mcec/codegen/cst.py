@@ -40,8 +40,10 @@ def string(text: str) -> cst.SimpleString:
     return cst.SimpleString(black_string(text))
 
 
-def integer(value: int) -> cst.Integer:
-    """An integer literal."""
+def integer(value: int) -> cst.Integer | cst.UnaryOperation:
+    """An integer literal (a negative one is ``-`` before its digits: libcst's Integer has no sign)."""
+    if value < 0:
+        return cst.UnaryOperation(operator=cst.Minus(), expression=cst.Integer(str(-value)))
     return cst.Integer(str(value))
 
 

@@ -18,6 +18,16 @@ Shape of the output (LANGUAGE.md §7, docs/DESIGN.md):
   Chains longer than :data:`CHUNK` steps are split into helper functions so no
   function grows past CPython's comfortable limits.
 
+Inside a ``timeout``'s body (and in every pipeline such a body calls, and
+their helpers: the *timed* code) each await a deadline can interrupt says
+which state it started from: an async step's ``try`` has a second handler,
+``except CancelledError as cancelled: note_reached(cancelled, state); raise``,
+a ``local`` notes its start state the same way, a retry pause is given the
+state, and groups note theirs in the runtime. The timeout reports the last
+note (``deadline.reached(state)``), so the state of the last completed step
+comes out of any depth of helpers (LANGUAGE.md §6, :mod:`agentmonad.control`).
+Code outside timeouts is unchanged by this, and so are v1 modules.
+
 Every statement that stems from a spec construct is recorded with that
 construct's span, for the source map (:mod:`mcec.codegen.sourcemap`).
 """
@@ -66,6 +76,9 @@ class Emitter:
         self.tool_users = _tool_users(program)
         self.llm_users = _llm_users(program)
         self.async_steps = {step.name for step in program.steps if step.is_async}
+        self.timed_pipelines = _timed_pipelines(program)
+        #: whether the code being written runs inside a ``timeout`` (see the module docstring)
+        self.timed = False
         self.control = ControlEmitter(self)
         self.state_type: cst.BaseExpression = (
             self.type_expr(program.state) if program.state is not None else c.name("None")
@@ -260,6 +273,7 @@ class Emitter:
         it ends, also on failure and cancellation (LANGUAGE.md §9).
         """
         doc = f"Pipeline {pipeline.name} ({self.spec_file}:{pipeline.span.line}): {pipeline.sig}."
+        self.timed = pipeline.name in self.timed_pipelines
         scopes: list[cst.WithItem] = []
         if pipeline.name in self.tool_users:
             scopes.append(cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools"))))
@@ -422,7 +436,8 @@ class Emitter:
         attempt = c.assign(result, call)
         self.record(attempt, part.span)
         errors = self.error_classes(part.sig.errors)
-        body.append(self._guarded([attempt], scope, site, state, errors))
+        guarded = self._guarded([attempt], scope, site, state, errors)
+        body.append(self._noting(guarded, part, scope, state))
         stop = c.call(self.runtime("stop", COMPILED), c.name(result), site, errors)
         # the state the step received, for the Defect when it returned a non-Outcome
         stop = stop.with_changes(args=[*stop.args, c.keyword_arg("state", c.name(state))])
@@ -462,7 +477,7 @@ class Emitter:
         errors = self.error_classes(part.sig.errors)
         exc = scope.shared("exc")
         converted = c.assign(result, c.call(self.runtime("raised", COMPILED), c.name(exc), site, c.name(state), errors))
-        guarded = c.try_except([attempt], self.builtin("Exception"), exc, [converted])
+        guarded = self._noting(c.try_except([attempt], self.builtin("Exception"), exc, [converted]), part, scope, state)
         stop = c.call(self.runtime("stop", COMPILED), c.name(result), site, errors)
         stop = stop.with_changes(args=[*stop.args, c.keyword_arg("state", c.name(state))])
         stopped = c.assign(result, stop)
@@ -504,6 +519,24 @@ class Emitter:
         exc = scope.shared("exc")
         raised = c.call(self.runtime("raised", COMPILED), c.name(exc), site, c.name(state), errors)
         return c.try_except(statements, self.builtin("Exception"), exc, [c.return_(raised)])
+
+    def _noting(self, guarded: cst.Try, part: t.TRef, scope: NameAllocator, state: str) -> cst.Try:
+        """``guarded`` (the ``try`` around one step call) with, in timed code and for a step
+        that awaits, the handler noting ``state`` on a cancellation that interrupts it."""
+        if not (self.timed and self._is_async(part)):
+            return guarded
+        return guarded.with_changes(handlers=[*guarded.handlers, self.note_handler(scope, state)])
+
+    def note_handler(self, scope: NameAllocator, state: str) -> cst.ExceptHandler:
+        """``except CancelledError as cancelled: note_reached(cancelled, state); raise``: the
+        state a timeout around this await reports if it ends the run here."""
+        cancelled = scope.shared("cancelled")
+        note = c.call(self.runtime("note_reached", COMPILED), c.name(cancelled), c.name(state))
+        return cst.ExceptHandler(
+            body=cst.IndentedBlock(body=[c.line(cst.Expr(note)), cst.SimpleStatementLine([cst.Raise()])]),
+            type=self.runtime("CancelledError", "asyncio"),
+            name=cst.AsName(name=c.name(cancelled)),
+        )
 
     def is_ok(self, result: str) -> cst.Call:
         """``isinstance(result, Ok)``."""
@@ -652,8 +685,12 @@ class Emitter:
     ) -> list[cst.BaseStatement]:
         body = self.function_of(expr.body, owner)
         result = scope.fresh("result")
-        first = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
+        first: cst.BaseStatement = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
         self.record(first, expr.span)
+        if self.timed:
+            # interrupted, a `local` gives back its start state like on any failure: it replaces
+            # whatever its body noted (LANGUAGE.md §6)
+            first = cst.Try(body=cst.IndentedBlock(body=[first]), handlers=[self.note_handler(scope, state)])
         r = c.name(result)
         restored_ok = c.return_(c.call(self.runtime("Ok"), c.attr(r, "value"), c.name(state)))
         restored_err = c.return_(
@@ -755,6 +792,36 @@ def _llm_users(program: t.Program) -> set[str]:
         if any(r.kind == "llm" or (r.kind == "pipeline" and r.name in users) for r in t.references(pipeline.body)):
             users.add(pipeline.name)
     return users
+
+
+def _timed_pipelines(program: t.Program) -> set[str]:
+    """The pipelines that may run inside a ``timeout``: those a timeout's body calls,
+    directly or through other pipelines (their code notes the state it reached)."""
+    bodies = {pipeline.name: pipeline.body for pipeline in program.pipelines}
+    pending: list[str] = []
+    for pipeline in program.pipelines:
+        for node in _descendants(pipeline.body):
+            if isinstance(node, t.TTimeout):
+                pending.extend(r.name for r in t.references(node.body) if r.kind == "pipeline")
+    timed: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in timed or name not in bodies:
+            continue
+        timed.add(name)
+        pending.extend(r.name for r in t.references(bodies[name]) if r.kind == "pipeline")
+    return timed
+
+
+def _descendants(expr: t.TExpr) -> list[t.TExpr]:
+    """``expr`` and every expression inside it (iterative: chains are long)."""
+    found: list[t.TExpr] = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(t.children(node))
+    return found
 
 
 def _flatten(expr: t.TExpr) -> list[t.TExpr]:

@@ -378,6 +378,8 @@ def describe_bad_character(source: SourceFile, offset: int) -> Diagnostic:
     span = source.span(offset, offset + 1)
     if char == "'":
         return error("MCE001", "unexpected character `'`", span, help='strings use double quotes: `"…"`')
+    if char == "-" and source.text[offset + 1 : offset + 2].isspace():
+        return error("MCE001", "unexpected character `-`", span, help="a negative number is written without a space: `-1`")
     code_point = f"U+{ord(char):04X}" if char else "end of file"
     if char and ord(char) > 127:
         name = unicodedata.name(char, "")

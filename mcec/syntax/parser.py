@@ -429,8 +429,8 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         return s.Each(body, self.number(digits, "each(limit=…)"), self.span(digits), self.span(c[0]), self.span(c[0], body))
 
     def number(self, digits: Token, where: str) -> int:
-        """The value of an INT token; too many digits is MCE019 (and 0 stands in for it)."""
-        if len(digits) > MAX_DIGITS:
+        """The value of an INT (or NEG_INT) token; too many digits is MCE019 (and 0 stands in for it)."""
+        if len(digits.lstrip("-")) > MAX_DIGITS:
             self.number_too_long(digits, where)
             return 0
         return int(digits)
@@ -441,7 +441,7 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         self.current.diagnostics.append(
             error(
                 "MCE019",
-                f"the number in `{where}` has {len(digits):,} digits; a number has at most {MAX_DIGITS}",
+                f"the number in `{where}` has {len(digits.lstrip('-')):,} digits; a number has at most {MAX_DIGITS}",
                 self.span(digits),
                 help="write a smaller number",
             )

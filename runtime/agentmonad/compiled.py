@@ -7,7 +7,10 @@ parallel groups (:func:`group` for ``par``, :func:`each`), which share
 ``run_group`` with ``AgentMonad.par``/``each``, and for v2 control flow:
 ``await retry_pause(attempt, backoff)`` between the attempts of a ``retry``
 and ``async with Deadline(S)`` for a ``timeout`` (both from
-:mod:`agentmonad.control`, which ``AgentMonad.retry``/``timeout`` use too).
+:mod:`agentmonad.control`, which ``AgentMonad.retry``/``timeout`` use too),
+and inside a timed body ``note_reached(cancelled, state)`` where a
+cancellation leaves an async step or a ``local``, so that the timeout reports
+the state the body had reached however deep in helpers it was interrupted.
 
 Everything here is typed so that mypy, checking a generated module, sees every
 value type and error set as the checker computed it: a ``par`` group is built
@@ -32,7 +35,7 @@ from ._show import callable_name
 from .concurrency import run_group
 from .contract import raised
 from .contract import stop as _stop
-from .control import Deadline, retry_pause
+from .control import Deadline, note_reached, retry_pause
 from .errors import MergeConflict
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
@@ -54,6 +57,7 @@ __all__ = [
     "declared_merge",
     "MergeContractError",
     "Deadline",
+    "note_reached",
     "retry_pause",
 ]
 

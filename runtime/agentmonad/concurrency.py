@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from ._show import short_repr
+from .control import note_reached
 from .errors import Defect, MergeConflict
 from .outcome import Err, Ok, Outcome, Site
 
@@ -147,7 +148,7 @@ async def run_group(
                     next_index += 1
             if failure is not None or defect is not None or fatal is not None:
                 break
-    except asyncio.CancelledError:
+    except asyncio.CancelledError as cancelled:
         # Cancelled from outside (or a branch cancelled itself): cancel and
         # await every branch. A Defect a branch raised meanwhile — or had
         # raised before we got to process it — is a bug and beats the
@@ -155,6 +156,8 @@ async def run_group(
         others, _ = await _cancel_all(running, None, site, state)
         if others:
             raise _first_with_others(others)
+        # a group in progress has not completed: a timeout reports the state before it
+        note_reached(cancelled, state)
         raise
     if failure is None and defect is None and fatal is None:
         return merge_outcome(state, values, states, merge, site)
@@ -169,7 +172,9 @@ async def run_group(
     if defect is not None:
         raise defect
     if cancelled_again:
-        raise asyncio.CancelledError()
+        again = asyncio.CancelledError()
+        note_reached(again, state)
+        raise again
     assert failure is not None
     return failure
 

@@ -36,6 +36,20 @@ call, a retry pause — is cancelled as a losing ``par`` branch is. A sync step
 that is running is not interrupted (nothing can be, on an event loop): the
 cancellation lands at the next await. A ``Defect`` raised while the body is
 being cancelled is not turned into a timeout: it propagates, as in groups.
+
+**The state a timeout reports.** ``timeout(S) e`` fails with the state after
+the last step of ``e`` that completed (LANGUAGE.md §6). Generated code keeps
+that state in a local variable of whichever function the interrupted step
+runs in — often a helper several calls below the ``timeout`` (a pipeline, a
+``catch``, a ``loop`` in mid-chain). So the cancellation carries it out: each
+await inside a timed body that a deadline can interrupt (an async step, a
+``par``/``each`` group, a retry pause) notes on the ``CancelledError`` the
+state it started from (:func:`note_reached`), a ``local`` on the way out
+replaces it with its own start state (it gives that back on any failure), and
+the deadline that turns the cancellation into its timeout reads the last note
+(:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so
+the success path pays nothing; a note is an attribute of one exception object,
+so a ``par`` branch's notes (other tasks, other exceptions) never reach it.
 """
 
 from __future__ import annotations
@@ -48,7 +62,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
-from typing import final
+from typing import TypeVar, cast, final
 
 __all__ = [
     "MAX_DELAY",
@@ -59,10 +73,29 @@ __all__ = [
     "use_retry_clock",
     "fake_retry_clock",
     "Deadline",
+    "note_reached",
 ]
+
+_S = TypeVar("_S")
 
 #: The longest pause between two attempts, in seconds (before jitter).
 MAX_DELAY = 30.0
+
+#: The attribute of a ``CancelledError`` that holds the state noted by :func:`note_reached`.
+_REACHED = "_agentmonad_reached"
+#: "No state": a stateless spec's state is None, so None cannot say it.
+_UNNOTED: object = object()
+
+
+def note_reached(cancelled: BaseException, state: object) -> None:
+    """Note on ``cancelled`` (a cancellation leaving an await of a timed body) the state
+    that await started from, replacing any earlier note (see the module docstring).
+
+    Replacing, not keeping the first: notes are written innermost first, and whatever
+    ran below the await (a step's own code, which may run other compiled pipelines)
+    is not the spec's; an outer ``local`` replaces the note with its start state in turn.
+    """
+    setattr(cancelled, _REACHED, state)
 
 
 @final
@@ -151,15 +184,22 @@ def retry_delay(attempt: int, backoff: float, *, jitter: float | None = None) ->
     return nominal * (1.0 + draw) / 2.0
 
 
-async def retry_pause(attempt: int, backoff: float) -> None:
+async def retry_pause(attempt: int, backoff: float, state: object = _UNNOTED) -> None:
     """Wait :func:`retry_delay` ``(attempt, backoff)`` seconds on the current
     :class:`RetryClock`; with ``backoff=0``, return at once without suspending.
 
-    Generated code calls it between attempts: ``await retry_pause(attempt, backoff)``.
+    Generated code calls it between attempts: ``await retry_pause(attempt, backoff)``;
+    inside a ``timeout`` it passes the failed attempt's ``state`` too, noted on a
+    cancellation that lands in the pause (:func:`note_reached`).
     """
     delay = retry_delay(attempt, backoff)
     if delay > 0:
-        await retry_clock().sleep(delay)
+        try:
+            await retry_clock().sleep(delay)
+        except asyncio.CancelledError as cancelled:
+            if state is not _UNNOTED:
+                note_reached(cancelled, state)
+            raise
 
 
 @final
@@ -183,12 +223,12 @@ class Deadline:
         except TimeoutError:
             if not deadline.expired():
                 raise
-            return Err(Timeout(S), state, SITE)
+            return Err(Timeout(S), deadline.reached(state), SITE)
 
     A ``Deadline`` is entered at most once.
     """
 
-    __slots__ = ("seconds", "_timeout", "_expired")
+    __slots__ = ("seconds", "_timeout", "_expired", "_reached")
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
@@ -196,6 +236,16 @@ class Deadline:
         self.seconds = seconds
         self._timeout: asyncio.Timeout | None = None
         self._expired = False
+        self._reached: object = _UNNOTED
+
+    def reached(self, state: _S) -> _S:
+        """The state the timed body had reached when this deadline ended it: the last
+        one noted on its cancellation (:func:`note_reached`), else ``state`` (the
+        state of the function the ``timeout`` is written in, when the interrupted
+        await was there and noted nothing)."""
+        noted = self._reached
+        # the note came from an await of this timeout's body, in this body's state type
+        return state if noted is _UNNOTED else cast(_S, noted)
 
     def expired(self) -> bool:
         """True when this deadline ended the block: its cancellation became the
@@ -227,6 +277,8 @@ class Deadline:
             # this timeout's own (it counts cancel requests, so a nested or an
             # outer one is told apart): the block timed out.
             self._expired = True
+            if exc is not None:
+                self._reached = getattr(exc, _REACHED, _UNNOTED)
             raise
 
     def __repr__(self) -> str:

@@ -384,14 +384,6 @@ def test_a_timeout_keeps_a_logged_note() -> None:
 
 # ---------------------------------------------------------------- a deadline that fires inside a nested form
 
-_NESTED_STATE_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="compiled `timeout` keeps only the state of steps inlined in its own block (its chain, and a v2 "
-    "construct ending it): a deadline that fires inside a helper (a pipeline, catch, orelse, a loop or retry "
-    "in the middle) loses the state of the steps completed in it; the interpreter keeps it, as LANGUAGE.md §6 says",
-)
-
 #: ``timeout(0.05) BODY`` on an input: the steps before ``hang`` complete, ``hang`` does not, and
 #: the Timeout carries the state after the last step that completed (LANGUAGE.md §6). In a
 #: ``par``/``each`` in progress nothing has completed; a ``local`` gives back its start state.
@@ -400,11 +392,11 @@ FIRED: list[Any] = [
     pytest.param("(local (note >>= hang))", 1, TState(), id="local"),
     pytest.param("(par <note >>= hang, inc> >>= add_pair)", 1, TState(), id="par"),
     pytest.param("(spread >>= each (note >>= hang) >>= total)", 1, TState(), id="each"),
-    pytest.param("slow_then_hang", 1, TState(log=("note 1",)), id="pipeline", marks=_NESTED_STATE_BUG),
+    pytest.param("slow_then_hang", 1, TState(log=("note 1",)), id="pipeline"),
     pytest.param(
-        "((note >>= even_only >>= hang) catch Odd => recover)", 2, TState(log=("note 2",)), id="catch", marks=_NESTED_STATE_BUG
+        "((note >>= even_only >>= hang) catch Odd => recover)", 2, TState(log=("note 2",)), id="catch"
     ),
-    pytest.param("(even_only orelse (note >>= hang))", 1, TState(log=("odd 1", "note 1")), id="orelse", marks=_NESTED_STATE_BUG),
+    pytest.param("(even_only orelse (note >>= hang))", 1, TState(log=("odd 1", "note 1")), id="orelse"),
     pytest.param("(match { _ => (note >>= hang) })", 1, TState(log=("note 1",)), id="match"),
     pytest.param(
         "(if is_positive then (note >>= hang) else hang)", 1, TState(log=("pos? 1", "note 1")), id="if"
@@ -414,9 +406,8 @@ FIRED: list[Any] = [
         8,
         TState(log=("note 8", "cd 8")),
         id="loop",
-        marks=_NESTED_STATE_BUG,
     ),
-    pytest.param("(retry(3) (note >>= flaky >>= hang))", 0, TState(log=("note 0",), count=1), id="retry", marks=_NESTED_STATE_BUG),
+    pytest.param("(retry(3) (note >>= flaky >>= hang))", 0, TState(log=("note 0",), count=1), id="retry"),
     pytest.param(  # the deadline fires in the pause before the second attempt
         "(retry(3, on=Odd, backoff=5) even_only)", 1, TState(log=("odd 1",)), id="retry-pause"
     ),
@@ -448,3 +439,66 @@ def test_a_fired_timeout_keeps_the_last_completed_steps_state_compiled(body: str
     _, module = _fired(body)
     out = asyncio.run(module.main(TState(), value))
     assert isinstance(out, Err) and (out.error, out.state) == (Timeout(0.05), state)
+
+
+#: Every kind of helper a deadline can fire in, with a random expression ``{e}`` run before the
+#: step that hangs: each is ``int -> int`` and puts the helper in the middle of the timed chain
+#: (``>>= inc`` after it), where its steps run in a function of their own, or as the whole body.
+NESTINGS: dict[str, str] = {
+    "chain": "({e} >>= note >>= hang)",
+    "pipeline": "(sub >>= inc)",
+    "pipeline-in-pipeline": "(outer >>= inc)",
+    "catch-body": "((({e} >>= even_only >>= hang) catch Odd => recover) >>= inc)",
+    "catch-handler": "((({e} >>= even_only) catch Odd => (recover >>= note >>= hang)) >>= inc)",
+    "orelse-body": "((({e} >>= hang) orelse inc) >>= inc)",
+    "orelse-fallback": "((({e} >>= even_only) orelse (note >>= hang)) >>= inc)",
+    "local": "(note >>= local ({e} >>= hang) >>= inc)",
+    "local-in-local": "(local (note >>= local ({e} >>= hang)) >>= inc)",
+    "par": "({e} >>= par <(note >>= hang), inc> >>= add_pair >>= inc)",
+    "each": "({e} >>= spread >>= each (note >>= hang) >>= total >>= inc)",
+    "match": "((match {{ 0 => (note >>= hang), _ => ({e} >>= hang) }}) >>= inc)",
+    "if": "((if is_positive then ({e} >>= hang) else (note >>= hang)) >>= inc)",
+    "loop": "(loop(3) ({e} >>= note >>= hang >>= countdown) >>= parse >>= inc)",
+    "loop-second-run": "(loop(3) (match {{ 8 => (note >>= countdown), _ => ({e} >>= hang >>= countdown) }}) >>= parse >>= inc)",
+    "retry": "(retry(3) ({e} >>= flaky >>= hang) >>= inc)",
+    "retry-pause": "(retry(3, on=Odd, backoff=5) ({e} >>= even_only) >>= inc)",
+    "timeout": "(timeout(30) ({e} >>= note >>= hang) >>= inc)",
+}
+
+
+def _outcome(run: Callable[[], Coroutine[Any, Any, Outcome[Any, Any, Any]]]) -> Observed:
+    """One run on a fresh event loop, on the real retry clock (a deadline may land in a pause)."""
+    try:
+        out = asyncio.run(run())
+    except Defect as defect:
+        return ("defect", type(defect.cause).__name__, defect.state, where(defect.site))
+    if isinstance(out, Ok):
+        return ("ok", out.value, out.state)
+    assert isinstance(out, Err)
+    return ("err", out.error, out.state, where(out.site))
+
+
+@pytest.mark.parametrize("nesting", sorted(NESTINGS))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(e=st.integers(0, 1).flatmap(lambda depth: expressions(depth)), x=st.integers(-20, 20) | st.just(8), s=states)
+def test_a_fired_timeout_reports_the_interpreters_state_in_every_nested_helper(
+    nesting: str, e: Gen, x: int, s: TState
+) -> None:
+    """``timeout(0.05)`` around each kind of helper, with a random ``e`` before the step that
+    hangs: compiled and interpreted agree on the value, error, state and site — in particular
+    on the state a fired timeout carries, wherever in the helpers the deadline landed."""
+    text = (
+        LAW_HEADER
+        + f"pipeline sub : int -> int = {e.text} >>= note >>= hang;\n"
+        + "pipeline outer : int -> int = inc >>= local (note >>= sub);\n"
+        + line("main", "int -> int", "timeout(0.05) " + NESTINGS[nesting].format(e=e.text))
+        + "\n"
+    )
+    source = SourceFile(f"law_{next(_counter)}.mce", text)
+    result = compile_source(source)
+    assert result.ok and result.program is not None and result.generated is not None, render_text(
+        result.diagnostics, {source.path: source}, color=False
+    ) + text
+    module = load_module(result.program, result.generated)
+    interpreted = _outcome(lambda: Interpreter(result.program).run("main", s, x))  # type: ignore[arg-type]
+    assert _outcome(lambda: module.main(s, x)) == interpreted

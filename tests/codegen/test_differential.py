@@ -16,7 +16,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spec_gen import specs
+from spec_gen import HEADER, specs
 from toolbox import TState
 
 from agentmonad import Defect, Err, Ok
@@ -80,3 +80,26 @@ def test_defect_and_sites_agree() -> None:
     failed = _observe(module.main(TState(), 0))
     assert failed[0] == "err" and failed[4].step == "even_only" and failed[4].line == 8
     assert failed == _observe(interpreter.run("main", TState(), 0))
+
+
+def test_negative_literal_patterns_agree() -> None:
+    """``-1``/``-2`` arms (and an arm given ``Literal[-1]`` that starts a ``par`` beside an ``int``
+    branch) pick the same arm, value and state compiled and interpreted, on either side of 0."""
+    spec = HEADER + (
+        "pipeline main : int -> int ! MergeConflict = match {\n"
+        "    -1 => (par <match { _ => note }, inc> >>= add_pair),\n"
+        "    -2 => (note >>= double),\n"
+        "    0 => inc,\n"
+        "    _ => negate,\n"
+        "};\n"
+    )
+    program, module = compile_spec(spec)
+    interpreter = Interpreter(program)
+    values = {}
+    for value in range(-4, 3):
+        compiled = _observe(module.main(TState(), value))
+        assert compiled == _observe(interpreter.run("main", TState(), value)), value
+        assert compiled[0] == "ok", compiled
+        values[value] = compiled[1]
+    # -1: note(-1) + inc(-1); -2: double; 0: inc; the rest negated
+    assert values == {-4: 4, -3: 3, -2: -4, -1: -1, 0: 1, 1: -1, 2: -2}

@@ -16,11 +16,12 @@ signature, as in generated code, so tests substitute them with
 from __future__ import annotations
 
 import asyncio
+from asyncio import CancelledError
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agentmonad import Err, LoopExhausted, Ok, Outcome, Site, Timeout, ToolFailed, ToolUnavailable
-from agentmonad.compiled import AsyncStep, Deadline, Step, group, raised, retry_pause, stop
+from agentmonad.compiled import AsyncStep, Deadline, Step, group, note_reached, raised, retry_pause, stop
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,8 @@ async def retried(state: St, value: int) -> Outcome[St, Flaky | Fatal, int]:
 async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, int]:
     """``pipeline timed : int -> int ! Flaky | Fatal | Timeout = timeout(0.2) (first >>= second);``
 
-    The steps run inline and update ``state``; on the deadline the ``except``
-    sees the state after the last step that completed.
+    The steps run inline and update ``state``; an interrupted async step notes the state
+    it started from on the cancellation, which the deadline reports (``reached``).
     """
     deadline = Deadline(0.2)
     try:
@@ -109,6 +110,9 @@ async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, i
                 r1 = await first(state, value)
             except Exception as exc:
                 return raised(exc, SITE_FIRST, state, (Flaky, Fatal))
+            except CancelledError as cancelled:
+                note_reached(cancelled, state)
+                raise
             if not isinstance(r1, Ok):
                 return stop(r1, SITE_FIRST, (Flaky, Fatal), state=state)
             state, v1 = r1.state, r1.value
@@ -116,6 +120,9 @@ async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, i
                 r2 = await second(state, v1)
             except Exception as exc:
                 return raised(exc, SITE_SECOND, state, (Flaky, Fatal))
+            except CancelledError as cancelled:
+                note_reached(cancelled, state)
+                raise
             if not isinstance(r2, Ok):
                 return stop(r2, SITE_SECOND, (Flaky, Fatal), state=state)
             state, v2 = r2.state, r2.value
@@ -123,7 +130,7 @@ async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, i
     except TimeoutError:
         if not deadline.expired():
             raise  # a TimeoutError that is not this deadline's
-        return Err(Timeout(0.2), state, SITE_TIMEOUT)
+        return Err(Timeout(0.2), deadline.reached(state), SITE_TIMEOUT)
 
 
 async def _par_branch_first(state: St, value: int) -> Outcome[St, Flaky | Fatal, int]:
