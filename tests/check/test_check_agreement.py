@@ -40,7 +40,10 @@ Found = frozenset[tuple[str, int]]
 
 #: Other installed plugins that are slow to import and irrelevant here (as in
 #: tests/integrations/test_pytest_plugin.py); the mcec plugin loads from its entry point.
-QUIET = [f"-pno:{name}" for name in ("langsmith_plugin", "anyio", "returns", "hypothesispytest", "benchmark")]
+QUIET = [
+    f"-pno:{name}"
+    for name in ("langsmith_plugin", "anyio", "returns", "hypothesispytest", "benchmark", "xdist", "xdist.looponfail")
+]
 
 
 @pytest.fixture(scope="module")

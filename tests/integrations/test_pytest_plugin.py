@@ -63,7 +63,10 @@ def _project(tmp_path: Path, ini: str) -> Path:
 
 #: Other installed plugins that are slow to import and irrelevant here (blocking an
 #: absent one is harmless); the mcec plugin itself still loads from its entry point.
-QUIET = [f"-pno:{name}" for name in ("langsmith_plugin", "anyio", "returns", "hypothesispytest", "benchmark")]
+QUIET = [
+    f"-pno:{name}"
+    for name in ("langsmith_plugin", "anyio", "returns", "hypothesispytest", "benchmark", "xdist", "xdist.looponfail")
+]
 
 
 def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

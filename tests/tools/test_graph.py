@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcec.check import typed as t
-from mcec.check.types import Builtin, ClassRef, Type, runtime_error, union
+from mcec.check.types import Builtin
 from mcec.compiler import check_source
 from mcec.tools.fmt import format_text
 from mcec.tools.graph import Cluster, Edge, Graph, Node, PipelineGraph, build_graph, to_dot, to_mermaid, to_svg
@@ -148,87 +148,15 @@ def test_cli_svg_with_graphviz() -> None:
 
 # ---------------------------------------------------------------- v2 control flow (issue 21)
 #
-# The checker does not type v2 control flow yet, so these tests build the typed
-# program of cases/graph/control.mce by hand, as the checker is to build it
-# (LANGUAGE.md §5; `narrowed` of a literal arm is its base type until there is a
-# Literal type). Once `mcec check` knows v2, `_control_graph()` becomes
-# `_graph(CONTROL, pipeline)`, `_control_program()` goes, and "control" joins SPECS
-# (m.py then needs the spec's classes and functions); the goldens should not change.
+# cases/graph/control.mce as the checker types it (its Python side is m.py).
 
 CONTROL = CASES / "control.mce"
 
 
 def _control_program() -> t.Program:
-    source = SourceFile(str(CONTROL.relative_to(ROOT)), CONTROL.read_text(encoding="utf-8"))
-    nowhere = Span(source, 0, 0)
-
-    def cls(name: str) -> ClassRef:
-        return ClassRef(f"m.{name}", name)
-
-    turn, answer, search_args, calc_args, hits, e = map(cls, ["Turn", "Answer", "SearchArgs", "CalcArgs", "Hits", "E"])
-    text, number, boolean = Builtin("str"), Builtin("int"), Builtin("bool")
-    timeout, exhausted = runtime_error("Timeout"), runtime_error("LoopExhausted")
-
-    def sig(a: Type, b: Type, errors: frozenset[Type] | set[Type] = frozenset(), stateful: bool = False) -> t.Sig:
-        return t.Sig(a, b, frozenset(errors), stateful)
-
-    def step(name: str, a: Type, b: Type, *errors: Type) -> t.TRef:
-        return t.TRef(name, "step", sig(a, b, set(errors), True), nowhere)
-
-    def fn(name: str, a: Type, b: Type) -> t.TRef:
-        return t.TRef(name, "fn", sig(a, b), nowhere)
-
-    def bind(*parts: t.TExpr) -> t.TBind:
-        errors = frozenset().union(*(p.sig.errors for p in parts))
-        stateful = any(p.sig.stateful for p in parts)
-        return t.TBind(parts, sig(parts[0].sig.input, parts[-1].sig.output, errors, stateful), nowhere)
-
-    def pipeline(name: str, body: t.TExpr) -> t.TPipeline:
-        return t.TPipeline(name, body.sig, body, Span(source, source.text.index(f"pipeline {name} "), 0))
-
-    # loop(8) (retry(3, on=E) decide >>= match { Answer => done, SearchArgs => …, CalcArgs => … })
-    decide = step("decide", turn, union([answer, search_args, calc_args]), e)
-    timed_search = t.TTimeout(step("search", search_args, hits, e), 10.0, sig(search_args, hits, {e, timeout}, True), nowhere)
-    arms = (
-        t.TArm(t.PClass(answer), fn("done", answer, answer), answer, nowhere),
-        t.TArm(t.PClass(search_args), bind(timed_search, fn("hits", hits, text), step("observe", text, turn)), search_args, nowhere),
-        t.TArm(t.PClass(calc_args), bind(fn("calc", calc_args, text), step("observe", text, turn)), calc_args, nowhere),
-    )
-    dispatch = t.TMatch(arms, sig(decide.sig.output, union([answer, turn]), {e, timeout}, True), nowhere)
-    turn_once = bind(t.TRetry(decide, 3, (e,), t.DEFAULT_BACKOFF, decide.sig, nowhere), dispatch)
-    react = t.TLoop(turn_once, 8, turn, sig(turn, answer, {e, timeout, exhausted}, True), nowhere)
-
-    # if is_final then conclude else (retry(2, backoff=0) think >>= summarise)
-    think = step("think", turn, turn, e)
-    otherwise = bind(t.TRetry(think, 2, None, 0.0, think.sig, nowhere), fn("summarise", turn, text))
-    branch = t.TIf(fn("is_final", turn, boolean), fn("conclude", turn, text), otherwise, sig(turn, text, {e}, True), nowhere)
-
-    # kind >>= match { "search" => say, 0 => count, _ => other }
-    either = union([number, text])
-    by_kind = bind(
-        fn("kind", turn, either),
-        t.TMatch(
-            (
-                t.TArm(t.PLiteral("search"), fn("say", text, text), text, nowhere),
-                t.TArm(t.PLiteral(0), fn("count", number, text), number, nowhere),
-                t.TArm(t.PWildcard(), fn("other", either, text), either, nowhere),
-            ),
-            sig(either, text),
-            nowhere,
-        ),
-    )
-
-    # timeout(2.5) (think >>= summarise) catch Timeout => give_up
-    timed = t.TTimeout(bind(think, fn("summarise", turn, text)), 2.5, sig(turn, text, {e, timeout}, True), nowhere)
-    patient = t.TCatch(timed, (timeout,), fn("give_up", timeout, text), sig(turn, text, {e}, True), nowhere)
-
-    pipelines = (
-        pipeline("react", react),
-        pipeline("branch", branch),
-        pipeline("by_kind", by_kind),
-        pipeline("patient", patient),
-    )
-    return t.Program(source.path, "", (), cls("S"), None, (), (), (), (), pipelines)
+    result = check_source(SourceFile(str(CONTROL.relative_to(ROOT)), CONTROL.read_text(encoding="utf-8")))
+    assert result.program is not None and not result.diagnostics, result.diagnostics
+    return result.program
 
 
 def _control_graph(pipeline: str | None = None) -> Graph:
@@ -236,7 +164,7 @@ def _control_graph(pipeline: str | None = None) -> Graph:
 
 
 def test_the_control_spec_is_v2_syntax_in_canonical_layout() -> None:
-    """What the hand-built program stands for parses, and is kept formatted for the switch to the checker."""
+    """The control-flow spec is kept in canonical layout."""
     text = CONTROL.read_text(encoding="utf-8")
     assert format_text(text) == text
 
