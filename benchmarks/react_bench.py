@@ -413,6 +413,9 @@ def summarise(times: dict[str, list[tuple[float, float]]], model_delay: float, t
         base = out["mcec"]["beyond_ms"]
         for name, row in out.items():
             row["beyond_over_mcec"] = round(row["beyond_ms"] / base, 2) if base > 0 else None
+            # the same ratio within each round (the runs of a round are adjacent), then the median
+            pairs = [(w - latency) / (m - latency) for (w, _), (m, _) in zip(times[name], times["mcec"]) if m > latency]
+            row["beyond_over_mcec_paired"] = round(statistics.median(pairs), 2) if pairs else None
         others = [row["beyond_ms"] for name, row in out.items() if name in PEERS]
         out["mcec_smallest_beyond"] = bool(others) and all(base < other for other in others)
     return out
