@@ -450,6 +450,22 @@ def run_all(
     return results
 
 
+def print_detail(results: dict[str, Any]) -> None:
+    """The conditions and one line per system."""
+    conditions = results["conditions"]
+    print(f"{TURNS} turns, model delay {conditions['model_delay_s'] * 1e3:g} ms, tool delay "
+          f"{conditions['tool_delay_s'] * 1e3:g} ms (scripted latency {conditions['scripted_latency_ms']} ms), "
+          f"{conditions['rounds']} rounds; load {conditions['load_average']}")
+    print(f"{'system':<12} {'wall ms':>9} {'beyond ms':>10} {'beyond/turn':>12} {'CPU ms/turn':>12} {'beyond ÷ mcec':>14} {'(per round)':>12}")
+    for name in SYSTEMS:
+        row = results.get(name)
+        if row is None:
+            print(f"{name:<12} not installed")
+            continue
+        print(f"{name:<12} {row['wall_ms']:>9} {row['beyond_ms']:>10} {row['beyond_ms_per_turn']:>12} "
+              f"{row['cpu_ms_per_turn']:>12} {row.get('beyond_over_mcec')!s:>14} {row.get('beyond_over_mcec_paired')!s:>12}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The ReAct agent end to end: mcec, LangGraph, pydantic-ai, a floor")
     parser.add_argument("--rounds", type=int, default=21)
@@ -466,18 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds=args.rounds, warmup=args.warmup, model_delay=args.model_delay, tool_delay=args.tool_delay,
         systems=args.systems.split(","),
     )
-    conditions = results["conditions"]
-    print(f"{TURNS} turns, model delay {conditions['model_delay_s'] * 1e3:g} ms, tool delay "
-          f"{conditions['tool_delay_s'] * 1e3:g} ms (scripted latency {conditions['scripted_latency_ms']} ms), "
-          f"{conditions['rounds']} rounds; load {conditions['load_average']}")
-    print(f"{'system':<12} {'wall ms':>9} {'beyond ms':>10} {'beyond/turn':>12} {'CPU ms/turn':>12} {'beyond ÷ mcec':>14}")
-    for name in SYSTEMS:
-        row = results.get(name)
-        if row is None:
-            print(f"{name:<12} {'not installed':>9}")
-            continue
-        print(f"{name:<12} {row['wall_ms']:>9} {row['beyond_ms']:>10} {row['beyond_ms_per_turn']:>12} "
-              f"{row['cpu_ms_per_turn']:>12} {row.get('beyond_over_mcec')!s:>14}")
+    print_detail(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
