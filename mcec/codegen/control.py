@@ -235,7 +235,7 @@ class ControlEmitter:
         """The body's steps inline under ``async with budget(N)``; its ``BudgetExceeded``
         becomes ``Err(exc, state, site)`` with the state after the last completed step.
 
-        Every ``return`` of the body goes through ``spending.ending(…)``: when a step recorded
+        Every ``return`` of an outcome as it is goes through ``spending.ending(…)``: when a step recorded
         the tokens that spend the budget and the body then returned before the cancellation
         could arrive, the budget fails as it closes, and ``spending.state_after(state)`` is the
         state of the outcome returned (``state`` itself, not yet updated by a last step whose
@@ -326,7 +326,8 @@ def _parenthesised(test: cst.BaseExpression) -> cst.BaseExpression:
 
 
 class _ReturnThrough(cst.CSTTransformer):
-    """``return X`` → ``return SPENDING.ending(X)`` in a budget's inline body (see ``budget_body``).
+    """``return R`` → ``return SPENDING.ending(R)`` in a budget's inline body, for an outcome ``R``
+    returned as it is (see ``budget_body``).
 
     A node rebuilt on the way (the return, the statements around it) keeps the span its
     original was recorded with, so the source map and mypy's findings still point into the spec.
@@ -344,7 +345,11 @@ class _ReturnThrough(cst.CSTTransformer):
         return False
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
-        if updated_node.value is None:
+        # Only an outcome returned as it is (a step's or a helper's result: a name, an await) can
+        # carry a state that `state` does not hold yet. The outcomes built here (`Ok(v, state)`,
+        # `raised(…, state, …)`, `stop(…)`) are left alone: wrapped, they would lose the return
+        # type mypy infers their error type from.
+        if not isinstance(updated_node.value, (cst.Name, cst.Await)):
             return updated_node
         return updated_node.with_changes(value=c.call(c.attr(c.name(self.spending), "ending"), updated_node.value))
 
