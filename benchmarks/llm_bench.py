@@ -13,9 +13,15 @@ that it does not share this process's interpreter lock) and read the answer:
 
 Wall time per call at concurrency 1 (calls one after another) and at
 concurrency 100 (batches of 100 concurrent calls), interleaved batch by batch
-in one event loop (the order alternating), after each side has made its
-client and warmed up; the figure is the median of the per-pair ratios
-(target ≤ 1.05×), with the ratio of the medians beside it.
+in one event loop (the order rotating), after each side has made its
+client and warmed up; the figure is the median of the per-round ratios
+(target ≤ 1.05×), with the ratio of the medians beside it. A second direct
+client (``direct_again``) is timed in the same rounds: its ratio to the first
+("A/A") is the noise of the run, what the step's ratio can be read against.
+
+Each batch's CPU time in this process is taken too (the server's is not): its
+ratio is steadier than wall time on a loaded machine, and the step's extra CPU
+per call bounds what it adds to the wall time of a call on an idle one.
 
 On a shared machine the end-to-end ratio is noisy (the round trip is a few
 milliseconds and varies by more than the step's own work), so the step's own
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -66,24 +73,28 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
-async def _batches(call: Callable[[int], Awaitable[Any]], calls: int, concurrency: int) -> float:
-    """Seconds per call for ``calls`` calls, ``concurrency`` at a time."""
-    t0 = time.perf_counter()
+async def _batches(call: Callable[[int], Awaitable[Any]], calls: int, concurrency: int) -> tuple[float, float]:
+    """Seconds per call for ``calls`` calls, ``concurrency`` at a time: wall time, and this
+    process's CPU time (the server is another process, so not counted)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     if concurrency == 1:
         for i in range(calls):
             await call(i)
     else:
         for start in range(0, calls, concurrency):
             await asyncio.gather(*(call(i) for i in range(start, min(start + concurrency, calls))))
-    return (time.perf_counter() - t0) / calls
+    return (time.perf_counter() - t0) / calls, (time.process_time() - c0) / calls
 
 
-async def paired(url: str, kind: str, pairs: int, batch: int, concurrency: int) -> tuple[list[float], list[float]]:
-    """Seconds per call of the direct path and of the step, batch by batch, alternating.
+async def paired(
+    url: str, kind: str, pairs: int, batch: int, concurrency: int
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]], list[tuple[float, float]]]:
+    """Seconds per call of the direct path, of the step and of the direct path again (a second
+    client), batch by batch: (wall, CPU) per call of each batch.
 
-    Both run in one event loop, each with its client made and warmed first;
+    All run in one event loop, each with its client made and warmed first;
     then ``pairs`` times one batch of ``batch`` calls on each (the order
-    alternating), so that a change in the machine's load hits both alike.
+    rotating), so that a change in the machine's load hits all alike.
     """
     from openai import AsyncOpenAI
 
@@ -97,14 +108,20 @@ async def paired(url: str, kind: str, pairs: int, batch: int, concurrency: int) 
     if fmt is not None:
         extra["response_format"] = fmt
     client = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=60)
+    client_again = AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=60)
 
-    async def direct(i: int) -> Any:
-        prompt = f"Question: what is {i}?\nAnswer briefly."
-        completion = await client.chat.completions.create(
-            model="bench", messages=[{"role": "user", "content": prompt}], **extra
-        )
-        content = completion.choices[0].message.content
-        return content if kind == "text" else Verdict.model_validate_json(content or "")
+    def direct_on(on: Any) -> Callable[[int], Awaitable[Any]]:
+        async def direct(i: int) -> Any:
+            prompt = f"Question: what is {i}?\nAnswer briefly."
+            completion = await on.chat.completions.create(
+                model="bench", messages=[{"role": "user", "content": prompt}], **extra
+            )
+            content = completion.choices[0].message.content
+            return content if kind == "text" else Verdict.model_validate_json(content or "")
+
+        return direct
+
+    direct, direct_again = direct_on(client), direct_on(client_again)
 
     step: Any = llm_step(Model("fast", "bench"), TEMPLATE, output, name="bench")
     config = LLMConfig(models={"fast": ModelSettings(base_url=url, api_key=KEY, max_retries=0, timeout=60)})
@@ -114,21 +131,21 @@ async def paired(url: str, kind: str, pairs: int, batch: int, concurrency: int) 
         assert type(out) is Ok, out
         return out.value
 
-    direct_times: list[float] = []
-    step_times: list[float] = []
+    direct_times: list[tuple[float, float]] = []
+    step_times: list[tuple[float, float]] = []
+    again_times: list[tuple[float, float]] = []
     try:
         async with llm_scope(config):
-            for warm in (direct, stepped):
+            for warm in (direct, stepped, direct_again):
                 await _batches(warm, min(batch, 20), min(concurrency, 20))
+            arms = [(direct, direct_times), (stepped, step_times), (direct_again, again_times)]
             for n in range(pairs):
-                order = [(direct, direct_times), (stepped, step_times)]
-                if n % 2:
-                    order.reverse()
-                for call, times in order:
+                for call, times in arms[n % 3 :] + arms[: n % 3]:
                     times.append(await _batches(call, batch, concurrency))
     finally:
         await client.close()
-    return direct_times, step_times
+        await client_again.close()
+    return direct_times, step_times, again_times
 
 
 class _Instant:
@@ -166,14 +183,25 @@ def measure(url: str, *, rounds: int, calls: int, kinds: list[str], concurrencie
     for kind in kinds:
         for concurrency in concurrencies:
             batch = max(calls // 10, concurrency)
-            direct, stepped = asyncio.run(paired(url, kind, rounds * 10, batch, concurrency))
+            timed = asyncio.run(paired(url, kind, rounds * 10, batch, concurrency))
+            direct, stepped, again = ([w for w, _ in arm] for arm in timed)
+            cpu_direct, cpu_stepped, cpu_again = ([c for _, c in arm] for arm in timed)
             d, s = statistics.median(direct), statistics.median(stepped)
             pair_ratio = statistics.median(b / a for a, b in zip(direct, stepped))
+            aa_ratio = statistics.median(b / a for a, b in zip(direct, again))
+            cpu_ratio = statistics.median(b / a for a, b in zip(cpu_direct, cpu_stepped) if a > 0)
+            cpu_aa = statistics.median(b / a for a, b in zip(cpu_direct, cpu_again) if a > 0)
             own = statistics.median(asyncio.run(_own_work(kind, 2000)) for _ in range(3))
             results[f"{kind}_c{concurrency}"] = {
                 "direct_us_per_call": round(d * 1e6, 1),
                 "step_us_per_call": round(s * 1e6, 1),
                 "ratio": round(pair_ratio, 3),
+                "aa_ratio": round(aa_ratio, 3),
+                "direct_again_us_per_call": round(statistics.median(again) * 1e6, 1),
+                "cpu_direct_us_per_call": round(statistics.median(cpu_direct) * 1e6, 1),
+                "cpu_step_us_per_call": round(statistics.median(cpu_stepped) * 1e6, 1),
+                "cpu_ratio": round(cpu_ratio, 3),
+                "cpu_aa_ratio": round(cpu_aa, 3),
                 "ratio_of_medians": round(s / d, 3),
                 "overhead_us_per_call": round((s - d) * 1e6, 1),
                 "own_work_us_per_call": round(own, 1),
@@ -184,6 +212,20 @@ def measure(url: str, *, rounds: int, calls: int, kinds: list[str], concurrencie
     return results
 
 
+def run_all(*, rounds: int, calls: int, smoke: bool = False, kinds: tuple[str, ...] = ("text", "object")) -> dict[str, Any]:
+    """The benchmark as ``benchmarks/run.py`` calls it (``smoke``: tiny sizes, concurrency 1 and 4)."""
+    if smoke:
+        rounds, calls = 1, 4
+    concurrencies = [1, 4] if smoke else [1, 100]
+    proc, url = start_server()
+    try:
+        results = measure(url, rounds=rounds, calls=calls, kinds=list(kinds), concurrencies=concurrencies)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return {"cases": results, "rounds": rounds, "calls": calls, "load_average": list(os.getloadavg())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="LLM step overhead over a direct AsyncOpenAI call")
     parser.add_argument("--rounds", type=int, default=9)
@@ -192,25 +234,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to check that it runs")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    rounds, calls = (1, 4) if args.smoke else (args.rounds, args.calls)
-    # each round is ten batch pairs of calls // 10 calls (at least one batch of `concurrency`)
-    concurrencies = [1, 4] if args.smoke else [1, 100]
-    proc, url = start_server()
-    try:
-        results = measure(url, rounds=rounds, calls=calls, kinds=args.kinds.split(","), concurrencies=concurrencies)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-    print(f"{'case':<12} {'direct µs/call':>15} {'llm_step µs/call':>17} {'ratio':>7} {'own work µs':>12} {'own ratio':>10}")
-    print("(ratio: median of per-batch-pair ratios; own work: the step's own µs per call without I/O)")
-    for case, r in results.items():
-        print(
-            f"{case:<12} {r['direct_us_per_call']:>15} {r['step_us_per_call']:>17} {r['ratio']:>7}"
-            f" {r['own_work_us_per_call']:>12} {r['own_work_ratio']:>10}"
-        )
+    # each round is ten batches of calls // 10 calls per side (at least one batch of `concurrency`)
+    results = run_all(rounds=args.rounds, calls=args.calls, smoke=args.smoke, kinds=tuple(args.kinds.split(",")))
+    print(f"load average after the run: {results['load_average']}")
+    print_detail(results["cases"])
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def print_detail(results: dict[str, Any]) -> None:
+    print(f"{'case':<12} {'direct µs/call':>15} {'llm_step µs/call':>17} {'ratio':>7} {'A/A':>7}"
+          f" {'CPU direct/step µs':>19} {'CPU ratio':>10} {'CPU A/A':>8} {'own work µs':>12} {'own ratio':>10}")
+    print("(ratio: median of per-round wall ratios; A/A: a second direct client's; CPU: this process's;"
+          " own work: the step's own µs per call without I/O)")
+    for case, r in results.items():
+        cpu = f"{r['cpu_direct_us_per_call']:.0f}/{r['cpu_step_us_per_call']:.0f}"
+        print(
+            f"{case:<12} {r['direct_us_per_call']:>15} {r['step_us_per_call']:>17} {r['ratio']:>7} {r['aa_ratio']:>7}"
+            f" {cpu:>19} {r['cpu_ratio']:>10} {r['cpu_aa_ratio']:>8} {r['own_work_us_per_call']:>12} {r['own_work_ratio']:>10}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers", "check")
+BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers", "check", "llm", "react")
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 
 
@@ -280,6 +280,43 @@ def rows_check(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_llm(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``llm_bench`` (issue 22): an ``llm`` step over a direct ``AsyncOpenAI`` call."""
+    rows: list[Row] = []
+    for case, c in r["cases"].items():
+        kind, _, level = case.partition("_c")
+        rows.append((
+            "llm #22",
+            f"llm step / direct AsyncOpenAI, {kind} output, {level} concurrent (A/A)",
+            f"{c['ratio']:.3f} ({c['aa_ratio']:.3f})",
+            "≤ 1.05",
+            _mark(c["ratio"] <= 1.05),
+        ))
+        rows.append(("llm #22", f"llm step's own work without I/O, {kind}, µs/call", f"{c['own_work_us_per_call']:.1f}", "", ""))
+    return rows
+
+
+def rows_react(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``react_bench`` (issue 22): the ReAct agent end to end against its peers."""
+    rows: list[Row] = []
+    c = r["conditions"]
+    for system in ("mcec", "floor", "langgraph", "pydantic_ai"):
+        if system not in r:
+            if system in c["not_installed"]:
+                rows.append(("react #22", f"ReAct {c['turns']} turns: {system}", "not installed", "", ""))
+            continue
+        row = r[system]
+        mcec = system == "mcec"
+        rows.append((
+            "react #22",
+            f"ReAct {c['turns']} turns: {system} wall ms / beyond scripted {c['scripted_latency_ms']} ms / CPU ms per turn",
+            f"{row['wall_ms']:.1f} / {row['beyond_ms']:.1f} / {row['cpu_ms_per_turn']:.2f}",
+            "smallest beyond of mcec, langgraph, pydantic-ai" if mcec else "",
+            _mark(bool(r.get("mcec_smallest_beyond"))) if mcec and any(p in r for p in ("langgraph", "pydantic_ai")) else "",
+        ))
+    return rows
+
+
 # ------------------------------------------------------------ running
 
 
@@ -323,6 +360,21 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = check_bench.main(quick=quick, smoke=smoke)
         check_bench.print_detail(out)
         return out
+    if name == "llm":
+        from benchmarks import llm_bench
+
+        out = llm_bench.run_all(rounds=3 if quick else 9, calls=200, smoke=smoke)
+        llm_bench.print_detail(out["cases"])
+        return out
+    if name == "react":
+        from benchmarks import react_bench
+
+        if smoke:
+            out = react_bench.run_all(rounds=1, warmup=1, model_delay=0.001, tool_delay=0.001)
+        else:
+            out = react_bench.run_all(rounds=5 if quick else 31, warmup=2, model_delay=0.02, tool_delay=0.005)
+        react_bench.print_detail(out)
+        return out
     raise ValueError(name)
 
 
@@ -334,6 +386,8 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "control": rows_control,
     "peers": rows_peers,
     "check": rows_check,
+    "llm": rows_llm,
+    "react": rows_react,
 }
 
 

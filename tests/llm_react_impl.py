@@ -58,3 +58,12 @@ def calc(value: CalcArgs) -> str:
 
 def final(value: Answer) -> str:
     return f"Answer: {value.text}"
+
+
+def spend(state: Chat, value: Turn) -> Outcome[Chat, None, Turn]:
+    """A step that calls a model by itself (20 tokens, recorded with ``record_usage``) and notes it."""
+    from agentmonad.llm import record_usage
+
+    record_usage("own", 15, 5)
+    notes = (*state.notes, "spent 20")
+    return Ok(Turn(question=state.question, notes=list(notes)), replace(state, notes=notes))

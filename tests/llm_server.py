@@ -28,7 +28,11 @@ error body, and 429/5xx a ``retry-after-ms: 1`` header (unless the reply sets
 its own headers), so the client's retries are quick.
 
 Run it alone (for benchmarks): ``python tests/llm_server.py [--port N]``
-prints its base URL and serves until interrupted.
+prints its base URL and serves until interrupted. Another process scripts it
+over HTTP: ``POST /v1/_script`` with ``{"replies": [...]}`` (replies as JSON,
+see :func:`agentmonad.testing.reply_from_json`) queues them; ``{"clear": true}``
+first drops what is still queued; the answer is ``{"pending": n}``. Such
+requests are not recorded in ``requests``.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ import pytest
 
 
 from agentmonad.llm import LLMConfig, LLMRequest, Model, ModelSettings, ToolSpec
-from agentmonad.testing import Reply, Responder, TestModel, text
+from agentmonad.testing import Reply, Responder, TestModel, reply_from_json, text
 
 __all__ = ["LLMServer", "Recorded", "llm_server", "TEST_KEY"]
 
@@ -273,6 +277,9 @@ class LLMServer:
             headers[name.strip().lower()] = value.strip()
         body_bytes = await reader.readexactly(int(headers.get("content-length", "0")))
         keep_alive = headers.get("connection", "").lower() != "close"
+        if method == "POST" and path.rstrip("/").endswith("/_script"):
+            await self._control(writer, body_bytes)
+            return keep_alive
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             await self._send(writer, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, {})
             return keep_alive
@@ -309,6 +316,19 @@ class LLMServer:
             await self._send(writer, 200, completion_json(reply, request, next(self._numbers)), dict(reply.headers))
         self._notify()
         return keep_alive
+
+    async def _control(self, writer: asyncio.StreamWriter, body_bytes: bytes) -> None:
+        """``POST …/_script``: queue the replies of the body (see the module docstring)."""
+        try:
+            body = json.loads(body_bytes or b"{}")
+            replies = [reply_from_json(item) for item in body.get("replies", ())]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            await self._send(writer, 400, {"error": {"message": f"bad script: {exc}", "type": "invalid_request_error"}}, {})
+            return
+        if body.get("clear"):
+            self._queue.clear()
+        self._queue.extend(replies)
+        await self._send(writer, 200, {"pending": len(self._queue)}, {})
 
     async def _reply_for(self, request: LLMRequest) -> Reply:
         item = self._queue.popleft() if self._queue else self._default

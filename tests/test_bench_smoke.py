@@ -71,14 +71,46 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(example[key] > 0 for key in ("check_seconds", "fast_seconds", "without_seconds", "mypy_seconds"))
     assert check["budget"] == 1.5 and isinstance(check["meets_budget"], bool)
 
+    llm = figures["llm"]["cases"]
+    assert set(llm) == {"text_c1", "text_c4", "object_c1", "object_c4"}
+    for case in llm.values():
+        assert {"ratio", "aa_ratio", "own_work_us_per_call", "direct_us_per_call", "step_us_per_call"} <= set(case)
+        assert case["direct_us_per_call"] > 0 and case["step_us_per_call"] > 0
+
+    react = figures["react"]
+    assert "mcec" in react and "floor" in react  # they need only the test extra
+    for system in ("mcec", "floor", "langgraph", "pydantic_ai"):
+        if system in react:
+            assert {"wall_ms", "beyond_ms", "cpu_ms_per_turn", "runs"} <= set(react[system]), system
+            assert react[system]["runs"] == 1 and react[system]["wall_ms"] > 0
+        else:
+            assert system in react["conditions"]["not_installed"], system
+
     table = figures["table"]
     assert table.startswith("| benchmark | measure | value | target | met |")
     assert "## Summary" in text and table in text
-    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6", "check #20"):
+    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6", "check #20", "llm #22", "react #22"):
         assert f"| {label} |" in table, label
     assert "/ Lark LALR parse" in table and "re-check after one edit" in table
     assert "hand-written for loop" in table and "timeout(30) around" in table
     assert "check --fast with / without class knowledge" in table
+
+
+def test_react_bench_smoke_against_both_peers(tmp_path: Path) -> None:
+    """benchmarks/react_bench.py with LangGraph and pydantic-ai (the `bench` extra): all four agents
+    run the same eight scripted turns (each run is checked inside: the answer, the notes, the
+    replies used up). Skipped when the extra is not installed."""
+    pytest.importorskip("langgraph")
+    pytest.importorskip("pydantic_ai")
+    from benchmarks import react_bench
+
+    out = tmp_path / "react.json"
+    assert react_bench.main(["--smoke", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert figures["conditions"]["not_installed"] == []
+    for system in react_bench.SYSTEMS:
+        assert figures[system]["runs"] == 1 and figures[system]["beyond_over_mcec"] is not None, system
+    assert isinstance(figures["mcec_smallest_beyond"], bool)
 
 
 def test_the_fuzzer_runs() -> None:

@@ -18,7 +18,7 @@ with the runtime's side, in docs/DESIGN.md and tests/runtime/control_shapes.py.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import libcst as cst
 
@@ -251,17 +251,25 @@ class ControlEmitter:
         self, expr: t.TBudget, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         """The body's steps inline under ``async with budget(N)``; its ``BudgetExceeded``
-        becomes ``Err(exc, state, site)`` with the state after the last completed step."""
+        becomes ``Err(exc, state, site)`` with the state after the last completed step.
+
+        Every ``return`` of an outcome as it is goes through ``spending.ending(…)``: when a step recorded
+        the tokens that spend the budget and the body then returned before the cancellation
+        could arrive, the budget fails as it closes, and ``spending.state_after(state)`` is the
+        state of the outcome returned (``state`` itself, not yet updated by a last step whose
+        outcome is returned as it is, would be the state before that step)."""
         site = self.e.site("budget", expr.span)
-        exc = scope.fresh("exc")
+        exc, spending = scope.fresh("exc"), scope.fresh("spending")
         inside: list[cst.BaseStatement] = []
         self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
+        through = _ReturnThrough(self.e, spending)
         block = cst.With(
-            items=[cst.WithItem(item=c.call(self.e.runtime("budget", f"{RUNTIME}.llm"), c.integer(expr.tokens)))],
-            body=cst.IndentedBlock(body=inside),
+            items=[cst.WithItem(item=c.name(spending))],
+            body=cst.IndentedBlock(body=[statement.visit(through) for statement in inside]),  # type: ignore[misc]
             asynchronous=cst.Asynchronous(),
         )
-        exceeded = c.return_(c.call(self.e.runtime("Err"), c.name(exc), c.name(state), site))
+        reached = c.call(c.attr(c.name(spending), "state_after"), c.name(state))
+        exceeded = c.return_(c.call(self.e.runtime("Err"), c.name(exc), reached, site))
         self.e.record(exceeded, expr.span)
         guarded = cst.Try(
             body=cst.IndentedBlock(body=[block]),
@@ -274,7 +282,9 @@ class ControlEmitter:
             ],
         )
         self.e.record(guarded, expr.span)
-        return [guarded]
+        start = c.assign(spending, c.call(self.e.runtime("budget", f"{RUNTIME}.llm"), c.integer(expr.tokens)))
+        self.e.record(start, expr.span)
+        return [start, guarded]
 
     # ------------------------------------------------------------ run-time tests
 
@@ -331,3 +341,38 @@ def _parenthesised(test: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(test, cst.BooleanOperation):
         return test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return test
+
+
+class _ReturnThrough(cst.CSTTransformer):
+    """``return R`` → ``return SPENDING.ending(R)`` in a budget's inline body, for an outcome ``R``
+    returned as it is (see ``budget_body``).
+
+    A node rebuilt on the way (the return, the statements around it) keeps the span its
+    original was recorded with, so the source map and mypy's findings still point into the spec.
+    """
+
+    def __init__(self, emitter: Emitter, spending: str) -> None:
+        super().__init__()
+        self.e = emitter
+        self.spending = spending
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function's returns are its own
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        # Only an outcome returned as it is (a step's or a helper's result: a name, an await) can
+        # carry a state that `state` does not hold yet. The outcomes built here (`Ok(v, state)`,
+        # `raised(…, state, …)`, `stop(…)`) are left alone: wrapped, they would lose the return
+        # type mypy infers their error type from.
+        if not isinstance(updated_node.value, (cst.Name, cst.Await)):
+            return updated_node
+        return updated_node.with_changes(value=c.call(c.attr(c.name(self.spending), "ending"), updated_node.value))
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        result = super().on_leave(original_node, updated_node)
+        if result is not original_node and isinstance(result, cst.CSTNode) and id(original_node) in self.e.spans:
+            self.e.record(result, self.e.spans[id(original_node)], self.e.hints.get(id(original_node)))
+        return result

@@ -19,7 +19,7 @@ from typing import Any, assert_never
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
 from agentmonad.compiled import declared_merge
-from agentmonad.llm import Model, budget, llm_scope, llm_step
+from agentmonad.llm import Model, llm_scope, llm_step
 from agentmonad.tools import StdioServer, tool, tool_scope
 
 from mcec.check import typed as t
@@ -158,17 +158,12 @@ class Interpreter:
                 assert_never(expr)
 
     def _budget(self, expr: t.TBudget) -> Arrow:
-        """``budget(N) e``: e's run under the runtime's ``budget(N)``; its ``BudgetExceeded``
-        is an ``Err`` with the state e started from (the generated code's is the state after
-        e's last completed step: the same whenever e's steps before the overrun change no state)."""
+        """``budget(N) e``: e's run under the runtime's ``AgentMonad.budget`` (``agentmonad.llm.budget(N)``);
+        its ``BudgetExceeded`` is an ``Err`` with the state after e's last completed step, as in the
+        generated code (a failed step keeps the state it failed with)."""
         inner, tokens = self.arrow(expr.body), expr.tokens
-
-        async def budgeted(state: Any, value: Any) -> Outcome[Any, Any, Any]:
-            async with budget(tokens):
-                return await inner(value).run(state)
-
-        errors = error_classes(expr.sig.errors)
-        return lift_step(budgeted, name="budget", errors=errors, site=self.site("budget", expr.span), is_async=True)
+        budget_site = self.site("budget", expr.span)
+        return lambda v: inner(v).budget(tokens, site=budget_site)
 
     def _llm(self, name: str) -> Callable[..., Any]:
         """The async step of an ``llm`` declaration (built once: the template is compiled then)."""

@@ -31,17 +31,23 @@ What each frame does with an outcome is written once, in ``_unwind``:
   loop of any length runs in constant stack.
 - ``timeout`` (``_Timed``): the deadline (``control.Deadline``) is left,
   and the outcome passes by.
+- ``budget`` (``_Budgeted``): the token budget (``llm.usage.Budget``) is
+  left; should it find itself spent as it closes, the outcome becomes
+  ``Err(BudgetExceeded(N, used), state, site)`` with the outcome's state.
 
-A ``timeout`` is the one construct that needs the stack when an *exception*
-ends the run: the deadline cancels the task, the cancellation leaves whatever
-leaf was awaiting, and ``_escape`` pops frames down to the ``_Timed`` one,
-leaving every deadline on the way. If that deadline's own cancellation becomes
-its ``TimeoutError``, the exception turns into ``Err(Timeout(S), state, site)``
-and unwinding goes on as for any failure; the state is the one the timed body
-had reached (the state the interrupted leaf started from, or the start state of
-a ``local`` that was in progress, which gives back its start state on any
-failure). Any other exception (a Defect, an outer cancellation) leaves every
-deadline and propagates.
+A ``timeout`` and a ``budget`` are the constructs that need the stack when an
+*exception* ends the run: the deadline (or the spent budget) cancels the task,
+the cancellation leaves whatever leaf was awaiting, and ``_escape`` pops frames
+down to the ``_Timed`` (``_Budgeted``) one, leaving every deadline and budget on
+the way. If that deadline's own cancellation becomes its ``TimeoutError``, the
+exception turns into ``Err(Timeout(S), state, site)`` (a budget's, into
+``Err(BudgetExceeded(N, used), state, site)``) and unwinding goes on as for any
+failure; the state is the one the body had reached (the state the interrupted
+leaf started from, or the start state of a ``local`` that was in progress,
+which gives back its start state on any failure), as in the generated code,
+which keeps the state after the last step that completed. Any other exception
+(a Defect, an outer cancellation) leaves every deadline and budget and
+propagates.
 
 >>> prog = AgentMonad.get().then(lambda n: AgentMonad.put(n + 1)).map(lambda _: "done")
 >>> prog.run_sync(41)
@@ -65,6 +71,8 @@ from .concurrency import run_group
 from .contract import fn_defect, raised, stop
 from .control import Deadline, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
+from .llm.errors import BudgetExceeded
+from .llm.usage import Budget
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
 
@@ -307,6 +315,25 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         if not seconds > 0:
             raise ValueError(f"timeout: seconds must be > 0, got {seconds}")
         return _Timeout(self, seconds, site)
+
+    def budget(self, tokens: int, site: Site | None = None) -> AgentMonad[_S, _E_co | BudgetExceeded, _A_co]:
+        """``budget(N) e`` (LANGUAGE.md §10): ``self`` runs inside
+        ``agentmonad.llm.budget(tokens)``; once the model tokens used inside
+        pass ``tokens``, what is in flight is cancelled and the result is
+        ``Err(BudgetExceeded(tokens, used), state, site)``.
+
+        The state is the one after the last step inside that completed, as for
+        ``timeout`` (and as the generated code reports it): a failed step keeps
+        the state it failed with. When the body ends before the cancellation
+        arrives (a step recorded the tokens itself and nothing awaited after
+        it), its outcome is replaced by that failure, with the outcome's state.
+
+        >>> AgentMonad.put(1).budget(10).run_sync(0)  # no model call: the same as without
+        Ok(value=None, state=1)
+        """
+        if type(tokens) is not int or tokens < 0:
+            raise ValueError(f"budget: tokens must be an int >= 0, got {tokens!r}")
+        return _Budget(self, tokens, site)
 
     @staticmethod
     def loop(
@@ -635,6 +662,16 @@ class _Timeout(AgentMonad[_S, _E, _A]):
 
 
 @final
+class _Budget(AgentMonad[_S, _E, _A]):
+    __slots__ = ("m", "tokens", "site")
+
+    def __init__(self, m: AgentMonad[_S, Any, _A], tokens: int, site: Site | None) -> None:
+        self.m = m
+        self.tokens = tokens
+        self.site = site
+
+
+@final
 class _Loop(AgentMonad[_S, _E, _B]):
     """``loop``: ``body`` on ``value``, again on every result that passes ``test``, at most ``n`` runs."""
 
@@ -701,16 +738,29 @@ class _Timed:
 
 
 @final
+class _Budgeted:
+    """The frame of a ``budget``: its entered token budget."""
+
+    __slots__ = ("node", "budget")
+
+    def __init__(self, node: _Budget[Any, Any, Any], budget: Budget) -> None:
+        self.node = node
+        self.budget = budget
+
+
+@final
 class _Leave(AgentMonad[Any, Any, Any]):
-    """Internal, what ``_unwind`` gives at a ``_Timed`` frame: leave the
-    deadline (an ``await``, so the main loop does it), then go on unwinding
-    ``outcome`` as the result of this node."""
+    """Internal, what ``_unwind`` gives at a ``_Timed`` or ``_Budgeted`` frame:
+    leave the deadline or budget (an ``await``, so the main loop does it), then
+    go on unwinding ``outcome`` as the result of this node (for a budget found
+    spent as it closes, ``BudgetExceeded`` at ``site`` with the outcome's state)."""
 
-    __slots__ = ("deadline", "outcome")
+    __slots__ = ("guard", "outcome", "site")
 
-    def __init__(self, deadline: Deadline, outcome: Outcome[Any, Any, Any]) -> None:
-        self.deadline = deadline
+    def __init__(self, guard: Deadline | Budget, outcome: Outcome[Any, Any, Any], site: Site | None = None) -> None:
+        self.guard = guard
         self.outcome = outcome
+        self.site = site
 
 
 _Node: TypeAlias = (
@@ -718,11 +768,12 @@ _Node: TypeAlias = (
     " | _Step[Any, Any, Any, Any] | _FnCall[Any, Any, Any] | _Par[Any, Any, Any] | _Each[Any, Any, Any, Any]"
     " | _Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any]"
     " | _OrElse[Any, Any, Any] | _Local[Any, Any, Any]"
-    " | _Retry[Any, Any, Any] | _Timeout[Any, Any, Any] | _Loop[Any, Any, Any] | _Pause | _Leave"
+    " | _Retry[Any, Any, Any] | _Timeout[Any, Any, Any] | _Budget[Any, Any, Any] | _Loop[Any, Any, Any]"
+    " | _Pause | _Leave"
 )
 _Frame: TypeAlias = (
     "_Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any] | _OrElse[Any, Any, Any] | _Restore"
-    " | _Attempt | _Round | _Timed"
+    " | _Attempt | _Round | _Timed | _Budgeted"
 )
 
 def _as_node(program: AgentMonad[Any, Any, Any]) -> _Node:
@@ -791,13 +842,23 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                     stack.append(_Timed(node, deadline))
                     node = _as_node(node.m)
                     continue
+                case _Budget():
+                    spending = Budget(node.tokens)
+                    await spending.__aenter__()
+                    stack.append(_Budgeted(node, spending))
+                    node = _as_node(node.m)
+                    continue
                 case _Pause():
                     await retry_pause(node.attempt, node.backoff)
                     node = _as_node(node.next)
                     continue
                 case _Leave():
-                    await node.deadline.__aexit__(None, None, None)
-                    outcome = node.outcome
+                    try:
+                        await node.guard.__aexit__(None, None, None)
+                    except BudgetExceeded as spent:  # a budget spent by the body's last step
+                        outcome = Err(spent, node.outcome.state, node.site)
+                    else:
+                        outcome = node.outcome
                 case _Step():
                     outcome = await _run_step(node.spec, node.value, state)
                 case _FnCall():
@@ -895,6 +956,8 @@ def _unwind(
                         outcome = Err(LoopExhausted(loop.n, outcome.value), outcome.state, loop.site)
             case _Timed():
                 return _Leave(frame.deadline, outcome), outcome.state
+            case _Budgeted():
+                return _Leave(frame.budget, outcome, frame.node.site), outcome.state
             case _:
                 assert_never(frame)
     return outcome
@@ -912,11 +975,12 @@ def _continues(loop: _Loop[Any, Any, Any], value: object, state: object) -> bool
 
 
 async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[_Node, Any] | BaseException:
-    """An exception is ending the run: pop frames, leaving every deadline on
-    the way, until one deadline turns its own cancellation into a timeout.
+    """An exception is ending the run: pop frames, leaving every deadline and
+    budget on the way, until one deadline turns its own cancellation into a
+    timeout (or one budget into ``BudgetExceeded``).
 
-    Returns the program that fails with that ``Timeout(S)`` at the ``timeout``'s
-    site, and the state to run it from — the rest of the stack then unwinds
+    Returns the program that fails with that ``Timeout(S)`` (``BudgetExceeded``)
+    at the ``timeout``'s (``budget``'s) site, and the state to run it from — the rest of the stack then unwinds
     the failure as any other — or, with the stack empty, the exception to
     raise (``exc`` itself, unless leaving a deadline replaced it). The state of
     the timeout is the one the timed body reached: ``state``, or the start state
@@ -938,6 +1002,14 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
                     # only this deadline's own cancellation becomes TimeoutError (Deadline)
                     return _Fail(Timeout(frame.timeout.seconds), frame.timeout.site), current
                 except BaseException as other:  # pragma: no cover - asyncio's __aexit__ raises nothing else
+                    exc = other
+            case _Budgeted():
+                try:
+                    await frame.budget.__aexit__(type(exc), exc, exc.__traceback__)
+                except BudgetExceeded as spent:
+                    # only this budget's own cancellation becomes BudgetExceeded (Budget.__aexit__)
+                    return _Fail(spent, frame.node.site), current
+                except BaseException as other:  # pragma: no cover - Budget.__aexit__ raises nothing else
                     exc = other
             case _Bind() | _Map() | _Catch() | _OrElse() | _Attempt() | _Round():
                 pass  # an exception passes them: only outcomes are theirs to handle

@@ -564,3 +564,28 @@ def test_a_budget_not_exceeded_changes_nothing(llm_server: LLMServer) -> None:
                 return [await step(None, "x"), await step(None, "y")]
 
     assert run(go()) == [Ok("ok", None), Ok("ok", None)]
+
+
+def test_another_process_scripts_the_server_over_http(llm_server: LLMServer) -> None:
+    """``POST /v1/_script`` (what benchmarks/react_bench.py uses): queue replies, clear the queue, bad scripts."""
+    import json
+    import urllib.request
+
+    def post(body: object) -> tuple[int, dict[str, Any]]:
+        data = json.dumps(body).encode()
+        req = urllib.request.Request(f"{llm_server.url}/_script", data=data, headers={"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    assert post({"replies": ["one", {"tool": "SearchArgs", "arguments": {"query": "q"}, "delay": 0.01}]}) == (200, {"pending": 2})
+    assert post({"replies": ["dropped"]})[1] == {"pending": 3}
+    assert post({"clear": True, "replies": [{"text": "first", "usage": [3, 2]}]}) == (200, {"pending": 1})
+    code, body = post({"replies": [{"nothing": 1}]})
+    assert code == 400 and "bad script" in body["error"]["message"]
+    assert llm_server.pending == 1 and llm_server.requests == []  # control requests are not recorded
+
+    step = llm_step(FAST, "hi", str, name="s")
+    assert run(call(llm_server, step, TICKET, None)) == Ok("first", None)

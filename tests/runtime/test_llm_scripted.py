@@ -641,3 +641,35 @@ def test_a_detached_task_waits_for_a_spent_budget_to_close_then_goes_on() -> Non
         return order
 
     assert run(go()) == ["budget closed", "detached went on"]
+
+
+def test_agent_monad_budget_keeps_the_state_reached() -> None:
+    """``AgentMonad.budget`` (the interpreter's ``budget(N) e``): the failure keeps the state after the
+    last completed step; a ``local`` in progress gives back its start state; a budget not spent
+    changes nothing; a body that ends before the cancellation fails with its own end state."""
+    from agentmonad import AgentMonad, BudgetExceeded, lift_step
+
+    async def spend(state: int, value: str) -> Ok[int, str]:
+        record_usage("m", 10, 0)
+        await asyncio.sleep(0)  # the budget's cancellation lands here
+        return Ok(value, state + 100)
+
+    def spend_sync(state: int, value: str) -> Ok[int, str]:
+        record_usage("m", 10, 0)
+        return Ok(value, state + 100)
+
+    step = lift_step(spend, name="spend", errors=(), is_async=True)
+    sync_step = lift_step(spend_sync, name="spend_sync", errors=())
+    bump = AgentMonad.modify(lambda s: s + 1)
+    site = agentmonad.Site("budget", "t.mce", 1, 1)
+
+    body = bump.then(lambda _: step("x")).then(lambda v: step(v))
+    assert body.budget(5, site).run_sync(0) == Err(BudgetExceeded(5, 10), 1, site)
+    assert body.budget(15, site).run_sync(0) == Err(BudgetExceeded(15, 20), 101, site)
+    assert body.budget(20, site).run_sync(0) == Ok("x", 201)
+    in_local = bump.then(lambda _: bump.then(lambda _: step("x")).local())
+    assert in_local.budget(5, site).run_sync(0) == Err(BudgetExceeded(5, 10), 1, site)
+    ends_first = bump.then(lambda _: sync_step("x"))
+    assert ends_first.budget(5, site).run_sync(0) == Err(BudgetExceeded(5, 10), 101, site)
+    with pytest.raises(ValueError):
+        AgentMonad.pure(1).budget(-1)

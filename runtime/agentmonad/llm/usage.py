@@ -10,11 +10,13 @@ that started them.
 ``budget(N)`` (for the compiled ``budget(N) e``) is an async context manager
 like ``asyncio.timeout``::
 
+    spending = budget(1000)
     try:
-        async with budget(1000):
-            ...                      # the body of e
+        async with spending:
+            ...                      # the body of e, updating `state`
+            return spending.ending(Ok(v, state))   # every return of the body
     except BudgetExceeded as exc:
-        return Err(exc, state)
+        return Err(exc, spending.state_after(state))
 
 As soon as the tokens used inside pass ``N`` (``used > N``), the task that
 entered the budget is cancelled — which cancels and awaits whatever it is
@@ -27,6 +29,12 @@ same. LLM steps wait at :func:`budget_checkpoint` before each request and
 after each reply, so once a budget is spent no further request starts. A
 cancellation from outside (a ``timeout``, a failing sibling) is told
 apart with ``Task.uncancel``, as ``asyncio.timeout`` does, and propagates.
+
+The failure keeps the state after the body's last completed step (LANGUAGE.md
+§6: a failed step keeps the state it failed with): when the cancellation
+arrives, that is the generated code's ``state``; when the body had already
+returned its outcome through :meth:`Budget.ending`, it is that outcome's state
+(:meth:`Budget.state_after`).
 """
 
 from __future__ import annotations
@@ -38,7 +46,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 
+from typing import Any, TypeVar
+
+from ..outcome import Err, Ok
 from .errors import BudgetExceeded
+
+_O = TypeVar("_O", bound="Ok[Any, Any] | Err[Any, Any]")
+_T = TypeVar("_T")
 
 __all__ = ["Usage", "ModelUsage", "usage", "current_usage", "record_usage", "Budget", "budget", "budget_checkpoint"]
 
@@ -150,7 +164,9 @@ def record_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None
 class Budget:
     """``budget(N)``: see the module docstring. ``used`` counts the tokens inside so far."""
 
-    __slots__ = ("limit", "used", "_task", "_cancelling", "_handle", "_cancelled", "_token", "_loop", "_closed")
+    __slots__ = (
+        "limit", "used", "_task", "_cancelling", "_handle", "_cancelled", "_token", "_loop", "_closed", "_ending"
+    )
 
     def __init__(self, limit: int) -> None:
         if type(limit) is not int or limit < 0:
@@ -164,6 +180,7 @@ class Budget:
         self._cancelled = False
         self._token: object = None
         self._closed: asyncio.Event | None = None
+        self._ending: Ok[Any, Any] | Err[Any, Any] | None = None
 
     @property
     def exceeded(self) -> bool:
@@ -214,6 +231,28 @@ class Budget:
         if self.exceeded and exc_type is None:
             raise BudgetExceeded(self.limit, self.used)
         return None
+
+    def ending(self, outcome: _O) -> _O:
+        """The body is returning ``outcome`` (generated code returns through this): should the
+        budget find itself spent as it closes, its failure keeps ``outcome``'s state."""
+        self._ending = outcome
+        return outcome
+
+    def state_after(self, state: _T) -> _T:
+        """The state a ``BudgetExceeded`` of this budget keeps: the state of the outcome the body
+        returned (see :meth:`ending`), or ``state`` (the generated code's state after the last
+        completed step) when the cancellation came before the body returned.
+
+        >>> spending = Budget(10)
+        >>> spending.state_after("reached")
+        'reached'
+        >>> _ = spending.ending(Ok("done", "returned"))
+        >>> spending.state_after("reached")
+        'returned'
+        """
+        if self._ending is None:
+            return state
+        return self._ending.state  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"Budget(limit={self.limit}, used={self.used})"
