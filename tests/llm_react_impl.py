@@ -67,3 +67,11 @@ def spend(state: Chat, value: Turn) -> Outcome[Chat, None, Turn]:
     record_usage("own", 15, 5)
     notes = (*state.notes, "spent 20")
     return Ok(Turn(question=state.question, notes=list(notes)), replace(state, notes=notes))
+
+
+async def wait(state: Chat, value: Turn) -> Outcome[Chat, None, Turn]:
+    """A step that awaits long enough for a spent budget's cancellation to land in it."""
+    import asyncio
+
+    await asyncio.sleep(5)
+    return Ok(value, state)

@@ -102,3 +102,40 @@ def test_a_tool_call_budget_state_is_not_the_start_state(tmp_path: Path) -> None
     compiled, interpreted = both(program, module, "react", "q", replies)
     assert isinstance(interpreted, Err) and isinstance(interpreted.error, BudgetExceeded)
     assert interpreted.state == compiled.state == Chat("q", (FACT,))
+
+
+NESTED_SPEC = '''\
+from llm_react_impl import Chat, Turn
+import llm_react_impl as impl
+
+state Chat
+
+step ask   : str -> Turn = impl.ask
+step spend : Turn -> Turn = impl.spend
+async step wait : Turn -> Turn = impl.wait
+
+pipeline sub : Turn -> Turn = spend >>= wait;
+pipeline outer : Turn -> Turn = sub >>= spend;
+
+pipeline main : str -> Turn ! BudgetExceeded = ask >>= budget(10) BODY;
+'''
+
+#: A budget spent inside a helper in mid-chain (the first ``spend``, 20 tokens > 10), its
+#: cancellation landing in ``wait`` there: the failure keeps the state after that ``spend``.
+NESTED_BODIES = {
+    "pipeline": "(sub >>= spend)",
+    "pipeline-in-pipeline": "(outer >>= spend)",
+    "match": "(match { _ => (spend >>= wait) } >>= spend)",
+    "retry": "(retry(2) (spend >>= wait) >>= spend)",
+    "local-then-pipeline": "(local spend >>= sub >>= spend)",
+}
+
+
+@pytest.mark.parametrize("nesting", sorted(NESTED_BODIES))
+def test_a_budget_spent_inside_a_helper_keeps_the_state_that_helper_reached(tmp_path: Path, nesting: str) -> None:
+    source = NESTED_SPEC.replace("BODY", NESTED_BODIES[nesting])
+    program, module = build(tmp_path, source, f"nested_{nesting.replace('-', '_')}")
+    compiled, interpreted = both(program, module, "main", "q")
+    assert interpreted == compiled
+    assert isinstance(compiled, Err) and isinstance(compiled.error, BudgetExceeded), compiled
+    assert compiled.state == Chat("q", ("spent 20",))

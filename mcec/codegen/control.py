@@ -251,7 +251,9 @@ class ControlEmitter:
         self, expr: t.TBudget, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         """The body's steps inline under ``async with budget(N)``; its ``BudgetExceeded``
-        becomes ``Err(exc, state, site)`` with the state after the last completed step.
+        becomes ``Err(exc, state, site)`` with the state after the last completed step. The
+        body is timed code, as a timeout's is: the await the budget's cancellation interrupts,
+        however deep in helpers, notes the state it started from.
 
         Every ``return`` of an outcome as it is goes through ``spending.ending(…)``: when a step recorded
         the tokens that spend the budget and the body then returned before the cancellation
@@ -261,7 +263,11 @@ class ControlEmitter:
         site = self.e.site("budget", expr.span)
         exc, spending = scope.fresh("exc"), scope.fresh("spending")
         inside: list[cst.BaseStatement] = []
-        self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
+        timed, self.e.timed = self.e.timed, True  # a spent budget cancels like a deadline
+        try:
+            self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
+        finally:
+            self.e.timed = timed
         through = _ReturnThrough(self.e, spending)
         block = cst.With(
             items=[cst.WithItem(item=c.name(spending))],

@@ -795,13 +795,13 @@ def _llm_users(program: t.Program) -> set[str]:
 
 
 def _timed_pipelines(program: t.Program) -> set[str]:
-    """The pipelines that may run inside a ``timeout``: those a timeout's body calls,
-    directly or through other pipelines (their code notes the state it reached)."""
+    """The pipelines that may run inside a ``timeout`` or a ``budget``: those such a body
+    calls, directly or through other pipelines (their code notes the state it reached)."""
     bodies = {pipeline.name: pipeline.body for pipeline in program.pipelines}
     pending: list[str] = []
     for pipeline in program.pipelines:
         for node in _descendants(pipeline.body):
-            if isinstance(node, t.TTimeout):
+            if isinstance(node, (t.TTimeout, t.TBudget)):
                 pending.extend(r.name for r in t.references(node.body) if r.kind == "pipeline")
     timed: set[str] = set()
     while pending:

@@ -74,6 +74,7 @@ __all__ = [
     "fake_retry_clock",
     "Deadline",
     "note_reached",
+    "noted_state",
 ]
 
 _S = TypeVar("_S")
@@ -85,6 +86,14 @@ MAX_DELAY = 30.0
 _REACHED = "_agentmonad_reached"
 #: "No state": a stateless spec's state is None, so None cannot say it.
 _UNNOTED: object = object()
+
+
+def noted_state(cancelled: BaseException | None, state: _S) -> _S:
+    """The state last noted on ``cancelled`` (:func:`note_reached`), else ``state``: what a
+    deadline or a budget that ended its body with ``cancelled`` reports."""
+    noted = getattr(cancelled, _REACHED, _UNNOTED)
+    # the note came from an await of the same body, in the body's state type
+    return state if noted is _UNNOTED else cast(_S, noted)
 
 
 def note_reached(cancelled: BaseException, state: object) -> None:
@@ -236,16 +245,14 @@ class Deadline:
         self.seconds = seconds
         self._timeout: asyncio.Timeout | None = None
         self._expired = False
-        self._reached: object = _UNNOTED
+        self._reached: BaseException | None = None
 
     def reached(self, state: _S) -> _S:
         """The state the timed body had reached when this deadline ended it: the last
         one noted on its cancellation (:func:`note_reached`), else ``state`` (the
         state of the function the ``timeout`` is written in, when the interrupted
         await was there and noted nothing)."""
-        noted = self._reached
-        # the note came from an await of this timeout's body, in this body's state type
-        return state if noted is _UNNOTED else cast(_S, noted)
+        return noted_state(self._reached, state)
 
     def expired(self) -> bool:
         """True when this deadline ended the block: its cancellation became the
@@ -277,8 +284,7 @@ class Deadline:
             # this timeout's own (it counts cancel requests, so a nested or an
             # outer one is told apart): the block timed out.
             self._expired = True
-            if exc is not None:
-                self._reached = getattr(exc, _REACHED, _UNNOTED)
+            self._reached = exc
             raise
 
     def __repr__(self) -> str:

@@ -48,6 +48,7 @@ from types import TracebackType
 
 from typing import Any, TypeVar
 
+from ..control import noted_state
 from ..outcome import Err, Ok
 from .errors import BudgetExceeded
 
@@ -165,7 +166,8 @@ class Budget:
     """``budget(N)``: see the module docstring. ``used`` counts the tokens inside so far."""
 
     __slots__ = (
-        "limit", "used", "_task", "_cancelling", "_handle", "_cancelled", "_token", "_loop", "_closed", "_ending"
+        "limit", "used", "_task", "_cancelling", "_handle", "_cancelled", "_token", "_loop", "_closed", "_ending",
+        "_reached",
     )
 
     def __init__(self, limit: int) -> None:
@@ -181,6 +183,7 @@ class Budget:
         self._token: object = None
         self._closed: asyncio.Event | None = None
         self._ending: Ok[Any, Any] | Err[Any, Any] | None = None
+        self._reached: BaseException | None = None  # the cancellation that ended the body
 
     @property
     def exceeded(self) -> bool:
@@ -226,6 +229,7 @@ class Budget:
         if self._cancelled:
             self._cancelled = False
             if self._task.uncancel() <= self._cancelling and exc_type in (None, asyncio.CancelledError):
+                self._reached = exc
                 raise BudgetExceeded(self.limit, self.used) from None
             return None
         if self.exceeded and exc_type is None:
@@ -240,8 +244,10 @@ class Budget:
 
     def state_after(self, state: _T) -> _T:
         """The state a ``BudgetExceeded`` of this budget keeps: the state of the outcome the body
-        returned (see :meth:`ending`), or ``state`` (the generated code's state after the last
-        completed step) when the cancellation came before the body returned.
+        returned (see :meth:`ending`); when the cancellation came before the body returned, the
+        state the interrupted await noted, however deep in helpers (``agentmonad.control``'s
+        ``note_reached``), or ``state`` (the generated code's state after the last completed
+        step) when that await noted none.
 
         >>> spending = Budget(10)
         >>> spending.state_after("reached")
@@ -250,9 +256,9 @@ class Budget:
         >>> spending.state_after("reached")
         'returned'
         """
-        if self._ending is None:
-            return state
-        return self._ending.state  # type: ignore[no-any-return]
+        if self._ending is not None:
+            return self._ending.state  # type: ignore[no-any-return]
+        return noted_state(self._reached, state)
 
     def __repr__(self) -> str:
         return f"Budget(limit={self.limit}, used={self.used})"
