@@ -97,3 +97,56 @@ def test_a_spec_using_another_specs_pipelines_compiles_with_mypy_and_runs_like_t
     assert results[("safe", "abcd")][0] == {"ok": "'abcd: 4 facts'", "state": "Chat(turns=1)"}
     assert results[("safe", "")][0] == {"ok": "'sorry: nothing to look up'", "state": "Chat(turns=0)"}
     assert results[("either", "")][0] == {"ok": "'sorry: nothing to look up'", "state": "Chat(turns=0)"}
+
+
+TOP = """\
+# Uses main.mce, which uses specs/research.mce: built after both.
+from specs.models import Chat
+from main_mce import chained
+
+state Chat
+
+pipeline top : str -> str = chained;
+"""
+
+ALONE = """\
+pipeline same : int -> int {}
+"""
+
+
+def _built(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The specs a build compiled, in order (its progress lines: more than three are compiled)."""
+    return [line.split("] ", 1)[1] for line in done.stderr.splitlines() if line.startswith("[")]
+
+
+def test_build_compiles_used_specs_first_and_rebuilds_the_specs_that_use_a_changed_one(project: Path) -> None:
+    (project / "a_top.mce").write_text(TOP)
+    (project / "zz_alone.mce").write_text(ALONE)
+    first = mcec(project, "build", "--no-mypy")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "4 compiled, 0 up to date, 0 failed" in first.stdout
+    # sorted by name they would be a_top, main, specs/research, zz_alone: each comes after what it uses
+    assert _built(first) == ["specs/research.mce", "main.mce", "a_top.mce", "zz_alone.mce"]
+    assert mcec(project, "build", "--no-mypy").stdout.startswith("mcec build: 0 compiled, 4 up to date")
+    research = project / "specs" / "research.mce"
+    research.write_text(research.read_text() + "\n# changed\n")
+    again = mcec(project, "build", "--no-mypy")
+    assert again.returncode == 0, again.stdout + again.stderr
+    # research changed; main uses it, and a_top uses main: all three again, zz_alone is up to date
+    assert "3 compiled, 1 up to date, 0 failed" in again.stdout
+    main = project / "main.mce"
+    main.write_text(main.read_text() + "\n# changed\n")
+    last = mcec(project, "build", "--no-mypy")
+    assert "2 compiled, 2 up to date, 0 failed" in last.stdout
+
+
+def test_build_of_a_spec_using_a_broken_one_reports_the_error_once_and_fails_both(project: Path) -> None:
+    research = project / "specs" / "research.mce"
+    research.write_text(research.read_text().replace("= research >>= summary;", "= summary;"))
+    done = mcec(project, "build", "--no-mypy")
+    assert done.returncode == 1
+    assert "0 compiled, 0 up to date, 2 failed" in done.stdout
+    assert done.stdout.count("error[MCE012]") == 1  # research.mce's own error, once, in research.mce
+    assert "--> specs/research.mce:" in done.stdout
+    assert "error[MCE029]: `specs/research.mce`, which this spec uses, does not check" in done.stdout
+    assert not (project / "main_mce.py").exists()
