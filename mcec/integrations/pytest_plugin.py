@@ -97,6 +97,23 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> MceFile | 
     return MceFile.from_parent(parent, path=file_path)
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Check each spec after the specs it uses (docs/language.md §11): the spec items keep the
+    places they were collected in, filled in that order; other tests do not move."""
+    places = [index for index, item in enumerate(items) if isinstance(item, MceItem)]
+    if len(places) < 2:
+        return
+    from mcec.cli.build_state import order_by_uses
+
+    specs = [items[index] for index in places]
+    by_path = {item.path: item for item in specs}
+    if len(by_path) != len(specs):
+        return  # a spec collected twice: leave pytest's order alone
+    ordered, _ = order_by_uses([item.path for item in specs])
+    for index, path in zip(places, ordered):
+        items[index] = by_path[path]
+
+
 class MceFile(pytest.File):
     """A spec file: one :class:`MceItem`."""
 

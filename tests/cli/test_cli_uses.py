@@ -150,3 +150,17 @@ def test_build_of_a_spec_using_a_broken_one_reports_the_error_once_and_fails_bot
     assert "--> specs/research.mce:" in done.stdout
     assert "error[MCE029]: `specs/research.mce`, which this spec uses, does not check" in done.stdout
     assert not (project / "main_mce.py").exists()
+
+
+def test_the_pytest_plugin_checks_a_spec_after_the_specs_it_uses(project: Path) -> None:
+    (project / "a_top.mce").write_text(TOP)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "--mce-fast", "a_top.mce", "main.mce", "specs/research.mce"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(project)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = [line.split("::")[0] for line in done.stdout.splitlines() if "::mce PASSED" in line]
+    assert ran == ["specs/research.mce", "main.mce", "a_top.mce"], done.stdout
