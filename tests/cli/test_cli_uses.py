@@ -164,3 +164,10 @@ def test_the_pytest_plugin_checks_a_spec_after_the_specs_it_uses(project: Path) 
     assert done.returncode == 0, done.stdout + done.stderr
     ran = [line.split("::")[0] for line in done.stdout.splitlines() if "::mce PASSED" in line]
     assert ran == ["specs/research.mce", "main.mce", "a_top.mce"], done.stdout
+
+
+def test_graph_draws_a_used_pipeline_as_a_call_naming_its_spec(project: Path) -> None:
+    drawn = mcec(project, "graph", "main.mce", "--pipeline", "chained")
+    assert drawn.returncode == 0, drawn.stdout + drawn.stderr
+    # the alias bound here, the pipeline's name in its spec and the spec, then its type
+    assert '[["short<br/>pipeline brief of specs/research.mce<br/>str -#62; str ! ResearchError"]]' in drawn.stdout
