@@ -153,9 +153,11 @@ def test_build_of_a_spec_using_a_broken_one_reports_the_error_once_and_fails_bot
 
 
 def test_the_pytest_plugin_checks_a_spec_after_the_specs_it_uses(project: Path) -> None:
+    """With mypy: no generated module is on disk, and mypy reads those of the used specs as
+    they would be generated now (mcec.codegen.mypy_check.overlay)."""
     (project / "a_top.mce").write_text(TOP)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "--mce-fast", "a_top.mce", "main.mce", "specs/research.mce"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "a_top.mce", "main.mce", "specs/research.mce"],
         cwd=project,
         capture_output=True,
         text=True,
@@ -171,3 +173,19 @@ def test_graph_draws_a_used_pipeline_as_a_call_naming_its_spec(project: Path) ->
     assert drawn.returncode == 0, drawn.stdout + drawn.stderr
     # the alias bound here, the pipeline's name in its spec and the spec, then its type
     assert '[["short<br/>pipeline brief of specs/research.mce<br/>str -#62; str ! ResearchError"]]' in drawn.stdout
+
+
+def test_check_runs_mypy_against_the_used_specs_as_they_are_not_their_modules_on_disk(project: Path) -> None:
+    # no generated module anywhere: mypy still sees what `from specs.research_mce import …` will be
+    done = mcec(project, "check", "main.mce")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MCE100" not in done.stdout
+    # a stale module beside the used spec (nothing like what the spec declares) is not what mypy reads
+    stale = "async def research(state: int, value: int) -> int: ...\nasync def brief(state: int, value: int) -> int: ...\n"
+    (project / "specs" / "research_mce.py").write_text(stale)
+    again = mcec(project, "check", "main.mce")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (project / "specs" / "research_mce.py").read_text() == stale  # nothing of the user's is written
+    # while mypy on the module as it is on disk (what `python` would import) does see the stale one
+    written = mcec(project, "compile", "main.mce")
+    assert written.returncode == 1 and "MCE100" in written.stdout, written.stdout
