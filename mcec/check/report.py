@@ -581,6 +581,14 @@ def spec_cycle(specs: list[str], imports: list[tuple[Span, str]]) -> Diagnostic:
     """MCE015: spec ``specs[0]`` uses ``specs[1]`` … which uses ``specs[0]``; ``imports`` are the
     imports on the way (in their files), each with the names it imports."""
     path = " -> ".join([*specs, specs[0]])
+    if len(specs) == 1:
+        return error(
+            "MCE015",
+            f"spec `{specs[0]}` uses itself: {path}",
+            imports[0][0],
+            (Label(imports[0][0], f"imports {imports[0][1]} from this spec's own generated module"),),
+            "a spec uses its own pipelines by their names, without an import",
+        )
     labels = tuple(
         Label(span, f"`{specs[i]}` uses `{specs[(i + 1) % len(specs)]}` here ({names})")
         for i, (span, names) in enumerate(imports)
