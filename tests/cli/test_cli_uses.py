@@ -189,3 +189,15 @@ def test_check_runs_mypy_against_the_used_specs_as_they_are_not_their_modules_on
     # while mypy on the module as it is on disk (what `python` would import) does see the stale one
     written = mcec(project, "compile", "main.mce")
     assert written.returncode == 1 and "MCE100" in written.stdout, written.stdout
+
+
+def test_run_uses_the_used_specs_as_they_are_now(project: Path) -> None:
+    # nothing generated on disk: `mcec run` generates the used spec's module in memory too
+    done = mcec(project, "run", "main.mce", "chained", "--input", '"ab"')
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout) == {"ok": True, "value": "AB: 2 FACTS", "state": {"turns": 1}}
+    # a stale module beside the used spec is not what runs
+    (project / "specs" / "research_mce.py").write_text("raise RuntimeError('stale')\n")
+    again = mcec(project, "run", "main.mce", "safe", "--input", '""')
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["value"] == "sorry: nothing to look up"
