@@ -23,6 +23,7 @@ from mcec.check.names import DeclarationChecker, unused_warnings
 from mcec.check.pipelines import PipelineChecker
 from mcec.check.pyindex import PythonIndex
 from mcec.check.types import counting_unknowns
+from mcec.check.uses import Specs
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import SourceFile
 from mcec.check.typed import Program
@@ -40,17 +41,23 @@ class CheckResult:
     unknown_relations: int = 0
 
 
-def check(module: syntax.Module, source: SourceFile, index: PythonIndex | None = None) -> CheckResult:
+def check(
+    module: syntax.Module, source: SourceFile, index: PythonIndex | None = None, specs: Specs | None = None
+) -> CheckResult:
     """Resolve names and check types of ``module``, parsed from ``source``.
 
     ``index`` reads the Python modules, classes and functions the spec names
     (:class:`~mcec.check.pyindex.PythonIndex`); with it, relations between
     imported classes get definite answers and implementations are held to
     their declarations. Without it, every such question is left to mypy.
+
+    With an index, an import from another spec's generated module reads that
+    spec (§11); ``specs`` holds the specs already read by the check that reads
+    this one (None: a new set).
     """
     sink = DiagnosticSink()
     with counting_unknowns() as unknowns:
-        declarations = DeclarationChecker(module, sink, index)
+        declarations = DeclarationChecker(module, sink, index, specs)
         declared = declarations.run()
         pipelines = PipelineChecker(declared, declarations, sink).run()
     sink.extend(unused_warnings(module, declared))
@@ -70,5 +77,6 @@ def check(module: syntax.Module, source: SourceFile, index: PythonIndex | None =
         pipelines=tuple(pipelines),
         models=tuple(declared.models.values()),
         llms=tuple(declared.llms.values()),
+        uses=tuple(declared.uses.values()),
     )
     return CheckResult(program, diagnostics, unknowns.count)

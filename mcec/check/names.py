@@ -9,18 +9,35 @@ error declarations, producing a :class:`Declared` for the expression checker.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import assert_never
 
 from mcec import syntax
 from mcec.check import report
-from mcec.check.env import Binding, Env, Failure, Kind
+from mcec.check.env import Binding, Env, Failure, Kind, suggest
 from mcec.check.implementations import StepContract, check_fn, check_step
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
 from mcec.check.llm import TemplateSource, check_model_options, check_output, check_template, read_template
-from mcec.check.typed import PyRef, Sig, TFn, TFromImport, TImport, TLlm, TModel, TModuleImport, TServer, TStep, TTool
+from mcec.check.typed import (
+    Program,
+    PyRef,
+    Sig,
+    TFn,
+    TFromImport,
+    TImport,
+    TLlm,
+    TModel,
+    TModuleImport,
+    TPipeline,
+    TServer,
+    TStep,
+    TTool,
+    TUsed,
+)
+from mcec.check.uses import Specs, UsedSpec, respell
 from mcec.check.types import (
     ANY,
     LLM_FAILED,
@@ -71,6 +88,10 @@ class Declared:
     pipelines: dict[str, DeclaredPipeline] = field(default_factory=dict)
     #: Names declared more than once (their MCE003 says enough: no W001 for them).
     duplicated: set[str] = field(default_factory=set)
+    #: The pipelines of other specs this one uses, by the name bound here (§11).
+    uses: dict[str, TUsed] = field(default_factory=dict)
+    #: Names imported from other specs that cannot be used (reported): they fit everywhere.
+    poisoned: set[str] = field(default_factory=set)
 
     @property
     def custom_merge(self) -> bool:
@@ -99,11 +120,21 @@ def _testable_class(error_type: Type) -> bool:
 class DeclarationChecker:
     """Binds and types the declarations of one module, reporting into a sink."""
 
-    def __init__(self, module: syntax.Module, sink: DiagnosticSink, index: PythonIndex | None = None) -> None:
+    def __init__(
+        self,
+        module: syntax.Module,
+        sink: DiagnosticSink,
+        index: PythonIndex | None = None,
+        specs: Specs | None = None,
+    ) -> None:
         self.module = module
         self.sink = sink
         #: What the spec's Python names are (None: no class knowledge, nothing read).
         self.index = index
+        #: The other specs this one may use (None: no index, so no spec is looked for).
+        self.specs = specs if specs is not None or index is None else Specs(index)
+        #: Pipelines imported from other specs, typed in pass 3 (once the state is known).
+        self._pending: list[tuple[syntax.ImportedName, TPipeline, UsedSpec, str]] = []
         self.declared = Declared(Env.with_builtins(index))
         self.env = self.declared.env
         #: Where each ``state`` declaration is (a second one is MCE004).
@@ -194,9 +225,10 @@ class DeclarationChecker:
                 self._llm(decl)
             case syntax.PipelineDecl():
                 self._pipeline(decl)
+            case syntax.FromImport():
+                self._sign_used(decl)
             case (
-                syntax.FromImport()
-                | syntax.ModuleImport()
+                syntax.ModuleImport()
                 | syntax.StateDecl()
                 | syntax.ErrorDecl()
                 | syntax.ServerDecl()
@@ -235,6 +267,10 @@ class DeclarationChecker:
         if module == "__future__":
             self._future_import(decl)
             return
+        spec = self.specs.spec_of(module) if self.specs is not None else None
+        if spec is not None:
+            self._bind_used(decl, spec)
+            return
         for item in decl.names:
             self._add(Binding(item.bound.text, Kind.FROM_IMPORT, item.bound, f"{module}.{item.name.text}"))
         names = tuple((i.name.text, i.alias.text if i.alias else None) for i in decl.names)
@@ -244,6 +280,81 @@ class DeclarationChecker:
                 found = self.index.member(module, item.name.text)
                 if isinstance(found, Missing):
                     self.sink.add(report.python_missing(found.message, item.name.span, found.help))
+
+    def _bind_used(self, decl: syntax.FromImport, spec: str) -> None:
+        """``from agents.research_mce import research`` where ``agents/research.mce`` exists: the
+        names are pipelines of that spec, read from it (§11); a cycle of specs is MCE015, a spec
+        with errors MCE029 (its errors reported in it), a name it does not declare MCE002."""
+        assert self.specs is not None
+        module = decl.module.dotted
+        for item in decl.names:
+            self._add(Binding(item.bound.text, Kind.PIPELINE, item.bound, f"{module}.{item.name.text}"))
+        names = tuple((i.name.text, i.alias.text if i.alias else None) for i in decl.names)
+        self.declared.imports.append(TFromImport(module, names, decl.span))
+        bound = [item.bound.text for item in decl.names]
+        if self._spec_cycle(decl, spec):
+            self.declared.poisoned.update(bound)
+            return
+        used = self.specs.load(spec)
+        if used.program is None:
+            self.sink.extend([d for d in used.diagnostics if d.is_error])
+            self.sink.add(report.used_spec_broken(spec, decl.module.span))
+            self.declared.poisoned.update(bound)
+            return
+        pipelines = {p.name: p for p in used.program.pipelines}
+        for item in decl.names:
+            pipeline = pipelines.get(item.name.text)
+            if pipeline is None:
+                kind = _kind_in(used.program, item.name.text)
+                help = suggest(item.name.text, list(pipelines))
+                self.sink.add(report.not_a_used_pipeline(item.name.text, spec, kind, item.name.span, help))
+                self.declared.poisoned.add(item.bound.text)
+            else:
+                self._pending.append((item, pipeline, used, module))
+
+    def _spec_cycle(self, decl: syntax.FromImport, spec: str) -> bool:
+        """Report (MCE015) and say whether ``spec`` uses, through specs it uses, this one."""
+        assert self.specs is not None
+        own = self.module.path
+        imported = ", ".join(f"`{item.name.text}`" for item in decl.names)
+        if os.path.realpath(spec) == os.path.realpath(own):
+            self.sink.add(report.spec_cycle([own], [(decl.module.span, imported)]))
+            return True
+        back = self.specs.path_back(spec, own)
+        if back is None:
+            return False
+        specs = [own, *[used.importer for used in back]]
+        imports = [(decl.module.span, imported), *[(u.span, ", ".join(f"`{n}`" for n in u.names)) for u in back]]
+        self.sink.add(report.spec_cycle(specs, imports))
+        return True
+
+    def _sign_used(self, decl: syntax.FromImport) -> None:
+        """Pass 3 for an import of other specs' pipelines: each typed in this spec's terms, and
+        held to this spec's state (MCE028: a different state needs a sub-agent adapter)."""
+        spellings = {b.target: b.name for b in self.env.bindings.values() if b.kind is Kind.FROM_IMPORT}
+        for item, pipeline, used, module in self._pending:
+            if not any(item is name for name in decl.names):
+                continue
+            assert used.program is not None
+            ours, theirs = self.declared.state, used.program.state
+            if ours != theirs:
+                self.sink.add(
+                    report.used_state_differs(
+                        item.name.text, used.path, _state_text(theirs), _state_text(ours), item.name.span
+                    )
+                )
+                self.declared.poisoned.add(item.bound.text)
+                continue
+            sig = pipeline.sig
+            typed = Sig(
+                respell(sig.input, spellings),
+                respell(sig.output, spellings),
+                frozenset(respell(e, spellings) for e in sig.errors),
+                sig.stateful,
+            )
+            self.declared.uses[item.bound.text] = TUsed(
+                item.bound.text, module, pipeline.name, used.path, typed, used.program, item.span
+            )
 
     def _module_found(self, qual: syntax.QualName) -> bool:
         """Is the Python module ``qual`` there? If not, say so (MCE002) at the import."""
@@ -457,6 +568,26 @@ class DeclarationChecker:
         errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
         declared = DeclaredPipeline(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
         self.declared.pipelines.setdefault(decl.name.text, declared)
+
+
+def _kind_in(program: Program, name: str) -> str | None:
+    """What ``name`` is in ``program`` when it is not a pipeline ("a step"), or None."""
+    for kind, names in (
+        ("a step", [s.name for s in program.steps]),
+        ("a fn", [f.name for f in program.fns]),
+        ("a tool", [t.name for t in program.tools]),
+        ("an llm step", [l.name for l in program.llms]),
+        ("a model", [m.name for m in program.models]),
+        ("a server", [s.name for s in program.servers]),
+    ):
+        if name in names:
+            return kind
+    return None
+
+
+def _state_text(state: Type | None) -> str:
+    """A state type as messages name it (a spec without ``state`` runs on ``None``)."""
+    return "None" if state is None else str(state)
 
 
 def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnostic]:

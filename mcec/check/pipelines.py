@@ -21,7 +21,7 @@ from typing import assert_never
 from mcec import syntax
 from mcec.check import report
 from mcec.check.env import Kind
-from mcec.check.expr import ExprChecker
+from mcec.check.expr import POISONED, ExprChecker
 from mcec.check.names import DeclarationChecker, Declared, DeclaredPipeline
 from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
@@ -71,7 +71,8 @@ def pipeline_references(declared: Declared) -> dict[str, list[Reference]]:
             expr = stack.pop()
             if isinstance(expr, syntax.Ref):
                 binding = env.bindings.get(expr.name)
-                if binding is not None and binding.kind is Kind.PIPELINE:
+                # another spec's pipeline (§11) is checked already: no edge of this file's order
+                if binding is not None and binding.kind is Kind.PIPELINE and expr.name in declared.pipelines:
                     found.append(Reference(name, expr.name, expr.span))
             stack.extend(reversed(syntax.expr_children(expr)))
         result[name] = found
@@ -163,6 +164,11 @@ class PipelineChecker:
         sig = self.sigs.get(name)
         if sig is not None:
             return sig
+        used = self.declared.uses.get(name)
+        if used is not None:
+            return used.sig
+        if name in self.declared.poisoned:
+            return POISONED
         pipeline = self.declared.pipelines[name]
         return Sig(pipeline.input, pipeline.output, pipeline.errors or frozenset(), False)
 

@@ -297,6 +297,22 @@ class PythonIndex:
         except Exception as exc:  # unreadable or unparsable source: a fact about the module, not a crash
             return Missing(f"cannot read module `{name}` ({filepath}): {type(exc).__name__}: {exc}")
 
+    def spec_file(self, module: str) -> Path | None:
+        """The spec a generated module is made from, when there is one: ``agents.research_mce``
+        is the module of ``agents/research.mce``, looked for where ``agents.research`` would be
+        (the folders of package ``agents``, or the search paths for a top-level module). A
+        ``_mce`` module without a spec beside it is plain Python."""
+        parent_name, _, leaf = module.rpartition(".")
+        if not leaf.endswith("_mce") or leaf == "_mce":
+            return None
+        name = f"{leaf[: -len('_mce')]}.mce"
+        if parent_name:
+            parent = self._load(parent_name)
+            folders = [] if isinstance(parent, Missing) else _folders(parent)
+        else:
+            folders = self.search_paths
+        return next((folder / name for folder in folders if (folder / name).is_file()), None)
+
     # ------------------------------------------------------------ names
 
     def member(self, module: str, attr: str) -> PyObject | Missing:

@@ -572,3 +572,64 @@ def bad_llm_output(step: str, output: Type, problem: str, span: Span) -> Diagnos
 def model_option(message: str, span: Span, help: str, labels: tuple[Label, ...] = ()) -> Diagnostic:
     """MCE027: a ``model`` option that is unknown, given twice, of the wrong kind or out of range."""
     return error("MCE027", message, span, labels, help)
+
+
+# ---------------------------------------------------------------- specs that use each other (§11)
+
+
+def spec_cycle(specs: list[str], imports: list[tuple[Span, str]]) -> Diagnostic:
+    """MCE015: spec ``specs[0]`` uses ``specs[1]`` … which uses ``specs[0]``; ``imports`` are the
+    imports on the way (in their files), each with the names it imports."""
+    path = " -> ".join([*specs, specs[0]])
+    if len(specs) == 1:
+        return error(
+            "MCE015",
+            f"spec `{specs[0]}` uses itself: {path}",
+            imports[0][0],
+            (Label(imports[0][0], f"imports {imports[0][1]} from this spec's own generated module"),),
+            "a spec uses its own pipelines by their names, without an import",
+        )
+    labels = tuple(
+        Label(span, f"`{specs[i]}` uses `{specs[(i + 1) % len(specs)]}` here ({names})")
+        for i, (span, names) in enumerate(imports)
+    )
+    return error(
+        "MCE015",
+        f"specs use each other in a cycle: {path}",
+        imports[0][0],
+        labels,
+        "a spec cannot use a spec that uses it; move what both need into a third spec that both use",
+    )
+
+
+def used_spec_broken(spec: str, span: Span) -> Diagnostic:
+    """MCE029: the spec behind an import has errors (reported in its own file)."""
+    return error(
+        "MCE029",
+        f"`{spec}`, which this spec uses, does not check: its errors are reported in it",
+        span,
+        (),
+        f"fix `{spec}` first (`mcec check {spec}`)",
+    )
+
+
+def not_a_used_pipeline(name: str, spec: str, kind: str | None, span: Span, help: str | None) -> Diagnostic:
+    """MCE002: ``from X_mce import name`` where spec ``spec`` declares no pipeline ``name``."""
+    message = (
+        f"`{name}` is {kind} of `{spec}`, not a pipeline: a spec uses only another spec's pipelines"
+        if kind is not None
+        else f"`{spec}` declares no pipeline `{name}`"
+    )
+    return error("MCE002", message, span, (), help)
+
+
+def used_state_differs(name: str, spec: str, theirs: str, ours: str, span: Span) -> Diagnostic:
+    """MCE028: a used pipeline runs on another state type than this spec's."""
+    return error(
+        "MCE028",
+        f"pipeline `{name}` of `{spec}` runs on state `{theirs}`, but this spec's state is `{ours}`",
+        span,
+        (),
+        "a pipeline with its own state needs a sub-agent adapter (which makes its state from this one's), "
+        "and mcec has none yet; until then, use pipelines of specs with the same state",
+    )

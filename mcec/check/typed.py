@@ -152,6 +152,25 @@ class TLlm:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class TUsed:
+    """A pipeline of another spec this one uses (``from agents.research_mce import research``).
+
+    ``name`` is what this spec binds; ``pipeline`` its name in ``spec``, whose
+    generated module is ``module``; ``sig`` is its checked signature with types
+    spelled in this spec's terms; ``program`` is the other spec, checked (what the
+    interpreter runs).
+    """
+
+    name: str
+    module: str
+    pipeline: str
+    spec: str
+    sig: Sig
+    program: Program
+    span: Span
+
+
 # ---------------------------------------------------------------- expressions
 
 
@@ -425,3 +444,5 @@ class Program:
     pipelines: tuple[TPipeline, ...]
     models: tuple[TModel, ...] = ()
     llms: tuple[TLlm, ...] = ()
+    #: The pipelines of other specs this one uses, in source order.
+    uses: tuple[TUsed, ...] = ()

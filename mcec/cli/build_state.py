@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,9 +117,27 @@ def module_file(module: str, roots: Iterable[str]) -> Path | None:
     return None
 
 
+#: How the fingerprint names the spec behind a generated module it imports: ``MODULE#spec``.
+SPEC_KEY = "#spec"
+
+
+def spec_file(module: str, roots: Iterable[str]) -> Path | None:
+    """The spec behind generated module ``module`` (``a.b.x_mce`` → ``a/b/x.mce``) in ``roots``."""
+    parent, _, leaf = module.rpartition(".")
+    if not leaf.endswith("_mce"):
+        return None
+    for root in roots:
+        candidate = Path(root or ".").joinpath(*parent.split(".") if parent else [], f"{leaf[: -len('_mce')]}.mce")
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def dependency_hashes(modules: Iterable[str]) -> dict[str, str]:
     """``module -> sha256`` of the Python file behind each module the spec imports
-    (and of each parent package's ``__init__.py``); '' when not found."""
+    (and of each parent package's ``__init__.py``); '' when not found. A generated module
+    of another spec also gives ``MODULE#spec``, the hash of that spec (docs/language.md §11):
+    a spec is rebuilt when a spec it uses changes, before its module is even regenerated."""
     roots = [os.getcwd(), *sys.path]
     hashes: dict[str, str] = {}
     for module in sorted(set(modules)):
@@ -129,7 +147,48 @@ def dependency_hashes(modules: Iterable[str]) -> dict[str, str]:
             if name not in hashes:
                 found = module_file(name, roots)
                 hashes[name] = sha256_file(found) if found is not None else ""
+        spec = spec_file(module, roots)
+        if spec is not None:
+            hashes[module + SPEC_KEY] = sha256_file(spec)
     return hashes
+
+
+def order_by_uses(specs: Sequence[Path]) -> tuple[list[Path], dict[Path, list[Path]]]:
+    """``specs`` with each after the specs it uses that are among them (docs/language.md §11),
+    and, for each, the ones it uses. Found by parsing the specs' imports, nothing checked; a
+    cycle keeps the order it was found in (checking reports it, MCE015)."""
+    from mcec.check.pyindex import PythonIndex, package_root
+    from mcec.check.uses import Specs
+
+    by_real = {os.path.realpath(spec): spec for spec in specs}
+    readers: dict[Path, Specs] = {}
+    uses: dict[Path, list[Path]] = {}
+    for spec in specs:
+        root = package_root(spec)
+        reader = readers.get(root)
+        if reader is None:
+            reader = readers[root] = Specs(PythonIndex.for_directory(spec=spec))
+        found = (by_real.get(os.path.realpath(i.spec)) for i in reader.imports_of(str(spec)))
+        uses[spec] = list(dict.fromkeys(f for f in found if f is not None and f != spec))
+    order: list[Path] = []
+    placed: set[Path] = set()
+    for start in specs:  # depth-first, dependencies first, with an explicit stack
+        stack: list[tuple[Path, int]] = [(start, 0)]
+        visiting: set[Path] = set()
+        while stack:
+            spec, position = stack.pop()
+            if spec in placed:
+                continue
+            visiting.add(spec)
+            if position < len(uses[spec]):
+                stack.append((spec, position + 1))
+                used = uses[spec][position]
+                if used not in placed and used not in visiting:
+                    stack.append((used, 0))
+                continue
+            placed.add(spec)
+            order.append(spec)
+    return order, uses
 
 
 class BuildState:
@@ -157,7 +216,9 @@ class BuildState:
         """
         entry = self.entries.get(str(spec))
         dependencies = entry.get("dependencies") if entry is not None else None
-        return sorted(dependencies) if isinstance(dependencies, dict) else None
+        if not isinstance(dependencies, dict):
+            return None
+        return sorted(name for name in dependencies if not name.endswith(SPEC_KEY))
 
     def record(self, spec: Path, fingerprint: Fingerprint) -> None:
         """Remember a successful build."""

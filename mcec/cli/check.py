@@ -18,7 +18,7 @@ from mcec.cli.common import (
     non_negative,
 )
 from mcec.check.pyindex import PythonIndex, package_root
-from mcec.codegen.mypy_check import CACHE_DIR, check_in_memory
+from mcec.codegen.mypy_check import CACHE_DIR, check_in_memory, used_modules
 from mcec.compiler import CompileResult, check_source, compile_source
 from mcec.render import DEFAULT_LIMIT
 
@@ -73,7 +73,8 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
     if clean:
         modules = [(str(path), r.generated.code, r.generated.source_map) for path, r in clean if r.generated is not None]
         roots = sorted({package_root(path) for path, _ in clean})
-        reporter.add(check_in_memory(modules, CACHE_DIR, roots))
+        used = {u.module: u for _, r in clean if r.program is not None for u in used_modules(r.program)}
+        reporter.add(check_in_memory(modules, CACHE_DIR, roots, [used[name] for name in sorted(used)]))
         unknown = 0  # mypy settled them
     reporter.flush(summary={"unknown_relations": unknown, "mypy": not args.fast})
     if io_failed:

@@ -104,12 +104,17 @@ class Reporter:
     verbose: bool = False
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sources: dict[str, SourceFile] = field(default_factory=dict)
+    _seen: set[Diagnostic] = field(default_factory=set, repr=False)
 
     def add(self, diagnostics: Sequence[Diagnostic], source: SourceFile | None = None) -> None:
         """Record diagnostics (and the source they point into)."""
         if source is not None:
             self.sources[source.path] = source
-        self.diagnostics.extend(diagnostics)
+        # A spec's errors come with each spec that uses it (§11): each is reported once.
+        for diagnostic in diagnostics:
+            if diagnostic not in self._seen:
+                self._seen.add(diagnostic)
+                self.diagnostics.append(diagnostic)
 
     @property
     def has_errors(self) -> bool:
@@ -128,11 +133,23 @@ class Reporter:
                 counts = {"errors": errors, "warnings": len(self.diagnostics) - errors, **summary}
                 self.out.write(json.dumps({"summary": counts}) + "\n")
         else:
+            self._read_other_sources()
             self.out.write(
                 render_text(self.diagnostics, self.sources, color=self.color, limit=self.limit, verbose=self.verbose)
             )
             self.out.write(render_summary(self.diagnostics, color=self.color))
         self.out.flush()
+
+
+    def _read_other_sources(self) -> None:
+        """Read the files of diagnostics whose source was not given (another spec's errors,
+        reported through a spec that uses it), so that they show their lines too."""
+        paths = {d.span.path for d in self.diagnostics} | {l.span.path for d in self.diagnostics for l in d.labels}
+        for path in sorted(paths - set(self.sources)):
+            if path.endswith(".mce") and Path(path).is_file():
+                source, problem = load_source(Path(path))
+                if source is not None and problem is None:
+                    self.sources[path] = source
 
 
 def color_wanted(out: TextIO) -> bool:

@@ -15,7 +15,16 @@ import types as pytypes
 from pathlib import Path
 from typing import TextIO
 
-from mcec.cli.build_state import STATE_DIR, BuildState, BuildStateError, Fingerprint, build_lock, dependency_hashes, sha256_file
+from mcec.cli.build_state import (
+    STATE_DIR,
+    BuildState,
+    BuildStateError,
+    Fingerprint,
+    build_lock,
+    dependency_hashes,
+    order_by_uses,
+    sha256_file,
+)
 from mcec.check.pyindex import package_root
 from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, Subparsers, collect_specs, color_wanted, load_source
 from mcec.compiler import CompileResult, compile_source
@@ -239,13 +248,16 @@ def _build_locked(args: argparse.Namespace, folder: Path, reporter: Reporter, ou
     started = time.perf_counter()
     state = BuildState(folder)
     specs = sorted(p for p in folder.rglob("*.mce") if p.is_file() and ".mcec" not in p.parts)
-    stale: list[Path] = []
-    for spec in specs:
+    # a spec is compiled after the specs it uses, and again whenever one of them is (§11)
+    ordered, uses = order_by_uses(specs)
+    changed: set[Path] = set()
+    for spec in ordered:
         key = spec.relative_to(folder)
         modules = state.recorded_modules(key) if not args.force else None
-        if modules is not None and state.is_current(key, _fingerprint(spec, modules)):
-            continue
-        stale.append(spec)
+        current = modules is not None and state.is_current(key, _fingerprint(spec, modules))
+        if not current or any(used in changed for used in uses[spec]):
+            changed.add(spec)
+    stale = [spec for spec in ordered if spec in changed]
     show_progress = len(stale) > 3 and args.format == "text"
     written: list[tuple[Path, GeneratedFile, list[str]]] = []
     failed: set[Path] = set()

@@ -63,7 +63,8 @@ class Emitter:
     def __init__(self, program: t.Program) -> None:
         self.program = program
         self.spec_file = os.path.basename(program.path)
-        self.names = NameAllocator(_spec_names(program))
+        self.spec_names = _spec_names(program)
+        self.names = NameAllocator(self.spec_names)
         self._imports: dict[tuple[str, str], str] = {}
         self._builtins_alias: str | None = None
         self.site_lines: list[cst.SimpleStatementLine] = []
@@ -124,6 +125,11 @@ class Emitter:
                 return c.subscript(self.builtin(type_.head), [self.type_expr(a) for a in type_.args])
             case ClassRef() if type_.is_runtime:
                 return self.runtime(type_.path.rsplit(".", 1)[1])
+            case ClassRef() if type_.spelling == type_.path and type_.path.split(".")[0] not in self.spec_names:
+                # a class of another spec's pipeline that this spec does not import (§11): the
+                # checker spelled it by its path, and the module imports it under a free name
+                module, _, attribute = type_.path.rpartition(".")
+                return self.runtime(attribute, module)
             case ClassRef():
                 return c.dotted(type_.spelling)
             case Lit(value=value):

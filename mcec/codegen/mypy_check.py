@@ -29,6 +29,7 @@ from mcec.diagnostics import Diagnostic, error
 from mcec.span import Span
 
 if TYPE_CHECKING:  # importing mcec.codegen loads libcst (~0.5 s); `mcec check` never needs it
+    from mcec.check.typed import Program
     from mcec.codegen.sourcemap import SourceMap
 
 #: ``path:line:column: severity: message  [code]`` as mypy prints it.
@@ -52,14 +53,87 @@ class GeneratedFile:
     temporary: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class UsedModule:
+    """The generated module of a spec another one uses (docs/language.md §11), as it is now:
+    ``module`` its dotted name, ``path`` where it belongs beside its spec, ``code`` its text."""
+
+    module: str
+    path: Path
+    code: str
+
+
+def used_modules(program: Program) -> list[UsedModule]:
+    """The generated modules of the specs ``program`` uses, directly or through others, generated
+    from the specs as they are now (the files beside them may be missing or stale)."""
+    from mcec.codegen import generate
+
+    found: dict[str, UsedModule] = {}
+    stack = list(program.uses)
+    while stack:
+        used = stack.pop()
+        if used.module in found:
+            continue
+        leaf = used.module.rpartition(".")[2]
+        found[used.module] = UsedModule(used.module, Path(used.spec).parent / f"{leaf}.py", generate(used.program).code)
+        stack.extend(used.program.uses)
+    return [found[name] for name in sorted(found)]
+
+
+def overlay(folder: Path, modules: Sequence[UsedModule]) -> Path | None:
+    """A folder for the front of mypy's search path in which each of ``modules`` is its code of
+    now, and every other module of its packages is the user's own (links to their files): so mypy
+    checks a spec's module against the modules of the specs it uses as they are now, without a
+    file of the user's being written. None when there are no modules."""
+    if not modules:
+        return None
+    top = folder / "overlay"
+    top.mkdir(exist_ok=True)
+    for used in modules:
+        parts = used.module.split(".")
+        root = used.path.parent.resolve()
+        for _ in parts[:-1]:
+            root = root.parent
+        over, real = top, root
+        for part in parts[:-1]:
+            over, real = over / part, real / part
+            _mirror(real, over)
+        target = over / used.path.name
+        if target.is_symlink():
+            target.unlink()
+        target.write_text(used.code, encoding="utf-8")
+    return top
+
+
+def _mirror(real: Path, over: Path) -> None:
+    """Make ``over`` a folder of links to the entries of ``real`` (once; a link to the whole
+    folder, made for another module, is replaced by a folder of links)."""
+    if over.is_symlink():
+        over.unlink()
+    if over.is_dir():
+        return
+    over.mkdir()
+    try:
+        entries = list(real.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name != "__pycache__":
+            (over / entry.name).symlink_to(entry.resolve())
+
+
 def check_in_memory(
-    modules: Sequence[tuple[str, str, SourceMap]], cache_dir: Path | None = None, roots: Sequence[Path] = ()
+    modules: Sequence[tuple[str, str, SourceMap]],
+    cache_dir: Path | None = None,
+    roots: Sequence[Path] = (),
+    used: Sequence[UsedModule] = (),
 ) -> tuple[Diagnostic, ...]:
     """``mypy --strict`` on generated modules that are not on disk: ``(spec path, code, source
     map)`` each. They are written to a temporary folder for mypy to read (each in a folder of
     its own, so two specs of one name do not clash), and removed afterwards; findings point at
     the specs alone. ``roots`` are folders the user's modules are imported from besides the
-    working directory (the specs' package roots). What ``mcec check`` runs by default."""
+    working directory (the specs' package roots); ``used`` are the modules of the specs they use,
+    which mypy reads as they are now (:func:`overlay`). What ``mcec check`` runs by default."""
     import tempfile
 
     from mcec.codegen import module_name_for
@@ -75,7 +149,8 @@ def check_in_memory(
             files.append(GeneratedFile(target, spec, source_map, temporary=True))
         wanted = _cache_dir_for_run(cache_dir) if cache_dir is not None else None
         cache = wanted if wanted is not None and _writable(wanted) else Path(folder) / ".mypy_cache"
-        return run_mypy(files, cache, roots)
+        front = overlay(Path(folder), used)
+        return run_mypy(files, cache, [front, *roots] if front is not None else roots)
 
 
 def _cache_dir_for_run(default: Path) -> Path:

@@ -120,7 +120,9 @@ def _compile(root: Path, specs: list[Path], mypy: bool) -> tuple[list[Path], str
     sources: dict[str, SourceFile] = {}
     written: list[tuple[Path, GeneratedFile]] = []
     failed: set[str] = set()
-    for spec in specs:
+    from mcec.cli.build_state import order_by_uses
+
+    for spec in order_by_uses(specs)[0]:  # a spec after the specs it uses (docs/language.md §11)
         shown = spec.relative_to(root)
         source, problem = load_source(spec)
         if source is not None:
@@ -131,7 +133,8 @@ def _compile(root: Path, specs: list[Path], mypy: bool) -> tuple[list[Path], str
             failed.add(str(shown))
             continue
         result = compile_source(source)
-        diagnostics.extend(result.diagnostics)
+        # a used spec's errors come with each spec that uses it: each is reported once
+        diagnostics.extend(d for d in result.diagnostics if d not in diagnostics)
         if result.generated is None:
             failed.add(str(shown))
             continue

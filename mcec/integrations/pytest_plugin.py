@@ -97,6 +97,23 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> MceFile | 
     return MceFile.from_parent(parent, path=file_path)
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Check each spec after the specs it uses (docs/language.md §11): the spec items keep the
+    places they were collected in, filled in that order; other tests do not move."""
+    places = [index for index, item in enumerate(items) if isinstance(item, MceItem)]
+    if len(places) < 2:
+        return
+    from mcec.cli.build_state import order_by_uses
+
+    specs = [items[index] for index in places]
+    by_path = {item.path: item for item in specs}
+    if len(by_path) != len(specs):
+        return  # a spec collected twice: leave pytest's order alone
+    ordered, _ = order_by_uses([item.path for item in specs])
+    for index, path in zip(places, ordered):
+        items[index] = by_path[path]
+
+
 class MceFile(pytest.File):
     """A spec file: one :class:`MceItem`."""
 
@@ -134,7 +151,7 @@ class MceItem(pytest.Item):
         result = compile_source(source) if mypy else check_source(source)
         diagnostics = list(result.diagnostics)
         if result.ok and mypy and result.generated is not None:
-            diagnostics.extend(self._mypy(result.generated.code, result.generated.source_map, source.path))
+            diagnostics.extend(self._mypy(result.generated.code, result.generated.source_map, source.path, result.program))
         if any(d.is_error for d in diagnostics):
             text = render_text(diagnostics, {source.path: source}, color=False, limit=None)
             raise MceCheckFailed(text + render_summary(diagnostics, color=False))
@@ -155,9 +172,9 @@ class MceItem(pytest.Item):
         except ValueError:
             return str(self.path)
 
-    def _mypy(self, code: str, source_map: Any, spec: str) -> tuple[Any, ...]:
+    def _mypy(self, code: str, source_map: Any, spec: str, program: Any) -> tuple[Any, ...]:
         from mcec.codegen import module_name_for
-        from mcec.codegen.mypy_check import GeneratedFile, run_mypy
+        from mcec.codegen.mypy_check import GeneratedFile, overlay, run_mypy, used_modules
 
         cache = getattr(self.config, "cache", None)  # absent under `-p no:cacheprovider`
         cache_dir = cache.mkdir("mcec-mypy") if cache is not None else None
@@ -165,9 +182,12 @@ class MceItem(pytest.Item):
             target = Path(folder) / f"{module_name_for(self.path.name)}.py"
             target.write_text(code, encoding="utf-8")
             generated = GeneratedFile(target, spec, source_map, temporary=True)
+            # the modules of the specs it uses, as they are now (docs/language.md §11)
+            front = overlay(Path(folder), used_modules(program) if program is not None else [])
+            roots = [front] if front is not None else []
             if cache_dir is not None:
-                return run_mypy([generated], Path(cache_dir))
-            return run_mypy([generated], Path(folder) / ".mypy_cache")
+                return run_mypy([generated], Path(cache_dir), roots)
+            return run_mypy([generated], Path(folder) / ".mypy_cache", roots)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """mcec's own report for a spec that does not check; pytest's otherwise."""

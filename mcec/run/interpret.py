@@ -52,6 +52,9 @@ class Interpreter:
         self.llms = {llm.name: llm for llm in program.llms}
         self._llm_steps: dict[str, Callable[..., Any]] = {}
         self._pipeline_arrows: dict[str, Arrow] = {}
+        #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
+        self.uses = {used.name: used for used in program.uses}
+        self._others: dict[str, Interpreter] = {}
         self.declared: Callable[[Any, Any], Any] | None = None
         if program.merge is not None:
             self.declared = resolve_path(program.merge.path)  # type: ignore[assignment]
@@ -64,7 +67,7 @@ class Interpreter:
         a program with llm steps also runs in an ``llm_scope()``.
         """
         async with tool_scope():
-            if not self.llms:
+            if not _has_llms(self.program):
                 return await self.pipeline_arrow(pipeline)(value).run(state)
             async with llm_scope():  # LANGUAGE.md §10: one client per model, usage counted
                 return await self.pipeline_arrow(pipeline)(value).run(state)
@@ -203,6 +206,13 @@ class Interpreter:
         if ref.kind == "fn":
             fn = self.fns[ref.name]
             return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
+        if ref.kind == "pipeline" and ref.name in self.uses:
+            used = self.uses[ref.name]
+            other = self._others.get(used.spec)
+            if other is None:
+                # the other spec's own implementations: overrides name this spec's declarations
+                other = self._others[used.spec] = Interpreter(used.program)
+            return lambda v: other.pipeline_arrow(used.pipeline)(v)
         if ref.kind == "pipeline":
             return lambda v: self.pipeline_arrow(ref.name)(v)
         if ref.kind == "tool":
@@ -218,6 +228,22 @@ class Interpreter:
             errors = error_classes(self.llms[ref.name].sig.errors)
             return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
         assert_never(ref.kind)
+
+
+def _has_llms(program: t.Program) -> bool:
+    """Does ``program``, or a spec whose pipelines it uses, declare llm steps (its run is then an
+    ``llm_scope()``, as a generated pipeline that reaches one opens it)?"""
+    seen: set[str] = set()
+    stack = [program]
+    while stack:
+        current = stack.pop()
+        if current.llms:
+            return True
+        for used in current.uses:
+            if used.spec not in seen:
+                seen.add(used.spec)
+                stack.append(used.program)
+    return False
 
 
 def _pattern_test(pattern: t.TPattern) -> Callable[[Any], bool]:

@@ -28,7 +28,7 @@ from mcec.codegen import Generated, module_name_for
 from mcec.diagnostics import Diagnostic, error
 from mcec.run.pyobjects import ResolveError, python_type
 from mcec.span import Span
-from mcec.check.typed import Program
+from mcec.check.typed import Program, TUsed
 
 
 class RunError(Exception):
@@ -63,9 +63,40 @@ def load_module(program: Program, generated: Generated) -> pytypes.ModuleType:
     """Execute generated code as a fresh module (registered in ``sys.modules``).
 
     Raises :class:`LoadError` when that fails, which is always the user's code
-    failing: the generated module itself only imports and binds names.
+    failing: the generated module itself only imports and binds names. The
+    modules of the specs it uses (docs/language.md §11) are generated from those
+    specs and executed first, under their own names, so a run uses every spec as
+    it is now, not the files beside them (which may be missing or stale).
     """
-    name = module_name_for(program.path)
+    from mcec.codegen import generate
+
+    for used in _used_first(program):
+        if used.module not in sys.modules or getattr(sys.modules[used.module], "__mcec_spec__", None) != used.spec:
+            _execute(used.program, generate(used.program), used.module).__mcec_spec__ = used.spec  # type: ignore[attr-defined]
+    return _execute(program, generated, module_name_for(program.path))
+
+
+def _used_first(program: Program) -> list[TUsed]:
+    """The pipelines' specs ``program`` uses, directly or through others, each once, a spec
+    after the ones it uses (the checker has ruled cycles out)."""
+    order: list[TUsed] = []
+    seen: set[str] = set()
+    stack: list[tuple[TUsed, bool]] = [(used, False) for used in reversed(program.uses)]
+    while stack:
+        used, expanded = stack.pop()
+        if expanded:
+            order.append(used)
+            continue
+        if used.module in seen:
+            continue
+        seen.add(used.module)
+        stack.append((used, True))
+        stack.extend((inner, False) for inner in reversed(used.program.uses))
+    return order
+
+
+def _execute(program: Program, generated: Generated, name: str) -> pytypes.ModuleType:
+    """Run ``generated`` as the module ``name`` (registered in ``sys.modules``)."""
     module = pytypes.ModuleType(name)
     module.__file__ = f"<mcec {name}>"
     sys.modules[name] = module

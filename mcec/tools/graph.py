@@ -11,7 +11,8 @@ What the picture shows, per pipeline (one box titled with its signature):
 * an ``input`` and an ``output`` node carrying the pipeline's types;
 * one node per step, fn, tool or pipeline use, labelled with its name and its
   type ``A -> B ! E`` (steps are boxes, fns rounded, tools hexagons, pipelines
-  double-bordered);
+  double-bordered; a pipeline of another spec also names it: ``pipeline research of
+  agents/research.mce``);
 * binds as plain edges; ``par`` and ``each`` as a fork node and a join node
   around their branches (``each(limit=k)`` shows its limit);
 * ``local e`` as an inner box ("local: state restored");
@@ -142,7 +143,9 @@ class _Box:
 class _Builder:
     """Draws one pipeline; ids are ``p<index>_<n>`` in drawing order."""
 
-    def __init__(self, index: int, pipeline: t.TPipeline) -> None:
+    def __init__(self, index: int, pipeline: t.TPipeline, uses: dict[str, t.TUsed] | None = None) -> None:
+        #: Pipelines of other specs, by the name this spec binds (drawn naming their spec).
+        self.uses = uses or {}
         self.prefix = f"p{index}"
         self.count = 0
         self.edges: list[Edge] = []
@@ -168,6 +171,10 @@ class _Builder:
     def draw(self, e: t.TExpr) -> _Frag:
         """Draw ``e``; dispatch by node type."""
         match e:
+            case t.TRef() if e.kind == "pipeline" and e.name in self.uses:
+                used = self.uses[e.name]
+                ref = self.node(e.kind, e.name, f"pipeline {used.pipeline} of {used.spec}", str(e.sig))
+                return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
             case t.TRef():
                 ref = self.node(e.kind, e.name, str(e.sig))
                 return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
@@ -328,7 +335,7 @@ def build_graph(program: t.Program, pipeline: str | None = None) -> Graph:
         pipelines = chosen
     graphs = []
     for index, item in enumerate(pipelines):
-        graphs.append(_Builder(index, item).finish(item))
+        graphs.append(_Builder(index, item, {used.name: used for used in program.uses}).finish(item))
     return Graph(tuple(graphs))
 
 

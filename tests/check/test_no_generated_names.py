@@ -129,8 +129,13 @@ def _texts_of_text(path: Path) -> Iterator[tuple[str, str]]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if _RENDERED.match(line):
             if line.lstrip().startswith("--> "):
-                where = line.split("--> ", 1)[1].rsplit(":", 2)[0]
+                # `--> f.mce:1:2`, `--> f.mce` (a whole file), or `--> g.mce:1:2: label` for a
+                # label in another file
+                found = re.match(r"\s*--> (.+?)(?::\d+:\d+(?:: (.*))?)?$", line)
+                assert found is not None, line
+                where = found.group(1)
                 yield f"{path.name}:{number}", "" if where.endswith(".mce") else f"not a spec: {where}"
+                yield f"{path.name}:{number} label", found.group(2) or ""
             else:
                 yield f"{path.name}:{number}", line
 

@@ -1,0 +1,203 @@
+"""Specs that use each other's pipelines (docs/language.md §11), compiled and run as users do:
+real subprocesses in a temporary project made of tests/check/uses_cases (the specialist spec
+``specs/research.mce`` and ``ok_uses.mce``, which uses its pipelines, as ``main.mce``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+CASES = Path(__file__).resolve().parents[1] / "check" / "uses_cases"
+
+
+def mcec(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(project)}
+    return subprocess.run([sys.executable, "-m", "mcec", *args], cwd=project, capture_output=True, text=True, env=env)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "specs").mkdir()
+    for name in ("__init__.py", "models.py", "impl.py", "research.mce"):
+        shutil.copy(CASES / "specs" / name, tmp_path / "specs" / name)
+    shutil.copy(CASES / "ok_uses.mce", tmp_path / "main.mce")
+    return tmp_path
+
+
+#: Runs each (pipeline, input) of main.mce compiled (the generated modules) and interpreted (the
+#: reference interpreter, which runs research.mce's pipelines interpreted too), printing both.
+RUN_BOTH = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from agentmonad import Ok
+    from mcec.compiler import compile_source
+    from mcec.run.interpret import interpret
+    from mcec.span import SourceFile
+    from specs.models import Chat
+    import main_mce
+
+    def shown(outcome):
+        if isinstance(outcome, Ok):
+            return {"ok": repr(outcome.value), "state": repr(outcome.state)}
+        return {"error": type(outcome.error).__name__, "says": str(outcome.error), "state": repr(outcome.state)}
+
+    program = compile_source(SourceFile("main.mce", Path("main.mce").read_text())).program
+    assert program is not None
+    results = []
+    for pipeline, value in json.loads(sys.argv[1]):
+        compiled = asyncio.run(getattr(main_mce, pipeline)(Chat(), value))
+        interpreted = asyncio.run(interpret(program, pipeline, Chat(), value))
+        results.append([pipeline, value, shown(compiled), shown(interpreted)])
+    print(json.dumps(results))
+    """
+)
+
+RUNS = [
+    ("chained", "ab"),
+    ("chained", ""),
+    ("inferred", "abc"),
+    ("both", "abc"),
+    ("many", "a,bb"),
+    ("safe", "abcd"),
+    ("safe", ""),
+    ("either", ""),
+]
+
+
+def test_a_spec_using_another_specs_pipelines_compiles_with_mypy_and_runs_like_the_interpreter(project: Path) -> None:
+    compiled = mcec(project, "compile", "main.mce", "specs/research.mce")
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr  # mypy --strict included
+    module = (project / "main_mce.py").read_text()
+    assert "from specs.research_mce import research, brief as short" in module
+    ran = subprocess.run(
+        [sys.executable, "-c", RUN_BOTH, json.dumps(RUNS)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(project)},
+    )
+    assert ran.returncode == 0, ran.stderr
+    results = {(pipeline, value): (mine, oracle) for pipeline, value, mine, oracle in json.loads(ran.stdout)}
+    for key, (mine, oracle) in results.items():
+        assert mine == oracle, key  # compiled ≡ interpreted: value, error and final state
+    # values and state come from the used spec's step (it counts turns in Chat) ...
+    assert results[("chained", "ab")][0] == {"ok": "'AB: 2 FACTS'", "state": "Chat(turns=1)"}
+    assert results[("inferred", "abc")][0] == {"ok": "3", "state": "Chat(turns=1)"}
+    # ... its errors are the caller's, with the state at failure ...
+    assert results[("chained", "")][0] == {"error": "ResearchError", "says": "nothing to look up", "state": "Chat(turns=0)"}
+    # ... and the caller's combinators handle them
+    assert results[("safe", "abcd")][0] == {"ok": "'abcd: 4 facts'", "state": "Chat(turns=1)"}
+    assert results[("safe", "")][0] == {"ok": "'sorry: nothing to look up'", "state": "Chat(turns=0)"}
+    assert results[("either", "")][0] == {"ok": "'sorry: nothing to look up'", "state": "Chat(turns=0)"}
+
+
+TOP = """\
+# Uses main.mce, which uses specs/research.mce: built after both.
+from specs.models import Chat
+from main_mce import chained
+
+state Chat
+
+pipeline top : str -> str = chained;
+"""
+
+ALONE = """\
+pipeline same : int -> int {}
+"""
+
+
+def _built(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The specs a build compiled, in order (its progress lines: more than three are compiled)."""
+    return [line.split("] ", 1)[1] for line in done.stderr.splitlines() if line.startswith("[")]
+
+
+def test_build_compiles_used_specs_first_and_rebuilds_the_specs_that_use_a_changed_one(project: Path) -> None:
+    (project / "a_top.mce").write_text(TOP)
+    (project / "zz_alone.mce").write_text(ALONE)
+    first = mcec(project, "build", "--no-mypy")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "4 compiled, 0 up to date, 0 failed" in first.stdout
+    # sorted by name they would be a_top, main, specs/research, zz_alone: each comes after what it uses
+    assert _built(first) == ["specs/research.mce", "main.mce", "a_top.mce", "zz_alone.mce"]
+    assert mcec(project, "build", "--no-mypy").stdout.startswith("mcec build: 0 compiled, 4 up to date")
+    research = project / "specs" / "research.mce"
+    research.write_text(research.read_text() + "\n# changed\n")
+    again = mcec(project, "build", "--no-mypy")
+    assert again.returncode == 0, again.stdout + again.stderr
+    # research changed; main uses it, and a_top uses main: all three again, zz_alone is up to date
+    assert "3 compiled, 1 up to date, 0 failed" in again.stdout
+    main = project / "main.mce"
+    main.write_text(main.read_text() + "\n# changed\n")
+    last = mcec(project, "build", "--no-mypy")
+    assert "2 compiled, 2 up to date, 0 failed" in last.stdout
+
+
+def test_build_of_a_spec_using_a_broken_one_reports_the_error_once_and_fails_both(project: Path) -> None:
+    research = project / "specs" / "research.mce"
+    research.write_text(research.read_text().replace("= research >>= summary;", "= summary;"))
+    done = mcec(project, "build", "--no-mypy")
+    assert done.returncode == 1
+    assert "0 compiled, 0 up to date, 2 failed" in done.stdout
+    assert done.stdout.count("error[MCE012]") == 1  # research.mce's own error, once, in research.mce
+    assert "--> specs/research.mce:" in done.stdout
+    assert "error[MCE029]: `specs/research.mce`, which this spec uses, does not check" in done.stdout
+    assert not (project / "main_mce.py").exists()
+
+
+def test_the_pytest_plugin_checks_a_spec_after_the_specs_it_uses(project: Path) -> None:
+    """With mypy: no generated module is on disk, and mypy reads those of the used specs as
+    they would be generated now (mcec.codegen.mypy_check.overlay)."""
+    (project / "a_top.mce").write_text(TOP)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "a_top.mce", "main.mce", "specs/research.mce"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(project)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = [line.split("::")[0] for line in done.stdout.splitlines() if "::mce PASSED" in line]
+    assert ran == ["specs/research.mce", "main.mce", "a_top.mce"], done.stdout
+
+
+def test_graph_draws_a_used_pipeline_as_a_call_naming_its_spec(project: Path) -> None:
+    drawn = mcec(project, "graph", "main.mce", "--pipeline", "chained")
+    assert drawn.returncode == 0, drawn.stdout + drawn.stderr
+    # the alias bound here, the pipeline's name in its spec and the spec, then its type
+    assert '[["short<br/>pipeline brief of specs/research.mce<br/>str -#62; str ! ResearchError"]]' in drawn.stdout
+
+
+def test_check_runs_mypy_against_the_used_specs_as_they_are_not_their_modules_on_disk(project: Path) -> None:
+    # no generated module anywhere: mypy still sees what `from specs.research_mce import …` will be
+    done = mcec(project, "check", "main.mce")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MCE100" not in done.stdout
+    # a stale module beside the used spec (nothing like what the spec declares) is not what mypy reads
+    stale = "async def research(state: int, value: int) -> int: ...\nasync def brief(state: int, value: int) -> int: ...\n"
+    (project / "specs" / "research_mce.py").write_text(stale)
+    again = mcec(project, "check", "main.mce")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (project / "specs" / "research_mce.py").read_text() == stale  # nothing of the user's is written
+    # while mypy on the module as it is on disk (what `python` would import) does see the stale one
+    written = mcec(project, "compile", "main.mce")
+    assert written.returncode == 1 and "MCE100" in written.stdout, written.stdout
+
+
+def test_run_uses_the_used_specs_as_they_are_now(project: Path) -> None:
+    # nothing generated on disk: `mcec run` generates the used spec's module in memory too
+    done = mcec(project, "run", "main.mce", "chained", "--input", '"ab"')
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout) == {"ok": True, "value": "AB: 2 FACTS", "state": {"turns": 1}}
+    # a stale module beside the used spec is not what runs
+    (project / "specs" / "research_mce.py").write_text("raise RuntimeError('stale')\n")
+    again = mcec(project, "run", "main.mce", "safe", "--input", '""')
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["value"] == "sorry: nothing to look up"
