@@ -28,18 +28,9 @@ _SECTION = re.compile(r"^(?P<name>News|Weather|Markets): (?P<body>.*)$", re.M)
 _MISSING = re.compile(r"^These sources were unavailable: (?P<names>.*)\.$", re.M)
 
 
-def _prompt(request: LLMRequest) -> str:
-    """The rendered template: the first user message (later ones are repair requests)."""
-    for message in request.messages:
-        content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, str):
-            return content
-    return ""
-
-
 def summarize(request: LLMRequest) -> Reply:
     """The summary of the briefing in ``request``'s prompt (see the module docstring)."""
-    prompt = _prompt(request)
+    prompt = request.rendered
     sections = {m["name"]: m["body"].strip() for m in _SECTION.finditer(prompt)}
     if not sections:
         return text("There is no briefing here to summarize.")

@@ -31,18 +31,9 @@ _OBSERVATION = re.compile(r"^Observation (?P<n>\d+): (?P<text>.*)$", re.M)
 _SUM = re.compile(r"^(?P<a>\d+) plus (?P<b>\d+)$")
 
 
-def _prompt(request: LLMRequest) -> str:
-    """The rendered template: the first user message (later ones are repair requests)."""
-    for message in request.messages:
-        content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, str):
-            return content
-    return ""
-
-
 def plan(request: LLMRequest) -> Reply:
     """The next ReAct move for ``request`` (see the module docstring)."""
-    prompt = _prompt(request)
+    prompt = request.rendered
     asked = _QUESTION.search(prompt)
     if asked is None:
         return text("I see no question to work on.")

@@ -326,6 +326,7 @@ def test_a_function_model_sees_the_request_and_may_be_async() -> None:
     assert run(ask(step, "x", FunctionModel(answer))) == Ok(Color(name="red", shade=3), None)
     assert seen[0].response_format is not None and seen[0].response_format["json_schema"]["name"] == "Color"
     assert seen[1].messages[-1]["role"] == "user" and "name: Field required" in seen[1].prompt
+    assert seen[0].rendered == seen[1].rendered == "x"  # the template as rendered, not the repair request
 
 
 @pytest.mark.parametrize("tp", [str, Answer, CalcArgs, Color, Answer | SearchArgs, SearchArgs | str, Literal["a", "b"], list[int], dict[str, float], int | None, tuple[int, str]], ids=repr)

@@ -77,6 +77,15 @@ class LLMRequest:
         return ""
 
     @property
+    def rendered(self) -> str:
+        """The text of the first ``user`` message: the rendered template (later user messages
+        are repair requests), what a scripted model reads its task from."""
+        for message in self.messages:
+            if message.get("role") == "user" and isinstance(message.get("content"), str):
+                return str(message["content"])
+        return ""
+
+    @property
     def tool_names(self) -> tuple[str, ...]:
         """The names of the functions offered."""
         return tuple(t.name for t in self.tools)
