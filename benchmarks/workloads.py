@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import functools
 import hashlib
 import io
 import os
@@ -254,14 +255,27 @@ def cache_dir() -> Path:
 def cache_path(text: str) -> Path:
     """The cache file for the module compiled from ``text``.
 
-    Keyed by the spec text and mcec's version only: ``codegen_bench`` stores
-    what it has just compiled (1,000 / 10,000 / 100,000 steps) and ``peers``
-    reuses it in the same run; ``python -m benchmarks --fresh`` empties it.
+    Keyed by the spec text and mcec's own source (every ``.py`` file of the
+    package): ``codegen_bench`` stores what it has just compiled (1,000 /
+    10,000 / 100,000 steps) and ``peers`` reuses it in the same run, and a
+    change to the compiler is never measured on code an older one wrote (the
+    version alone does not change between commits); ``python -m benchmarks
+    --fresh`` empties it.
     """
+    key = hashlib.sha256((_compiler_digest() + "\0" + text).encode()).hexdigest()[:20]
+    return cache_dir() / f"mod_{key}.py"
+
+
+@functools.cache
+def _compiler_digest() -> str:
+    """A digest of mcec's source files, for :func:`cache_path`."""
     import mcec
 
-    key = hashlib.sha256((mcec.__version__ + "\0" + text).encode()).hexdigest()[:20]
-    return cache_dir() / f"mod_{key}.py"
+    digest = hashlib.sha256()
+    root = Path(mcec.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def compiled_code(text: str, *, store: str | None = None) -> str:

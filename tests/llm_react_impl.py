@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel
 
-from agentmonad import Ok, Outcome
+from agentmonad import Err, Ok, Outcome
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,18 @@ def spend(state: Chat, value: Turn) -> Outcome[Chat, None, Turn]:
     record_usage("own", 15, 5)
     notes = (*state.notes, "spent 20")
     return Ok(Turn(question=state.question, notes=list(notes)), replace(state, notes=notes))
+
+
+class Refusal(Exception):
+    """What :func:`spend_and_fail` fails with."""
+
+
+def spend_and_fail(state: Chat, value: Turn) -> Outcome[Chat, Refusal, Turn]:
+    """:func:`spend`, then a failure that keeps the state it noted."""
+    from agentmonad.llm import record_usage
+
+    record_usage("own", 15, 5)
+    return Err(Refusal("no"), replace(state, notes=(*state.notes, "failed after 20")), None)
 
 
 async def wait(state: Chat, value: Turn) -> Outcome[Chat, None, Turn]:

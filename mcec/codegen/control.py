@@ -1,7 +1,9 @@
 """Code for v2 control flow: ``match``, ``if``, ``loop``, ``retry``, ``timeout`` (LANGUAGE.md §7).
 
-Each construct is one helper function, like the v1 groups, and its body is
-straight-line Python inside it: a ``match`` is an ``if``/``elif``/``else``
+Each construct is one helper function, like the v1 groups, or is written inline
+in the function it stands in (at the end of a function; a ``match`` also in the
+middle of a chain, except directly in a ``budget``'s body: see ``CONTROL_NODES``),
+and its body is straight-line Python: a ``match`` is an ``if``/``elif``/``else``
 chain with each arm's steps inline, an ``if`` the condition's steps then an
 ``if``/``else``, a ``loop`` a ``for`` loop with the body's steps inline, a
 ``retry`` a ``for`` loop around one attempt, a ``timeout`` an ``async with
@@ -37,7 +39,8 @@ RUNTIME = "agentmonad"
 
 #: The v2 constructs. At the end of a function (a pipeline whose whole body is a
 #: ``loop``, the last part of a chain) their statements are written inline there
-#: instead of in a helper of their own: one call and one check fewer per run.
+#: instead of in a helper of their own: one call and one check fewer per run. A
+#: ``match`` is written inline in the middle of a chain too (``match_inline``).
 Control = t.TMatch | t.TIf | t.TLoop | t.TRetry | t.TTimeout
 CONTROL_NODES = (t.TMatch, t.TIf, t.TLoop, t.TRetry, t.TTimeout)
 
@@ -68,7 +71,29 @@ class ControlEmitter:
     # ------------------------------------------------------------ match and if
 
     def match_body(self, expr: t.TMatch, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
-        """``if test1: arm1 … elif …: else: last arm``; each arm's steps inline, each ending in a return.
+        """``if test1: arm1 … elif …: else: last arm``; each arm's steps inline, each ending in a return."""
+        return self._dispatch(expr, state, value, scope, owner, None)
+
+    def match_inline(
+        self, body: list[cst.BaseStatement], expr: t.TMatch, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> str:
+        """A ``match`` in the middle of a chain, written where it stands: ``w: B`` (the match's
+        output type), then the ``if``/``elif``/``else`` chain, each arm's steps inline ending in
+        ``w = `` its output (a failure returns from the function, as any inline step's does);
+        returns ``w``. A helper would cost a call and an Outcome per dispatch, and a ``match``
+        inside a ``loop`` dispatches once per turn."""
+        result = scope.fresh("w")
+        output_type = cst.Annotation(self.e.type_expr(expr.sig.output))
+        declared = c.line(cst.AnnAssign(target=c.name(result), annotation=output_type))
+        self.e.record(declared, expr.span)
+        body.append(declared)
+        body.extend(self._dispatch(expr, state, value, scope, owner, result))
+        return result
+
+    def _dispatch(
+        self, expr: t.TMatch, state: str, value: str, scope: NameAllocator, owner: str, result: str | None
+    ) -> list[cst.BaseStatement]:
+        """The arms as an ``if``/``elif``/``else`` chain (see :meth:`_arm` for ``result``).
 
         The checker proved the arms cover the input, so the last arm needs no test.
         """
@@ -80,13 +105,17 @@ class ControlEmitter:
             if test is None:  # `_` before the last arm: the rest can never run (W002)
                 last = arm
                 break
-            branches.append((test, self._arm(arm, state, value, scope, owner)))
-        otherwise = self._arm(last, state, value, scope, owner)
+            branches.append((test, self._arm(arm, state, value, scope, owner, result)))
+        otherwise = self._arm(last, state, value, scope, owner, result)
         if not branches:
             return otherwise
         return [c.if_chain(branches, otherwise)]
 
-    def _arm(self, arm: t.TArm, state: str, value: str, scope: NameAllocator, owner: str) -> list[cst.BaseStatement]:
+    def _arm(
+        self, arm: t.TArm, state: str, value: str, scope: NameAllocator, owner: str, result: str | None = None
+    ) -> list[cst.BaseStatement]:
+        """An arm's steps, ending in a ``return`` of its result (or, given ``result``, in
+        ``result = `` its output)."""
         body: list[cst.BaseStatement] = []
         if isinstance(arm.pattern, t.PLiteral) and widen_literals(arm.body.sig.input) != arm.body.sig.input:
             # The arm's steps take the literal type itself (a `match` or a group given `Literal[0]`):
@@ -96,7 +125,13 @@ class ControlEmitter:
             literal = Lit(arm.pattern.value)
             body.append(c.annotated(constant, self.e.type_expr(literal), self._literal(arm.pattern.value)))
             value = constant
-        self.e.inline_chain(body, scope, arm.body, state, value, owner, last=True)
+        if result is None:
+            self.e.inline_chain(body, scope, arm.body, state, value, owner, last=True)
+            return body
+        output = self.e.inline_chain(body, scope, arm.body, state, value, owner, last=False)
+        assigned = c.assign(result, c.name(output))
+        self.e.record(assigned, arm.span)
+        body.append(assigned)
         return body
 
     @staticmethod
@@ -264,10 +299,12 @@ class ControlEmitter:
         exc, spending = scope.fresh("exc"), scope.fresh("spending")
         inside: list[cst.BaseStatement] = []
         timed, self.e.timed = self.e.timed, True  # a spent budget cancels like a deadline
+        in_budget_body, self.e.in_budget_body = self.e.in_budget_body, True
         try:
             self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
         finally:
             self.e.timed = timed
+            self.e.in_budget_body = in_budget_body
         through = _ReturnThrough(self.e, spending)
         block = cst.With(
             items=[cst.WithItem(item=c.name(spending))],
