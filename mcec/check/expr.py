@@ -26,6 +26,7 @@ from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
 from mcec.check.typed import (
+    TFn,
     DeclKind,
     MergeKind,
     Sig,
@@ -39,7 +40,7 @@ from mcec.check.typed import (
     TPar,
     TRef,
 )
-from mcec.check.types import ANY, MERGE_CONFLICT, Compat, Generic, Type, flows, render_errors, same, union
+from mcec.check.types import ANY, MERGE_CONFLICT, NONE, Compat, Generic, Type, flows, render_errors, same, union
 
 
 #: The signature of something that failed to resolve: fits everywhere, see the module docstring.
@@ -132,6 +133,8 @@ class ExprChecker:
             case syntax.Each():
                 return self._each(expr, given)
             case syntax.Local():
+                if expr.adapter is not None:
+                    return self._sub_agent(expr, expr.adapter)
                 body = self.infer(expr.body, given)
                 return TLocal(body, Sig(body.sig.input, body.sig.output, body.sig.errors, False), expr.span)
             case syntax.Catch():
@@ -184,7 +187,96 @@ class ExprChecker:
             sig = self.declared.llms[name].sig
         else:
             sig = self.pipeline_sig(name)
+            used = self.declared.uses.get(name)
+            if used is not None and not used.own_state:
+                # outside `local(state=f) …` it would run on this spec's state, which is not its own
+                self.sink.add(
+                    report.used_state_differs(
+                        name, used.spec, _state_text(used.state), _state_text(self.declared.state), expr.span
+                    )
+                )
+                return TRef(name, kind, POISONED, expr.span)
         return TRef(name, kind, sig, expr.span)
+
+    # ------------------------------------------------------------ sub-agents
+
+    def _sub_agent(self, expr: syntax.Local, adapter: syntax.Name) -> TExpr:
+        """``local(state=f) p`` (§11): ``f`` a ``fn`` from this spec's state to the state of
+        ``p``'s spec, ``p`` a pipeline of another spec; MCE030 for any part that does not fit."""
+        fn = self._adapter_fn(adapter)
+        body = expr.body
+        used = self.declared.uses.get(body.name) if isinstance(body, syntax.Ref) else None
+        if used is None or not isinstance(body, syntax.Ref):
+            if isinstance(body, syntax.Ref) and body.name in self.declared.poisoned:
+                pass  # an import already reported; nothing more to say here
+            elif isinstance(body, syntax.Ref) and self.declared.env.lookup(body.name) is None:
+                self.infer(body)  # the unknown name's own MCE001
+            else:
+                self.sink.add(
+                    report.adapter_misfit(
+                        f"the body of `local(state={adapter.text}) …` is {describe(body)}, not a pipeline of another spec",
+                        body.span,
+                        help="only a pipeline of another spec has a state of its own; "
+                        "to run an expression of this spec and keep this state, write `local e`",
+                    )
+                )
+            return TLocal(TRef(adapter.text, "fn", POISONED, body.span), POISONED, expr.span)
+        self.declared.env.lookup(body.name)  # counts as a use of the import
+        sig = self.pipeline_sig(body.name)
+        ref = TRef(body.name, "pipeline", sig, body.span)
+        whole = Sig(sig.input, sig.output, sig.errors, False)
+        if fn is None:
+            return TLocal(ref, whole, expr.span)
+        ours, theirs = self.declared.state, used.state
+        fits = True
+        if not _same_state(fn.sig.input, ours):
+            fits = False
+            self.sink.add(
+                report.adapter_misfit(
+                    f"adapter `{adapter.text}` takes `{fn.sig.input}`, but this spec's state is `{_state_text(ours)}`",
+                    adapter.span,
+                    help=f"an adapter makes the sub-agent's state from this spec's: declare it `fn {adapter.text} : "
+                    f"{_state_text(ours)} -> {_state_text(theirs)}`",
+                )
+            )
+        if not _same_state(fn.sig.output, theirs):
+            fits = False
+            self.sink.add(
+                report.adapter_misfit(
+                    f"adapter `{adapter.text}` makes `{fn.sig.output}`, but pipeline `{body.name}` of "
+                    f"`{used.spec}` runs on state `{_state_text(theirs)}`",
+                    adapter.span,
+                    help=f"declare it `fn {adapter.text} : {_state_text(ours)} -> {_state_text(theirs)}`",
+                )
+            )
+        adapter_ref = TRef(adapter.text, "fn", fn.sig, adapter.span) if fits else None
+        return TLocal(ref, whole, expr.span, adapter_ref)
+
+    def _adapter_fn(self, adapter: syntax.Name) -> TFn | None:
+        """The ``fn`` that ``local(state=NAME)`` names, or None after MCE030 (or the name's own report)."""
+        name = adapter.text
+        binding = self.declared.env.lookup(name)
+        if binding is None:
+            help = self.declared.env.suggestion(name, (Kind.FN,))
+            self.sink.add(
+                report.adapter_misfit(
+                    f"unknown adapter `{name}`: `local(state=…)` names a declared `fn`",
+                    adapter.span,
+                    help=help or "declare a `fn` from this spec's state to the sub-agent's, and name it here",
+                )
+            )
+            return None
+        if binding.kind is not Kind.FN or name not in self.declared.fns:
+            if name not in self.declared.poisoned:
+                self.sink.add(
+                    report.adapter_misfit(
+                        f"adapter `{name}` is {binding.kind.article}, not a `fn`",
+                        adapter.span,
+                        help="an adapter is a pure `fn` from this spec's state to the sub-agent's",
+                    )
+                )
+            return None
+        return self.declared.fns[name]
 
     # ------------------------------------------------------------ chains
 
@@ -381,3 +473,14 @@ class ExprChecker:
             )
         sig = Sig(body.sig.input, body.sig.output, fallback.sig.errors, body.sig.stateful or fallback.sig.stateful)
         return TOrElse(body, fallback, sig, expr.span)
+
+
+def _state_text(state: Type | None) -> str:
+    """A state type as messages name it (a spec without ``state`` runs on ``None``)."""
+    return "None" if state is None else str(state)
+
+
+def _same_state(declared: Type, state: Type | None) -> bool:
+    """Is the type an adapter declares the state type ``state`` (``None`` for a spec without one)?
+    Only a definite "no" is an error: an unknown relation is left to mypy, as everywhere."""
+    return same(declared, NONE if state is None else state) is not Compat.NO

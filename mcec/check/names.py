@@ -330,21 +330,15 @@ class DeclarationChecker:
 
     def _sign_used(self, decl: syntax.FromImport) -> None:
         """Pass 3 for an import of other specs' pipelines: each typed in this spec's terms, and
-        held to this spec's state (MCE028: a different state needs a sub-agent adapter)."""
+        with its state (a use of one on another state needs a sub-agent adapter, MCE028)."""
         spellings = {b.target: b.name for b in self.env.bindings.values() if b.kind is Kind.FROM_IMPORT}
         for item, pipeline, used, module in self._pending:
             if not any(item is name for name in decl.names):
                 continue
             assert used.program is not None
+            # a pipeline on another state is bound too: the expression checker holds
+            # each use of it to an adapter (MCE028 at a use without one)
             ours, theirs = self.declared.state, used.program.state
-            if ours != theirs:
-                self.sink.add(
-                    report.used_state_differs(
-                        item.name.text, used.path, _state_text(theirs), _state_text(ours), item.name.span
-                    )
-                )
-                self.declared.poisoned.add(item.bound.text)
-                continue
             sig = pipeline.sig
             typed = Sig(
                 respell(sig.input, spellings),
@@ -353,7 +347,15 @@ class DeclarationChecker:
                 sig.stateful,
             )
             self.declared.uses[item.bound.text] = TUsed(
-                item.bound.text, module, pipeline.name, used.path, typed, used.program, item.span
+                item.bound.text,
+                module,
+                pipeline.name,
+                used.path,
+                typed,
+                used.program,
+                item.span,
+                None if theirs is None else respell(theirs, spellings),
+                ours == theirs,
             )
 
     def _module_found(self, qual: syntax.QualName) -> bool:
@@ -583,11 +585,6 @@ def _kind_in(program: Program, name: str) -> str | None:
         if name in names:
             return kind
     return None
-
-
-def _state_text(state: Type | None) -> str:
-    """A state type as messages name it (a spec without ``state`` runs on ``None``)."""
-    return "None" if state is None else str(state)
 
 
 def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnostic]:

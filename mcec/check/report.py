@@ -624,12 +624,17 @@ def not_a_used_pipeline(name: str, spec: str, kind: str | None, span: Span, help
 
 
 def used_state_differs(name: str, spec: str, theirs: str, ours: str, span: Span) -> Diagnostic:
-    """MCE028: a used pipeline runs on another state type than this spec's."""
+    """MCE028: a use, outside an adapter, of a pipeline that runs on another state type than this spec's."""
     return error(
         "MCE028",
         f"pipeline `{name}` of `{spec}` runs on state `{theirs}`, but this spec's state is `{ours}`",
         span,
         (),
-        "a pipeline with its own state needs a sub-agent adapter (which makes its state from this one's), "
-        "and mcec has none yet; until then, use pipelines of specs with the same state",
+        f"run it as a sub-agent: declare a `fn f : {ours} -> {theirs}` that makes its state from this one's, "
+        f"and write `local(state=f) {name}` (LANGUAGE.md §11)",
     )
+
+
+def adapter_misfit(message: str, span: Span, labels: tuple[Label, ...] = (), help: str | None = None) -> Diagnostic:
+    """MCE030: a sub-agent adapter ``local(state=f) p`` that does not fit (§11)."""
+    return error("MCE030", message, span, labels, help)

@@ -159,7 +159,9 @@ class TUsed:
     ``name`` is what this spec binds; ``pipeline`` its name in ``spec``, whose
     generated module is ``module``; ``sig`` is its checked signature with types
     spelled in this spec's terms; ``program`` is the other spec, checked (what the
-    interpreter runs).
+    interpreter runs). ``state`` is that spec's state type, in this spec's terms;
+    ``own_state`` says whether it is this spec's (if not, a use needs a sub-agent
+    adapter, ``local(state=f) p``).
     """
 
     name: str
@@ -169,6 +171,8 @@ class TUsed:
     sig: Sig
     program: Program
     span: Span
+    state: Type | None = None
+    own_state: bool = True
 
 
 # ---------------------------------------------------------------- expressions
@@ -228,11 +232,13 @@ class TEach:
 
 @dataclass(frozen=True, slots=True)
 class TLocal:
-    """``local e``."""
+    """``local e``; with ``adapter`` (a reference to a ``fn`` from this spec's state to the
+    body's), ``local(state=f) p``: ``p`` runs from the state ``f`` makes (§11)."""
 
     body: TExpr
     sig: Sig
     span: Span
+    adapter: TRef | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -703,7 +703,13 @@ class Emitter:
     ) -> list[cst.BaseStatement]:
         body = self.function_of(expr.body, owner)
         result = scope.fresh("result")
-        first: cst.BaseStatement = c.assign(result, c.await_(c.call(body, c.name(state), c.name(value))))
+        made: list[cst.BaseStatement] = []
+        start = state
+        if expr.adapter is not None:
+            # a sub-agent (§11): its state is the adapter fn's value on this one, called as
+            # any fn is (an exception is a Defect at the fn's site, with this state)
+            start = self._fn_call(made, scope, expr.adapter, state, state, False)
+        first: cst.BaseStatement = c.assign(result, c.await_(c.call(body, c.name(start), c.name(value))))
         self.record(first, expr.span)
         if self.timed:
             # interrupted, a `local` gives back its start state like on any failure: it replaces
@@ -714,7 +720,7 @@ class Emitter:
         restored_err = c.return_(
             c.call(self.runtime("Err"), c.attr(r, "error"), c.name(state), c.attr(r, "site"))
         )
-        return [first, c.if_(self.is_ok(result), [restored_ok]), restored_err]
+        return [*made, first, c.if_(self.is_ok(result), [restored_ok]), restored_err]
 
     def _identity_body(
         self, expr: t.TIdentity, state: str, value: str, scope: NameAllocator, owner: str

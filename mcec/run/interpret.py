@@ -129,7 +129,13 @@ class Interpreter:
                 return lambda vs: AgentMonad.each(vs, each_body, limit=limit, merge=each_merge, site=each_site)
             case t.TLocal():
                 inner = self.arrow(expr.body)
-                return lambda v: inner(v).local()
+                if expr.adapter is None:
+                    return lambda v: inner(v).local()
+                # a sub-agent (§11): the fn makes its state from the caller's (a Defect there has
+                # the fn's site and the caller's state), and the `local` gives the caller's back
+                make = self.arrow(expr.adapter)
+                start: AgentMonad[Any, Any, Any] = AgentMonad.get()
+                return lambda v: start.then(make).then(AgentMonad.put).then(lambda _: inner(v)).local()
             case t.TCatch():
                 body, handler = self.arrow(expr.body), self.arrow(expr.handler)
                 caught = error_classes(frozenset(expr.errors))

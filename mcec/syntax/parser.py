@@ -448,7 +448,10 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         )
 
     def local(self, c: list[_Child]) -> s.Local:
-        return s.Local(c[1], self.span(c[0]), self.span(c[0], c[1]))
+        # LOCAL term, or LOCAL ( STATE = name ) term
+        if len(c) == 2:
+            return s.Local(c[1], None, self.span(c[0]), self.span(c[0], c[1]))
+        return s.Local(c[6], c[4], self.span(c[0]), self.span(c[0], c[6]))
 
     # -- v2 control flow
 

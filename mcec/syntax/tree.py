@@ -237,11 +237,13 @@ class Each(KeywordNode):
 
 @dataclass(frozen=True, slots=True)
 class Local(KeywordNode):
-    """``local e``: run ``e`` and give back the input state."""
+    """``local e``: run ``e`` and give back the input state; ``local(state=f) p`` when
+    ``adapter`` is set: run ``p`` from the state ``f`` makes (a sub-agent adapter, §11)."""
 
     KEYWORD: ClassVar[str] = "local"
 
     body: Expr
+    adapter: Name | None
     keyword: Span
     span: Span
 

@@ -390,12 +390,12 @@ class _Formatter:
 
     def prefix(self, e: _Prefixed) -> str:
         """What is written before the body of a combinator that takes one term: ``each(limit=3) ``,
-        ``local ``, ``loop(8) ``, ``retry(3, on=E1 | E2, backoff=0.5) ``, ``timeout(10) ``."""
+        ``local ``, ``local(state=f) ``, ``loop(8) ``, ``retry(3, on=E1 | E2, backoff=0.5) ``, ``timeout(10) ``."""
         match e:
             case s.Each():
                 return "each " if e.limit is None else f"each(limit={e.limit}) "
             case s.Local():
-                return "local "
+                return "local " if e.adapter is None else f"local(state={e.adapter.text}) "
             case s.Loop():
                 return f"loop({e.bound}) "
             case s.Retry():

@@ -52,3 +52,19 @@ def test_uses_case(spec: Path, golden: Callable[[Path, str], None], monkeypatch:
     expected = spec.stem.split("_")[0].upper()
     here = {d.code for d in errors if d.span.path == source.path}  # type: ignore[attr-defined]
     assert here == {expected}, text
+
+
+def test_a_sub_agent_compiles_straight_line(golden) -> None:  # type: ignore[no-untyped-def]
+    """The generated module of ok_adapter.mce (golden ``ok_adapter.py.txt``): each
+    ``local(state=f) p`` is one call of the fn ``f`` (guarded as any fn call), one call of the
+    other spec's pipeline function, and the caller's state put back on both outcomes."""
+    from mcec.compiler import compile_source
+
+    spec = CASES / "ok_adapter.mce"
+    source = SourceFile(spec.relative_to(ROOT).as_posix(), spec.read_text(encoding="utf-8"))
+    result = compile_source(source, index=PythonIndex([CASES]))
+    assert result.generated is not None, result.diagnostics
+    code = result.generated.code
+    golden(CASES / "ok_adapter.py.txt", code)
+    assert "from specs.notes_mce import take_notes" in code
+    assert ".local()" not in code and "AgentMonad" not in code  # no monadic program is built

@@ -20,7 +20,11 @@ def summary(value: Finding) -> str:
 
 
 def note(state: Notes, value: str) -> Outcome[Notes, ResearchError, str]:
-    return Ok(value, replace(state, lines=state.lines + 1))
+    # the value shows the state it ran on; a failure leaves a state of its own (lines + 100),
+    # so a caller can tell whose state an error carries
+    if not value:
+        return Err(ResearchError("nothing to note"), replace(state, lines=state.lines + 100))
+    return Ok(f"{value} #{state.lines + 1}", replace(state, lines=state.lines + 1))
 
 
 def topics(value: str) -> list[str]:
@@ -45,3 +49,18 @@ def lengths(value: list[Finding]) -> int:
 
 def shout(value: str) -> str:
     return value.upper()
+
+
+def notes_for(state: Chat) -> Notes:
+    """The adapter of the Notes sub-agent: its state made from the caller's."""
+    return Notes(lines=state.turns)
+
+
+def chat_again(state: Notes) -> Chat:
+    """An adapter backwards (Notes to Chat), for the mistyped-adapter cases."""
+    return Chat(turns=state.lines)
+
+
+def no_notes(state: Chat) -> Notes:
+    """An adapter that breaks: its exception is a Defect at the adapter's site."""
+    raise ValueError(f"no notes for {state.turns} turns")
