@@ -290,7 +290,8 @@ class ControlEmitter:
         body is timed code, as a timeout's is: the await the budget's cancellation interrupts,
         however deep in helpers, notes the state it started from.
 
-        Every ``return`` of an outcome as it is goes through ``spending.ending(…)``: when a step recorded
+        Every ``return`` of an outcome as it is, or of a failed step's ``stop(…)``, goes through
+        ``spending.ending(…)``: when a step recorded
         the tokens that spend the budget and the body then returned before the cancellation
         could arrive, the budget fails as it closes, and ``spending.state_after(state)`` is the
         state of the outcome returned (``state`` itself, not yet updated by a last step whose
@@ -388,7 +389,7 @@ def _parenthesised(test: cst.BaseExpression) -> cst.BaseExpression:
 
 class _ReturnThrough(cst.CSTTransformer):
     """``return R`` → ``return SPENDING.ending(R)`` in a budget's inline body, for an outcome ``R``
-    returned as it is (see ``budget_body``).
+    returned as it is or a failed step's ``stop(…)`` (see ``budget_body``).
 
     A node rebuilt on the way (the return, the statements around it) keeps the span its
     original was recorded with, so the source map and mypy's findings still point into the spec.
@@ -398,6 +399,17 @@ class _ReturnThrough(cst.CSTTransformer):
         super().__init__()
         self.e = emitter
         self.spending = spending
+        self.stop = emitter.imported_as("stop", COMPILED)  # the body is written: any `stop` in it is imported
+
+    def _is_stop(self, value: cst.BaseExpression) -> bool:
+        """``stop(…)``: a failed step's outcome, with the state that step failed with (a step that
+        spent the budget and then failed: the budget's failure keeps that state)."""
+        return (
+            self.stop is not None
+            and isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == self.stop
+        )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False  # a nested function's returns are its own
@@ -406,13 +418,13 @@ class _ReturnThrough(cst.CSTTransformer):
         return False
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
-        # Only an outcome returned as it is (a step's or a helper's result: a name, an await) can
-        # carry a state that `state` does not hold yet. The outcomes built here (`Ok(v, state)`,
-        # `raised(…, state, …)`, `stop(…)`) are left alone: wrapped, they would lose the return
-        # type mypy infers their error type from.
-        if not isinstance(updated_node.value, (cst.Name, cst.Await)):
+        # Only an outcome returned as it is (a step's or a helper's result: a name, an await) or a
+        # failed step's `stop(…)` can carry a state that `state` does not hold yet. The outcomes
+        # built here from `state` (`Ok(v, state)`, `raised(…, state, …)`) are left alone.
+        value = updated_node.value
+        if value is None or not (isinstance(value, (cst.Name, cst.Await)) or self._is_stop(value)):
             return updated_node
-        return updated_node.with_changes(value=c.call(c.attr(c.name(self.spending), "ending"), updated_node.value))
+        return updated_node.with_changes(value=c.call(c.attr(c.name(self.spending), "ending"), value))
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         result = super().on_leave(original_node, updated_node)

@@ -97,6 +97,10 @@ class Emitter:
             self._imports[key] = self.names.fresh(attribute)
         return c.name(self._imports[key])
 
+    def imported_as(self, attribute: str, module: str = RUNTIME) -> str | None:
+        """The alias a runtime name was imported under so far (None: not used yet)."""
+        return self._imports.get((module, attribute))
+
     def builtin(self, identifier: str) -> cst.BaseExpression:
         """A Python builtin, reached through ``builtins`` when the spec shadows it."""
         if not (self.names.is_taken(identifier) and shadows_builtin(identifier)):
