@@ -166,8 +166,8 @@ pipeline main : str -> Turn ! BudgetExceeded | Refusal = ask >>= budget(10) BODY
 )
 def test_a_budget_spent_by_a_step_that_then_fails_keeps_the_state_it_failed_with(tmp_path: Path, body: str) -> None:
     """The last step spends the budget and returns its own ``Err`` (with a state of its own)
-    before the cancellation arrives: the ``BudgetExceeded`` keeps that ``Err``'s state. A
-    ``match`` in mid-chain of a budget's body stays a helper for this (emitter: ``in_budget_body``)."""
+    before the cancellation arrives: the ``BudgetExceeded`` keeps that ``Err``'s state, whether
+    the step is in the budget's body or in an arm of a ``match`` written inline there."""
     program, module = build(tmp_path, FAILING_SPEC.replace("BODY", body), "failing")
     compiled, interpreted = both(program, module, "main", "q")
     assert interpreted == compiled

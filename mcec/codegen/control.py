@@ -300,12 +300,10 @@ class ControlEmitter:
         exc, spending = scope.fresh("exc"), scope.fresh("spending")
         inside: list[cst.BaseStatement] = []
         timed, self.e.timed = self.e.timed, True  # a spent budget cancels like a deadline
-        in_budget_body, self.e.in_budget_body = self.e.in_budget_body, True
         try:
             self.e.inline_chain(inside, scope, expr.body, state, value, owner, last=True)
         finally:
             self.e.timed = timed
-            self.e.in_budget_body = in_budget_body
         through = _ReturnThrough(self.e, spending)
         block = cst.With(
             items=[cst.WithItem(item=c.name(spending))],

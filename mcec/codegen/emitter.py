@@ -80,9 +80,6 @@ class Emitter:
         self.timed_pipelines = _timed_pipelines(program)
         #: whether the code being written runs inside a ``timeout`` (see the module docstring)
         self.timed = False
-        #: whether the code being written is a ``budget``'s inline body, whose failures built in
-        #: place (``return stop(…)``) do not go through ``spending.ending`` (see ``budget_body``)
-        self.in_budget_body = False
         self.control = ControlEmitter(self)
         self.state_type: cst.BaseExpression = (
             self.type_expr(program.state) if program.state is not None else c.name("None")
@@ -324,14 +321,10 @@ class Emitter:
         # a point: past NAME_PREFIX characters they are named after the pipeline,
         # so 10,000-deep nesting does not make 10,000-part names (quadratic output).
         nested = helper if len(helper) <= NAME_PREFIX else owner
-        in_budget_body, self.in_budget_body = self.in_budget_body, False  # a helper returns its own outcomes
-        try:
-            if isinstance(expr, (t.TRef, t.TBind)):
-                self.chain_function(helper, expr.sig, _flatten(expr), expr.span, None, nested)
-            else:
-                self.group_function(helper, expr, nested)
-        finally:
-            self.in_budget_body = in_budget_body
+        if isinstance(expr, (t.TRef, t.TBind)):
+            self.chain_function(helper, expr.sig, _flatten(expr), expr.span, None, nested)
+        else:
+            self.group_function(helper, expr, nested)
         return c.name(helper)
 
     def chain_function(
@@ -421,10 +414,9 @@ class Emitter:
         if last and isinstance(part, CONTROL_NODES):
             body.extend(self.control.body(part, state, value, scope, owner))
             return value
-        if isinstance(part, t.TMatch) and not self.in_budget_body:
-            # mid-chain too: a dispatch costs no call (see match_inline). Not directly in a budget's
-            # body: an arm's failed step would return its Err without `spending.ending`, so a budget
-            # spent by that step would fail with the state before it; the helper's Err goes through.
+        if isinstance(part, t.TMatch):
+            # mid-chain too: a dispatch costs no call (see match_inline); in a budget's body, an arm's
+            # failures return through `spending.ending` as the body's own do (budget_body)
             return self.control.match_inline(body, part, state, value, scope, owner)
         # a pipeline, a chunk or a group: a call that already reports its own failures
         callee = self.function_of(part, owner)
