@@ -50,6 +50,8 @@ CODES: dict[str, str] = {
     "MCE028": "a pipeline of another spec whose state type differs, used without a sub-agent adapter",
     "MCE029": "a spec this one uses does not check",
     "MCE030": "a sub-agent adapter local(state=f) p that does not fit: f not a fn from this state to p's, or p not another spec's pipeline",
+    "MCE031": "a toolbox entry that cannot be one, a spawn of no toolbox, or a plan naming something outside its toolbox",
+    "MCE032": "a plan that is too big: too long, too many names, or nested too deep",
     "MCE100": "mypy reported a problem in the generated code",
     "W001": "declaration never used",
     "W002": "a match arm that can never be reached",

@@ -72,7 +72,8 @@ def _add_scratch_nodes(package: Path) -> None:
     tree = package / "syntax" / "tree.py"
     text = tree.read_text(encoding="utf-8")
     text = text.replace("\n# ---------------------------------------------------------------- type syntax\n", SCRATCH_SYNTAX + "\n\n# ---------------------------------------------------------------- type syntax\n", 1)
-    text = text.replace("Expr: TypeAlias = Ref |", "Expr: TypeAlias = ScratchExpr | Ref |", 1)
+    # on one line (`Expr: TypeAlias = Ref | …`) or over several (`Expr: TypeAlias = (\n    Ref | …`)
+    text = re.sub(r"\nExpr: TypeAlias = (\(\s*)?Ref \|", r"\nExpr: TypeAlias = \1ScratchExpr | Ref |", text, count=1)
     assert "ScratchExpr | Ref" in text, "the Expr union is no longer written as this test expects"
     text = text.replace("TypeExpr: TypeAlias = Name |", "TypeExpr: TypeAlias = ScratchType | Name |", 1)
     text = text.replace("Decl: TypeAlias = (\n    FromImport", "Decl: TypeAlias = (\n    ScratchDecl\n    | FromImport", 1)
@@ -81,7 +82,7 @@ def _add_scratch_nodes(package: Path) -> None:
     text = typed.read_text(encoding="utf-8")
     text = text.replace("\n\n# ---------------------------------------------------------------- imports\n", SCRATCH_TYPED + "\n\n# ---------------------------------------------------------------- imports\n", 1)
     # on one line (`TExpr: TypeAlias = TRef | …`) or over several (`TExpr: TypeAlias = (\n    TRef | …`)
-    text, count = re.subn(r"TExpr: TypeAlias = (\(\s*)?TRef \|", r"TExpr: TypeAlias = \1TScratch | TRef |", text, count=1)
+    text, count = re.subn(r"TExpr: TypeAlias = (\(\s*)?TRef\s*\|", r"TExpr: TypeAlias = \1TScratch | TRef |", text, count=1)
     assert count == 1, "the TExpr union of mcec/check/typed.py is no longer where this test looks for it"
     typed.write_text(text, encoding="utf-8")
 

@@ -19,16 +19,16 @@ import hashlib
 from dataclasses import dataclass
 
 from mcec import syntax
-from mcec.check.names import DeclarationChecker, unused_warnings
+from mcec.check.names import DeclarationChecker, Declared, unused_warnings
 from mcec.check.pipelines import PipelineChecker
 from mcec.check.pyindex import PythonIndex
 from mcec.check.types import counting_unknowns
 from mcec.check.uses import Specs
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import SourceFile
-from mcec.check.typed import Program
+from mcec.check.typed import Program, TPipeline, TToolbox
 
-__all__ = ["CheckResult", "check"]
+__all__ = ["CheckResult", "build_program", "check"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +59,25 @@ def check(
     with counting_unknowns() as unknowns:
         declarations = DeclarationChecker(module, sink, index, specs)
         declared = declarations.run()
-        pipelines = PipelineChecker(declared, declarations, sink).run()
+        checker = PipelineChecker(declared, declarations, sink)
+        pipelines = checker.run()
     sink.extend(unused_warnings(module, declared))
     diagnostics = sink.sorted()
     if any(d.is_error for d in diagnostics):
         return CheckResult(None, diagnostics, unknowns.count)
-    program = Program(
+    program = build_program(module, source, declared, pipelines, checker.toolboxes)
+    return CheckResult(program, diagnostics, unknowns.count)
+
+
+def build_program(
+    module: syntax.Module,
+    source: SourceFile,
+    declared: Declared,
+    pipelines: list[TPipeline],
+    toolboxes: list[TToolbox],
+) -> Program:
+    """The :class:`~mcec.check.typed.Program` of a module that checked without errors."""
+    return Program(
         path=module.path,
         source_sha256=hashlib.sha256(source.text.encode("utf-8")).hexdigest(),
         imports=tuple(declared.imports),
@@ -78,5 +91,6 @@ def check(
         models=tuple(declared.models.values()),
         llms=tuple(declared.llms.values()),
         uses=tuple(declared.uses.values()),
+        toolboxes=tuple(toolboxes),
+        source=source.text,
     )
-    return CheckResult(program, diagnostics, unknowns.count)

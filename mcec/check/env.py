@@ -54,6 +54,7 @@ class Kind(enum.Enum):
     SERVER = "server"
     MODEL = "model"
     LLM = "llm step"
+    TOOLBOX = "toolbox"
     BUILTIN_ERROR = "built-in error type"
 
     @property

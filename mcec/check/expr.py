@@ -21,7 +21,7 @@ from mcec import syntax
 from mcec.check import report
 from mcec.check.control import ControlChecker
 from mcec.check.env import CALLABLE_KINDS, Kind
-from mcec.check.names import Declared, DeclarationChecker
+from mcec.check.names import Declared, DeclarationChecker, DeclaredToolbox
 from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
@@ -39,8 +39,23 @@ from mcec.check.typed import (
     TOrElse,
     TPar,
     TRef,
+    TSpawn,
 )
-from mcec.check.types import ANY, MERGE_CONFLICT, NONE, Compat, Generic, Type, flows, render_errors, same, union
+from mcec.check.types import (
+    ANY,
+    MERGE_CONFLICT,
+    NONE,
+    PLAN_REJECTED,
+    PLAN_REQUEST,
+    STR,
+    Compat,
+    Generic,
+    Type,
+    flows,
+    render_errors,
+    same,
+    union,
+)
 
 
 #: The signature of something that failed to resolve: fits everywhere, see the module docstring.
@@ -84,6 +99,8 @@ def describe(expr: syntax.Expr) -> str:
             return "the `timeout`"
         case syntax.Budget():
             return "the `budget`"
+        case syntax.Spawn():
+            return "the `spawn`"
         case _:
             assert_never(expr)
 
@@ -153,6 +170,8 @@ class ExprChecker:
                 return self.control.timeout(expr, given)
             case syntax.Budget():
                 return self.control.budget(expr, given)
+            case syntax.Spawn():
+                return self._spawn(expr)
             case _:
                 assert_never(expr)
 
@@ -197,6 +216,81 @@ class ExprChecker:
                 )
                 return TRef(name, kind, POISONED, expr.span)
         return TRef(name, kind, sig, expr.span)
+
+    # ------------------------------------------------------------ plans
+
+    def _spawn(self, expr: syntax.Spawn) -> TExpr:
+        """``spawn(t) p`` (§12): the toolbox's plan type, plus ``PlanRejected`` and the planner's errors;
+        the planner must take a ``PlanRequest`` and give ``str`` (MCE010), ``t`` must be a toolbox (MCE031)."""
+        planner = self.infer(expr.body, PLAN_REQUEST)
+        planner_name = describe(expr.body)
+        if flows(PLAN_REQUEST, planner.sig.input) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    Situation.PLANNER_INPUT,
+                    actual=PLAN_REQUEST,
+                    expected=planner.sig.input,
+                    producer=("", expr.keyword),
+                    consumer=(planner_name, expr.body.span),
+                    primary=expr.body.span,
+                )
+            )
+        if flows(planner.sig.output, STR) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    Situation.PLANNER_OUTPUT,
+                    actual=planner.sig.output,
+                    expected=STR,
+                    producer=("", expr.keyword),
+                    consumer=(planner_name, expr.body.span),
+                    primary=expr.body.span,
+                )
+            )
+        toolbox = self._toolbox_of(expr.toolbox)
+        if toolbox is None:
+            return TSpawn(expr.toolbox.text, planner, POISONED, expr.span)
+        errors = toolbox.errors | planner.sig.errors | {PLAN_REJECTED}
+        stateful = planner.sig.stateful or self.toolbox_stateful(toolbox)
+        return TSpawn(expr.toolbox.text, planner, Sig(toolbox.input, toolbox.output, errors, stateful), expr.span)
+
+    def _toolbox_of(self, name: syntax.Name) -> DeclaredToolbox | None:
+        """The toolbox ``spawn(NAME)`` names, or None after MCE031 (or the name's own report)."""
+        binding = self.declared.env.lookup(name.text)
+        toolbox = self.declared.toolboxes.get(name.text)
+        if binding is not None and binding.kind is Kind.TOOLBOX and toolbox is not None:
+            return toolbox
+        if binding is None:
+            help = self.declared.env.suggestion(name.text, (Kind.TOOLBOX,))
+            message = f"unknown toolbox `{name.text}`: `spawn(…)` names a declared `toolbox`"
+        else:
+            help = None
+            message = f"`{name.text}` is {binding.kind.article}, not a toolbox: `spawn(…)` names a declared `toolbox`"
+        self.sink.add(
+            report.outside_toolbox(
+                message,
+                name.span,
+                help=help or "declare `toolbox t : A -> B ! E = n1, n2, …` and write `spawn(t) planner`",
+            )
+        )
+        return None
+
+    def toolbox_stateful(self, toolbox: DeclaredToolbox) -> bool:
+        """May a plan over ``toolbox`` change state? Iff an entry may: a step, or an llm step,
+        a pipeline of this file (its body may be checked later), or a used pipeline that does."""
+        for entry in toolbox.decl.entries:
+            binding = self.declared.env.bindings.get(entry.text)
+            if binding is None:
+                continue
+            if binding.kind is Kind.STEP:
+                return True
+            if binding.kind is Kind.LLM and entry.text in self.declared.llms:
+                if self.declared.llms[entry.text].sig.stateful:
+                    return True
+            if binding.kind is Kind.PIPELINE:
+                used = self.declared.uses.get(entry.text)
+                if used is None or used.sig.stateful:
+                    return True
+        return False
 
     # ------------------------------------------------------------ sub-agents
 

@@ -67,6 +67,16 @@ class DeclaredPipeline:
     errors: ErrorSet | None
 
 
+@dataclass(frozen=True, slots=True)
+class DeclaredToolbox:
+    """A toolbox's declared plan type (§12); its entries are checked with the pipelines."""
+
+    decl: syntax.ToolboxDecl
+    input: Type
+    output: Type
+    errors: ErrorSet
+
+
 @dataclass(slots=True)
 class Declared:
     """Everything the declarations of a file establish, for the expression checker."""
@@ -86,6 +96,7 @@ class Declared:
     models: dict[str, TModel] = field(default_factory=dict)
     llms: dict[str, TLlm] = field(default_factory=dict)
     pipelines: dict[str, DeclaredPipeline] = field(default_factory=dict)
+    toolboxes: dict[str, DeclaredToolbox] = field(default_factory=dict)
     #: Names declared more than once (their MCE003 says enough: no W001 for them).
     duplicated: set[str] = field(default_factory=set)
     #: The pipelines of other specs this one uses, by the name bound here (§11).
@@ -183,6 +194,8 @@ class DeclarationChecker:
                 self._add(Binding(decl.name.text, Kind.MODEL, decl.name))
             case syntax.LlmDecl():
                 self._add(Binding(decl.name.text, Kind.LLM, decl.name))
+            case syntax.ToolboxDecl():
+                self._add(Binding(decl.name.text, Kind.TOOLBOX, decl.name))
             case syntax.StateDecl() | syntax.ErrorDecl():
                 pass
             case _:
@@ -206,6 +219,7 @@ class DeclarationChecker:
                 | syntax.FnDecl()
                 | syntax.ToolDecl()
                 | syntax.LlmDecl()
+                | syntax.ToolboxDecl()
                 | syntax.PipelineDecl()
             ):
                 pass
@@ -225,6 +239,8 @@ class DeclarationChecker:
                 self._llm(decl)
             case syntax.PipelineDecl():
                 self._pipeline(decl)
+            case syntax.ToolboxDecl():
+                self._toolbox(decl)
             case syntax.FromImport():
                 self._sign_used(decl)
             case (
@@ -572,6 +588,12 @@ class DeclarationChecker:
         self.declared.pipelines.setdefault(decl.name.text, declared)
 
 
+    def _toolbox(self, decl: syntax.ToolboxDecl) -> None:
+        errors = self._error_list(decl.errors, "toolbox", decl.name)
+        declared = DeclaredToolbox(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
+        self.declared.toolboxes.setdefault(decl.name.text, declared)
+
+
 def _kind_in(program: Program, name: str) -> str | None:
     """What ``name`` is in ``program`` when it is not a pipeline ("a step"), or None."""
     for kind, names in (
@@ -620,6 +642,8 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
                 check("model", decl.name)
             case syntax.LlmDecl():
                 check("llm", decl.name)
+            case syntax.ToolboxDecl():
+                check("toolbox", decl.name)
             case (
                 syntax.FromImport()
                 | syntax.ModuleImport()

@@ -20,11 +20,11 @@ from typing import assert_never
 
 from mcec import syntax
 from mcec.check import report
-from mcec.check.env import Kind
+from mcec.check.env import CALLABLE_KINDS, Kind
 from mcec.check.expr import POISONED, ExprChecker
-from mcec.check.names import DeclarationChecker, Declared, DeclaredPipeline
+from mcec.check.names import DeclarationChecker, Declared, DeclaredPipeline, DeclaredToolbox
 from mcec.check.report import Situation
-from mcec.diagnostics import DiagnosticSink
+from mcec.diagnostics import DiagnosticSink, Label
 from mcec.span import Span
 from mcec.check.typed import (
     Sig,
@@ -44,6 +44,8 @@ from mcec.check.typed import (
     TRetry,
     TTimeout,
     TBudget,
+    TSpawn,
+    TToolbox,
 )
 from mcec.check.types import MERGE_CONFLICT, Compat, Type, error_union, flows, render_errors, sorted_errors
 
@@ -158,6 +160,8 @@ class PipelineChecker:
         self.sink = sink
         self.sigs: dict[str, Sig] = {}
         self.exprs = ExprChecker(declared, declarations, sink, self.sig_of)
+        #: The checked toolboxes (§12), in source order, once :meth:`run` has run.
+        self.toolboxes: list[TToolbox] = []
 
     def sig_of(self, name: str) -> Sig:
         """A pipeline's signature: inferred if already checked, else (in a cycle) as declared."""
@@ -185,7 +189,46 @@ class PipelineChecker:
         for component in order:
             for name in component:
                 result.append(self._pipeline(self.declared.pipelines[name]))
+        # entries are typed last: a plan may use any pipeline, whose signature is known by now
+        self.toolboxes = [self._toolbox(toolbox) for toolbox in self.declared.toolboxes.values()]
         return result
+
+    def _toolbox(self, toolbox: DeclaredToolbox) -> TToolbox:
+        """A toolbox's entries, each typed as a reference (MCE002 unknown, MCE028 another state's
+        pipeline) that must name something a plan can run, once (MCE031)."""
+        decl = toolbox.decl
+        env = self.declared.env
+        seen: dict[str, syntax.Name] = {}
+        entries: list[TRef] = []
+        for entry in decl.entries:
+            first = seen.get(entry.text)
+            if first is not None:
+                self.sink.add(
+                    report.outside_toolbox(
+                        f"`{entry.text}` is listed twice in toolbox `{decl.name.text}`",
+                        entry.span,
+                        (Label(first.span, "first listed here"),),
+                        help="list each entry once",
+                    )
+                )
+                continue
+            seen[entry.text] = entry
+            binding = env.lookup(entry.text)
+            if binding is not None and binding.kind not in CALLABLE_KINDS:
+                self.sink.add(
+                    report.outside_toolbox(
+                        f"`{entry.text}` is {binding.kind.article}, which a plan cannot run: a toolbox lists "
+                        "steps, fns, tools, llm steps and pipelines",
+                        entry.span,
+                        help="list what a plan may call; a plan reaches servers and models only through them",
+                    )
+                )
+                continue
+            ref = self.exprs.infer(syntax.Ref(entry.text, entry.span))
+            if isinstance(ref, TRef) and ref.sig is not POISONED:
+                entries.append(ref)
+        sig = Sig(toolbox.input, toolbox.output, toolbox.errors, self.exprs.toolbox_stateful(toolbox))
+        return TToolbox(decl.name.text, sig, tuple(entries), decl.span)
 
     def _pipeline(self, pipeline: DeclaredPipeline) -> TPipeline:
         decl = pipeline.decl
@@ -327,6 +370,10 @@ def find_origin(expr: TExpr, error_type: Type) -> tuple[report.Origin, str, Span
                 if error_type not in expr.body.sig.errors:
                     return report.Origin.BUDGET, "", expr.span
                 expr = expr.body
+            case TSpawn():
+                if error_type not in expr.planner.sig.errors:
+                    return report.Origin.SPAWN, "", expr.span
+                expr = expr.planner
             case _:
                 assert_never(expr)
 

@@ -110,6 +110,34 @@ class Situation(enum.Enum):
         "expects {e}",
         "both branches of an `if` receive the value the condition received; adapt it with a `fn` first",
     )
+    PLAN_INPUT = _Wording(
+        "MCE012",
+        "a plan over toolbox `{p}` takes {a}, but this plan begins with {c}, which takes {e}",
+        "plans take {a}",
+        "takes {e}",
+        "begin the plan with a toolbox entry that takes {a}",
+    )
+    PLAN_OUTPUT = _Wording(
+        "MCE012",
+        "a plan over toolbox `{c}` must produce {e}, but this plan produces {a}",
+        "produces {a}",
+        "plans produce {e}",
+        "end the plan with a toolbox entry that produces {e}",
+    )
+    PLANNER_INPUT = _Wording(
+        "MCE010",
+        "the planner {c} of a `spawn` is given a PlanRequest, but it takes {e}",
+        "gives the planner a PlanRequest",
+        "takes {e}",
+        "a planner takes the runtime's request: declare it `… : PlanRequest -> str` (from agentmonad import PlanRequest)",
+    )
+    PLANNER_OUTPUT = _Wording(
+        "MCE010",
+        "the planner {c} of a `spawn` must write the plan as str, but it produces {a}",
+        "expects the plan text, str",
+        "produces {a}",
+        "a planner produces the plan's text: declare it `… : PlanRequest -> str`",
+    )
     EMPTY_BODY = _Wording(
         "MCE012",
         "pipeline `{c}` has an empty body, which passes its input through, but {a} does not flow into its output {e}",
@@ -366,6 +394,7 @@ class Origin(enum.Enum):
     LOOP = "this `loop` fails with `{error}` when its last run still goes round"
     TIMEOUT = "this `timeout` fails with `{error}` when its body takes too long"
     BUDGET = "this `budget` fails with `{error}` when its body uses more tokens than it allows"
+    SPAWN = "this `spawn` may fail with `{error}`: a rejected plan, or one of its toolbox's errors"
 
 
 def escaping_error(
@@ -638,3 +667,25 @@ def used_state_differs(name: str, spec: str, theirs: str, ours: str, span: Span)
 def adapter_misfit(message: str, span: Span, labels: tuple[Label, ...] = (), help: str | None = None) -> Diagnostic:
     """MCE030: a sub-agent adapter ``local(state=f) p`` that does not fit (§11)."""
     return error("MCE030", message, span, labels, help)
+
+
+def outside_toolbox(message: str, span: Span, labels: tuple[Label, ...] = (), help: str | None = None) -> Diagnostic:
+    """MCE031: a toolbox entry that cannot be one, a ``spawn`` of no toolbox, or a plan that
+    names something outside its toolbox (§12)."""
+    return error("MCE031", message, span, labels, help)
+
+
+def plan_too_big(message: str, span: Span, help: str) -> Diagnostic:
+    """MCE032: a plan beyond the bounds of §12 (text, names, nesting)."""
+    return error("MCE032", message, span, (), help)
+
+
+def error_outside_toolbox(error_type: Type, toolbox: str, span: Span, labels: tuple[Label, ...]) -> Diagnostic:
+    """MCE013 in a plan: an error the plan may fail with that its toolbox does not declare."""
+    return error(
+        "MCE013",
+        f"this plan may fail with `{error_type}`, which toolbox `{toolbox}` does not declare",
+        span,
+        labels,
+        f"handle it in the plan with `catch {error_type} => …`, or use entries that cannot fail with it",
+    )

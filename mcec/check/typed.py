@@ -375,8 +375,33 @@ class TBudget:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class TSpawn:
+    """``spawn(toolbox) planner`` (§12): ``planner`` takes a ``PlanRequest`` and gives the plan text;
+    the sig is the toolbox's, with ``PlanRejected`` and the planner's errors."""
+
+    toolbox: str
+    planner: TExpr
+    sig: Sig
+    span: Span
+
+
 TExpr: TypeAlias = (
-    TRef | TBind | TPar | TEach | TLocal | TCatch | TOrElse | TIdentity | TMatch | TIf | TLoop | TRetry | TTimeout | TBudget
+    TRef
+    | TBind
+    | TPar
+    | TEach
+    | TLocal
+    | TCatch
+    | TOrElse
+    | TIdentity
+    | TMatch
+    | TIf
+    | TLoop
+    | TRetry
+    | TTimeout
+    | TBudget
+    | TSpawn
 )
 
 
@@ -401,6 +426,8 @@ def children(expr: TExpr) -> tuple[TExpr, ...]:
             return (condition, then, otherwise)
         case TLoop(body=body) | TRetry(body=body) | TTimeout(body=body) | TBudget(body=body):
             return (body,)
+        case TSpawn(planner=planner):
+            return (planner,)
         case _:
             assert_never(expr)
 
@@ -429,6 +456,17 @@ class TPipeline:
 
 
 @dataclass(frozen=True, slots=True)
+class TToolbox:
+    """A ``toolbox`` (§12): ``sig`` is the type every plan over it must have (stateful iff an entry
+    may change state), ``entries`` the names a plan may use, as references."""
+
+    name: str
+    sig: Sig
+    entries: tuple[TRef, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Program:
     """A checked `.mce` file, ready for code generation or interpretation.
 
@@ -452,3 +490,7 @@ class Program:
     llms: tuple[TLlm, ...] = ()
     #: The pipelines of other specs this one uses, in source order.
     uses: tuple[TUsed, ...] = ()
+    #: The toolboxes plans are checked against (§12), in source order.
+    toolboxes: tuple[TToolbox, ...] = ()
+    #: The spec's text (a module with a toolbox holds it: plans are checked against it at run time).
+    source: str = ""

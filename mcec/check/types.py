@@ -40,11 +40,12 @@ BUILTIN_ERRORS: tuple[str, ...] = (
     "LLMFailed",
     "LLMUnavailable",
     "BudgetExceeded",
+    "PlanRejected",
 )
 #: The built-in errors of v2, which a spec may shadow with its own type of the same name
 #: (W003; v1 specs that already had one keep it).
 SHADOWABLE_ERRORS: frozenset[str] = frozenset(
-    {"LoopExhausted", "Timeout", "LLMFailed", "LLMUnavailable", "BudgetExceeded"}
+    {"LoopExhausted", "Timeout", "LLMFailed", "LLMUnavailable", "BudgetExceeded", "PlanRejected"}
 )
 
 
@@ -180,7 +181,12 @@ def runtime_error(name: str) -> ClassRef:
     path = f"{RUNTIME_MODULE}.{name}"
     exception = builtin_info("Exception")
     assert exception is not None
-    defined = {path, f"{RUNTIME_MODULE}.errors.{name}", f"{RUNTIME_MODULE}.llm.errors.{name}"}
+    defined = {
+        path,
+        f"{RUNTIME_MODULE}.errors.{name}",
+        f"{RUNTIME_MODULE}.llm.errors.{name}",
+        f"{RUNTIME_MODULE}.plans.{name}",
+    }
     info = ClassInfo(frozenset(defined) | exception.ancestors, True, False, False, False)
     return ClassRef(path, name, info)
 
@@ -193,6 +199,19 @@ TIMEOUT = runtime_error("Timeout")
 LLM_FAILED = runtime_error("LLMFailed")
 LLM_UNAVAILABLE = runtime_error("LLMUnavailable")
 BUDGET_EXCEEDED = runtime_error("BudgetExceeded")
+PLAN_REJECTED = runtime_error("PlanRejected")
+#: What ``spawn`` gives its planner (§12): the runtime's ``PlanRequest``, a plain class.
+PLAN_REQUEST = ClassRef(
+    f"{RUNTIME_MODULE}.PlanRequest",
+    "PlanRequest",
+    ClassInfo(
+        frozenset({f"{RUNTIME_MODULE}.PlanRequest", f"{RUNTIME_MODULE}.plans.PlanRequest", "builtins.object"}),
+        True,
+        False,
+        False,
+        False,
+    ),
+)
 BOOL = Builtin("bool")
 
 

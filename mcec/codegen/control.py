@@ -200,6 +200,7 @@ class ControlEmitter:
             return body
         attempt = scope.fresh("attempt")
         result = scope.fresh("r")
+        remembered = scope.fresh("remembered")
         inside = self._attempt(expr.body, state, value, result, scope, owner)
         inside.append(c.if_(self.e.is_ok(result), [cst.SimpleStatementLine([cst.Break()])]))
         inside.append(c.assign(state, c.attr(c.name(result), "state")))
@@ -220,12 +221,25 @@ class ControlEmitter:
         arguments: list[cst.BaseExpression] = [c.name(attempt), cst.Float(repr(expr.backoff))]
         if self.e.timed:  # a deadline landing in the pause reports the failed attempt's state
             arguments.append(c.name(state))
+        # the next attempt sees how this one failed (a planner its last rejection, §12)
+        remember = c.call(
+            self.e.runtime("remember_failure", COMPILED),
+            c.attr(c.name(result), "error"),
+            c.name(attempt),
+            c.name(remembered),
+        )
+        inside.append(c.assign(remembered, remember))
         pause = c.line(cst.Expr(c.await_(c.call(self.e.runtime("retry_pause", COMPILED), *arguments))))
         inside.append(pause)
         attempts = c.call(self.e.builtin("range"), c.integer(1), c.integer(expr.attempts + 1))
         loop = cst.For(target=c.name(attempt), iter=attempts, body=cst.IndentedBlock(body=inside))
         self.e.record(loop, expr.span)
-        return [loop, c.return_(c.name(result))]
+        forget = c.line(cst.Expr(c.call(self.e.runtime("forget_failure", COMPILED), c.name(remembered))))
+        guarded = cst.Try(
+            body=cst.IndentedBlock(body=[loop, c.return_(c.name(result))]),
+            finalbody=cst.Finally(body=cst.IndentedBlock(body=[forget])),
+        )
+        return [c.assign(remembered, cst.Name("None")), guarded]
 
     def _attempt(
         self, body: t.TExpr, state: str, value: str, result: str, scope: NameAllocator, owner: str

@@ -66,6 +66,7 @@ class Emitter:
         self.spec_names = _spec_names(program)
         self.names = NameAllocator(self.spec_names)
         self._imports: dict[tuple[str, str], str] = {}
+        self._toolbox_constants: dict[str, str] = {}
         self._builtins_alias: str | None = None
         self.site_lines: list[cst.SimpleStatementLine] = []
         self.functions: list[cst.FunctionDef] = []
@@ -593,6 +594,8 @@ class Emitter:
                 body = self.control.body(expr, state, value, scope, owner)
             case t.TBudget():
                 body = self.control.budget_body(expr, state, value, scope, owner)
+            case t.TSpawn():
+                body = self._spawn_body(expr, state, value, scope, owner)
             case t.TRef() | t.TBind():
                 raise AssertionError(f"{type(expr).__name__} is a chain, emitted by chain_function")
             case _:
@@ -718,6 +721,65 @@ class Emitter:
         )
         return [*made, first, c.if_(self.is_ok(result), [restored_ok]), restored_err]
 
+    def _spawn_body(
+        self, expr: t.TSpawn, state: str, value: str, scope: NameAllocator, owner: str
+    ) -> list[cst.BaseStatement]:
+        """``return await TOOLBOX.spawn(state, value, planner, SITE)`` (§12): the runtime asks the
+        planner helper for the plan, has it checked, and runs it."""
+        planner = self.function_of(expr.planner, owner)
+        spawn = c.attr(self.toolbox_constant(expr.toolbox), "spawn")
+        call = c.call(spawn, c.name(state), c.name(value), planner, self.site("spawn", expr.span))
+        statement = c.return_(c.await_(call))
+        self.record(statement, expr.span)
+        return [statement]
+
+    def toolbox_constant(self, name: str) -> cst.Name:
+        """The module constant holding toolbox ``name`` (defined after the pipelines, see :meth:`module`)."""
+        constant = self._toolbox_constants.get(name)
+        if constant is None:
+            constant = self._toolbox_constants[name] = self.names.fresh(f"TOOLBOX_{name}")
+        return c.name(constant)
+
+    def toolbox_lines(self) -> list[cst.SimpleStatementLine]:
+        """``TOOLBOX_t = Toolbox("t", spec, SPEC, __name__, {"p": p, …})`` for each toolbox a
+        spawn uses, and the spec's text they share: plans are checked against it at run time."""
+        if not self._toolbox_constants:
+            return []
+        text = self.names.fresh("SPEC")
+        lines = [c.assign(text, c.string(self.program.source))]
+        for toolbox in self.program.toolboxes:
+            constant = self._toolbox_constants.get(toolbox.name)
+            if constant is None:
+                continue
+            pipelines = cst.Dict(
+                [
+                    cst.DictElement(c.string(ref.name), c.name(ref.name))
+                    for ref in toolbox.entries
+                    if ref.kind == "pipeline"
+                ]
+            )
+            made = c.call(
+                self.runtime("Toolbox", "agentmonad.plans"),
+                c.string(toolbox.name),
+                c.string(self.spec_file),
+                c.name(text),
+                self.builtin("__name__"),
+                pipelines,
+            )
+            typed = c.subscript(
+                self.runtime("Toolbox", "agentmonad.plans"),
+                [
+                    self.state_type,
+                    self.type_expr(toolbox.sig.input),
+                    self.type_expr(toolbox.sig.output),
+                    self.errors_expr(toolbox.sig.errors),
+                ],
+            )
+            statement = c.annotated(constant, typed, made)
+            self.record(statement, toolbox.span)
+            lines.append(statement)
+        return lines
+
     def _identity_body(
         self, expr: t.TIdentity, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
@@ -732,6 +794,7 @@ class Emitter:
         bindings = [*self.bindings(), *self.tool_bindings(), *self.llm_bindings()]
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
+        toolboxes = self.toolbox_lines()  # placed after the functions (they name the pipelines)
         # LANGUAGE.md §7: say so at import when the spec beside the module has changed since
         # (right after the imports, before the bindings a changed spec may break)
         check_fresh = c.call(
@@ -754,6 +817,9 @@ class Emitter:
             top[0] = first
         body.extend(top)
         body.extend(self.functions)
+        if toolboxes:
+            toolboxes[0] = toolboxes[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+            body.extend(toolboxes)
         comments = [cst.EmptyLine(comment=cst.Comment(f"# {line}" if line else "#")) for line in header]
         return cst.Module(body=body, header=comments)
 
@@ -888,6 +954,8 @@ def _label(expr: t.TExpr) -> str:
             return "timeout"
         case t.TBudget():
             return "budget"
+        case t.TSpawn():
+            return "spawn"
         case _:
             assert_never(expr)
 

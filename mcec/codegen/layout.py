@@ -205,6 +205,10 @@ def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -
                 out.append("    " * depth + header)
                 assert isinstance(handler.body, cst.IndentedBlock)
                 _statements(handler.body.body, depth + 1, out)
+            if statement.finalbody is not None:
+                out.append("    " * depth + "finally:")
+                assert isinstance(statement.finalbody.body, cst.IndentedBlock)
+                _statements(statement.finalbody.body.body, depth + 1, out)
         else:
             raise AssertionError(f"layout cannot print {type(statement).__name__}")
 

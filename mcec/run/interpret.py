@@ -20,11 +20,12 @@ from typing import Any, assert_never
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
 from agentmonad.compiled import declared_merge
 from agentmonad.llm import Model, llm_scope, llm_step
+from agentmonad.plans import Toolbox
 from agentmonad.tools import StdioServer, tool, tool_scope
 
 from mcec.check import typed as t
 from mcec.run.pyobjects import error_classes, python_type, resolve_path, value_test
-from mcec.check.types import Lit
+from mcec.check.types import ANY, Lit
 from mcec.span import Span
 
 Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]
@@ -55,6 +56,7 @@ class Interpreter:
         #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
         self.uses = {used.name: used for used in program.uses}
         self._others: dict[str, Interpreter] = {}
+        self._toolboxes: dict[str, Toolbox] = {}
         self.declared: Callable[[Any, Any], Any] | None = None
         if program.merge is not None:
             self.declared = resolve_path(program.merge.path)  # type: ignore[assignment]
@@ -95,8 +97,8 @@ class Interpreter:
                 assert_never(merge)
 
     def site(self, name: str, span: Span) -> Site:
-        """Where a step use sits in the spec (same form as the generated code's)."""
-        return Site(name, self.file, span.line, span.column)
+        """Where a step use sits in the spec, or in a plan's text (same form as the generated code's)."""
+        return Site(name, os.path.basename(span.path), span.line, span.column)
 
     def implementation(self, name: str, path: str) -> Callable[..., Any]:
         """A step's or fn's implementation: an override, or the spec's Python object."""
@@ -163,8 +165,46 @@ class Interpreter:
                 return lambda v: timed(v).timeout(seconds, site=timeout_site)
             case t.TBudget():
                 return self._budget(expr)
+            case t.TSpawn():
+                return self._spawn(expr)
             case _:
                 assert_never(expr)
+
+    def _spawn(self, expr: t.TSpawn) -> Arrow:
+        """``spawn(t) p`` (§12): the runtime's ``Toolbox.spawn``, as generated code calls it, with the
+        planner and the toolbox's pipelines run by this interpreter."""
+        planner = self.arrow(expr.planner)
+        toolbox = self.toolbox(expr.toolbox)
+        spawn_site = self.site("spawn", expr.span)
+
+        async def plan(state: Any, request: Any) -> Outcome[Any, Any, Any]:
+            return await planner(request).run(state)
+
+        async def spawn(state: Any, value: Any) -> Outcome[Any, Any, Any]:
+            return await toolbox.spawn(state, value, plan, spawn_site)
+
+        errors = error_classes(expr.sig.errors)
+        return lift_step(spawn, name="spawn", errors=errors, site=spawn_site, is_async=True)
+
+    def toolbox(self, name: str) -> Toolbox:
+        """The runtime toolbox of a declaration, whose pipelines this interpreter runs (made once)."""
+        made = self._toolboxes.get(name)
+        if made is None:
+            declared = next(toolbox for toolbox in self.program.toolboxes if toolbox.name == name)
+            pipelines = {
+                ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind == "pipeline"
+            }
+            made = Toolbox(name, self.program.path, self.program.source, "", pipelines)
+            self._toolboxes[name] = made
+        return made
+
+    def _pipeline_runner(self, name: str) -> Callable[[Any, Any], Any]:
+        """A pipeline as generated code has it: ``async (state, value) -> Outcome``."""
+
+        async def run(state: Any, value: Any) -> Outcome[Any, Any, Any]:
+            return await self._ref(t.TRef(name, "pipeline", _UNUSED_SIG, _NOWHERE))(value).run(state)
+
+        return run
 
     def _budget(self, expr: t.TBudget) -> Arrow:
         """``budget(N) e``: e's run under the runtime's ``AgentMonad.budget`` (``agentmonad.llm.budget(N)``);
@@ -212,6 +252,10 @@ class Interpreter:
         if ref.kind == "fn":
             fn = self.fns[ref.name]
             return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
+        if ref.kind == "pipeline" and ref.name in self.overrides:
+            # a plan's use of a toolbox pipeline (§12): the compiled function, as a step
+            errors = error_classes(ref.sig.errors)
+            return lift_step(self.overrides[ref.name], name=ref.name, errors=errors, site=site, is_async=True)
         if ref.kind == "pipeline" and ref.name in self.uses:
             used = self.uses[ref.name]
             other = self._others.get(used.spec)
@@ -234,6 +278,11 @@ class Interpreter:
             errors = error_classes(self.llms[ref.name].sig.errors)
             return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
         assert_never(ref.kind)
+
+
+#: A reference made by the interpreter itself, not written in the spec (it never reaches a message).
+_NOWHERE = Span.file_start("<mcec>")
+_UNUSED_SIG = t.Sig(ANY, ANY, frozenset(), True)
 
 
 def _has_llms(program: t.Program) -> bool:

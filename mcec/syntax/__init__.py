@@ -10,8 +10,8 @@ The node classes are re-exported here, so phases write ``syntax.Ref`` or ``s.Bin
 """
 
 from mcec.syntax import tree
-from mcec.syntax.parser import MAX_DEPTH, MAX_SYNTAX_ERRORS, ParseResult, parse
+from mcec.syntax.parser import MAX_DEPTH, MAX_SYNTAX_ERRORS, ParseResult, PlanParse, parse, parse_plan
 from mcec.syntax.tree import *  # noqa: F403 (the nodes are this package's API; tree.__all__ lists them)
 
-__all__ = ["MAX_DEPTH", "MAX_SYNTAX_ERRORS", "ParseResult", "parse"]
+__all__ = ["MAX_DEPTH", "MAX_SYNTAX_ERRORS", "ParseResult", "PlanParse", "parse", "parse_plan"]
 __all__ += tree.__all__

@@ -47,7 +47,7 @@ from mcec.syntax import tree as s
 from mcec.syntax.errors import ErrorSite, StackItem, describe_bad_character, describe_unexpected, reserved_word
 from mcec.syntax.grammar import PYTHON_KEYWORDS, load_grammar, tables
 
-__all__ = ["MAX_DEPTH", "MAX_DIGITS", "MAX_SYNTAX_ERRORS", "ParseResult", "parse", "parse_region"]
+__all__ = ["MAX_DEPTH", "MAX_DIGITS", "MAX_SYNTAX_ERRORS", "ParseResult", "PlanParse", "parse", "parse_plan", "parse_region"]
 
 #: At most this many syntax errors are reported per file; later ones are usually echoes.
 MAX_SYNTAX_ERRORS: Final = 20
@@ -106,6 +106,72 @@ def parse(source: SourceFile) -> ParseResult:
     return ParseResult(module, diagnostics)
 
 
+@dataclass(frozen=True, slots=True)
+class PlanParse:
+    """What :func:`parse_plan` returns: the plan's expression (``None`` after a syntax error)
+    and the diagnostics."""
+
+    expr: s.Expr | None
+    diagnostics: tuple[Diagnostic, ...]
+
+
+#: Terminals that start a declaration or an import: in a plan, an attempt to reach outside
+#: the toolbox (MCE031), not a mere syntax error.
+_DECLARING: Final = frozenset(_GRAMMAR.declaration_start) | {"FROM", "IMPORT", "SEMI", "DOT"}
+
+
+def parse_plan(source: SourceFile) -> PlanParse:
+    """Parse plan text (LANGUAGE.md §12): one expression of the grammar's ``expr``, nothing else.
+
+    Never raises. The first syntax error is reported (no recovery: a plan is one
+    expression); a declaration, an import or a ``;`` where the expression could
+    end or start is MCE031, since a plan can declare and import nothing.
+    """
+    text = source.text
+    opening = _PLAN_OPENING.match(text)
+    if opening is not None and opening.group(1) in _GRAMMAR.declaration_words:
+        word = opening.group(1)
+        return PlanParse(None, (_outside_plan(word, Span(source, opening.start(1), opening.end(1))),))
+    with _LOCK:
+        state = _State(source)
+        _BUILDER.state = state
+        try:
+            expr: s.Expr = _lark().parse(text, start="plan")  # type: ignore[assignment]  # the builder's `plan`
+        except lark.UnexpectedInput as exc:
+            diagnostic, _ = _describe(source, exc)
+            token = getattr(exc, "token", None)
+            if isinstance(token, Token) and token.type in _DECLARING:
+                start, end = _offsets(token)
+                diagnostic = _outside_plan(str(token), Span(source, start, end))
+            return PlanParse(None, (diagnostic,))
+        finally:
+            _BUILDER.state = None
+    if state.failed:
+        return PlanParse(None, tuple(sorted(dict.fromkeys(state.diagnostics), key=Diagnostic.sort_key)))
+    return PlanParse(expr, tuple(state.diagnostics))
+
+
+#: The first word of a plan (after spaces and comments).
+_PLAN_OPENING: Final = re.compile(r"(?:\s|#[^\n]*)*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _outside_plan(word: str, span: Span) -> Diagnostic:
+    """MCE031 for a declaration, an import, a ``;`` or a dotted Python path in plan text."""
+    if word == ".":
+        return error(
+            "MCE031",
+            "a plan cannot name a Python path: it reaches only its toolbox's names",
+            span,
+            help="use a name the toolbox lists; a plan has no access to modules",
+        )
+    return error(
+        "MCE031",
+        f"a plan cannot contain `{word}`: it is one expression over its toolbox",
+        span,
+        help="write only an expression of the toolbox's names: no declarations, imports or `;`",
+    )
+
+
 def parse_region(source: SourceFile, start: int, end: int) -> tuple[list[s.Decl], list[s.Comment]] | None:
     """The declarations and comments of ``source.text[start:end]``, with spans in ``source``;
     ``None`` if that stretch is not a sequence of declarations free of diagnostics.
@@ -119,7 +185,7 @@ def parse_region(source: SourceFile, start: int, end: int) -> tuple[list[s.Decl]
         state = _State(source, offset=start)
         _BUILDER.state = state
         try:
-            decls: list[s.Decl] = _lark().parse(text)  # type: ignore[assignment]  # the builder's `start`
+            decls: list[s.Decl] = _lark().parse(text, start="start")  # type: ignore[assignment]  # the builder's `start`
         except lark.UnexpectedInput:
             return None
         finally:
@@ -157,6 +223,7 @@ def _lark() -> lark.Lark:
     """The LALR parser with the builder embedded (grammar analysis takes a while: once per process)."""
     parser = lark.Lark(
         load_grammar(),
+        start=["start", "plan"],
         parser="lalr",
         lexer="contextual",
         transformer=_BUILDER,
@@ -187,7 +254,7 @@ def _parse_with_recovery(state: _State, text: str) -> list[s.Decl]:
     while True:
         masked = text if base == 0 else re.sub(r"[^\n]", " ", text[:base]) + text[base:]
         try:
-            decls: list[s.Decl] = parser.parse(masked)  # type: ignore[assignment]  # the builder's `start`
+            decls: list[s.Decl] = parser.parse(masked, start="start")  # type: ignore[assignment]  # the builder's `start`
             return decls
         except lark.UnexpectedInput as exc:
             diagnostic, resume = _describe(state.source, exc)
@@ -677,6 +744,21 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         self.check_name(c[1], "an llm name")
         return s.LlmDecl(c[1], c[3], c[5], c[7], c[8], self.span(c[0], c[8]))
 
+    def toolbox_decl(self, c: list[_Child]) -> s.ToolboxDecl:
+        # TOOLBOX name COLON type ARROW type [error_list] EQUAL name (COMMA name)*
+        self.check_name(c[1], "a toolbox name")
+        errors: s.ErrorList | None = c[6] if isinstance(c[6], s.ErrorList) else None
+        first = 8 if errors is not None else 7
+        entries = tuple(child for child in c[first:] if isinstance(child, s.Name))
+        return s.ToolboxDecl(c[1], c[3], c[5], errors, entries, self.span(c[0], c[-1]))
+
+    def spawn(self, c: list[_Child]) -> s.Spawn:
+        # SPAWN ( name ) term
+        return s.Spawn(c[2], c[4], self.span(c[0]), self.span(c[0], c[4]))
+
+    def plan(self, c: list[_Child]) -> s.Expr:
+        return c[0]  # type: ignore[no-any-return]
+
     def pipeline_decl(self, c: list[_Child]) -> s.PipelineDecl:
         # PIPELINE name COLON type ARROW type [error_list] (EQUAL expr SEMI | block)
         errors: s.ErrorList | None = c[6] if isinstance(c[6], s.ErrorList) else None
@@ -739,6 +821,11 @@ def _roots(decl: s.Decl) -> Iterator[tuple[s.Expr | s.TypeExpr, str]]:
         case s.FnDecl() | s.LlmDecl():
             yield decl.input, "type"
             yield decl.output, "type"
+        case s.ToolboxDecl():
+            yield decl.input, "type"
+            yield decl.output, "type"
+            if decl.errors is not None:
+                yield from ((e, "type") for e in decl.errors.errors)
         case s.PipelineDecl():
             yield decl.input, "type"
             yield decl.output, "type"

@@ -59,12 +59,14 @@ __all__ = [
     "QualName",
     "Ref",
     "Retry",
+    "Spawn",
     "ServerDecl",
     "StateDecl",
     "Template",
     "Statement",
     "StepDecl",
     "Timeout",
+    "ToolboxDecl",
     "ToolDecl",
     "TypeApply",
     "TypeLiteral",
@@ -371,7 +373,22 @@ class Budget(KeywordNode):
     span: Span
 
 
-Expr: TypeAlias = Ref | Bind | Par | Each | Local | Catch | OrElse | Match | IfElse | Loop | Retry | Timeout | Budget
+@dataclass(frozen=True, slots=True)
+class Spawn(KeywordNode):
+    """``spawn(t) planner`` (LANGUAGE.md §12): run the planner, check the plan text it writes
+    against toolbox ``t``, and run the plan if it is accepted."""
+
+    KEYWORD: ClassVar[str] = "spawn"
+
+    toolbox: Name
+    body: Expr
+    keyword: Span
+    span: Span
+
+
+Expr: TypeAlias = (
+    Ref | Bind | Par | Each | Local | Catch | OrElse | Match | IfElse | Loop | Retry | Timeout | Budget | Spawn
+)
 
 
 def expr_children(expr: Expr) -> tuple[Expr, ...]:
@@ -393,7 +410,7 @@ def expr_children(expr: Expr) -> tuple[Expr, ...]:
             return tuple(arm.body for arm in arms)
         case IfElse(condition=condition, then=then, otherwise=otherwise):
             return (condition, then, otherwise)
-        case Loop(body=body) | Retry(body=body) | Timeout(body=body) | Budget(body=body):
+        case Loop(body=body) | Retry(body=body) | Timeout(body=body) | Budget(body=body) | Spawn(body=body):
             return (body,)
         case _:
             assert_never(expr)
@@ -567,6 +584,19 @@ class LlmDecl(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolboxDecl(Node):
+    """``toolbox t : A -> B [! E…] = n1, n2, …`` (LANGUAGE.md §12): the type every plan over
+    ``t`` must have and the names a plan may use."""
+
+    name: Name
+    input: TypeExpr
+    output: TypeExpr
+    errors: ErrorList | None
+    entries: tuple[Name, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineDecl(Node):
     """``pipeline n : A -> B [! E…] = EXPR;`` or ``… { STMT … }``.
 
@@ -593,6 +623,7 @@ Decl: TypeAlias = (
     | ToolDecl
     | ModelDecl
     | LlmDecl
+    | ToolboxDecl
     | PipelineDecl
 )
 

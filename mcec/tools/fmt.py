@@ -342,7 +342,7 @@ class _Formatter:
                 text = " >>= ".join(self.flat_term(p) for p in e.parts)
             case s.Par():
                 text = "par <" + ", ".join(self.flat(b) for b in e.branches) + ">"
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
                 text = self.prefix(e) + self.flat_term(e.body)
             case s.Catch():
                 text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
@@ -408,6 +408,8 @@ class _Formatter:
                 return f"timeout({self.seconds(e.seconds, e.seconds_span)}) "
             case s.Budget():
                 return f"budget({e.tokens}) "
+            case s.Spawn():
+                return f"spawn({e.toolbox.text}) "
             case _:
                 assert_never(e)
 
@@ -447,7 +449,7 @@ class _Formatter:
                 result = any(self.must_break(b) for b in e.branches) or any(
                     self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
                 )
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
                 result = self.must_break(e.body)
             case s.Match():
                 bounds = [e.keyword.end, *(x for a in e.arms for x in (a.start, a.end)), e.end]
@@ -543,7 +545,7 @@ class _Formatter:
                     lines.extend(branch_lines)
                 lines.append(_Line(indent, ">", e.end - 1, e.end, kind="close"))
                 return lines
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
+            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
                 prefix = self.prefix(e)
                 lines = self.layout_term(e.body, indent, column + len(prefix), tail)
                 lines[0].text = prefix + lines[0].text
@@ -720,12 +722,26 @@ class _Formatter:
                 # the template as written: a triple-quoted one keeps its lines (LANGUAGE.md §10)
                 signature = _signature(decl.input, decl.output, None)
                 text = f"llm {decl.name.text} : {signature} = {decl.model.text} {self.template(decl.template)}"
+            case s.ToolboxDecl():
+                signature = _signature(decl.input, decl.output, decl.errors)
+                text = f"toolbox {decl.name.text} : {signature} = " + ", ".join(e.text for e in decl.entries)
+                if len(text) > LINE_LENGTH or any(self.has_comment(decl.start, e.start) for e in decl.entries):
+                    return self.toolbox(decl, signature)
             case s.StepDecl() | s.FnDecl() | s.ToolDecl() | s.ServerDecl():
                 # tables: the caller lays these out together
                 raise FormatError(f"{type(decl).__name__} belongs in a table")
             case _:
                 assert_never(decl)
         return [_Line(0, text, decl.start, decl.end, kind="item")]
+
+    def toolbox(self, decl: s.ToolboxDecl, signature: str) -> list[_Line]:
+        """A toolbox too long for one line (or with comments inside): its head, then one entry a line."""
+        first = decl.entries[0]
+        lines = [_Line(0, f"toolbox {decl.name.text} : {signature} =", decl.start, first.start - 1, kind="item")]
+        for i, entry in enumerate(decl.entries):
+            last = i == len(decl.entries) - 1
+            lines.append(_Line(INDENT, entry.text + ("" if last else ","), entry.start, entry.end))
+        return lines
 
     def model(self, decl: s.ModelDecl) -> list[_Line]:
         """``model n = openai "ID"``, options in parentheses as written (``name=value, …``); options
@@ -892,7 +908,7 @@ class _Formatter:
 
 
 #: The combinators written as a keyword (with its arguments) before the one term that is their body.
-_Prefixed: TypeAlias = s.Each | s.Local | s.Loop | s.Retry | s.Timeout | s.Budget
+_Prefixed: TypeAlias = s.Each | s.Local | s.Loop | s.Retry | s.Timeout | s.Budget | s.Spawn
 
 
 def _needs_term_parens(e: s.Expr) -> bool:
@@ -902,7 +918,10 @@ def _needs_term_parens(e: s.Expr) -> bool:
     match e:
         case s.Bind() | s.Catch() | s.OrElse():
             return True
-        case s.Ref() | s.Par() | s.Each() | s.Local() | s.Match() | s.IfElse() | s.Loop() | s.Retry() | s.Timeout() | s.Budget():
+        case (
+            s.Ref() | s.Par() | s.Each() | s.Local() | s.Match() | s.IfElse() | s.Loop() | s.Retry() | s.Timeout()
+            | s.Budget() | s.Spawn()
+        ):
             return False
         case _:
             assert_never(e)

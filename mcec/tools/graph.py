@@ -244,6 +244,13 @@ class _Builder:
             case t.TBudget():
                 box, body = self.draw_boxed(f"budget {e.tokens} tokens", e.body)
                 return _Frag(body.entry, body.exits, [*body.failures, (box, frozenset({_BUDGET_EXCEEDED}))])
+            case t.TSpawn():
+                # §12: the planner writes the plan, which is checked against the toolbox, then run
+                box, planner = self.draw_boxed(f"spawn({e.toolbox}): planner", e.planner)
+                plan = self.node("pass", f"plan over toolbox {e.toolbox}", "checked, then run", str(e.sig))
+                self.connect(planner.exits, plan)
+                failures = [*planner.failures, (plan, e.sig.errors - e.planner.sig.errors)]
+                return _Frag(planner.entry, [plan], [f for f in failures if f[1]])
             case _:
                 assert_never(e)
 

@@ -12,6 +12,8 @@
 - ``agentmonad.llm``: LLM steps (``Model``, ``llm_step``, ``llm_scope``, ``budget``, usage);
   its built-in errors ``LLMFailed``, ``LLMUnavailable`` (with ``LLMFailedKind``,
   ``LLMUnavailableKind``) and ``BudgetExceeded`` are re-exported here.
+- ``agentmonad.plans``: checked plans (``spawn``), with ``PlanRejected`` and ``PlanRequest``
+  re-exported here.
 - ``agentmonad.testing``: scripted models for tests.
 """
 
@@ -29,6 +31,7 @@ from .mcp_result import TextContent, ToolResult, from_tool_result, to_tool_resul
 from .merge import Append, Merge, Reducer, Sum, merge_states
 from .monad import AgentMonad
 from .outcome import Err, Ok, Outcome, Site
+from .plans import PlanRejected, PlanRequest
 from .steps import lift_fn, lift_step
 
 __all__ = [
@@ -51,6 +54,8 @@ __all__ = [
     "LLMUnavailable",
     "LLMUnavailableKind",
     "BudgetExceeded",
+    "PlanRejected",
+    "PlanRequest",
     "Append",
     "Sum",
     "Reducer",

@@ -6,6 +6,8 @@ did not return ``Ok`` (``stop``), when a step raised (``raised``), and for
 parallel groups (:func:`group` for ``par``, :func:`each`), which share
 ``run_group`` with ``AgentMonad.par``/``each``, and for v2 control flow:
 ``await retry_pause(attempt, backoff)`` between the attempts of a ``retry``
+(after ``remember_failure``, which shows the next attempt how this one failed; the
+``retry`` ends with ``forget_failure``)
 and ``async with Deadline(S)`` for a ``timeout`` (both from
 :mod:`agentmonad.control`, which ``AgentMonad.retry``/``timeout`` use too),
 and inside a timed body ``note_reached(cancelled, state)`` where a
@@ -35,7 +37,7 @@ from ._show import callable_name
 from .concurrency import run_group
 from .contract import raised
 from .contract import stop as _stop
-from .control import Deadline, note_reached, retry_pause
+from .control import Deadline, forget_failure, note_reached, remember_failure, retry_pause
 from .errors import MergeConflict
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
@@ -59,6 +61,8 @@ __all__ = [
     "Deadline",
     "note_reached",
     "retry_pause",
+    "remember_failure",
+    "forget_failure",
 ]
 
 _S = TypeVar("_S")

@@ -59,7 +59,7 @@ import contextlib
 import math
 import random as _random
 from collections.abc import Awaitable, Callable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeVar, cast, final
@@ -75,6 +75,10 @@ __all__ = [
     "Deadline",
     "note_reached",
     "noted_state",
+    "Failure",
+    "previous_failure",
+    "remember_failure",
+    "forget_failure",
 ]
 
 _S = TypeVar("_S")
@@ -209,6 +213,50 @@ async def retry_pause(attempt: int, backoff: float, state: object = _UNNOTED) ->
             if state is not _UNNOTED:
                 note_reached(cancelled, state)
             raise
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The error attempt ``attempt`` of the innermost running ``retry`` failed with."""
+
+    error: object
+    attempt: int
+
+
+_PREVIOUS: ContextVar[Failure | None] = ContextVar("agentmonad_previous_failure", default=None)
+
+
+def previous_failure() -> Failure | None:
+    """Inside attempt k > 1 of a ``retry``, how attempt k−1 failed; None elsewhere.
+
+    A planner inside ``retry(N, on=PlanRejected)`` is shown its last rejection
+    this way (LANGUAGE.md §12). Tasks started inside the attempt (``par``
+    branches) see it too: they copy the context they start in.
+    """
+    return _PREVIOUS.get()
+
+
+def remember_failure(error: object, attempt: int, first: Token[Failure | None] | None) -> Token[Failure | None]:
+    """Before the next attempt of a ``retry``: attempt ``attempt`` failed with ``error``.
+
+    Returns the token that :func:`forget_failure` undoes when the ``retry``
+    ends: ``first``, the token of the retry's first remembered failure, when
+    there is one (so the retry leaves the context as it found it).
+    """
+    token = _PREVIOUS.set(Failure(error, attempt))
+    return token if first is None else first
+
+
+def forget_failure(token: Token[Failure | None] | None) -> None:
+    """A ``retry`` ended: the failures it remembered are forgotten (see :func:`remember_failure`);
+    ``None``: it remembered none (its first attempt did not fail)."""
+    if token is None:
+        return
+    try:
+        _PREVIOUS.reset(token)
+    except ValueError:  # made in another context (a run resumed elsewhere): leave it
+        pass
 
 
 @final

@@ -63,13 +63,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+from contextvars import Token
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, Never, TypeAlias, TypeVar, assert_never, cast, final
 
 from ._show import callable_name, short_repr
 from .concurrency import run_group
 from .contract import fn_defect, raised, stop
-from .control import Deadline, retry_pause
+from .control import Deadline, Failure, forget_failure, remember_failure, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
 from .llm.errors import BudgetExceeded
 from .llm.usage import Budget
@@ -708,11 +709,13 @@ class _Pause(AgentMonad[Any, Any, Any]):
 class _Attempt:
     """The frame of a ``retry``: which attempt is running (1-based)."""
 
-    __slots__ = ("retry", "attempt")
+    __slots__ = ("retry", "attempt", "remembered")
 
     def __init__(self, retry: _Retry[Any, Any, Any], attempt: int) -> None:
         self.retry = retry
         self.attempt = attempt
+        #: undoes the failures this retry showed its later attempts (``control.remember_failure``)
+        self.remembered: Token[Failure | None] | None = None
 
 
 @final
@@ -943,8 +946,11 @@ def _unwind(
                     # the frame is this run's own: count the attempt on it and keep it
                     failed = frame.attempt
                     frame.attempt += 1
+                    frame.remembered = remember_failure(outcome.error, failed, frame.remembered)
                     stack.append(frame)
                     return _Pause(failed, retry.backoff, retry.m), outcome.state
+                if frame.remembered is not None:
+                    forget_failure(frame.remembered)
             case _Round():
                 if isinstance(outcome, Ok):
                     loop = frame.loop
@@ -1011,7 +1017,10 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
                     return _Fail(spent, frame.node.site), current
                 except BaseException as other:  # pragma: no cover - Budget.__aexit__ raises nothing else
                     exc = other
-            case _Bind() | _Map() | _Catch() | _OrElse() | _Attempt() | _Round():
+            case _Attempt():
+                if frame.remembered is not None:
+                    forget_failure(frame.remembered)
+            case _Bind() | _Map() | _Catch() | _OrElse() | _Round():
                 pass  # an exception passes them: only outcomes are theirs to handle
             case _:
                 assert_never(frame)

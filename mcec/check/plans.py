@@ -1,0 +1,306 @@
+"""Checking plans (LANGUAGE.md §12): `.mce` expression text written at run time, over a toolbox.
+
+A plan is checked as the body of a pipeline whose declared type is the
+toolbox's, by the same :class:`~mcec.check.expr.ExprChecker` that checks every
+pipeline body, with the same diagnostics. Only the scope differs: a
+:class:`PlanScope` is made once per toolbox from the whole spec's check, and
+sees the toolbox's entries and the spec's types and errors, nothing else.
+
+Before typing, one iterative walk over the plan enforces what a plan may not
+do (MCE031: name a step, pipeline … the toolbox does not list, a dotted Python
+path, another toolbox) and how big it may be (MCE032); the parser has already
+refused declarations, imports and ``;``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Final
+
+from mcec import syntax
+from mcec.check import report
+from mcec.check.env import CALLABLE_KINDS, Env, Kind
+from mcec.check.expr import ExprChecker
+from mcec.check.names import DeclarationChecker, Declared, DeclaredToolbox
+from mcec.check.pipelines import PipelineChecker, find_origin
+from mcec.check.pyindex import PythonIndex
+from mcec.check.report import Situation
+from mcec.check.typed import Program, Sig, TExpr, TToolbox
+from mcec.check.types import Compat, error_union, flows, render_errors, sorted_errors
+from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
+from mcec.span import SourceFile, Span
+
+__all__ = ["MAX_PLAN_CHARS", "MAX_PLAN_NAMES", "MAX_PLAN_DEPTH", "PlanScope", "PlanCheck", "plan_scopes", "check_plan"]
+
+#: The bounds of a plan (MCE032): its text, the names it uses, how deep it nests.
+MAX_PLAN_CHARS: Final = 20_000
+MAX_PLAN_NAMES: Final = 500
+MAX_PLAN_DEPTH: Final = 32
+
+_KIND_ARTICLE: Final = {
+    Kind.STEP: "a step",
+    Kind.FN: "a fn",
+    Kind.TOOL: "a tool",
+    Kind.LLM: "an llm step",
+    Kind.PIPELINE: "a pipeline",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanCheck:
+    """A checked plan: its typed body (None when rejected) and every diagnostic, sorted."""
+
+    body: TExpr | None
+    diagnostics: tuple[Diagnostic, ...]
+
+
+class PlanScope:
+    """What plans over one toolbox are checked in: the spec's declarations, restricted."""
+
+    def __init__(
+        self,
+        program: Program,
+        toolbox: TToolbox,
+        declared: DeclaredToolbox,
+        scope: Declared,
+        declarations: DeclarationChecker,
+        pipelines: PipelineChecker,
+    ) -> None:
+        self.program = program
+        self.toolbox = toolbox
+        self.declared_toolbox = declared
+        self.full = scope
+        self.declarations = declarations
+        self.pipelines = pipelines
+        entries = {ref.name for ref in toolbox.entries}
+        bindings = {
+            name: binding
+            for name, binding in scope.env.bindings.items()
+            if (binding.kind in CALLABLE_KINDS and name in entries)
+            or binding.kind in (Kind.FROM_IMPORT, Kind.BUILTIN_ERROR)
+        }
+        #: The declarations a plan sees: the entries, the imported names (types) and the built-in errors.
+        self.restricted = dataclasses.replace(scope, env=Env(bindings=bindings, index=scope.env.index))
+
+    @property
+    def name(self) -> str:
+        """The toolbox's name."""
+        return self.toolbox.name
+
+    @property
+    def listing(self) -> str:
+        """The toolbox's entries, one ``name : A -> B ! E`` line each (what a planner is told)."""
+        return "\n".join(f"{ref.name} : {_shown(ref.sig)}" for ref in self.toolbox.entries)
+
+    @property
+    def signature(self) -> str:
+        """The type every plan must have."""
+        return _shown(self.toolbox.sig)
+
+
+def _shown(sig: Sig) -> str:
+    text = f"{sig.input} -> {sig.output}"
+    return text if not sig.errors else f"{text} ! {render_errors(sig.errors)}"
+
+
+def plan_scopes(
+    module: syntax.Module, source: SourceFile, index: PythonIndex | None
+) -> tuple[dict[str, PlanScope], tuple[Diagnostic, ...]]:
+    """The scope of each toolbox of ``module`` (empty when the spec has errors), and the spec's diagnostics.
+
+    This is :func:`mcec.check.check` keeping what it made on the way: the
+    declarations and the checked pipelines, which a plan is checked against.
+    """
+    from mcec.check import build_program  # the one place a Program is assembled
+
+    sink = DiagnosticSink()
+    declarations = DeclarationChecker(module, sink, index)
+    declared = declarations.run()
+    pipelines = PipelineChecker(declared, declarations, sink)
+    typed = pipelines.run()
+    diagnostics = sink.sorted()
+    if any(d.is_error for d in diagnostics):
+        return {}, diagnostics
+    program = build_program(module, source, declared, typed, pipelines.toolboxes)
+    scopes = {
+        toolbox.name: PlanScope(
+            program, toolbox, declared.toolboxes[toolbox.name], declared, declarations, pipelines
+        )
+        for toolbox in pipelines.toolboxes
+    }
+    return scopes, diagnostics
+
+
+def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
+    """Parse and check plan text against ``scope`` (never raises on any text).
+
+    Rejected (``body`` None) when any diagnostic is an error; warnings are kept.
+    """
+    text = source.text
+    if len(text) > MAX_PLAN_CHARS:
+        problem = report.plan_too_big(
+            f"this plan has {len(text):,} characters; a plan may have at most {MAX_PLAN_CHARS:,}",
+            source.span(0, 0),
+            help="write a shorter plan: name what repeats with `each`",
+        )
+        return PlanCheck(None, (problem,))
+    parsed = syntax.parse_plan(source)
+    if parsed.expr is None:
+        return PlanCheck(None, parsed.diagnostics)
+    confined = _confine(scope, parsed.expr)
+    if confined:
+        return PlanCheck(None, tuple(sorted(dict.fromkeys(confined), key=Diagnostic.sort_key)))
+    sink = DiagnosticSink()
+    sink.extend(parsed.diagnostics)
+    declarations = scope.declarations
+    outer, declarations.sink = declarations.sink, sink  # types in patterns and `catch` report here
+    try:
+        checker = ExprChecker(scope.restricted, declarations, sink, scope.pipelines.sig_of)
+        body = checker.infer_body(parsed.expr, scope.toolbox.sig.input)
+        _check_ends(scope, body, parsed.expr, sink)
+    finally:
+        declarations.sink = outer
+    diagnostics = sink.sorted()
+    if any(d.is_error for d in diagnostics):
+        return PlanCheck(None, diagnostics)
+    return PlanCheck(body, diagnostics)
+
+
+def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
+    """MCE031 for every name outside the toolbox, MCE032 beyond the bounds (an iterative walk)."""
+    found: list[Diagnostic] = []
+    env = scope.full.env
+    entries = {ref.name for ref in scope.toolbox.entries}
+    listed = ", ".join(f"`{name}`" for name in sorted(entries)) or "nothing"
+    help = f"toolbox `{scope.name}` lists {listed}"
+    names = 0
+    deepest: syntax.Expr | None = None
+    stack: list[tuple[syntax.Expr, int]] = [(plan, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_PLAN_DEPTH and deepest is None:
+            deepest = node
+        match node:
+            case syntax.Ref():
+                names += 1
+                binding = env.bindings.get(node.name)
+                if node.name not in entries and binding is not None and binding.kind in CALLABLE_KINDS:
+                    found.append(
+                        report.outside_toolbox(
+                            f"`{node.name}` is {_KIND_ARTICLE[binding.kind]} of the spec, but toolbox "
+                            f"`{scope.name}` does not list it: a plan may use only its toolbox",
+                            node.span,
+                            help=help,
+                        )
+                    )
+            case syntax.Local() if node.adapter is not None and node.adapter.text not in entries:
+                found.append(
+                    report.outside_toolbox(
+                        f"adapter `{node.adapter.text}` is not in toolbox `{scope.name}`",
+                        node.adapter.span,
+                        help=help,
+                    )
+                )
+            case syntax.Spawn():
+                found.append(
+                    report.outside_toolbox(
+                        "a plan cannot spawn plans: it runs only what its toolbox lists",
+                        node.keyword,
+                        help=help,
+                    )
+                )
+            case syntax.Match():
+                for arm in node.arms:
+                    pattern = arm.pattern
+                    if isinstance(pattern, syntax.QualName):
+                        found.append(
+                            report.outside_toolbox(
+                                "a plan cannot name a Python path: a pattern is a class the spec imports",
+                                pattern.span,
+                                help="write the class by the name the spec imports it as",
+                            )
+                        )
+            case _:
+                pass
+        stack.extend((child, depth + 1) for child in syntax.expr_children(node))
+    if names > MAX_PLAN_NAMES:
+        found.append(
+            report.plan_too_big(
+                f"this plan uses {names:,} names; a plan may use at most {MAX_PLAN_NAMES}",
+                plan.span,
+                help="write a smaller plan: `each` runs one part over many values",
+            )
+        )
+    if deepest is not None:
+        found.append(
+            report.plan_too_big(
+                f"this plan nests more than {MAX_PLAN_DEPTH} levels deep",
+                deepest.span,
+                help="write a flatter plan: a chain `a >>= b >>= c` does not nest",
+            )
+        )
+    return found
+
+
+def _check_ends(scope: PlanScope, body: TExpr, plan: syntax.Expr, sink: DiagnosticSink) -> None:
+    """MCE012 when the plan does not have the toolbox's input and output types, MCE013 for an
+    error the toolbox does not declare (the labels point at the toolbox's declaration)."""
+    toolbox = scope.toolbox
+    decl = scope.declared_toolbox.decl
+    sig = toolbox.sig
+    if flows(sig.input, body.sig.input) is Compat.NO:
+        sink.add(
+            report.mismatch(
+                Situation.PLAN_INPUT,
+                actual=sig.input,
+                expected=body.sig.input,
+                producer=(toolbox.name, decl.input.span),
+                consumer=(_describe_first(plan), _first(plan).span),
+                primary=_first(plan).span,
+            )
+        )
+    if flows(body.sig.output, sig.output) is Compat.NO:
+        sink.add(
+            report.mismatch(
+                Situation.PLAN_OUTPUT,
+                actual=body.sig.output,
+                expected=sig.output,
+                producer=("", _last(plan).span),
+                consumer=(toolbox.name, decl.output.span),
+                primary=_last(plan).span,
+            )
+        )
+    allowed = error_union(sig.errors)
+    declared_span: Span = decl.errors.span if decl.errors is not None else decl.name.span
+    for error_type in sorted_errors(body.sig.errors):
+        if flows(error_type, allowed) is not Compat.NO:
+            continue
+        kind, what, span = find_origin(body, error_type)
+        declares = f"declares {render_errors(sig.errors)}" if sig.errors else "declares no errors"
+        sink.add(
+            report.error_outside_toolbox(
+                error_type,
+                toolbox.name,
+                span,
+                (Label(span, kind.value.format(what=what, error=error_type)), Label(declared_span, declares)),
+            )
+        )
+
+
+def _first(plan: syntax.Expr) -> syntax.Expr:
+    while isinstance(plan, syntax.Bind):
+        plan = plan.parts[0]
+    return plan
+
+
+def _last(plan: syntax.Expr) -> syntax.Expr:
+    while isinstance(plan, syntax.Bind):
+        plan = plan.parts[-1]
+    return plan
+
+
+def _describe_first(plan: syntax.Expr) -> str:
+    from mcec.check.expr import describe
+
+    return describe(_first(plan))

@@ -1,0 +1,149 @@
+"""The plan engine (LANGUAGE.md §12): what ``agentmonad.plans`` finds through its entry point.
+
+:func:`engine` reads a :class:`agentmonad.plans.Toolbox` once: it checks the
+spec text the toolbox holds, exactly as ``mcec check`` does (reading the
+Python classes it names), and keeps the toolbox's :class:`PlanScope`. Each plan
+is then parsed and checked against that scope (:func:`mcec.check.plans.check_plan`);
+a rejected plan becomes a :class:`~agentmonad.plans.PlanRejected` with its
+diagnostics as the JSON objects of §8, an accepted one runs on the reference
+interpreter's combinators, with the toolbox's pipelines called as compiled.
+The same text is checked once (a bounded cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections import OrderedDict
+from typing import Any, Final
+
+from agentmonad import Outcome
+from agentmonad.plans import PlanRejected, Toolbox
+
+from mcec import syntax
+from mcec.check.plans import PlanScope, check_plan, plan_scopes
+from mcec.check.pyindex import PythonIndex
+from mcec.diagnostics import Diagnostic
+from mcec.render import render_json, render_text
+from mcec.run.interpret import Arrow, Interpreter
+from mcec.span import SourceFile
+
+__all__ = ["engine", "CheckedToolbox", "AcceptedPlan", "ToolboxUnreadable", "plan_file"]
+
+#: How many plan texts a toolbox remembers the verdict on.
+CACHE_SIZE: Final = 256
+
+
+class ToolboxUnreadable(Exception):
+    """The spec a toolbox holds does not check here (its diagnostics, rendered, are the message)."""
+
+
+def plan_file(toolbox: str) -> str:
+    """The file name a plan's diagnostics and sites carry: ``<plan t>``."""
+    return f"<plan {toolbox}>"
+
+
+class AcceptedPlan:
+    """A plan that checked: its typed body as an arrow of the interpreter."""
+
+    __slots__ = ("text", "arrow", "diagnostics")
+
+    def __init__(self, text: str, arrow: Arrow, diagnostics: tuple[Diagnostic, ...]) -> None:
+        self.text = text
+        self.arrow = arrow
+        #: Warnings (an accepted plan has no errors).
+        self.diagnostics = diagnostics
+
+    async def run(self, state: Any, value: Any) -> Outcome[Any, Any, Any]:
+        """The plan's outcome on ``value`` from ``state``."""
+        return await self.arrow(value).run(state)
+
+
+class CheckedToolbox:
+    """One toolbox, read: what its planner is told, and its plans' checker."""
+
+    def __init__(self, toolbox: Toolbox, scope: PlanScope) -> None:
+        self.toolbox = toolbox
+        self.scope = scope
+        self.file = plan_file(toolbox.name)
+        self.interpreter = Interpreter(scope.program, overrides=dict(toolbox.pipelines))
+        self._verdicts: OrderedDict[str, AcceptedPlan | PlanRejected] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def listing(self) -> str:
+        """The toolbox's entries, one ``name : A -> B ! E`` line each."""
+        return self.scope.listing
+
+    @property
+    def signature(self) -> str:
+        """The type every plan must have."""
+        return self.scope.signature
+
+    def check(self, text: str) -> AcceptedPlan | PlanRejected:
+        """The verdict on ``text`` (remembered for the last :data:`CACHE_SIZE` texts)."""
+        with self._lock:
+            verdict = self._verdicts.get(text)
+            if verdict is not None:
+                self._verdicts.move_to_end(text)
+                return verdict
+            verdict = self._check(text)
+            self._verdicts[text] = verdict
+            if len(self._verdicts) > CACHE_SIZE:
+                self._verdicts.popitem(last=False)
+            return verdict
+
+    def _check(self, text: str) -> AcceptedPlan | PlanRejected:
+        source = SourceFile(self.file, text)
+        checked = check_plan(self.scope, source)
+        if checked.body is None:
+            return rejection(self.toolbox.name, text, checked.diagnostics)
+        return AcceptedPlan(text, self.interpreter.arrow(checked.body), checked.diagnostics)
+
+
+def rejection(toolbox: str, text: str, diagnostics: tuple[Diagnostic, ...]) -> PlanRejected:
+    """The :class:`PlanRejected` of ``diagnostics``: as §8's JSON objects and as ``mcec check``'s text."""
+    records = [json.loads(render_json(d)) for d in diagnostics]
+    return PlanRejected(text, records, _rendered(diagnostics), toolbox)
+
+
+def engine(toolbox: Toolbox) -> CheckedToolbox:
+    """Read ``toolbox``'s spec (the ``agentmonad.plans`` entry point): check it, keep its plan scope.
+
+    Raises :class:`ToolboxUnreadable` when the spec does not check here (a
+    class it names cannot be read, say): every spawn over it is then a Defect.
+    """
+    path = _spec_path(toolbox)
+    source = SourceFile(path, toolbox.source)
+    parsed = syntax.parse(source)
+    if parsed.module is None:
+        raise ToolboxUnreadable(_rendered(parsed.diagnostics))
+    index = PythonIndex.for_directory(spec=path)
+    scopes, diagnostics = plan_scopes(parsed.module, source, index)
+    scope = scopes.get(toolbox.name)
+    if scope is None:
+        raise ToolboxUnreadable(_rendered(diagnostics) or f"the spec declares no toolbox `{toolbox.name}`")
+    return CheckedToolbox(toolbox, scope)
+
+
+def _spec_path(toolbox: Toolbox) -> str:
+    """Where the toolbox's spec is: beside its generated module, else as it was compiled (which
+    other specs it uses are looked for from there, §11)."""
+    module = sys.modules.get(toolbox.module) if toolbox.module else None
+    module_file = getattr(module, "__file__", None)
+    if isinstance(module_file, str) and os.path.isfile(module_file):
+        beside = os.path.join(os.path.dirname(module_file), os.path.basename(toolbox.spec))
+        if os.path.isfile(beside):
+            return beside
+    return toolbox.spec
+
+
+def _rendered(diagnostics: tuple[Diagnostic, ...]) -> str:
+    """The diagnostics as ``mcec check`` prints them, each with its source line (from its spans)."""
+    sources = {}
+    for diagnostic in diagnostics:
+        for span in (diagnostic.span, *(label.span for label in diagnostic.labels)):
+            sources[span.path] = span.source
+    return render_text(diagnostics, sources, color=False, limit=None).rstrip("\n")
