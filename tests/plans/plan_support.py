@@ -6,6 +6,7 @@ import functools
 import types
 from pathlib import Path
 
+from mcec.check.typed import Program
 from mcec.compiler import compile_source
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
@@ -19,3 +20,11 @@ def compiled_box() -> types.ModuleType:
     result = compile_source(SourceFile(str(BOX), BOX.read_text(encoding="utf-8")))
     assert result.program is not None and result.generated is not None, result.diagnostics
     return load_module(result.program, result.generated)
+
+
+@functools.cache
+def compiled_program() -> Program:
+    """The checked program of box.mce (for the reference interpreter)."""
+    result = compile_source(SourceFile(str(BOX), BOX.read_text(encoding="utf-8")))
+    assert result.program is not None, result.diagnostics
+    return result.program

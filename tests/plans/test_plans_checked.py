@@ -1,0 +1,108 @@
+"""Plans checked against a toolbox (docs/language.md §12), as a planner receives the verdict.
+
+Each ``cases/<code>_<name>.plan`` is plan text checked against toolbox
+``research`` of planbox/box.mce by the run-time engine. The goldens hold what
+the planner is shown when the plan is rejected: ``.txt`` is
+``PlanRejected.text`` (the diagnostics as ``mcec check`` prints them) and
+``.json`` the diagnostics as data (``PlanRejected.diagnostics``, the JSON
+objects of §8). An ``ok_`` case, and a ``w…`` case (warnings only), is
+accepted; any other is rejected, with an error of its code first among its
+errors' codes (a plan with one mistake may have two views of it, as MCE014 and
+MCE020 for a handler of an error that cannot happen).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentmonad import PlanRejected
+from mcec.diagnostics import CODES
+from mcec.run.plans import AcceptedPlan, CheckedToolbox
+
+from plan_support import compiled_box
+
+CASES = Path(__file__).resolve().parent / "cases"
+PLANS = sorted(CASES.glob("*.plan"))
+
+
+def research() -> CheckedToolbox:
+    checked = compiled_box().TOOLBOX_research.checked()
+    assert isinstance(checked, CheckedToolbox)
+    return checked
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=[p.stem for p in PLANS])
+def test_plan_case(plan: Path, golden: Callable[[Path, str], None]) -> None:
+    text = plan.read_text(encoding="utf-8")
+    verdict = research().check(text)
+    expected = plan.stem.split("_")[0].upper()
+    if plan.stem.startswith("ok_") or expected.startswith("W"):
+        assert isinstance(verdict, AcceptedPlan), verdict
+        shown = "".join(json.dumps(json.loads(_json(d)), ensure_ascii=False) + "\n" for d in verdict.diagnostics)
+        golden(plan.with_suffix(".json"), shown)
+        assert {d.code for d in verdict.diagnostics} <= ({expected} if expected.startswith("W") else set())
+        return
+    assert isinstance(verdict, PlanRejected), f"accepted: {text!r}"
+    golden(plan.with_suffix(".txt"), verdict.text + "\n")
+    golden(plan.with_suffix(".json"), "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in verdict.diagnostics))
+    errors = verdict.errors
+    assert expected in {d["code"] for d in errors}, verdict.text
+    for record in verdict.diagnostics:
+        assert record["code"] in CODES
+        assert list(record)[:5] == ["severity", "code", "message", "file", "line"]
+    assert errors[0]["file"] == "<plan research>"
+    assert verdict.plan == text and verdict.toolbox == "research"
+
+
+def _json(diagnostic: object) -> str:
+    from mcec.render import render_json
+
+    return render_json(diagnostic)  # type: ignore[arg-type]
+
+
+def test_the_same_text_is_checked_once() -> None:
+    checked = research()
+    first = checked.check("shout >>= shout")
+    assert checked.check("shout >>= shout") is first
+    assert checked.check("secret") is checked.check("secret")
+
+
+def test_the_planner_is_told_the_toolbox_and_the_type() -> None:
+    checked = research()
+    assert checked.signature == "str -> str ! MergeConflict | Bad"
+    assert checked.listing.splitlines() == [
+        "shout : str -> str ! Bad",
+        "search : str -> Finding ! Bad",
+        "summarize : Finding -> str",
+        "split : str -> list[str]",
+        "join : list[str] -> str",
+        "apology : Bad -> str",
+        "look_up : str -> str ! Bad",
+        "slow : str -> str",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("shout >>= " * 500 + "shout", "names"),
+        ("local " * 40 + "shout", "nests"),
+        ("shout" + " " * 20_000, "characters"),
+    ],
+    ids=["501 names", "40 locals", "20,005 characters"],
+)
+def test_a_plan_beyond_the_bounds_is_mce032(text: str, what: str) -> None:
+    verdict = research().check(text)
+    assert isinstance(verdict, PlanRejected)
+    assert [d["code"] for d in verdict.errors] == ["MCE032"], verdict.text
+    assert what in verdict.errors[0]["message"]
+
+
+def test_a_plan_at_the_bounds_is_accepted() -> None:
+    assert isinstance(research().check("shout >>= " * 499 + "shout"), AcceptedPlan)
+    assert isinstance(research().check("local " * 31 + "shout"), AcceptedPlan)
+    assert isinstance(research().check("(" * 200 + "shout" + ")" * 200), AcceptedPlan)  # a group is no level
