@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Never
 
-from agentmonad import Append, Err, LoopExhausted, MergeConflict, Ok, Outcome, Sum, Timeout, merge_states
+from agentmonad import Append, Err, LoopExhausted, MergeConflict, Ok, Outcome, Sum, Timeout, merge_states, PlanRequest
 
 
 @dataclass(frozen=True)
@@ -224,3 +224,8 @@ async def hang(state: TState, value: int) -> Outcome[TState, Never, int]:
     """Async: never finishes on its own (an hour's sleep)."""
     await asyncio.sleep(3600)
     return Ok(value, state)
+
+
+def write_plan(state: TState, request: PlanRequest) -> Outcome[TState, Never, str]:
+    """A planner (docs/language.md §12): doubles, then counts, whatever the request says."""
+    return Ok("double >>= inc", state)

@@ -26,7 +26,17 @@ from mcec.cli.build_state import (
     sha256_file,
 )
 from mcec.check.pyindex import package_root
-from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, Subparsers, collect_specs, color_wanted, load_source
+from mcec.cli.common import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    Reporter,
+    Subparsers,
+    collect_specs,
+    color_wanted,
+    load_source,
+    non_negative,
+)
 from mcec.compiler import CompileResult, compile_source
 from mcec.diagnostics import Diagnostic, Label, error
 from mcec.codegen.mypy_check import GeneratedFile, run_mypy
@@ -139,7 +149,7 @@ def _colliding_outputs(files: list[Path], out_dir: Path | None) -> tuple[list[Pa
 
 
 def add_compile(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """``mcec compile FILE... [-o DIR] [--no-mypy] [--format text|json]``."""
+    """``mcec compile FILE... [-o DIR] [--no-mypy] [--format text|json] [--max-diagnostics N]``."""
     command = subparsers.add_parser(
         "compile", help="compile specs to Python modules", description="Compile `.mce` specs to `name_mce.py` modules."
     )
@@ -149,6 +159,13 @@ def add_compile(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     )
     command.add_argument("--no-mypy", action="store_true", help="skip type-checking the output with mypy")
     command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
+    command.add_argument(
+        "--max-diagnostics",
+        type=non_negative,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"show at most N diagnostics (default {DEFAULT_LIMIT}; 0 = no limit), as `mcec check` does",
+    )
     command.set_defaults(func=run_compile)
 
 
@@ -159,7 +176,8 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
     X -> Y``, or, when mypy found errors in Y, ``failed: X -> Y …``.
     """
     _ensure_importable_cwd()
-    reporter = Reporter(out, args.format, DEFAULT_LIMIT, color_wanted(out) and args.format == "text")
+    limit = args.max_diagnostics or None
+    reporter = Reporter(out, args.format, limit, color_wanted(out) and args.format == "text")
     out_dir: Path | None = args.output_dir
     files, problems = collect_specs(args.files)
     reporter.add(problems)

@@ -56,7 +56,7 @@ class Interpreter:
         #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
         self.uses = {used.name: used for used in program.uses}
         self._others: dict[str, Interpreter] = {}
-        self._toolboxes: dict[str, Toolbox] = {}
+        self._toolboxes: dict[str, Toolbox[Any, Any, Any, Any]] = {}
         self.declared: Callable[[Any, Any], Any] | None = None
         if program.merge is not None:
             self.declared = resolve_path(program.merge.path)  # type: ignore[assignment]
@@ -186,7 +186,7 @@ class Interpreter:
         errors = error_classes(expr.sig.errors)
         return lift_step(spawn, name="spawn", errors=errors, site=spawn_site, is_async=True)
 
-    def toolbox(self, name: str) -> Toolbox:
+    def toolbox(self, name: str) -> Toolbox[Any, Any, Any, Any]:
         """The runtime toolbox of a declaration, whose pipelines this interpreter runs (made once)."""
         made = self._toolboxes.get(name)
         if made is None:
@@ -194,7 +194,7 @@ class Interpreter:
             pipelines = {
                 ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind == "pipeline"
             }
-            made = Toolbox(name, self.program.path, self.program.source, "", pipelines)
+            made = Toolbox[Any, Any, Any, Any](name, self.program.path, self.program.source, "", pipelines)
             self._toolboxes[name] = made
         return made
 

@@ -64,7 +64,7 @@ class AcceptedPlan:
 class CheckedToolbox:
     """One toolbox, read: what its planner is told, and its plans' checker."""
 
-    def __init__(self, toolbox: Toolbox, scope: PlanScope) -> None:
+    def __init__(self, toolbox: Toolbox[Any, Any, Any, Any], scope: PlanScope) -> None:
         self.toolbox = toolbox
         self.scope = scope
         self.file = plan_file(toolbox.name)
@@ -109,7 +109,7 @@ def rejection(toolbox: str, text: str, diagnostics: tuple[Diagnostic, ...]) -> P
     return PlanRejected(text, records, _rendered(diagnostics), toolbox)
 
 
-def engine(toolbox: Toolbox) -> CheckedToolbox:
+def engine(toolbox: Toolbox[Any, Any, Any, Any]) -> CheckedToolbox:
     """Read ``toolbox``'s spec (the ``agentmonad.plans`` entry point): check it, keep its plan scope.
 
     Raises :class:`ToolboxUnreadable` when the spec does not check here (a
@@ -128,7 +128,7 @@ def engine(toolbox: Toolbox) -> CheckedToolbox:
     return CheckedToolbox(toolbox, scope)
 
 
-def _spec_path(toolbox: Toolbox) -> str:
+def _spec_path(toolbox: Toolbox[Any, Any, Any, Any]) -> str:
     """Where the toolbox's spec is: beside its generated module, else as it was compiled (which
     other specs it uses are looked for from there, §11)."""
     module = sys.modules.get(toolbox.module) if toolbox.module else None

@@ -129,7 +129,7 @@ class CheckedToolbox(Protocol):
 class PlanEngine(Protocol):
     """What reads a toolbox (once) and checks plans over it: the compiler's side."""
 
-    def __call__(self, toolbox: Toolbox) -> CheckedToolbox:
+    def __call__(self, toolbox: Toolbox[Any, Any, Any, Any]) -> CheckedToolbox:
         """Read ``toolbox``'s spec and make its plan checker."""
         ...
 

@@ -95,9 +95,14 @@ def reports(project: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     names = [spec.name for spec in SPECS]
     out = tmp_path_factory.mktemp("compiled")
     return {
-        "check": _json_errors(_run(project, "-m", "mcec", "check", "--format", "json", *names)),
-        "fast": _json_errors(_run(project, "-m", "mcec", "check", "--fast", "--format", "json", *names)),
-        "compile": _json_errors(_run(project, "-m", "mcec", "compile", "--format", "json", "-o", str(out), *names)),
+        # every diagnostic of every case (the default shows at most 50)
+        "check": _json_errors(_run(project, "-m", "mcec", "check", "--format", "json", "--max-diagnostics", "0", *names)),
+        "fast": _json_errors(
+            _run(project, "-m", "mcec", "check", "--fast", "--format", "json", "--max-diagnostics", "0", *names)
+        ),
+        "compile": _json_errors(
+            _run(project, "-m", "mcec", "compile", "--format", "json", "--max-diagnostics", "0", "-o", str(out), *names)
+        ),
         "plugin": _plugin_errors(project, tmp_path_factory.mktemp("junit") / "report.xml"),
     }
 

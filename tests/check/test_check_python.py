@@ -35,7 +35,7 @@ def test_python_case(spec: Path, golden: Callable[[Path, str], None]) -> None:
     source = SourceFile(relative, spec.read_text(encoding="utf-8"))
     parsed = parse(source)
     assert parsed.module is not None and not parsed.diagnostics, parsed.diagnostics
-    result = check(parsed.module, source, PythonIndex([CASES]))
+    result = check(parsed.module, source, PythonIndex([CASES, ROOT / "runtime"]))  # agentmonad: PlanRequest (§12)
     text = render_text(result.diagnostics, {relative: source}, color=False) if result.diagnostics else ""
     golden(spec.with_suffix(".txt"), text)
     golden(spec.with_suffix(".json"), "".join(render_json(d) + "\n" for d in result.diagnostics))
@@ -62,7 +62,7 @@ def test_templates_without_jinja2_are_a_diagnostic(monkeypatch: pytest.MonkeyPat
     source = SourceFile(relative, spec.read_text(encoding="utf-8"))
     parsed = parse(source)
     assert parsed.module is not None
-    result = check(parsed.module, source, PythonIndex([CASES]))
+    result = check(parsed.module, source, PythonIndex([CASES, ROOT / "runtime"]))  # agentmonad: PlanRequest (§12)
     codes = {d.code for d in result.diagnostics if d.is_error}
     assert codes == {"MCE023"}
     assert all("pip install 'mcec[llm]'" in (d.help or "") for d in result.diagnostics if d.is_error)

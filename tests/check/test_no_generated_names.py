@@ -104,6 +104,11 @@ def _forbidden() -> re.Pattern[str]:
 FORBIDDEN = _forbidden()
 
 
+def _a_source(file: str) -> bool:
+    """A file a diagnostic may name: a spec, or a plan's text (``<plan t>``, docs/language.md §12)."""
+    return file.endswith(".mce") or (file.startswith("<plan ") and file.endswith(">"))
+
+
 def _texts_of_json(path: Path) -> Iterator[tuple[str, str]]:
     """(where, text) of each diagnostic text in a JSON-lines golden; the diagnostic's file too."""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -112,12 +117,12 @@ def _texts_of_json(path: Path) -> Iterator[tuple[str, str]]:
         record = json.loads(line)
         if "severity" not in record:
             continue  # a summary
-        yield f"{path.name}:{number} file", "" if record["file"].endswith(".mce") else f"not a spec: {record['file']}"
+        yield f"{path.name}:{number} file", "" if _a_source(record["file"]) else f"not a spec: {record['file']}"
         yield f"{path.name}:{number} message", record["message"]
         yield f"{path.name}:{number} help", record.get("help") or ""
         for label in record.get("labels", []):
             yield f"{path.name}:{number} label", label["message"]
-            yield f"{path.name}:{number} label file", "" if label["file"].endswith(".mce") else f"not a spec: {label['file']}"
+            yield f"{path.name}:{number} label file", "" if _a_source(label["file"]) else f"not a spec: {label['file']}"
 
 
 #: The lines of rendered text that are mcec's words, not the spec's source: the header
@@ -134,7 +139,7 @@ def _texts_of_text(path: Path) -> Iterator[tuple[str, str]]:
                 found = re.match(r"\s*--> (.+?)(?::\d+:\d+(?:: (.*))?)?$", line)
                 assert found is not None, line
                 where = found.group(1)
-                yield f"{path.name}:{number}", "" if where.endswith(".mce") else f"not a spec: {where}"
+                yield f"{path.name}:{number}", "" if _a_source(where) else f"not a spec: {where}"
                 yield f"{path.name}:{number} label", found.group(2) or ""
             else:
                 yield f"{path.name}:{number}", line

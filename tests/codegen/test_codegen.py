@@ -57,6 +57,9 @@ def test_top_level_statements_are_only_imports_constants_and_functions(spec: Pat
         assert isinstance(
             statement, ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign | ast.AsyncFunctionDef
         ), ast.dump(statement)
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):  # SPEC = "…" (§12)
+            assert isinstance(statement.value.value, str)
+            continue
         if isinstance(statement, ast.Assign):  # SITE_n = Site("step", "file", line, col)
             value = statement.value
             assert isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
@@ -64,7 +67,10 @@ def test_top_level_statements_are_only_imports_constants_and_functions(spec: Pat
             assert all(isinstance(kw.value, ast.Constant | ast.Dict) for kw in value.keywords)
         if isinstance(statement, ast.AnnAssign):  # step: Step[...] = module.impl
             value = statement.value
-            if isinstance(value, ast.Call):  # decide: AsyncStep[...] = llm_step(model, "TEMPLATE", B, name=...)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "Toolbox":
+                # TOOLBOX_t: Toolbox[...] = Toolbox("t", "spec.mce", SPEC, __name__, {"p": p, …}) (§12)
+                assert [type(arg) for arg in value.args] == [ast.Constant, ast.Constant, ast.Name, ast.Name, ast.Dict]
+            elif isinstance(value, ast.Call):  # decide: AsyncStep[...] = llm_step(model, "TEMPLATE", B, name=...)
                 assert isinstance(value.func, ast.Name) and value.func.id == "llm_step", ast.dump(value)
                 assert isinstance(value.args[0], ast.Name) and isinstance(value.args[1], ast.Constant)
             else:

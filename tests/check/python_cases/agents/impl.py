@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agentmonad import Err, Ok, Outcome
+from typing import Never
+
+from agentmonad import Err, Ok, Outcome, PlanRequest
 
 from agents.models import Answer, Chat, Coordinates, Draft, PlannerError, Plan, Point, RetryableError, Review, SpecialistError, Turn
 
@@ -94,3 +96,8 @@ def point(value: str) -> Point:
 
 def show_coordinates(value: Coordinates) -> str:
     return f"{value['x']},{value['y']}"
+
+
+def write_plan(state: Chat, request: PlanRequest) -> Outcome[Chat, Never, str]:
+    """A planner for ``spawn`` (docs/language.md §12)."""
+    return Ok("draft", state)
