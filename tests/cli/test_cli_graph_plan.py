@@ -119,3 +119,22 @@ def test_help_describes_both_forms() -> None:
     run = mcec("graph", "--help")
     assert run.returncode == 0
     assert "--plan TEXT --toolbox SPEC[:NAME]" in run.stdout and "@FILE" in run.stdout
+
+
+def test_an_accepted_plan_with_a_warning_is_drawn_and_warned_about() -> None:
+    """Warnings do not reject a plan (§12): it is drawn (exit 0) and the warning goes to stderr."""
+    run = mcec("graph", "--plan", 'match { _ => shout, "a" => slow }', "--toolbox", BOX)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("flowchart TD\n") and "plan over toolbox research" in run.stdout
+    assert "warning[W002]" in run.stderr and " --> <plan research>:1:21\n" in run.stderr
+
+
+def test_spec_and_toolbox_name_are_split_at_the_last_colon(tmp_path: Path) -> None:
+    from mcec.cli.graph import split_toolbox
+
+    assert split_toolbox("specs/box.mce:research") == ("specs/box.mce", "research")
+    assert split_toolbox("specs/box.mce") == ("specs/box.mce", None)
+    assert split_toolbox(r"C:\specs\box.mce") == (r"C:\specs\box.mce", None)  # no name after the colon
+    odd = tmp_path / "a:b"  # a file whose own name has a colon is the whole SPEC
+    odd.write_text("", encoding="utf-8")
+    assert split_toolbox(str(odd)) == (str(odd), None)
