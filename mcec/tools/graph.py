@@ -31,6 +31,10 @@ What the picture shows, per pipeline (one box titled with its signature):
   ``retry ×3 on E``, ``timeout 10 s`` or ``budget 1000 tokens``; a ``Timeout`` or
   ``BudgetExceeded`` leaves from the box itself. An ``llm`` step is a parallelogram.
 
+A plan over a toolbox (§12, ``mcec graph --plan TEXT --toolbox SPEC[:t]``) is drawn by
+:func:`build_plan_graph` as the pipeline it runs as: one box titled ``plan over toolbox t :
+A -> B ! E``.
+
 Labels are escaped for each format (Mermaid entity codes, DOT string escapes),
 so no name or type can change the structure of the output.
 """
@@ -58,6 +62,7 @@ __all__ = [
     "PipelineGraph",
     "add_graph",
     "build_graph",
+    "build_plan_graph",
     "run_graph",
     "to_dot",
     "to_mermaid",
@@ -143,13 +148,15 @@ class _Box:
 class _Builder:
     """Draws one pipeline; ids are ``p<index>_<n>`` in drawing order."""
 
-    def __init__(self, index: int, pipeline: t.TPipeline, uses: dict[str, t.TUsed] | None = None) -> None:
+    def __init__(
+        self, index: int, pipeline: t.TPipeline, uses: dict[str, t.TUsed] | None = None, title: str | None = None
+    ) -> None:
         #: Pipelines of other specs, by the name this spec binds (drawn naming their spec).
         self.uses = uses or {}
         self.prefix = f"p{index}"
         self.count = 0
         self.edges: list[Edge] = []
-        self.root = _Box(self.prefix, f"pipeline {pipeline.name} : {pipeline.sig}")
+        self.root = _Box(self.prefix, title or f"pipeline {pipeline.name} : {pipeline.sig}")
         self.stack = [self.root]
 
     def fresh(self) -> str:
@@ -348,6 +355,22 @@ def build_graph(program: t.Program, pipeline: str | None = None) -> Graph:
     for index, item in enumerate(pipelines):
         graphs.append(_Builder(index, item, {used.name: used for used in program.uses}).finish(item))
     return Graph(tuple(graphs))
+
+
+def build_plan_graph(program: t.Program, toolbox: t.TToolbox, body: t.TExpr) -> Graph:
+    """The picture of an accepted plan over ``toolbox`` (LANGUAGE.md §12) as it would run.
+
+    A plan runs as the body of ``pipeline plan : A -> B ! E``, ``A -> B ! E``
+    being the toolbox's type, so it is drawn as that pipeline, in a box titled
+    ``plan over toolbox t : A -> B ! E``; its failure node names the errors the
+    plan itself may fail with. ``program`` is the toolbox's spec (it says which
+    entries are pipelines of other specs); ``body`` is
+    :attr:`~mcec.check.plans.PlanCheck.body`.
+    """
+    plan = t.TPipeline("plan", toolbox.sig, body, body.span)
+    title = f"plan over toolbox {toolbox.name} : {toolbox.sig}"
+    builder = _Builder(0, plan, {used.name: used for used in program.uses}, title=title)
+    return Graph((builder.finish(plan),))
 
 
 # ---------------------------------------------------------------- Mermaid

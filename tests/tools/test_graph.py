@@ -278,3 +278,51 @@ def test_a_literal_pattern_cannot_inject_structure() -> None:
 def test_graphviz_renders_the_control_flow_picture() -> None:
     svg = to_svg(_control_graph())
     assert "<svg" in svg and "timeout 10 s" in svg and "≤ 8×" in svg and "retry ×3 on E" in svg
+
+
+# ---------------------------------------------------------------- plans (issue 23, §12)
+#
+# A plan over tests/plans/planbox/box.mce's toolbox `research`, checked as `spawn` checks it.
+
+BOX = ROOT / "tests" / "plans" / "planbox" / "box.mce"
+PLAN = "split >>= each(limit=2) (look_up orelse slow) >>= join >>= shout"
+
+
+def _plan_graph(text: str) -> Graph:
+    from mcec import syntax
+    from mcec.check.plans import check_plan, plan_scopes
+    from mcec.check.pyindex import PythonIndex
+    from mcec.run.plans import plan_file
+    from mcec.tools.graph import build_plan_graph
+
+    source = SourceFile(str(BOX.relative_to(ROOT)), BOX.read_text(encoding="utf-8"))
+    parsed = syntax.parse(source)
+    assert parsed.module is not None
+    scopes, _ = plan_scopes(parsed.module, source, PythonIndex.for_directory(spec=BOX))  # from any cwd
+    scope = scopes["research"]
+    checked = check_plan(scope, SourceFile(plan_file("research"), text))
+    assert checked.body is not None and not checked.diagnostics, checked.diagnostics
+    return build_plan_graph(scope.program, scope.toolbox, checked.body)
+
+
+def test_golden_plan(golden) -> None:  # type: ignore[no-untyped-def]
+    graph = _plan_graph(PLAN)
+    golden(CASES / "plan.mmd", to_mermaid(graph))
+    golden(CASES / "plan.dot", to_dot(graph))
+    assert to_mermaid(_plan_graph(PLAN)) == to_mermaid(graph)  # deterministic
+
+
+def test_a_plan_is_drawn_as_the_pipeline_it_runs_as() -> None:
+    """One box titled with the toolbox's type; its input and output are the toolbox's, its
+    failure node the errors the plan itself may fail with (here Bad only, from `shout`)."""
+    (plan,) = _plan_graph("look_up orelse shout").pipelines
+    assert plan.name == "plan"
+    assert plan.box.title == "plan over toolbox research : str -> str ! MergeConflict | Bad"
+    nodes, boxes, edges = _labelled(plan)
+    assert not boxes
+    assert [n.lines[0] for n in nodes.values() if n.kind in ("input", "output", "failure")] == [
+        "input: str",
+        "output: str",
+        "failure: Bad",
+    ]
+    assert ("recover", "look_up", "shout", "Bad") in edges and ("fail", "shout", "failure: Bad", "Bad") in edges
