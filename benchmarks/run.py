@@ -3,7 +3,8 @@
     python -m benchmarks [--quick] [--json PATH] [--only NAMES] [--huge-steps N] [--fresh]
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``codegen_bench``
-(issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6) and ``check_bench`` (issue 20), prints each one's detail, then ONE
+(issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
+``react_bench`` (issue 22) and ``plan_bench`` (issue 23), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers", "check", "llm", "react")
+BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers", "check", "llm", "react", "plans")
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 
 
@@ -317,6 +318,32 @@ def rows_react(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_plans(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``plan_bench`` (issue 23): checking a plan against one model round trip,
+    and a running plan's per-step overhead against the same text compiled."""
+    rows: list[Row] = []
+    c = r["check"]
+    for plan, p in c["plans"].items():
+        budgeted = plan != "chain_200"
+        rows.append((
+            "plans #23",
+            f"check {plan} (uncached) / one round trip to the local test server",
+            f"{p['ratio']:.3f} ({p['check_us']:.0f} / {c['round_trip_us']:.0f} µs; parse {p['parse_share']:.0%})",
+            f"≤ {c['target']}" if budgeted else "",
+            _mark(p["target_met"]) if budgeted else "",
+        ))
+    g = r["run"]
+    for plan, p in g["plans"].items():
+        rows.append((
+            "plans #23",
+            f"running {plan}: plan / compiled per step",
+            f"{p['ratio_per_step']:.2f} ({p['plan_us_per_step']:.2f} / {p['compiled_us_per_step']:.2f} µs; A/A {g['aa_ratio']:.3f})",
+            f"≤ {g['target']}",
+            _mark(p["target_met"]),
+        ))
+    return rows
+
+
 # ------------------------------------------------------------ running
 
 
@@ -375,6 +402,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
             out = react_bench.run_all(rounds=5 if quick else 31, warmup=2, model_delay=0.02, tool_delay=0.005)
         react_bench.print_detail(out)
         return out
+    if name == "plans":
+        from benchmarks import plan_bench
+
+        out = plan_bench.main(quick=quick, smoke=smoke)
+        plan_bench.print_detail(out)
+        return out
     raise ValueError(name)
 
 
@@ -388,6 +421,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "check": rows_check,
     "llm": rows_llm,
     "react": rows_react,
+    "plans": rows_plans,
 }
 
 

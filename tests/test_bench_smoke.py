@@ -86,10 +86,14 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         else:
             assert system in react["conditions"]["not_installed"], system
 
+    plans = figures["plans"]
+    assert {"check", "run", "load_average"} <= set(plans)
+    assert plans["check"]["round_trip_us"] > 0 and plans["run"]["plans"]["chain_20"]["ratio_per_step"] > 0
+
     table = figures["table"]
     assert table.startswith("| benchmark | measure | value | target | met |")
     assert "## Summary" in text and table in text
-    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6", "check #20", "llm #22", "react #22"):
+    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6", "check #20", "llm #22", "react #22", "plans #23"):
         assert f"| {label} |" in table, label
     assert "/ Lark LALR parse" in table and "re-check after one edit" in table
     assert "hand-written for loop" in table and "timeout(30) around" in table
@@ -127,3 +131,23 @@ def test_the_fuzzer_runs() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout[done.stdout.index("{") :])["findings"] == 0
+
+
+def test_plan_bench_smoke() -> None:
+    """benchmarks/plan_bench.py (issue 23) at its smallest: every plan is accepted and runs to
+    the compiled pipeline's outcome (checked inside), and every figure is there."""
+    pytest.importorskip("openai")
+    from benchmarks import plan_bench
+
+    figures = plan_bench.main(smoke=True)
+    check = figures["check"]
+    assert check["round_trip_us"] > 0 and set(check["plans"]) == set(plan_bench.CHECKED)
+    for plan in check["plans"].values():
+        assert {"check_us", "check_plan_us", "parse_us", "ratio", "parse_share"} <= set(plan)
+        assert plan["check_us"] > 0 and isinstance(plan["target_met"], bool)
+    run = figures["run"]
+    assert set(run["plans"]) == set(plan_bench.RUNS)
+    for plan in run["plans"].values():
+        assert {"plan_us_per_step", "compiled_us_per_step", "ratio_per_step", "ratio_per_call"} <= set(plan)
+        assert plan["plan_us_per_call"] > 0 and plan["compiled_us_per_call"] > 0
+    assert run["spawn_chain_20_over_plan"] > 0

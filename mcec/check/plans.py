@@ -15,6 +15,7 @@ refused declarations, imports and ``;``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -88,12 +89,13 @@ class PlanScope:
         """The toolbox's name."""
         return self.toolbox.name
 
-    @property
+    @functools.cached_property
     def listing(self) -> str:
-        """The toolbox's entries, one ``name : A -> B ! E`` line each (what a planner is told)."""
+        """The toolbox's entries, one ``name : A -> B ! E`` line each (what a planner is told;
+        made once: every spawn over the toolbox tells it)."""
         return "\n".join(f"{ref.name} : {_shown(ref.sig)}" for ref in self.toolbox.entries)
 
-    @property
+    @functools.cached_property
     def signature(self) -> str:
         """The type every plan must have."""
         return _shown(self.toolbox.sig)

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from agentmonad import Outcome
@@ -25,6 +26,7 @@ from agentmonad.plans import PlanRejected, Toolbox
 from mcec import syntax
 from mcec.check.plans import PlanScope, check_plan, plan_scopes
 from mcec.check.pyindex import PythonIndex
+from mcec.check.typed import Program
 from mcec.diagnostics import Diagnostic
 from mcec.render import render_json, render_text
 from mcec.run.interpret import Arrow, Interpreter
@@ -68,7 +70,7 @@ class CheckedToolbox:
         self.toolbox = toolbox
         self.scope = scope
         self.file = plan_file(toolbox.name)
-        self.interpreter = Interpreter(scope.program, overrides=dict(toolbox.pipelines))
+        self.interpreter = _PlanInterpreter(scope.program, overrides=dict(toolbox.pipelines))
         self._verdicts: OrderedDict[str, AcceptedPlan | PlanRejected] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -101,6 +103,22 @@ class CheckedToolbox:
         if checked.body is None:
             return rejection(self.toolbox.name, text, checked.diagnostics)
         return AcceptedPlan(text, self.interpreter.arrow(checked.body), checked.diagnostics)
+
+
+class _PlanInterpreter(Interpreter):
+    """The interpreter of one toolbox's plans: a step's or fn's implementation is looked up
+    (its Python path imported and walked) once per toolbox, not at each of its uses in each plan
+    checked; generated code, too, binds an implementation once, at import."""
+
+    def __init__(self, program: Program, overrides: Mapping[str, Callable[..., Any]]) -> None:
+        super().__init__(program, overrides=overrides)
+        self._implementations: dict[tuple[str, str], Callable[..., Any]] = {}
+
+    def implementation(self, name: str, path: str) -> Callable[..., Any]:
+        found = self._implementations.get((name, path))
+        if found is None:
+            found = self._implementations[(name, path)] = super().implementation(name, path)
+        return found
 
 
 def rejection(toolbox: str, text: str, diagnostics: tuple[Diagnostic, ...]) -> PlanRejected:
