@@ -4,6 +4,7 @@ briefing's llm step over real HTTP (tests/llm_server.py)."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 from pathlib import Path
 from typing import Any
@@ -77,63 +78,131 @@ def test_strict_briefing_fails_fast_with_the_state_at_failure(briefing: tuple[An
     assert (interpreted.error.source, interpreted.state, interpreted.site) == ("weather", outcome.state, outcome.site)
 
 
-def test_meta_agent_plans_runs_specialists_and_combines(meta: tuple[Any, Any]) -> None:
-    from examples.meta.impl import MetaState, Task
+def _meta_models() -> Any:
+    """The example's scripted planner and writer, in the models' place (no network)."""
+    from agentmonad.llm import LLMConfig
+    from agentmonad.testing import FunctionModel
+    from examples.meta.planner import plan
+    from examples.meta.writer import synthesize
 
-    _, module = meta
-    outcome = asyncio.run(module.solve(MetaState(), Task(goal="monads and agents and tools and python")))
-    assert isinstance(outcome, Ok)
-    assert [s.title for s in outcome.value.sections] == ["Monads", "Agents", "Tools", "Python"]
-    assert outcome.state.specialists_run == 4
-    assert outcome.state.notes == tuple(f"investigated {t}" for t in ("monads", "agents", "tools", "python"))
+    return LLMConfig(models={"planner": FunctionModel(plan), "writer": FunctionModel(synthesize)})
+
+
+def _meta_responder(request: Any) -> Any:
+    """One HTTP server for both of meta.mce's models: the planner's prompt is the one about plans."""
+    from examples.meta.planner import plan
+    from examples.meta.writer import synthesize
+
+    return plan(request) if "You write plans for a meta-agent" in request.rendered else synthesize(request)
+
+
+def test_meta_agent_repairs_a_rejected_plan_and_runs_it(meta: tuple[Any, Any], llm_server: LLMServer) -> None:
+    """End to end over HTTP: the planner's first plan is rejected by the checker (MCE012), it is
+    shown the diagnostics in its next prompt, its second plan is accepted and runs the
+    specialists of specialists.mce (each with its own state) three at a time, and the writer
+    synthesizes the report; compiled and interpreted agree."""
+    from agentmonad.llm import llm_config
+    from examples.meta.models import MetaState, Report, Section, Task
+
+    program, module = meta
+    llm_server.respond_with(_meta_responder)
+    task = Task(goal="monads and agents and tools")
+    with llm_config(llm_server.config()):
+        compiled = asyncio.run(module.solve(MetaState(), task))
+        interpreted = asyncio.run(Interpreter(program).run("solve", MetaState(), task))
+    sections = [
+        Section(title=t.title(), body=f"{t} is a topic worth a section.") for t in ("monads", "agents", "tools")
+    ]
+    assert compiled == Ok(
+        Report(headline="Report on Monads, Agents, Tools", sections=sections),
+        MetaState(notes=("wrote Monads", "wrote Agents", "wrote Tools"), specialists_run=3),
+    )
+    assert interpreted == compiled
+    prompts = [r.body["messages"][-1]["content"] for r in llm_server.requests]
+    assert len(prompts) == 6  # planner, planner, writer — twice
+    first, second, writer = prompts[:3]
+    assert "rejected" not in first and "Task: {\"goal\":\"monads and agents and tools\"}" in first
+    assert "research : str -> Section ! SpecialistError" in first
+    assert "The plan must have the type: Task -> list[Section] ! MergeConflict | SpecialistError" in first
+    # the rejection, as the planner received it: the plan, then the checker's diagnostics
+    assert "Your previous plan was rejected by the checker:\neach(limit=3) research\nerror[MCE012]" in second
+    assert "a plan over toolbox `specialists` takes Task, but this plan begins with the `each`" in second
+    assert "1 | each(limit=3) research" in second
+    assert "Section: Monads: monads is a topic worth a section." in writer
 
 
 def test_meta_agent_runs_at_most_three_specialists_at_once(meta: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmonad.llm import llm_config
     from examples.meta import impl
-    from examples.meta.impl import MetaState, Task
+    from examples.meta.models import MetaState, Task
 
     _, module = meta
     running, peak = 0, 0
-    original = impl.investigate
+    original = impl.look_up
 
-    async def observed(state: Any, sub: Any) -> Any:
+    async def observed(state: Any, topic: Any) -> Any:
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
         try:
-            return await original(state, sub)
+            return await original(state, topic)
         finally:
             running -= 1
 
-    monkeypatch.setattr(module, "investigate", observed)
+    monkeypatch.setattr(impl, "look_up", observed)  # the specialists' spec binds it at import: reload
+    specialists = importlib.import_module("examples.meta.specialists_mce")
+    monkeypatch.setattr(specialists, "look_up", observed)
     goal = " and ".join(f"topic{i}" for i in range(10))
-    outcome = asyncio.run(module.solve(MetaState(), Task(goal=goal)))
+    with llm_config(_meta_models()):
+        outcome = asyncio.run(module.solve(MetaState(), Task(goal=goal)))
     assert isinstance(outcome, Ok) and len(outcome.value.sections) == 10
     assert peak == 3
 
 
 def test_meta_agent_failure_names_the_specialist(meta: tuple[Any, Any]) -> None:
-    from examples.meta.impl import MetaState, SpecialistError, Task
+    from agentmonad.llm import llm_config
+    from examples.meta.models import MetaState, SpecialistError, Task
 
     _, module = meta
-    outcome = asyncio.run(module.solve(MetaState(), Task(goal="monads and impossible things")))
+    with llm_config(_meta_models()):
+        outcome = asyncio.run(module.solve(MetaState(), Task(goal="monads and impossible things")))
     assert isinstance(outcome, Err) and isinstance(outcome.error, SpecialistError)
-    assert outcome.site is not None and outcome.site.step == "investigate"
+    assert outcome.site is not None and outcome.site.step == "look_up" and outcome.site.file == "specialists.mce"
+    # a sub-agent's failure carries the caller's state: what the other specialist noted so far
+    assert outcome.state.specialists_run <= 1
 
 
-def test_meta_conflicting_specialists_give_merge_conflict(meta: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    from examples.meta.impl import Finding, MetaState, Task
+def test_meta_agent_counting_goals_go_to_the_statistician(meta: tuple[Any, Any]) -> None:
+    from agentmonad.llm import llm_config
+    from examples.meta.models import MetaState, Task
 
     _, module = meta
+    with llm_config(_meta_models()):
+        outcome = asyncio.run(module.solve(MetaState(), Task(goal="count monads and count agents")))
+    assert isinstance(outcome, Ok)
+    assert [s.body for s in outcome.value.sections] == [
+        "count monads has 12 letters in 2 words.",
+        "count agents has 12 letters in 2 words.",
+    ]
 
-    async def rewriting(state: Any, sub: Any) -> Any:
-        # rewrites history instead of appending to it: the Append reducer refuses
-        return Ok(Finding(topic=sub.topic, fact="x"), state.model_copy(update={"notes": (sub.topic,)}))
 
-    monkeypatch.setattr(module, "investigate", rewriting)
-    outcome = asyncio.run(module.solve(MetaState(notes=("start",)), Task(goal="a and b")))
-    assert isinstance(outcome, Err) and isinstance(outcome.error, MergeConflict)
-    assert outcome.state == MetaState(notes=("start",))
+def test_meta_agent_command_line_offline() -> None:
+    """``mcec run examples/meta/meta.mce solve`` with both models scripted: no network."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mcec", "run", "examples/meta/meta.mce", "solve",
+         "--input", '{"goal": "monads and agents"}',
+         "--model", "planner=py:examples.meta.planner:plan", "--model", "writer=py:examples.meta.writer:synthesize"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in __import__("os").environ.items() if not k.startswith("OPENAI")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is True and report["value"]["headline"] == "Report on Monads, Agents"
+    assert report["usage"]["requests"] == 3  # a rejected plan, the repaired one, the report
 
 
 def test_resilient_briefing_retries_a_flaky_source_and_gives_up_on_a_slow_one(briefing: tuple[Any, Any]) -> None:

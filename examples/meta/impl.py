@@ -1,100 +1,67 @@
-"""Planner, specialists and combiner for examples/meta/meta.mce.
+"""The Python side of meta.mce and specialists.mce: adapters, the task's parts, the specialists.
 
-Deterministic stand-ins for LLM calls: the planner splits a task on " and ",
-each specialist "investigates" its sub-task (an async pause, then a finding),
-and the combiner writes the report. A sub-task containing "impossible" makes
-its specialist fail, to show the failure path.
+The specialists are deterministic stand-ins for real research (a short pause,
+then a finding); a topic containing "impossible" makes one fail, to show the
+failure path. ``look_up`` and ``measure`` run on a specialist's own state, a
+``Desk``; ``note`` records in the meta-agent's state what a specialist wrote.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Never
+from typing import Never
 
-from pydantic import BaseModel, ConfigDict
+from agentmonad import Err, Ok, Outcome
 
-from agentmonad import Append, Err, Ok, Outcome, Sum
-
-
-class MetaState(BaseModel):
-    """Notes taken by the specialists (appended) and how many ran (summed)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    notes: Annotated[tuple[str, ...], Append] = ()
-    specialists_run: Annotated[int, Sum] = 0
+from examples.meta.models import Desk, Finding, MetaState, Section, SpecialistError, Task
 
 
-class Task(BaseModel):
-    """A task for the meta-agent."""
-
-    model_config = ConfigDict(frozen=True)
-
-    goal: str
+def desk_for(state: MetaState) -> Desk:
+    """The state a researcher starts from: a fresh research desk."""
+    return Desk(desk="research")
 
 
-class SubTask(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    index: int
-    topic: str
+def stats_for(state: MetaState) -> Desk:
+    """The state a statistician starts from: a fresh statistics desk."""
+    return Desk(desk="statistics")
 
 
-class Finding(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    topic: str
-    fact: str
+def topics(task: Task) -> list[str]:
+    """The parts of the goal ("monads and agents" → ["monads", "agents"])."""
+    return [part.strip() for part in task.goal.split(" and ") if part.strip()]
 
 
-class Section(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    title: str
-    body: str
-
-
-class Report(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    goal: str
-    sections: list[Section]
+async def look_up(desk: Desk, topic: str) -> Outcome[Desk, SpecialistError, Finding]:
+    """A researcher looks a topic up (a pause stands for the work)."""
+    await asyncio.sleep(0.01)
+    if "impossible" in topic:
+        return Err(SpecialistError(f"nothing can be found on {topic!r}"), desk)
+    source = f"{desk.desk}: encyclopedia/{topic.replace(' ', '_')}"
+    return Ok(Finding(topic=topic, fact=f"{topic} is a topic worth a section"), _consulted(desk, source))
 
 
-class PlanError(Exception):
-    """The task could not be decomposed."""
+async def measure(desk: Desk, topic: str) -> Outcome[Desk, SpecialistError, Finding]:
+    """A statistician counts what there is to count in a topic."""
+    await asyncio.sleep(0.01)
+    if "impossible" in topic:
+        return Err(SpecialistError(f"{topic!r} cannot be measured"), desk)
+    words = len(topic.split())
+    fact = f"{topic} has {len(topic)} letters in {words} word{'' if words == 1 else 's'}"
+    return Ok(Finding(topic=topic, fact=fact), _consulted(desk, f"{desk.desk}: counted {topic}"))
 
 
-class SpecialistError(Exception):
-    """A specialist could not complete its sub-task."""
-
-
-def plan(state: MetaState, task: Task) -> Outcome[MetaState, PlanError, list[SubTask]]:
-    """Split the goal into sub-tasks (one per " and "-separated part)."""
-    topics = [part.strip() for part in task.goal.split(" and ") if part.strip()]
-    if not topics:
-        return Err(PlanError("nothing to do: the goal is empty"), state)
-    return Ok([SubTask(index=i, topic=topic) for i, topic in enumerate(topics)], state)
-
-
-async def investigate(state: MetaState, sub: SubTask) -> Outcome[MetaState, SpecialistError, Finding]:
-    """A specialist looks into one sub-task."""
-    await asyncio.sleep(0.01 * (1 + sub.index % 3))
-    if "impossible" in sub.topic:
-        raise SpecialistError(f"cannot investigate {sub.topic!r}")
-    finding = Finding(topic=sub.topic, fact=f"{sub.topic} has {len(sub.topic)} letters")
-    updated = state.model_copy(
-        update={"notes": (*state.notes, f"investigated {sub.topic}"), "specialists_run": state.specialists_run + 1}
-    )
-    return Ok(finding, updated)
+def _consulted(desk: Desk, source: str) -> Desk:
+    return desk.model_copy(update={"sources": (*desk.sources, source)})
 
 
 def draft(finding: Finding) -> Section:
-    """Write a report section from a finding."""
+    """A section from a finding."""
     return Section(title=finding.topic.title(), body=finding.fact + ".")
 
 
-def combine(state: MetaState, sections: list[Section]) -> Outcome[MetaState, Never, Report]:
-    """Assemble the report from the sections, in sub-task order."""
-    goal = " and ".join(section.title.lower() for section in sections)
-    return Ok(Report(goal=goal, sections=sections), state)
+def note(state: MetaState, section: Section) -> Outcome[MetaState, Never, Section]:
+    """The meta-agent records that a specialist wrote ``section``."""
+    updated = state.model_copy(
+        update={"notes": (*state.notes, f"wrote {section.title}"), "specialists_run": state.specialists_run + 1}
+    )
+    return Ok(section, updated)

@@ -137,8 +137,12 @@ class DeclarationChecker:
         sink: DiagnosticSink,
         index: PythonIndex | None = None,
         specs: Specs | None = None,
+        read_templates: bool = True,
     ) -> None:
         self.module = module
+        #: False when re-reading a spec whose module was generated (for its plans, §12): its
+        #: templates were checked then, and the module holds them.
+        self.read_templates = read_templates
         self.sink = sink
         #: What the spec's Python names are (None: no class knowledge, nothing read).
         self.index = index
@@ -566,14 +570,14 @@ class DeclarationChecker:
                 self.sink.add(
                     report.unknown(f"`{decl.model.text}` is {binding.kind.article}, not a model", decl.model.span, help)
                 )
-        source = read_template(decl, self.module.path)
+        source = read_template(decl, self.module.path) if self.read_templates else TemplateSource("", None)
         if isinstance(source, Diagnostic):
             self.sink.add(source)
             text, template_name = "", decl.template.text  # type: str, str | None
         else:
             assert isinstance(source, TemplateSource)
             text, template_name = source.text, source.name
-            if types_resolved:
+            if types_resolved and self.read_templates:
                 self.sink.extend(check_template(decl, source, input, self.index))
         if types_resolved:
             problem = check_output(decl, output)

@@ -112,12 +112,15 @@ def plan_scopes(
     """The scope of each toolbox of ``module`` (empty when the spec has errors), and the spec's diagnostics.
 
     This is :func:`mcec.check.check` keeping what it made on the way: the
-    declarations and the checked pipelines, which a plan is checked against.
+    declarations and the checked pipelines, which a plan is checked against
+    (llm templates are not read: see :class:`~mcec.check.names.DeclarationChecker`).
     """
     from mcec.check import build_program  # the one place a Program is assembled
 
     sink = DiagnosticSink()
-    declarations = DeclarationChecker(module, sink, index)
+    # the templates of llm steps are not read: plans do not render them, and the generated
+    # module (whose llm steps a plan calls) holds them, checked when it was generated
+    declarations = DeclarationChecker(module, sink, index, read_templates=False)
     declared = declarations.run()
     pipelines = PipelineChecker(declared, declarations, sink)
     typed = pipelines.run()

@@ -755,7 +755,7 @@ class Emitter:
                 [
                     cst.DictElement(c.string(ref.name), c.name(ref.name))
                     for ref in toolbox.entries
-                    if ref.kind == "pipeline"
+                    if ref.kind in ("pipeline", "llm")
                 ]
             )
             made = c.call(

@@ -191,9 +191,10 @@ class Interpreter:
         made = self._toolboxes.get(name)
         if made is None:
             declared = next(toolbox for toolbox in self.program.toolboxes if toolbox.name == name)
-            pipelines = {
+            pipelines: dict[str, Callable[..., Any]] = {
                 ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind == "pipeline"
             }
+            pipelines.update((ref.name, self._llm(ref.name)) for ref in declared.entries if ref.kind == "llm")
             made = Toolbox[Any, Any, Any, Any](name, self.program.path, self.program.source, "", pipelines)
             self._toolboxes[name] = made
         return made

@@ -148,8 +148,9 @@ class Toolbox(Generic[_S, _A, _B, _E]):
 
     ``spec`` is the spec's file name (for messages and sites) and ``source`` its
     text; ``module`` the generated module's name; ``pipelines`` the compiled
-    functions of the pipelines the toolbox lists (everything else a plan may use
-    is read from the spec). The engine reads the spec at the first spawn.
+    functions of the pipelines and the llm steps the toolbox lists (a plan calls
+    them as generated code does; steps, fns and tools are the spec's own
+    implementations). The engine reads the spec at the first spawn.
     """
 
     __slots__ = ("name", "spec", "source", "module", "pipelines", "_checked", "_lock")

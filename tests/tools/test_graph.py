@@ -115,16 +115,16 @@ def test_labels_cannot_inject_structure() -> None:
 
 
 def test_cli_default_is_mermaid_and_selects_a_pipeline() -> None:
-    run = _mcec("graph", "examples/meta/meta.mce", "--pipeline", "specialist")
+    run = _mcec("graph", "examples/meta/meta.mce", "--pipeline", "research")
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("flowchart TD\n")
-    assert "pipeline specialist" in run.stdout and "pipeline solve" not in run.stdout
+    assert "pipeline research" in run.stdout and "pipeline solve" not in run.stdout
 
 
 def test_cli_unknown_pipeline_and_broken_spec(tmp_path: Path) -> None:
     run = _mcec("graph", "examples/meta/meta.mce", "--pipeline", "nope")
     assert run.returncode == 2
-    assert "no pipeline named `nope`" in run.stderr and "specialist, solve" in run.stderr
+    assert "no pipeline named `nope`" in run.stderr and "research, statistics, solve" in run.stderr
     bad = tmp_path / "bad.mce"
     bad.write_text("pipeline p : int -> int = missing;\n", encoding="utf-8")
     run = _mcec("graph", str(bad))
