@@ -7,7 +7,8 @@ gives a ``Finding`` that ``summarize`` reads) and tracks one fact of each, wheth
 can fail with ``Bad``, so that it writes ``catch Bad`` and ``retry(on=Bad)``
 only where they can fire (no MCE014). ``Timeout`` and ``BudgetExceeded`` are not
 the toolbox's errors, so ``timeout`` and ``budget`` always come under ``orelse``.
-``slow`` (30 s) appears only under ``timeout(0.01)``, which always fires.
+``slow`` (30 s) appears only under ``timeout(0.01)``, which always fires; a ``loop``
+goes round on text and ends on the ``Finding`` of "CATS" (LoopExhausted under ``orelse`` too).
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ def plans(draw: st.DrawFn, depth: int = 3) -> Plan:
         return draw(st.sampled_from(ATOMS))
     form = draw(
         st.sampled_from(
-            ("atom", "chain", "each", "catch", "orelse", "retry", "local", "match", "timeout", "budget", "slow")
+            ("atom", "chain", "each", "catch", "orelse", "retry", "local", "match", "timeout", "budget", "slow", "loop")
         )
     )
     a = draw(plans(depth - 1))
@@ -178,13 +179,20 @@ def plans(draw: st.DrawFn, depth: int = 3) -> Plan:
     if form == "match":
         b = draw(plans(depth - 1))
         literal = draw(st.sampled_from(('"cats"', '"bad"', '"cats, dogs"')))
-        return Plan(f"match {{ {literal} => ({a.text}), _ => ({b.text}) }}", a.bad or b.bad)
+        # the literal's arm is given that literal, not a str: `split >>= join` makes it a str again
+        # (a `match` or `loop` inside would otherwise see a narrowed type and be rightly rejected)
+        return Plan(f"match {{ {literal} => (split >>= join >>= ({a.text})), _ => ({b.text}) }}", a.bad or b.bad)
     if form == "timeout":
         b = draw(plans(depth - 1))
         return Plan(f"((timeout(30) ({a.text})) orelse ({b.text}))", b.bad)
     if form == "budget":
         b = draw(plans(depth - 1))
         return Plan(f"((budget(1000) ({a.text})) orelse ({b.text}))", b.bad)
+    if form == "loop":  # a text goes round until it is "CATS" (a shouted "cats"), then found
+        b = draw(plans(depth - 1))
+        rounds = draw(st.integers(1, 3))
+        body = f'match {{ "CATS" => search, _ => ({a.text}) }}'
+        return Plan(f"((loop({rounds}) ({body}) >>= summarize) orelse ({b.text}))", b.bad)
     b = draw(plans(depth - 1))
     return Plan(f"((timeout(0.01) slow) orelse ({b.text}))", b.bad)
 

@@ -86,7 +86,11 @@ TOKENS = st.sampled_from(
 @FUZZ
 @given(st.lists(TOKENS, max_size=40), st.sampled_from((" ", "", "\n")))
 def test_token_soup_gets_a_verdict(tokens: list[str], separator: str) -> None:
-    verdict(separator.join(tokens))
+    result = verdict(separator.join(tokens))
+    if isinstance(result, AcceptedPlan):
+        outcome = run_bounded(result, "cats, bad")
+        if outcome is not None:
+            assert_declared(Plan(result.text, bad=True), outcome)
 
 
 # ---------------------------------------------------------------- 2. confinement
@@ -148,6 +152,29 @@ def test_a_plan_over_the_toolbox_is_never_confined(text: str) -> None:
     assert "MCE031" not in codes(result), (text, result)
 
 
+#: Errors and patterns named by a Python path (through the spec's `import planbox.impl as impl`).
+DOTTED_TYPES = (
+    "shout catch impl.Bad => apology",
+    "shout catch planbox.impl.Bad => apology",
+    "shout catch Bad | impl.Bad => apology",
+    "retry(2, on=impl.Bad, backoff=0) shout",
+    "retry(2, on=Bad | planbox.impl.Bad, backoff=0) look_up",
+    "match { impl.Finding => shout, _ => shout }",
+    "search >>= match { planbox.impl.Finding => summarize }",
+)
+
+
+@pytest.mark.parametrize("text", DOTTED_TYPES)
+def test_a_type_named_by_a_python_path_is_outside_the_toolbox(text: str) -> None:
+    """A plan names errors and classes as the spec does, never through a module path (MCE031 at the path)."""
+    result = verdict(text)
+    assert isinstance(result, PlanRejected), text
+    confined = [d for d in result.errors if d["code"] == "MCE031"]
+    assert len(confined) == 1, result.diagnostics
+    where = text[confined[0]["column"] - 1 : confined[0]["end_column"] - 1]
+    assert where in ("impl.Bad", "planbox.impl.Bad", "impl.Finding", "planbox.impl.Finding"), where
+
+
 @FUZZ
 @given(st.data())
 def test_a_foreign_name_or_path_is_rejected(data: st.DataObject) -> None:
@@ -155,7 +182,7 @@ def test_a_foreign_name_or_path_is_rejected(data: st.DataObject) -> None:
         st.sampled_from(
             (*FOREIGN_NAMES, "impl.shout", "impl.secret", "os.system", "planbox.impl.secret", "shout.x",
              "__import__.os", "local(state=secret) shout", "local(state=impl) shout",
-             "spawn(research) shout", "spawn(research) write_plan")  # fmt: skip
+             "spawn(research) shout", "spawn(research) write_plan", *DOTTED_TYPES)  # fmt: skip
         ),
         label="foreign",
     )
@@ -231,8 +258,25 @@ SEEDS = (
 @FUZZ
 @given(st.one_of(st.sampled_from(SEEDS), plans().map(lambda plan: plan.text)), st.randoms(use_true_random=False))
 def test_a_mutated_plan_gets_a_verdict(text: str, rng: random.Random) -> None:
-    """tests/spec_gen.py's mutations (delete, duplicate, swap, insert, replace a token)."""
-    verdict(mutate(text, rng, 6))
+    """tests/spec_gen.py's mutations (delete, duplicate, swap, insert, replace a token); a
+    mutant that is accepted runs to a value or a declared error (or is still running after 2 s)."""
+    result = verdict(mutate(text, rng, 6))
+    if isinstance(result, AcceptedPlan):
+        outcome = run_bounded(result, rng.choice(INPUTS))
+        if outcome is not None:
+            assert_declared(Plan(result.text, bad=True), outcome)
+
+
+def run_bounded(result: AcceptedPlan, value: str) -> object | None:
+    """The plan's outcome, or None when it has not ended in 2 s (a mutant may run `slow` bare)."""
+
+    async def bounded() -> object | None:
+        try:
+            return await asyncio.wait_for(result.run(impl.Notes(), value), 2)
+        except TimeoutError:
+            return None
+
+    return asyncio.run(bounded())
 
 
 @FUZZ
