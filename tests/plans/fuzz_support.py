@@ -194,7 +194,8 @@ def plans(draw: st.DrawFn, depth: int = 3) -> Plan:
         body = f'match {{ "CATS" => search, _ => ({a.text}) }}'
         return Plan(f"((loop({rounds}) ({body}) >>= summarize) orelse ({b.text}))", b.bad)
     b = draw(plans(depth - 1))
-    return Plan(f"((timeout(0.01) slow) orelse ({b.text}))", b.bad)
+    slow = draw(st.sampled_from(("slow", "split >>= each (slow) >>= join", f"split >>= each(limit=2) (({a.text}) >>= slow) >>= join")))
+    return Plan(f"((timeout(0.01) ({slow})) orelse ({b.text}))", b.bad)
 
 
 #: Inputs: topics to split, and ones with "bad" in them (shout and search refuse those).

@@ -196,7 +196,15 @@ def test_a_foreign_name_or_path_is_rejected(data: st.DataObject) -> None:
 
 
 def run(result: AcceptedPlan, value: str) -> Ok[impl.Notes, str] | Err[impl.Notes, object]:
-    outcome = asyncio.run(result.run(impl.Notes(), value))
+    """The plan's outcome on ``value`` from empty notes; every task it started has ended with it."""
+
+    async def running() -> Ok[impl.Notes, str] | Err[impl.Notes, object]:
+        outcome = await result.run(impl.Notes(), value)
+        left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        assert not left, (result.text, left)
+        return outcome
+
+    outcome = asyncio.run(running())
     assert isinstance(outcome, Ok | Err), outcome
     return outcome
 
