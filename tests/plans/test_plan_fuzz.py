@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +31,7 @@ from agentmonad.plans import PlanRejected
 from mcec.check.plans import MAX_PLAN_CHARS, MAX_PLAN_DEPTH, MAX_PLAN_NAMES
 from mcec.run.plans import AcceptedPlan
 from planbox import impl
+from plan_support import compiled_box
 from spec_gen import mutate
 
 from fuzz_support import (
@@ -306,6 +308,89 @@ def test_a_plan_with_a_name_swapped_for_an_outside_one_is_rejected(
     assert isinstance(result, PlanRejected), mutated
     if outside in OUTSIDE_CALLABLES:
         assert "MCE031" in codes(result), (mutated, result.diagnostics)
+
+
+# ---------------------------------------------------------------- through the runtime: spawn
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _script_restored() -> Iterator[None]:
+    """The scripted planner as this module found it, once it is done."""
+    script, requests = list(impl.SCRIPT), list(impl.REQUESTS)
+    yield
+    impl.SCRIPT[:], impl.REQUESTS[:] = script, requests
+
+
+def spawned(pipeline: str, script: list[str], value: str) -> object | None:
+    """``box.<pipeline>`` run with the scripted planner writing ``script`` (None: still running after 2 s)."""
+    box = compiled_box()
+    impl.SCRIPT[:] = script
+    impl.REQUESTS.clear()
+
+    async def bounded() -> object | None:
+        try:
+            return await asyncio.wait_for(getattr(box, pipeline)(impl.Notes(), value), 2)
+        except TimeoutError:
+            return None
+
+    return asyncio.run(bounded())
+
+
+SPAWN_SEEDS = ("shout", "split >>= each look_up >>= join", "look_up catch Bad => apology")
+#: What a planner might write: any text, token soup, mutated plans, good plans.
+PLAN_TEXTS = st.one_of(
+    st.text(max_size=80),
+    st.lists(TOKENS, max_size=20).map(" ".join),
+    st.tuples(st.sampled_from(SPAWN_SEEDS), st.randoms(use_true_random=False)).map(
+        lambda seed: mutate(seed[0], seed[1], 3)
+    ),
+    plans().map(lambda plan: plan.text),
+)
+
+
+@FUZZ
+@given(PLAN_TEXTS, st.sampled_from(INPUTS))
+def test_any_plan_a_planner_writes_gives_a_spawn_a_declared_outcome(text: str, value: str) -> None:
+    """``spawn(research) write_plan`` with the planner writing ``text``: a rejection is
+    Err(PlanRejected) with the state after the planner; otherwise the plan's own outcome."""
+    outcome = spawned("solve", [text], value)
+    if outcome is None:
+        return
+    assert isinstance(outcome, Ok | Err), outcome
+    assert len(impl.REQUESTS) == 1 and impl.REQUESTS[0].attempt == 1 and impl.REQUESTS[0].rejection is None
+    result = verdict(text)
+    if isinstance(result, PlanRejected):
+        assert isinstance(outcome, Err) and isinstance(outcome.error, PlanRejected), outcome
+        assert outcome.error.plan == text and outcome.error.diagnostics == result.diagnostics
+        assert outcome.state == impl.Notes(seen=("plan 1",), steps=1)
+        return
+    if isinstance(outcome, Err):
+        assert isinstance(outcome.error, impl.Bad | MergeConflict), outcome
+        assert not isinstance(outcome.error, PlanRejected | Defect), outcome
+    assert outcome.state.seen[:1] == ("plan 1",), outcome.state  # type: ignore[attr-defined]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PLAN_TEXTS, min_size=1, max_size=3), plans(), st.sampled_from(INPUTS))
+def test_a_repair_loop_shows_each_attempt_the_rejection_before_it(
+    rejected: list[str], good: Plan, value: str
+) -> None:
+    """``retry(3, on=PlanRejected) spawn(research) write_plan``: up to two rejected plans then
+    a good one run as the good one alone would (after the planner's notes); attempt k sees
+    attempt k−1's rejection."""
+    rejected = [text for text in rejected if isinstance(verdict(text), PlanRejected)][:2]
+    outcome = spawned("repaired", [*rejected, good.text], value)
+    assert outcome is not None
+    attempts = len(rejected) + 1
+    assert [request.attempt for request in impl.REQUESTS] == list(range(1, attempts + 1))
+    assert impl.REQUESTS[0].rejection is None
+    for request, before in zip(impl.REQUESTS[1:], rejected, strict=True):
+        assert request.rejection is not None and request.rejection.plan == before
+    alone = verdict(good.text)
+    assert isinstance(alone, AcceptedPlan)
+    notes = impl.Notes(seen=tuple(f"plan {k}" for k in range(1, attempts + 1)), steps=attempts)
+    expected = asyncio.run(alone.run(notes, value))
+    assert same_outcome(outcome, expected), (outcome, expected)
 
 
 # ---------------------------------------------------------------- 5. bounds
