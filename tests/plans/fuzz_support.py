@@ -42,7 +42,8 @@ OUTSIDE_CALLABLES = ("secret", "count", "write_plan", "measure", "solve", "repai
 #: Names that are no callable of the spec at all: Python's, the implementation module's, the types'.
 FOREIGN_NAMES = (
     "impl", "os", "sys", "__import__", "eval", "exec", "open", "getattr", "globals", "agentmonad",
-    "TOOLBOX_research", "research", "planbox", "subprocess",
+    "TOOLBOX_research", "research", "planbox", "subprocess", "print", "len", "input", "breakpoint", "compile",
+    "__builtins__", "self", "Toolbox", "interpret", "mcec",
 )  # fmt: skip
 #: Names that must never be in an accepted plan as a word (outside strings and comments).
 NEVER_ACCEPTED = frozenset(OUTSIDE_CALLABLES) | frozenset(FOREIGN_NAMES)
