@@ -215,6 +215,15 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
                         help=help,
                     )
                 )
+            case syntax.Catch() | syntax.Retry():
+                for path in _dotted(node.errors if isinstance(node, syntax.Catch) else node.on or ()):
+                    found.append(
+                        report.outside_toolbox(
+                            "a plan cannot name a Python path: an error is a type the spec declares or imports",
+                            path.span,
+                            help="write the error by the name the spec declares it as",
+                        )
+                    )
             case syntax.Match():
                 for arm in node.arms:
                     pattern = arm.pattern
@@ -245,6 +254,19 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
                 help="write a flatter plan: a chain `a >>= b >>= c` does not nest",
             )
         )
+    return found
+
+
+def _dotted(types: tuple[syntax.TypeExpr, ...]) -> list[syntax.QualName]:
+    """The dotted names in ``types`` (``impl.Bad``, ``list[impl.Bad]``), outermost first."""
+    found: list[syntax.QualName] = []
+    stack = list(reversed(types))
+    while stack:
+        node = stack.pop()
+        head = node.head if isinstance(node, syntax.TypeApply) else node
+        if isinstance(head, syntax.QualName) and len(head.parts) > 1:
+            found.append(head)
+        stack.extend(reversed(syntax.type_children(node)))
     return found
 
 
