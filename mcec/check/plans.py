@@ -32,12 +32,16 @@ from mcec.check.types import Compat, error_union, flows, render_errors, sorted_e
 from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import SourceFile, Span
 
-__all__ = ["MAX_PLAN_CHARS", "MAX_PLAN_NAMES", "MAX_PLAN_DEPTH", "PlanScope", "PlanCheck", "plan_scopes", "check_plan"]
+__all__ = ["MAX_PLAN_CHARS", "MAX_PLAN_NAMES", "MAX_PLAN_DEPTH", "MAX_PLAN_ROUNDS", "MAX_PLAN_ATTEMPTS", "PlanScope", "PlanCheck", "plan_scopes", "check_plan"]
 
 #: The bounds of a plan (MCE032): its text, the names it uses, how deep it nests.
 MAX_PLAN_CHARS: Final = 20_000
 MAX_PLAN_NAMES: Final = 500
 MAX_PLAN_DEPTH: Final = 32
+#: The most rounds of a plan's ``loop(N)`` and attempts of its ``retry(N)`` (MCE032): a run of
+#: sync steps never suspends, so no ``timeout`` could cut a ``loop(10**17)`` short.
+MAX_PLAN_ROUNDS: Final = 1_000
+MAX_PLAN_ATTEMPTS: Final = 10
 
 _KIND_ARTICLE: Final = {
     Kind.STEP: "a step",
@@ -205,6 +209,22 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
                         f"adapter `{node.adapter.text}` is not in toolbox `{scope.name}`",
                         node.adapter.span,
                         help=help,
+                    )
+                )
+            case syntax.Loop() if node.bound > MAX_PLAN_ROUNDS:
+                found.append(
+                    report.plan_too_big(
+                        f"`loop({node.bound})` in a plan: a plan's loop may run at most {MAX_PLAN_ROUNDS:,} rounds",
+                        node.bound_span,
+                        help=f"write `loop({MAX_PLAN_ROUNDS})` or fewer: a run that never suspends outlives any timeout",
+                    )
+                )
+            case syntax.Retry() if node.attempts > MAX_PLAN_ATTEMPTS:
+                found.append(
+                    report.plan_too_big(
+                        f"`retry({node.attempts})` in a plan: a plan's retry may make at most {MAX_PLAN_ATTEMPTS} attempts",
+                        node.attempts_span,
+                        help=f"write `retry({MAX_PLAN_ATTEMPTS})` or fewer",
                     )
                 )
             case syntax.Spawn():

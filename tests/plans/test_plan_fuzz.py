@@ -18,8 +18,8 @@ Against toolbox ``research`` of tests/plans/planbox/box.mce:
 - the bounds (MCE032): 20,000 characters, 500 names, 32 levels; and very deep or long text
   is answered, not a RecursionError or a hang.
 
-Left open (strict xfail, at the end): a timeout cannot cut short a plan's ``loop(N)`` or
-``retry(N, backoff=0)`` over synchronous steps, which never suspend.
+A timeout cannot cut short a ``loop(N)`` or ``retry(N, backoff=0)`` over synchronous steps,
+which never suspend: plans are bounded instead (1,000 rounds, 10 attempts; tested at the end).
 """
 
 from __future__ import annotations
@@ -494,23 +494,24 @@ def test_repeated_token_soup_is_answered(tokens: list[str], times: int) -> None:
 #: ends: a plan `loop(N) …` or `retry(N, backoff=0) …` with N up to 18 digits holds the
 #: event loop for as long as N runs take (compiled code does the same). These tests pin the
 #: expected behaviour with small N; they pass once such a plan can be cut short.
-SPINS = pytest.mark.xfail(
-    strict=True, reason="loop/retry(backoff=0) over sync steps never suspend: a timeout cannot cut them short"
-)
-
-
-@SPINS
 @pytest.mark.parametrize(
-    "text",
+    "text, message",
     [
-        '(timeout(0.01) (loop(5000) (match { "zzz" => search, _ => shout }) >>= summarize)) orelse (split >>= join)',
-        "(timeout(0.01) (retry(5000, backoff=0) shout)) orelse (split >>= join)",
+        ('loop(5000) (match { "zzz" => search, _ => shout }) >>= summarize', "at most 1,000 rounds"),
+        ("(timeout(0.01) (retry(5000, backoff=0) shout)) orelse (split >>= join)", "at most 10 attempts"),
+        ("loop(99999999999999999) shout >>= summarize", "at most 1,000 rounds"),
     ],
+    ids=["loop(5000)", "retry(5000)", "loop(10**17)"],
 )
-def test_a_timeout_cuts_a_long_plan_short(text: str) -> None:
+def test_a_plan_cannot_spin_past_any_timeout(text: str, message: str) -> None:
+    """A run of sync steps never suspends, so no ``timeout`` could cut a plan's ``loop(10**17)`` (or
+    ``retry(5000, backoff=0)``) short: plans are bounded to 1,000 rounds and 10 attempts (MCE032)."""
     result = verdict(text)
+    assert isinstance(result, PlanRejected)
+    assert [d["code"] for d in result.errors] == ["MCE032"] and message in result.errors[0]["message"]
+
+
+def test_a_plan_at_the_round_and_attempt_bounds_runs() -> None:
+    result = verdict('(loop(1000) (match { "zzz" => search, _ => shout }) >>= summarize) orelse (split >>= join)')
     assert isinstance(result, AcceptedPlan)
-    outcome = run(result, "bad" if "retry" in text else "x")
-    assert isinstance(outcome, Ok)
-    # cut short by the timeout, the fallback runs from the state the timeout started from
-    assert outcome.state == impl.Notes(), len(outcome.state.seen)
+    assert isinstance(verdict("retry(10, backoff=0) shout"), AcceptedPlan)
