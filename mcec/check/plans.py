@@ -156,7 +156,7 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
         return PlanCheck(None, (problem,))
     parsed = syntax.parse_plan(source)
     if parsed.expr is None:
-        return PlanCheck(None, parsed.diagnostics)
+        return PlanCheck(None, tuple(_for_a_plan(scope, d) for d in parsed.diagnostics))
     confined = _confine(scope, parsed.expr)
     if confined:
         return PlanCheck(None, tuple(sorted(dict.fromkeys(confined), key=Diagnostic.sort_key)))
@@ -170,10 +170,25 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
         _check_ends(scope, body, parsed.expr, sink)
     finally:
         declarations.sink = outer
-    diagnostics = sink.sorted()
+    diagnostics = tuple(_for_a_plan(scope, d) for d in sink.sorted())
     if any(d.is_error for d in diagnostics):
         return PlanCheck(None, diagnostics)
     return PlanCheck(body, diagnostics)
+
+
+def _for_a_plan(scope: PlanScope, diagnostic: Diagnostic) -> Diagnostic:
+    """A diagnostic whose help is for a spec's author (declare an error, rename a declaration)
+    given the help a planner can act on: a plan declares nothing."""
+    match diagnostic.code:
+        case "MCE018":
+            declared = sorted(str(t) for t in scope.full.error_types)
+            errors = ", ".join(f"`{name}`" for name in declared) or "none"
+            help = f"a plan can catch the errors its toolbox's entries fail with, and the spec declares {errors}"
+        case "MCE016":
+            help = f"a plan uses the toolbox's names: {', '.join(f'`{r.name}`' for r in scope.toolbox.entries)}"
+        case _:
+            return diagnostic
+    return dataclasses.replace(diagnostic, help=help)
 
 
 def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
