@@ -20,16 +20,17 @@ text is written to a temporary folder on ``sys.path``, where the checker reads i
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import itertools
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,7 +94,7 @@ fn picky : Chat -> Notes = impl.picky
 
 #: The oracle steps of the adapter law (one per non-raising adapter and sub pipeline).
 ORACLES = "".join(
-    f"step via_{adapter}_p{i} : str -> str ! Blank | TooLong | MergeConflict = impl.via_{adapter}_p{i}\n"
+    f"async step via_{adapter}_p{i} : str -> str ! Blank | TooLong | MergeConflict = impl.via_{adapter}_p{i}\n"
     for adapter in ("notes_for", "fresh")
     for i in range(3)
 )
@@ -273,6 +274,7 @@ def _folder() -> Path:
         import tempfile
 
         FOLDER = Path(tempfile.mkdtemp(prefix="adapter_props_"))
+        atexit.register(shutil.rmtree, FOLDER, ignore_errors=True)
         sys.path.insert(0, str(FOLDER))
     return FOLDER
 

@@ -3,14 +3,13 @@
 The sub spec's steps run on ``Notes``, the main spec's on ``Chat``; the adapters make a ``Notes``
 from a ``Chat`` (two of them raise, with the state they were given in the message, so a test can
 tell which state a Defect carries). The ``via_*`` steps are the adapter law's oracle: each runs a
-pipeline of the sub spec's compiled module (``SUB``, set by the test) from the adapter's state, in
-a thread of its own, and gives back its value or error with the caller's state unchanged.
+pipeline of the sub spec's compiled module (``SUB``, set by the test) from the adapter's state
+(awaiting it, as the compiled ``local(state=f) p`` does), and gives back its value or error with
+the caller's state unchanged.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from dataclasses import replace
 from types import ModuleType
 from typing import Any, Never
@@ -119,35 +118,35 @@ def picky(state: Chat) -> Notes:
 SUB: ModuleType | None = None
 
 
-def _via(adapter: Any, pipeline: str, state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
+async def _via(
+    adapter: Any, pipeline: str, state: Chat, value: str
+) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
     assert SUB is not None
-    run = getattr(SUB, pipeline)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        outcome = pool.submit(asyncio.run, run(adapter(state), value)).result()
+    outcome = await getattr(SUB, pipeline)(adapter(state), value)
     if isinstance(outcome, Ok):
         return Ok(outcome.value, state)
     return Err(outcome.error, state)
 
 
-def via_notes_for_p0(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
-    return _via(notes_for, "p0", state, value)
+async def via_notes_for_p0(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
+    return await _via(notes_for, "p0", state, value)
 
 
-def via_notes_for_p1(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
-    return _via(notes_for, "p1", state, value)
+async def via_notes_for_p1(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
+    return await _via(notes_for, "p1", state, value)
 
 
-def via_notes_for_p2(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
-    return _via(notes_for, "p2", state, value)
+async def via_notes_for_p2(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
+    return await _via(notes_for, "p2", state, value)
 
 
-def via_fresh_p0(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
-    return _via(fresh, "p0", state, value)
+async def via_fresh_p0(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
+    return await _via(fresh, "p0", state, value)
 
 
-def via_fresh_p1(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
-    return _via(fresh, "p1", state, value)
+async def via_fresh_p1(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
+    return await _via(fresh, "p1", state, value)
 
 
-def via_fresh_p2(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
-    return _via(fresh, "p2", state, value)
+async def via_fresh_p2(state: Chat, value: str) -> Outcome[Chat, Blank | TooLong | MergeConflict, str]:
+    return await _via(fresh, "p2", state, value)
