@@ -38,6 +38,13 @@ def recall(state: Notes, value: str) -> Outcome[Notes, Never, str]:
     return Ok(value + state.last, state)
 
 
+def crash(state: Notes, value: str) -> Outcome[Notes, Never, str]:
+    # a step that breaks on a text with a "?": a Defect inside the sub-agent
+    if "?" in value:
+        raise RuntimeError(f"crash on {value!r} at {state!r}")
+    return Ok(value, state)
+
+
 def upper(value: str) -> str:
     return value.upper()
 
