@@ -2,9 +2,10 @@
 
 A "sub" spec on state ``Notes`` declares pipelines ``p0``…``p2 : str -> str`` built from a few
 stateful and stateless steps and fns over text (``note`` fails on an empty text, ``clip`` on a
-long one); a "main" spec on state ``Chat`` uses them through ``local(state=f) p`` in random
-positions of random expressions (chains, ``par``, ``each``, ``catch``, ``orelse``, ``local``,
-``retry``, ``match``, ``if``) beside its own steps. Both are compiled in memory (the sub spec's
+long one, ``crash`` breaks on a ``?``) in chains, ``par``, ``each``, ``catch``, ``orelse``,
+``local``, ``retry`` and ``match``; a "main" spec on state ``Chat`` uses them through
+``local(state=f) p`` in random positions of random expressions of the same forms (and ``if``)
+beside its own steps. Both are compiled in memory (the sub spec's
 text is written to a temporary folder on ``sys.path``, where the checker reads it, and
 ``load_module`` runs its generated module first). The properties:
 
@@ -66,6 +67,8 @@ fn upper : str -> str = impl.upper
 fn half : str -> str = impl.half
 fn excuse : Blank | TooLong -> str = impl.excuse
 fn pair : tuple[str, str] -> str = impl.pair
+fn chars : str -> list[str] = impl.chars
+fn glue : list[str] -> str = impl.glue
 """
 
 MAIN_HEADER = """\
@@ -151,9 +154,7 @@ def expressions(
     atoms = SUB_ATOMS if side == "sub" else MAIN_ATOMS
     kinds = (["used"] * (4 if side == "main" else 1) if used else []) + ["atom"] * 2
     if depth > 0:
-        kinds += ["bind", "bind", "par", "catch", "orelse", "local", "match", "if"]
-        if side == "main":
-            kinds += ["each", "retry"]
+        kinds += ["bind", "bind", "par", "catch", "orelse", "local", "match", "if", "each", "retry"]
     kind = draw(st.sampled_from(kinds))
     if kind == "atom":  # the sub spec's failing steps first (hypothesis favours early choices)
         name = draw(st.sampled_from(sorted(atoms, key=lambda n: (not atoms[n][0], n))))
@@ -216,7 +217,7 @@ def expressions(
                    f"(if is_blank then {a.oracle} else {b.oracle})")
     assert kind == "retry", kind
     body = draw(sub)
-    if draw(st.booleans()):  # mostly a body that can fail, and succeed on a later turn
+    if side == "main" and draw(st.booleans()):  # a body that can fail, and succeed on a later turn
         body = Gen(f"(busy >>= {body.text})", body.errors | {"Busy"}, True, f"(busy >>= {body.oracle})")
     arguments = [str(draw(st.integers(1, 3)))]
     if body.errors and draw(st.booleans()):
