@@ -25,7 +25,7 @@ from agentmonad.tools import StdioServer, tool, tool_scope
 
 from mcec.check import typed as t
 from mcec.run.pyobjects import error_classes, python_type, resolve_path, value_test
-from mcec.check.types import ANY, Lit
+from mcec.check.types import Lit
 from mcec.span import Span
 
 Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]
@@ -202,8 +202,16 @@ class Interpreter:
     def _pipeline_runner(self, name: str) -> Callable[[Any, Any], Any]:
         """A pipeline as generated code has it: ``async (state, value) -> Outcome``."""
 
+        used = self.uses.get(name)
+
         async def run(state: Any, value: Any) -> Outcome[Any, Any, Any]:
-            return await self._ref(t.TRef(name, "pipeline", _UNUSED_SIG, _NOWHERE))(value).run(state)
+            # looked up at the call: a pipeline may spawn plans over a toolbox that lists it
+            if used is None:
+                return await self.pipeline_arrow(name)(value).run(state)
+            other = self._others.get(used.spec)
+            if other is None:
+                other = self._others[used.spec] = Interpreter(used.program)
+            return await other.pipeline_arrow(used.pipeline)(value).run(state)
 
         return run
 
@@ -279,11 +287,6 @@ class Interpreter:
             errors = error_classes(self.llms[ref.name].sig.errors)
             return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
         assert_never(ref.kind)
-
-
-#: A reference made by the interpreter itself, not written in the spec (it never reaches a message).
-_NOWHERE = Span.file_start("<mcec>")
-_UNUSED_SIG = t.Sig(ANY, ANY, frozenset(), True)
 
 
 def _has_llms(program: t.Program) -> bool:
