@@ -20,13 +20,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from agentmonad import Outcome
+from agentmonad import Defect, Outcome, Site
 from agentmonad.plans import PlanRejected, Toolbox
 
 from mcec import syntax
 from mcec.check.plans import PlanScope, check_plan, plan_scopes
 from mcec.check.pyindex import PythonIndex
-from mcec.check.typed import Program
+from mcec.check.typed import Program, TExpr
 from mcec.diagnostics import Diagnostic
 from mcec.render import render_json, render_text
 from mcec.run.interpret import Arrow, Interpreter
@@ -48,19 +48,39 @@ def plan_file(toolbox: str) -> str:
 
 
 class AcceptedPlan:
-    """A plan that checked: its typed body as an arrow of the interpreter."""
+    """A plan that checked: its typed body, run as an arrow of the interpreter (made at the
+    first run: checking a plan is all a rejected one costs, and building is running's work)."""
 
-    __slots__ = ("text", "arrow", "diagnostics")
+    __slots__ = ("text", "body", "diagnostics", "_interpreter", "_arrow")
 
-    def __init__(self, text: str, arrow: Arrow, diagnostics: tuple[Diagnostic, ...]) -> None:
+    def __init__(self, text: str, body: TExpr, interpreter: Interpreter, diagnostics: tuple[Diagnostic, ...]) -> None:
         self.text = text
-        self.arrow = arrow
+        self.body = body
         #: Warnings (an accepted plan has no errors).
         self.diagnostics = diagnostics
+        self._interpreter = interpreter
+        self._arrow: Arrow | None = None
+
+    @property
+    def arrow(self) -> Arrow:
+        """The Kleisli arrow of the plan's body (made once)."""
+        if self._arrow is None:
+            self._arrow = self._interpreter.arrow(self.body)
+        return self._arrow
 
     async def run(self, state: Any, value: Any) -> Outcome[Any, Any, Any]:
-        """The plan's outcome on ``value`` from ``state``."""
-        return await self.arrow(value).run(state)
+        """The plan's outcome on ``value`` from ``state`` (a plan that cannot be built — an
+        implementation that cannot be imported here — is a Defect at the plan's start)."""
+        try:
+            arrow = self.arrow
+        except Exception as exc:
+            raise Defect(Site("plan", self.file, 1, 1), state, exc) from exc
+        return await arrow(value).run(state)
+
+    @property
+    def file(self) -> str:
+        """The file name of the plan's sites (``<plan t>``)."""
+        return self.body.span.path
 
 
 class CheckedToolbox:
@@ -102,7 +122,7 @@ class CheckedToolbox:
         checked = check_plan(self.scope, source)
         if checked.body is None:
             return rejection(self.toolbox.name, text, checked.diagnostics)
-        return AcceptedPlan(text, self.interpreter.arrow(checked.body), checked.diagnostics)
+        return AcceptedPlan(text, checked.body, self.interpreter, checked.diagnostics)
 
 
 class _PlanInterpreter(Interpreter):
