@@ -401,6 +401,8 @@ VOCABULARY = [
     # v2 (soft keywords: words only where the grammar expects them)
     "match", "if", "then", "else", "_", "loop", "retry", "timeout", "on", "backoff", "(2)", "(0)", "(0.5)",
     "Literal[", "LoopExhausted", "Timeout", "str", "int",
+    # checked plans (§12: `toolbox` a soft keyword, `spawn` one when `(` follows)
+    "spawn", "spawn(pure)", "toolbox", "PlanRejected", "PlanRequest", "pick_plan", "helpers",
 ]
 
 
