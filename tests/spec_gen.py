@@ -12,7 +12,11 @@ its text arms parsed back with ``parse``; a ``loop`` body ends in ``countdown``
 or ``split`` (an ``int`` goes round, text ends the loop and is parsed back);
 ``retry`` mostly wraps a body that can fail (``flaky`` succeeds once the state
 has counted enough attempts); ``timeout`` deadlines are long enough never to
-fire, so both sides of a differential run agree on timing.
+fire, so both sides of a differential run agree on timing. ``spawn(t) p`` (§12)
+runs a plan over a toolbox of :data:`PLAN_HEADER` (or ``helpers``, over the helper
+pipelines): ``pick_plan`` writes a plan chosen by the input (one in six rejected,
+so ``PlanRejected`` is caught and retried on like any error), ``write_plan`` always
+the same one.
 
 Every construct of the language must be generated here: the differential test
 (compiled ≡ interpreted) and the fuzzers cover only what this module writes
@@ -59,6 +63,24 @@ fn recover_loop : LoopExhausted -> int = tb.recover_loop
 fn recover_timeout : Timeout -> int = tb.recover_timeout
 """
 
+#: Declared (after the helper pipelines) by a spec that uses ``spawn`` (docs/language.md §12):
+#: two planners (``write_plan`` always writes ``double >>= inc``, which only ``counting`` and
+#: ``failing`` accept; ``pick_plan``'s plan depends on the input, one in six is rejected) and
+#: the fixed toolboxes of :data:`TOOLBOXES`. Every toolbox lists ``add_pair``, ``spread``,
+#: ``total`` and ``is_even`` too, for ``pick_plan``'s ``par``, ``each`` and ``if`` plans.
+PLAN_HEADER = """\
+from agentmonad import PlanRequest
+step write_plan : PlanRequest -> str = tb.write_plan
+fn pick_plan : PlanRequest -> str = tb.pick_plan
+fn recover_plan : PlanRejected -> int = tb.recover_plan
+toolbox pure : int -> int = double, negate, add_pair, spread, total, is_even
+toolbox counting : int -> int ! MergeConflict = inc, note, double, add_pair, spread, total, is_even
+toolbox failing : int -> int ! Odd | Neg | MergeConflict = even_only, no_negatives, slow_inc, flaky, crash, remember, add_pair, spread, total, is_even
+"""
+
+#: The entries every toolbox lists besides its ``int -> int`` ones (see :data:`PLAN_HEADER`).
+PLAN_HELPERS = "add_pair, spread, total, is_even"
+
 #: name -> (errors, stateful)
 ATOMS: dict[str, tuple[frozenset[str], bool]] = {
     "inc": (frozenset(), True),
@@ -83,6 +105,16 @@ class Gen:
     stateful: bool
 
 
+#: toolbox -> (its declared errors, whether an entry may change state), as PLAN_HEADER declares them
+TOOLBOXES: dict[str, tuple[frozenset[str], bool]] = {
+    "pure": (frozenset(), False),
+    "counting": (frozenset({"MergeConflict"}), True),
+    "failing": (frozenset({"Odd", "Neg", "MergeConflict"}), True),
+}
+
+#: planner -> stateful (a step may change state, a fn cannot)
+PLANNERS: dict[str, bool] = {"write_plan": True, "pick_plan": False}
+
 #: error -> the handler a ``catch`` of it uses (Odd and Neg share one: ``catch Odd | Neg => recover``)
 HANDLERS: dict[str, str] = {
     "Odd": "recover",
@@ -90,6 +122,7 @@ HANDLERS: dict[str, str] = {
     "MergeConflict": "recover_conflict",
     "LoopExhausted": "recover_loop",
     "Timeout": "recover_timeout",
+    "PlanRejected": "recover_plan",
 }
 
 #: ``int -> bool`` conditions for ``if``: name -> stateful
@@ -111,7 +144,12 @@ def _union(parts: list[Gen]) -> frozenset[str]:
 
 
 @st.composite
-def expressions(draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], ...] = ()) -> Gen:
+def expressions(
+    draw: st.DrawFn,
+    depth: int,
+    pipelines: tuple[tuple[str, Gen], ...] = (),
+    toolboxes: tuple[tuple[str, Gen], ...] = (),
+) -> Gen:
     """An ``int -> int`` expression, at most ``depth`` levels deep.
 
     Any of them may be the body of a literal ``match`` arm, which is given ``Literal[0]``:
@@ -119,12 +157,22 @@ def expressions(draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], .
     goes wherever ``int`` does (a ``par`` beside ``int`` branches, an ``orelse``, a
     ``loop`` whose results go round as ``int``).
 
+    ``toolboxes`` (name, errors and statefulness of each ``toolbox`` the spec declares:
+    :data:`PLAN_HEADER`'s and perhaps one of the helper pipelines) lets it write
+    ``spawn(t) planner`` — only then, as a spec without them declares no toolbox.
+
     """
-    kinds = ["atom"] * 3 + (["pipeline"] if pipelines else [])
+    kinds = ["atom"] * 3 + (["pipeline"] if pipelines else []) + (["spawn"] if toolboxes else [])
     if depth > 0:
         kinds += ["bind", "bind", "par2", "par3", "each", "catch", "orelse", "local"]
         kinds += ["if", "match_int", "match_union", "loop", "retry", "timeout"]
     kind = draw(st.sampled_from(kinds))
+    if kind == "spawn" and draw(st.integers(0, 2)) > 0:  # a third as likely as a step: others stay covered
+        kind = "atom"
+    if kind == "spawn":  # t : int -> int ! E, planner : PlanRequest -> str: int -> int ! E | PlanRejected
+        toolbox, box = draw(st.sampled_from(toolboxes))
+        planner = draw(st.sampled_from(sorted(PLANNERS)))
+        return Gen(f"(spawn({toolbox}) {planner})", box.errors | {"PlanRejected"}, box.stateful or PLANNERS[planner])
     if kind == "atom":
         name = draw(st.sampled_from(sorted(ATOMS)))
         errors, stateful = ATOMS[name]
@@ -132,8 +180,8 @@ def expressions(draw: st.DrawFn, depth: int, pipelines: tuple[tuple[str, Gen], .
     if kind == "pipeline":
         name, gen = draw(st.sampled_from(pipelines))
         return Gen(name, gen.errors, gen.stateful)
-    head = expressions(depth - 1, pipelines)  # given what this expression is given
-    sub = expressions(depth - 1, pipelines)  # given an int
+    head = expressions(depth - 1, pipelines, toolboxes)  # given what this expression is given
+    sub = expressions(depth - 1, pipelines, toolboxes)  # given an int
     if kind == "bind":
         first = draw(head)
         parts = [first, *draw(st.lists(sub, min_size=1, max_size=3))]
@@ -239,18 +287,42 @@ def _control(
     return Gen(f"(timeout({seconds}) {body.text})", body.errors | {"Timeout"}, body.stateful)
 
 
+def plan_toolboxes() -> tuple[tuple[str, Gen], ...]:
+    """:data:`PLAN_HEADER`'s toolboxes, as :func:`expressions` takes them."""
+    return tuple((name, Gen(name, errors, stateful)) for name, (errors, stateful) in TOOLBOXES.items())
+
+
+def helpers_toolbox(pipelines: list[tuple[str, Gen]]) -> tuple[str, Gen]:
+    """``toolbox helpers`` over the helper pipelines (and ``double``): its declaration and what
+    a spawn over it may do. A plan may ``par`` or ``each`` a stateful helper: MergeConflict."""
+    stateful = any(gen.stateful for _, gen in pipelines)
+    errors = _union([gen for _, gen in pipelines]) | ({"MergeConflict"} if stateful else frozenset())
+    entries = ", ".join([name for name, _ in pipelines] + ["double", PLAN_HELPERS])
+    declared = f" ! {' | '.join(sorted(errors))}" if errors else ""
+    return f"toolbox helpers : int -> int{declared} = {entries}", Gen("helpers", errors, stateful)
+
+
 @st.composite
 def specs(draw: st.DrawFn, max_depth: int = 3) -> str:
-    """A whole spec: a few helper pipelines and a ``main : int -> int``."""
+    """A whole spec: a few helper pipelines and a ``main : int -> int``. A spec that uses
+    ``spawn`` declares :data:`PLAN_HEADER` after the helpers, and ``toolbox helpers`` over them
+    when it has some (only ``main`` spawns over that one: a helper's spawn is over a fixed toolbox)."""
     pipelines: list[tuple[str, Gen]] = []
     lines = [HEADER]
+    fixed = plan_toolboxes()
     for index in range(draw(st.integers(0, 2))):
-        gen = draw(expressions(draw(st.integers(0, max_depth - 1)), tuple(pipelines)))
+        gen = draw(expressions(draw(st.integers(0, max_depth - 1)), tuple(pipelines), fixed))
         name = f"sub_{index}"
         lines.append(f"pipeline {name} : int -> int = {gen.text};")
         pipelines.append((name, gen))
-    main = draw(expressions(draw(st.integers(1, max_depth)), tuple(pipelines)))
+    toolboxes, declarations = fixed, [PLAN_HEADER]
+    if pipelines:
+        declaration, helpers = helpers_toolbox(pipelines)
+        toolboxes, declarations = (*fixed, ("helpers", helpers)), [PLAN_HEADER, declaration + "\n"]
+    main = draw(expressions(draw(st.integers(1, max_depth)), tuple(pipelines), toolboxes))
     lines.append(f"pipeline main : int -> int = {main.text};")
+    if any("spawn(" in line for line in lines):
+        lines[-1:-1] = "".join(declarations).splitlines()
     return "\n".join(lines) + "\n"
 
 
@@ -329,6 +401,8 @@ VOCABULARY = [
     # v2 (soft keywords: words only where the grammar expects them)
     "match", "if", "then", "else", "_", "loop", "retry", "timeout", "on", "backoff", "(2)", "(0)", "(0.5)",
     "Literal[", "LoopExhausted", "Timeout", "str", "int",
+    # checked plans (§12: `toolbox` a soft keyword, `spawn` one when `(` follows)
+    "spawn", "spawn(pure)", "toolbox", "PlanRejected", "PlanRequest", "pick_plan", "helpers",
 ]
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Never
 
-from agentmonad import Append, Err, LoopExhausted, MergeConflict, Ok, Outcome, Sum, Timeout, merge_states, PlanRequest
+from agentmonad import Append, Err, LoopExhausted, MergeConflict, Ok, Outcome, PlanRejected, PlanRequest, Sum, Timeout, merge_states
 
 
 @dataclass(frozen=True)
@@ -229,3 +229,38 @@ async def hang(state: TState, value: int) -> Outcome[TState, Never, int]:
 def write_plan(state: TState, request: PlanRequest) -> Outcome[TState, Never, str]:
     """A planner (docs/language.md §12): doubles, then counts, whatever the request says."""
     return Ok("double >>= inc", state)
+
+
+#: What :func:`pick_plan` may write, by ``request.input % 6``; ``{a}``/``{b}`` are ``int -> int``
+#: entries of the toolbox. ``outside`` is no entry of any toolbox (MCE002: the plan is rejected).
+PLANS = (
+    "{a}",
+    "{a} >>= {b}",
+    "par <{a}, {b}> >>= add_pair",
+    "spread >>= each(limit=2) {a} >>= total",
+    "{a} >>= outside",
+    "if is_even then {a} else {b}",
+)
+
+
+def pick_plan(request: PlanRequest) -> str:
+    """A pure planner (docs/language.md §12) whose plan depends on the value it will run on:
+    ``PLANS[input % 6]`` over the toolbox's ``int -> int`` entries (``a``, ``b`` chosen by the
+    input too); a plan needing an entry the toolbox lacks (``add_pair``, ``spread``/``total``,
+    ``is_even``) falls back to ``a`` alone. Plan 4 is always rejected."""
+    lines = [line.split(" : ", 1) for line in request.toolbox.splitlines()]
+    names = {name.strip() for name, *_ in lines}
+    ints = [name.strip() for name, *rest in lines if rest and rest[0].startswith("int -> int")]
+    value = request.input if isinstance(request.input, int) else 0
+    if not ints:
+        return "outside"
+    a, b = ints[value % len(ints)], ints[(value // 2) % len(ints)]
+    index = value % len(PLANS)
+    needs = {2: {"add_pair"}, 3: {"spread", "total"}, 5: {"is_even"}}.get(index, set())
+    plan = PLANS[index] if needs <= names else PLANS[0]
+    return plan.format(a=a, b=b)
+
+
+def recover_plan(error: PlanRejected) -> int:
+    """Handler for PlanRejected: the number of errors the plan was rejected for."""
+    return -10 - len(error.errors)

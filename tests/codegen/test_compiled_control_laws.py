@@ -37,10 +37,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spec_gen import ENDERS, HEADER, PREDICATES, Gen, expressions
+from spec_gen import ENDERS, HEADER, PLAN_HEADER, PREDICATES, Gen, expressions, plan_toolboxes
 from toolbox import Neg, Odd, TState
 
-from agentmonad import Defect, Err, LoopExhausted, MergeConflict, Ok, Outcome, Site, Timeout
+from agentmonad import Defect, Err, LoopExhausted, MergeConflict, Ok, Outcome, PlanRejected, Site, Timeout
 from agentmonad.control import fake_retry_clock, retry_delay
 from mcec.compiler import compile_source
 from mcec.render import render_text
@@ -48,11 +48,17 @@ from mcec.run.interpret import Interpreter
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
-LAW_HEADER = HEADER + (
-    "step probe : int -> int = tb.probe\n"
-    "fn as_text : int -> int | str = tb.as_text\n"
-    "async step hang : int -> int = tb.hang\n"
+LAW_HEADER = (
+    HEADER
+    + (
+        "step probe : int -> int = tb.probe\n"
+        "fn as_text : int -> int | str = tb.as_text\n"
+        "async step hang : int -> int = tb.hang\n"
+    )
+    + PLAN_HEADER  # so that an `e` may spawn a plan (docs/language.md §12)
 )
+#: The toolboxes LAW_HEADER declares, for ``expressions``.
+TOOLBOXES = plan_toolboxes()
 #: The column (0-based, after the pipeline's head) where every law pipeline's body starts.
 BODY_COLUMN = 48
 ERRORS: dict[str, type] = {
@@ -61,12 +67,13 @@ ERRORS: dict[str, type] = {
     "MergeConflict": MergeConflict,
     "LoopExhausted": LoopExhausted,
     "Timeout": Timeout,
+    "PlanRejected": PlanRejected,
 }
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TIMED = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-bodies = st.integers(0, 2).flatmap(lambda depth: expressions(depth))
+bodies = st.integers(0, 2).flatmap(lambda depth: expressions(depth, toolboxes=TOOLBOXES))
 inputs = st.integers(-20, 20) | st.just(13)  # 13 makes `crash` raise: a Defect
 states = st.builds(
     TState,
@@ -196,7 +203,7 @@ def conditions(draw: st.DrawFn) -> Gen:
     predicate = draw(st.sampled_from(sorted(PREDICATES)))
     if draw(st.booleans()):
         return Gen(predicate, frozenset(), PREDICATES[predicate])
-    before = draw(expressions(1))
+    before = draw(expressions(1, toolboxes=TOOLBOXES))
     return Gen(f"({before.text} >>= {predicate})", before.errors, True)
 
 
@@ -480,7 +487,7 @@ def _outcome(run: Callable[[], Coroutine[Any, Any, Outcome[Any, Any, Any]]]) -> 
 
 @pytest.mark.parametrize("nesting", sorted(NESTINGS))
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(e=st.integers(0, 1).flatmap(lambda depth: expressions(depth)), x=st.integers(-20, 20) | st.just(8), s=states)
+@given(e=st.integers(0, 1).flatmap(lambda depth: expressions(depth, toolboxes=TOOLBOXES)), x=st.integers(-20, 20) | st.just(8), s=states)
 def test_a_fired_timeout_reports_the_interpreters_state_in_every_nested_helper(
     nesting: str, e: Gen, x: int, s: TState
 ) -> None:

@@ -32,13 +32,19 @@ from mcec.span import SourceFile
 
 
 def shape_problems(code: str) -> list[str]:
-    """Top-level statements other than imports, Site constants, typed bindings and async defs."""
+    """Top-level statements other than imports, Site constants, typed bindings, async defs and
+    the spec's text a module with a toolbox holds (``SPEC = "…"``, docs/language.md §12)."""
     problems = []
     for statement in ast.parse(code).body:
         if isinstance(statement, ast.Import | ast.ImportFrom | ast.AsyncFunctionDef):
             continue
         if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
             if all(isinstance(a, ast.Constant) for a in statement.value.args):
+                continue
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
+            if isinstance(statement.value.value, str) and all(
+                isinstance(t, ast.Name) and t.id.startswith("SPEC") for t in statement.targets
+            ):
                 continue
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.value, ast.Attribute | ast.Name | ast.Call):
             continue
