@@ -195,7 +195,9 @@ class Interpreter:
                 ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind == "pipeline"
             }
             pipelines.update((ref.name, self._llm(ref.name)) for ref in declared.entries if ref.kind == "llm")
-            made = Toolbox[Any, Any, Any, Any](name, self.program.path, self.program.source, "", pipelines)
+            made = Toolbox[Any, Any, Any, Any](
+                name, self.file, self.program.source, "", pipelines, path=self.program.path
+            )
             self._toolboxes[name] = made
         return made
 

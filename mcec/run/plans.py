@@ -154,7 +154,8 @@ def engine(toolbox: Toolbox[Any, Any, Any, Any]) -> CheckedToolbox:
     class it names cannot be read, say): every spawn over it is then a Defect.
     """
     path = _spec_path(toolbox)
-    source = SourceFile(path, toolbox.source)
+    # spans name the spec as sites do (its file name), wherever it is read from
+    source = SourceFile(os.path.basename(toolbox.spec), toolbox.source)
     parsed = syntax.parse(source)
     if parsed.module is None:
         raise ToolboxUnreadable(_rendered(parsed.diagnostics))
@@ -167,8 +168,10 @@ def engine(toolbox: Toolbox[Any, Any, Any, Any]) -> CheckedToolbox:
 
 
 def _spec_path(toolbox: Toolbox[Any, Any, Any, Any]) -> str:
-    """Where the toolbox's spec is: beside its generated module, else as it was compiled (which
-    other specs it uses are looked for from there, §11)."""
+    """Where the toolbox's spec is: where its maker says, else beside its generated module, else
+    its name (the index looks for the Python modules it names, and the specs it uses, from there)."""
+    if toolbox.path and os.path.isfile(toolbox.path):
+        return toolbox.path
     module = sys.modules.get(toolbox.module) if toolbox.module else None
     module_file = getattr(module, "__file__", None)
     if isinstance(module_file, str) and os.path.isfile(module_file):

@@ -153,14 +153,19 @@ class Toolbox(Generic[_S, _A, _B, _E]):
     implementations). The engine reads the spec at the first spawn.
     """
 
-    __slots__ = ("name", "spec", "source", "module", "pipelines", "_checked", "_lock")
+    __slots__ = ("name", "spec", "source", "module", "pipelines", "path", "_checked", "_lock")
 
-    def __init__(self, name: str, spec: str, source: str, module: str, pipelines: Mapping[str, Runnable]) -> None:
+    def __init__(
+        self, name: str, spec: str, source: str, module: str, pipelines: Mapping[str, Runnable], path: str = ""
+    ) -> None:
         self.name = name
         self.spec = spec
         self.source = source
         self.module = module
         self.pipelines = dict(pipelines)
+        #: Where the spec's file is, when the maker knows (the interpreter does); else the engine
+        #: looks beside the module. Messages name the spec by ``spec`` either way.
+        self.path = path
         self._checked: CheckedToolbox | None = None
         self._lock = threading.Lock()
 

@@ -97,6 +97,7 @@ def test_compiled_and_interpreted_spawns_agree(script: list[str]) -> None:
         (["secret", "split >>= each(limit=2) look_up >>= join"], "cats, dogs"),
         (["shout catch Bad => apology"], "bad"),
         (["shout >>= count"], "x"),
+        (["summarize"], "x"),  # MCE012, with a label in the spec
         (["split >>= each shout >>= join"], "a, bad"),
     ]
     for plan_script, value in cases:
@@ -112,6 +113,9 @@ def test_compiled_and_interpreted_spawns_agree(script: list[str]) -> None:
             else:
                 assert isinstance(interpreted, Err)
                 assert type(compiled.error) is type(interpreted.error) and compiled.site == interpreted.site
+                assert str(compiled.error) == str(interpreted.error)
+                if isinstance(compiled.error, PlanRejected):  # the same diagnostics, naming box.mce alike
+                    assert compiled.error == interpreted.error and compiled.error.text == interpreted.error.text
 
 
 @pytest.mark.parametrize("plan", ["slow", "split >>= each slow >>= join", "par <slow, shout> >>= match { _ => shout }"])
