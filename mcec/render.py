@@ -140,7 +140,8 @@ def _render_one(diagnostic: Diagnostic, sources: Mapping[str, SourceFile], style
     span = diagnostic.span
     head = style.paint(_COLOURS[diagnostic.severity], f"{diagnostic.severity.value}[{diagnostic.code}]")
     lines = [f"{head}{style.paint(_BOLD, ': ' + diagnostic.message)}"]
-    source = sources.get(span.path)
+    # a file not given (another spec's error, reported through one that uses it) is the span's own
+    source = sources.get(span.path) or (span.source if span.source.text else None)
     arrow = style.paint(_BLUE, "-->")
     if source is None:
         lines.append(f" {arrow} {span.path}")
@@ -167,8 +168,9 @@ def render_text(
 ) -> str:
     """Render diagnostics for people, each followed by a blank line (``verbose``: with their notes).
 
-    ``sources`` maps a span's path to its file (a diagnostic whose file is not
-    there, like an unreadable file, is shown without an excerpt). After
+    ``sources`` maps a span's path to its file; a diagnostic whose file is not
+    there is shown with its span's own text (an unreadable file, whose span has
+    none, is shown without an excerpt). After
     ``limit`` diagnostics (``None``: no limit) one line says how many more there
     were. Colour uses ANSI escapes and is off unless ``color`` is true.
     """

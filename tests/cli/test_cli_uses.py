@@ -168,6 +168,24 @@ def test_the_pytest_plugin_checks_a_spec_after_the_specs_it_uses(project: Path) 
     assert ran == ["specs/research.mce", "main.mce", "a_top.mce"], done.stdout
 
 
+def test_the_pytest_plugin_shows_a_used_specs_error_with_its_source_line(project: Path) -> None:
+    """The item of a spec whose used spec does not check shows that spec's error as `mcec check`
+    does: at its file, line and column, with the line itself and the caret."""
+    research = project / "specs" / "research.mce"
+    research.write_text(research.read_text().replace("= research >>= summary;", "= summary;"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--mce-fast", "main.mce"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(project), "NO_COLOR": "1"},
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "error[MCE012]" in done.stdout and "--> specs/research.mce:" in done.stdout
+    assert "= summary;" in done.stdout  # the used spec's line, not only its name
+    assert "error[MCE029]" in done.stdout
+
+
 def test_graph_draws_a_used_pipeline_as_a_call_naming_its_spec(project: Path) -> None:
     drawn = mcec(project, "graph", "main.mce", "--pipeline", "chained")
     assert drawn.returncode == 0, drawn.stdout + drawn.stderr
