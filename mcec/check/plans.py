@@ -22,12 +22,12 @@ from typing import Final
 from mcec import syntax
 from mcec.check import report
 from mcec.check.env import CALLABLE_KINDS, Env, Kind
-from mcec.check.expr import ExprChecker
+from mcec.check.expr import ExprChecker, describe
 from mcec.check.names import DeclarationChecker, Declared, DeclaredToolbox
 from mcec.check.pipelines import PipelineChecker, find_origin
 from mcec.check.pyindex import PythonIndex
 from mcec.check.report import Situation
-from mcec.check.typed import Program, Sig, TExpr, TToolbox
+from mcec.check.typed import Program, TExpr, TToolbox
 from mcec.check.types import Compat, error_union, flows, render_errors, sorted_errors
 from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import SourceFile, Span
@@ -97,17 +97,12 @@ class PlanScope:
     def listing(self) -> str:
         """The toolbox's entries, one ``name : A -> B ! E`` line each (what a planner is told;
         made once: every spawn over the toolbox tells it)."""
-        return "\n".join(f"{ref.name} : {_shown(ref.sig)}" for ref in self.toolbox.entries)
+        return "\n".join(f"{ref.name} : {ref.sig}" for ref in self.toolbox.entries)
 
     @functools.cached_property
     def signature(self) -> str:
         """The type every plan must have."""
-        return _shown(self.toolbox.sig)
-
-
-def _shown(sig: Sig) -> str:
-    text = f"{sig.input} -> {sig.output}"
-    return text if not sig.errors else f"{text} ! {render_errors(sig.errors)}"
+        return str(self.toolbox.sig)
 
 
 def plan_scopes(
@@ -363,6 +358,4 @@ def _last(plan: syntax.Expr) -> syntax.Expr:
 
 
 def _describe_first(plan: syntax.Expr) -> str:
-    from mcec.check.expr import describe
-
     return describe(_first(plan))

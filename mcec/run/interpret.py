@@ -204,18 +204,24 @@ class Interpreter:
     def _pipeline_runner(self, name: str) -> Callable[[Any, Any], Any]:
         """A pipeline as generated code has it: ``async (state, value) -> Outcome``."""
 
-        used = self.uses.get(name)
+        arrow = self._pipeline(name)
 
         async def run(state: Any, value: Any) -> Outcome[Any, Any, Any]:
-            # looked up at the call: a pipeline may spawn plans over a toolbox that lists it
-            if used is None:
-                return await self.pipeline_arrow(name)(value).run(state)
-            other = self._others.get(used.spec)
-            if other is None:
-                other = self._others[used.spec] = Interpreter(used.program)
-            return await other.pipeline_arrow(used.pipeline)(value).run(state)
+            return await arrow(value).run(state)
 
         return run
+
+    def _pipeline(self, name: str) -> Arrow:
+        """A pipeline's arrow, looked up at each call (a pipeline may spawn plans over a toolbox
+        that lists it): this spec's, or another spec's run by an interpreter of its own (§11)."""
+        used = self.uses.get(name)
+        if used is None:
+            return lambda v: self.pipeline_arrow(name)(v)
+        other = self._others.get(used.spec)
+        if other is None:
+            # the other spec's own implementations: overrides name this spec's declarations
+            other = self._others[used.spec] = Interpreter(used.program)
+        return lambda v: other.pipeline_arrow(used.pipeline)(v)
 
     def _budget(self, expr: t.TBudget) -> Arrow:
         """``budget(N) e``: e's run under the runtime's ``AgentMonad.budget`` (``agentmonad.llm.budget(N)``);
@@ -267,15 +273,8 @@ class Interpreter:
             # a plan's use of a toolbox pipeline (§12): the compiled function, as a step
             errors = error_classes(ref.sig.errors)
             return lift_step(self.overrides[ref.name], name=ref.name, errors=errors, site=site, is_async=True)
-        if ref.kind == "pipeline" and ref.name in self.uses:
-            used = self.uses[ref.name]
-            other = self._others.get(used.spec)
-            if other is None:
-                # the other spec's own implementations: overrides name this spec's declarations
-                other = self._others[used.spec] = Interpreter(used.program)
-            return lambda v: other.pipeline_arrow(used.pipeline)(v)
         if ref.kind == "pipeline":
-            return lambda v: self.pipeline_arrow(ref.name)(v)
+            return self._pipeline(ref.name)
         if ref.kind == "tool":
             decl = self.tools[ref.name]
             if decl.name in self.overrides:

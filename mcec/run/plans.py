@@ -182,9 +182,5 @@ def _spec_path(toolbox: Toolbox[Any, Any, Any, Any]) -> str:
 
 
 def _rendered(diagnostics: tuple[Diagnostic, ...]) -> str:
-    """The diagnostics as ``mcec check`` prints them, each with its source line (from its spans)."""
-    sources = {}
-    for diagnostic in diagnostics:
-        for span in (diagnostic.span, *(label.span for label in diagnostic.labels)):
-            sources[span.path] = span.source
-    return render_text(diagnostics, sources, color=False, limit=None).rstrip("\n")
+    """The diagnostics as ``mcec check`` prints them, each with its source line (its span's own)."""
+    return render_text(diagnostics, {}, color=False, limit=None).rstrip("\n")
