@@ -39,8 +39,8 @@ from mcec.cli.common import (
 )
 from mcec.compiler import CompileResult, compile_source
 from mcec.diagnostics import Diagnostic, Label, error
-from mcec.codegen.mypy_check import GeneratedFile, run_mypy
-from mcec.cli.output import OutputError, output_path, stale_module_beside, write_module
+from mcec.codegen.mypy_check import GeneratedFile, UsedModule, run_mypy, used_modules
+from mcec.cli.output import OutputError, output_path, recorded_sha256, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
 
@@ -97,6 +97,38 @@ def _compile_one(
         reporter.add([_write_problem(spec, str(exc))])
         return result, None, True
     return result, target, False
+
+
+def _used_elsewhere(results: list[CompileResult], written: list[GeneratedFile]) -> list[UsedModule]:
+    """The modules of the specs the compiled ones use (directly or through others), as they are
+    now, less those this run wrote: mypy reads them so, as ``mcec check`` does (§11)."""
+    wrote = {os.path.realpath(generated.path) for generated in written}
+    used: dict[str, UsedModule] = {}
+    for result in results:
+        if result.program is not None:
+            used.update((u.module, u) for u in used_modules(result.program))
+    return [u for name, u in sorted(used.items()) if os.path.realpath(u.path) not in wrote]
+
+
+def _warn_not_generated(used: list[UsedModule]) -> None:
+    """Say on stderr which used specs' modules are missing or stale on disk: the module just
+    compiled imports them, so it cannot run (or runs an old pipeline) until they are compiled."""
+    for module in used:
+        recorded = recorded_sha256(module.path)
+        if recorded == module.sha256:
+            continue
+        if not module.path.exists():
+            state = "is not generated yet"
+        elif recorded is None:
+            state = "is a file mcec did not generate"
+        else:
+            state = "is stale (generated from an older version of it)"
+        print(
+            f"warning: `{module.path}` (from `{module.spec}`) {state}; the modules compiled here import it, "
+            f"so they cannot run as they are until it is compiled\n"
+            f"  = help: run `mcec compile {module.spec}` too, or `mcec build {Path(module.spec).parent}`",
+            file=sys.stderr,
+        )
 
 
 def _make_output_dir(out_dir: Path) -> None:
@@ -186,15 +218,19 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
     reporter.add(clashes)
     io_failed = io_failed or bool(clashes)
     written: list[GeneratedFile] = []
+    results: list[CompileResult] = []
     for spec in files:
         result, target, failed = _compile_one(spec, out_dir, reporter)
         io_failed = io_failed or failed
         if result is not None and result.generated is not None and target is not None:
             written.append(GeneratedFile(target, str(spec), result.generated.source_map))
+            results.append(result)
+    used = _used_elsewhere(results, written)
     findings: tuple[Diagnostic, ...] = ()
     if written and not args.no_mypy:
-        findings = run_mypy(written)
+        findings = run_mypy(written, used=used)
         reporter.add(findings)
+    _warn_not_generated(used)
     if args.format == "text":
         for generated in written:
             errors = sum(1 for d in findings if d.is_error and d.span.path == generated.spec_path)

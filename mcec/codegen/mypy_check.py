@@ -56,11 +56,14 @@ class GeneratedFile:
 @dataclass(frozen=True, slots=True)
 class UsedModule:
     """The generated module of a spec another one uses (docs/language.md §11), as it is now:
-    ``module`` its dotted name, ``path`` where it belongs beside its spec, ``code`` its text."""
+    ``module`` its dotted name, ``path`` where it belongs beside its spec, ``code`` its text;
+    ``spec`` that spec's path and ``sha256`` the hash of its text (what the module's header records)."""
 
     module: str
     path: Path
     code: str
+    spec: str = ""
+    sha256: str = ""
 
 
 def used_modules(program: Program) -> list[UsedModule]:
@@ -75,7 +78,9 @@ def used_modules(program: Program) -> list[UsedModule]:
         if used.module in found:
             continue
         leaf = used.module.rpartition(".")[2]
-        found[used.module] = UsedModule(used.module, Path(used.spec).parent / f"{leaf}.py", generate(used.program).code)
+        path = Path(used.spec).parent / f"{leaf}.py"
+        code = generate(used.program).code
+        found[used.module] = UsedModule(used.module, path, code, used.spec, used.program.source_sha256)
         stack.extend(used.program.uses)
     return [found[name] for name in sorted(found)]
 
@@ -149,8 +154,7 @@ def check_in_memory(
             files.append(GeneratedFile(target, spec, source_map, temporary=True))
         wanted = _cache_dir_for_run(cache_dir) if cache_dir is not None else None
         cache = wanted if wanted is not None and _writable(wanted) else Path(folder) / ".mypy_cache"
-        front = overlay(Path(folder), used)
-        return run_mypy(files, cache, [front, *roots] if front is not None else roots)
+        return run_mypy(files, cache, roots, used)
 
 
 def _cache_dir_for_run(default: Path) -> Path:
@@ -169,14 +173,26 @@ def _writable(folder: Path) -> bool:
 
 
 def run_mypy(
-    files: Sequence[GeneratedFile], cache_dir: Path = CACHE_DIR, roots: Sequence[Path] = ()
+    files: Sequence[GeneratedFile],
+    cache_dir: Path = CACHE_DIR,
+    roots: Sequence[Path] = (),
+    used: Sequence[UsedModule] = (),
 ) -> tuple[Diagnostic, ...]:
     """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics.
 
     One mypy run checks files of distinct names together; files of one name (``a/flow_mce.py``
     and ``b/flow_mce.py``, which mypy would take for one module ``flow_mce`` twice, and refuse)
     are checked in runs of their own, with the same cache. Findings come in the order of the specs'
-    lines (the generated module orders its definitions otherwise)."""
+    lines (the generated module orders its definitions otherwise). ``used`` are the modules of the
+    specs they use, which mypy reads as they are now (:func:`overlay`), whatever is on disk: so
+    ``mcec compile`` and ``mcec check`` judge a spec alike when a used spec's module is missing or
+    stale."""
+    if used:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="mcec-used-") as folder:
+            front = overlay(Path(folder), used)
+            return run_mypy(files, cache_dir, [front, *roots] if front is not None else roots)
     batches: list[list[GeneratedFile]] = []
     for generated in files:
         batch = next((b for b in batches if all(g.path.name != generated.path.name for g in b)), None)
