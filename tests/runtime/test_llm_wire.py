@@ -306,6 +306,42 @@ def test_record_usage_takes_natural_numbers_only() -> None:
     assert used.as_dict()["total_tokens"] == 7
 
 
+# ---------------------------------------------------------------- item 7: one deadline per request
+
+
+def _trickled(seconds_per_byte: float) -> Raw:
+    return Raw(completion("a" * 200), trickle=seconds_per_byte)
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_trickling_endpoint_is_cut_off_at_the_timeout(llm_server: LLMServer, retries: int) -> None:
+    """A byte every 0.1 s keeps each read of the client under its time-out; the whole answer would
+    take about 40 s. The model's timeout (1 s) bounds each request as a whole."""
+    timeout = 1.0
+    step = llm_step(FAST, "{{ value }}", str, name="say")
+    llm_server.respond_with(lambda request: _trickled(0.1))
+
+    async def go() -> Any:
+        # the guard makes a missing deadline fail in seconds, not hang the test for 40 s
+        return await asyncio.wait_for(call(llm_server, step, timeout=timeout, max_retries=retries), 15)
+
+    t0 = time.perf_counter()
+    out = run(go())
+    elapsed = time.perf_counter() - t0
+    assert isinstance(out, Err) and isinstance(out.error, LLMUnavailable), out
+    assert out.error.kind is LLMUnavailableKind.TIMEOUT
+    assert len(llm_server.requests) == 1 + retries
+    # each attempt ends at its deadline; a retry waits the client's backoff (under 1 s for the first)
+    assert elapsed < (1 + retries) * timeout + retries * 1.0 + 2.0, elapsed
+    llm_server.wait_until(lambda: llm_server.open_connections == 0)
+
+
+def test_a_slow_but_timely_answer_still_arrives(llm_server: LLMServer) -> None:
+    step = llm_step(FAST, "{{ value }}", str, name="say")
+    llm_server.script(Raw(completion("ok"), trickle=0.001))
+    assert run(call(llm_server, step, timeout=10.0)) == Ok("ok", None)
+
+
 # ---------------------------------------------------------------- item 4: secrets in what a user sees
 
 KEY = "sk-live-9Qx7Wm2Rt5Yb8Nc4Kd6Hf3Jg"

@@ -9,6 +9,11 @@ endpoint's ``Retry-After``) handle connection errors, time-outs, 408, 409,
 429 and 5xx; what is still failing after them becomes ``LLMUnavailable``,
 its ``kind`` from the last failure.
 
+Each HTTP request (each attempt of the client) has one deadline, the model's
+``timeout``: the client's own time-outs bound each read, so an endpoint
+trickling a byte at a time would otherwise keep a request alive for as long as
+it likes.
+
 The answer is read from the response's bytes by :func:`reply_from_body`, not
 by the SDK's lenient parsing: anything but a chat completion as the API
 documents it (a body that is not UTF-8 or JSON, no ``choices``, a ``message``
@@ -20,6 +25,8 @@ the step seals them (``agentmonad.llm.errors.sealed``) before they leave it.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import json
 from typing import TYPE_CHECKING, Any
@@ -51,6 +58,36 @@ def _create_params(client: AsyncOpenAI) -> frozenset[str]:
     return _CREATE_PARAMS
 
 
+@functools.cache
+def _deadline_client() -> type[Any]:
+    """``openai.DefaultAsyncHttpxClient`` (the SDK's defaults: connection limits, redirects) whose
+    every ``send`` must be done — status, headers and body — within one deadline.
+
+    Made on first use, as ``openai`` is imported then. A request past its deadline raises the
+    HTTP library's ``ReadTimeout``, which the SDK retries like any time-out of its own.
+    """
+    import httpx2
+    import openai
+
+    class DeadlineClient(openai.DefaultAsyncHttpxClient):
+        def __init__(self, deadline: float, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.deadline = deadline
+
+        async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+            # Not streamed (the backend never streams), so `send` reads the whole body.
+            limit = asyncio.timeout(self.deadline)
+            try:
+                async with limit:
+                    return await super().send(request, **kwargs)
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                raise httpx2.ReadTimeout(f"no whole answer within {self.deadline:g}s", request=request) from None
+
+    return DeadlineClient
+
+
 class OpenAIBackend:
     """Answers requests for one model from its endpoint; :meth:`close` closes the client."""
 
@@ -69,6 +106,7 @@ class OpenAIBackend:
                 base_url=settings.base_url,
                 timeout=settings.timeout,
                 max_retries=settings.max_retries,
+                http_client=_deadline_client()(settings.timeout),
             )
         except Exception as exc:  # a base URL the HTTP library cannot parse (a bad port, a control character)
             raise Misconfigured(
