@@ -21,6 +21,14 @@ replies are used in order; when none is left, ``respond_with``'s function
 answers, by default a :class:`~agentmonad.testing.TestModel` (a valid answer
 made up from the schema requested).
 
+Two more kinds of reply reach what no well-behaved endpoint sends: a
+:class:`Raw` response is written as given (any status, headers and body bytes:
+a malformed completion, a body that is not JSON or not UTF-8), optionally
+trickled a byte at a time; an :class:`Echo` is made from the request as it
+arrived, headers included (an endpoint that quotes the caller's
+``Authorization`` back). :func:`completion` builds a valid completion body to
+break.
+
 A reply with a ``delay`` waits while watching the connection: if the client
 closes it meanwhile (a cancelled call), the server counts it in
 ``disconnects`` and answers nothing. Error statuses carry an OpenAI-style
@@ -45,7 +53,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +64,7 @@ import pytest
 from agentmonad.llm import LLMConfig, LLMRequest, Model, ModelSettings, ToolSpec
 from agentmonad.testing import Reply, Responder, TestModel, reply_from_json, text
 
-__all__ = ["LLMServer", "Recorded", "llm_server", "TEST_KEY"]
+__all__ = ["LLMServer", "Recorded", "Raw", "Echo", "completion", "llm_server", "TEST_KEY"]
 
 #: The API key tests give the client (the server accepts any key).
 TEST_KEY = "sk-test-7f3a9c2e5b8d1046"
@@ -76,6 +84,55 @@ class Recorded:
     request: LLMRequest
     #: How the server answered: a status code, or "disconnected" / "hangup".
     outcome: str | int = ""
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A response written exactly as given (see the module docstring).
+
+    ``body`` is sent as it is when it is ``bytes``, UTF-8 encoded when it is a
+    ``str``, and as JSON otherwise (non-finite floats as ``Infinity``, which
+    JSON does not have). ``trickle`` > 0 writes the whole response (status
+    line, headers, body) one byte every ``trickle`` seconds.
+    """
+
+    body: Any
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    trickle: float = 0.0
+
+    def data(self) -> bytes:
+        """The body's bytes."""
+        if isinstance(self.body, bytes):
+            return self.body
+        if isinstance(self.body, str):
+            return self.body.encode()
+        return json.dumps(self.body).encode()
+
+
+@dataclass(frozen=True)
+class Echo:
+    """A reply made from the request as the server got it (body and headers): ``make(recorded)``."""
+
+    make: Callable[[Recorded], Reply | Raw | str]
+
+
+Item = Reply | Raw | Echo | str | Responder
+"""What a script holds: a reply, or what makes one (see the module docstring)."""
+
+
+def completion(content: Any = "ok", **changes: Any) -> dict[str, Any]:
+    """A valid chat-completion body answering ``content``, with top-level ``changes`` applied."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-raw",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+    }
+    body.update(changes)
+    return body
 
 
 def request_from_body(body: dict[str, Any]) -> LLMRequest:
@@ -125,8 +182,8 @@ class LLMServer:
 
     def __init__(self, *, port: int = 0) -> None:
         self._port = port
-        self._queue: deque[Reply | str | Responder] = deque()
-        self._default: Responder = TestModel().reply_for
+        self._queue: deque[Item] = deque()
+        self._default: Item = TestModel().reply_for
         self.requests: list[Recorded] = []
         #: Replies abandoned because the client closed the connection while the server waited.
         self.disconnects = 0
@@ -153,12 +210,12 @@ class LLMServer:
         assert self._server is not None, "the server is not running"
         return int(self._server.sockets[0].getsockname()[1])
 
-    def script(self, *replies: Reply | str | Responder) -> LLMServer:
+    def script(self, *replies: Item) -> LLMServer:
         """Queue replies, used in order before the default responder."""
         self._queue.extend(replies)
         return self
 
-    def respond_with(self, responder: Responder) -> LLMServer:
+    def respond_with(self, responder: Item) -> LLMServer:
         """Answer with ``responder`` whenever no scripted reply is left."""
         self._default = responder
         return self
@@ -292,7 +349,12 @@ class LLMServer:
         record = Recorded(body, headers, request)
         self.requests.append(record)
         self._notify()
-        reply = await self._reply_for(request)
+        reply = await self._reply_for(record)
+        if isinstance(reply, Raw):
+            record.outcome = reply.status
+            await self._send_raw(writer, reply)
+            self._notify()
+            return keep_alive
         if reply.delay > 0:
             try:
                 got = await asyncio.wait_for(reader.read(1), reply.delay)
@@ -330,18 +392,37 @@ class LLMServer:
         self._queue.extend(replies)
         await self._send(writer, 200, {"pending": len(self._queue)}, {})
 
-    async def _reply_for(self, request: LLMRequest) -> Reply:
+    async def _reply_for(self, record: Recorded) -> Reply | Raw:
         item = self._queue.popleft() if self._queue else self._default
-        if callable(item) and not isinstance(item, Reply):
-            made = item(request)
+        if isinstance(item, Echo):
+            item = item.make(record)
+        if callable(item) and not isinstance(item, (Reply, Raw)):
+            made = item(record.request)
             if inspect.isawaitable(made):
                 made = await made
             item = made
         if isinstance(item, str):
             return text(item)
-        if not isinstance(item, Reply):
-            raise TypeError(f"a scripted reply must be a Reply or a str, not {type(item).__name__}")
+        if not isinstance(item, (Reply, Raw)):
+            raise TypeError(f"a scripted reply must be a Reply, a Raw or a str, not {type(item).__name__}")
         return item
+
+    @staticmethod
+    async def _send_raw(writer: asyncio.StreamWriter, raw: Raw) -> None:
+        data = raw.data()
+        head = [f"HTTP/1.1 {raw.status} {_REASONS.get(raw.status, 'Status')}", f"content-length: {len(data)}"]
+        head += [f"{k}: {v}" for k, v in {"content-type": "application/json", **raw.headers}.items()]
+        message = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data
+        if raw.trickle <= 0:
+            writer.write(message)
+            await writer.drain()
+            return
+        for n in range(len(message)):
+            if writer.is_closing():
+                return
+            writer.write(message[n : n + 1])
+            await writer.drain()  # raises once the client has closed the connection
+            await asyncio.sleep(raw.trickle)
 
     @staticmethod
     async def _send(writer: asyncio.StreamWriter, code: int, payload: dict[str, Any], headers: dict[str, str]) -> None:

@@ -613,7 +613,7 @@ def test_model_options_are_checked() -> None:
 @pytest.mark.parametrize(
     "module",
     ["agentmonad.llm.errors", "agentmonad.llm.config", "agentmonad.llm.prompt", "agentmonad.llm.output",
-     "agentmonad.llm.usage", "agentmonad.llm.wire", "agentmonad.testing"],
+     "agentmonad.llm.usage", "agentmonad.llm.wire", "agentmonad.llm.openai_backend", "agentmonad.testing"],
 )
 def test_doctests(module: str) -> None:
     failures, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -26,9 +26,11 @@ that model (``"*"``: for every model). Keys are held in :class:`Secret`, whose
 
 from __future__ import annotations
 
+import base64
 import hmac
 import math
 import os
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -293,7 +295,14 @@ def llm_config(config: LLMConfig) -> Iterator[LLMConfig]:
 
 
 class Misconfigured(Exception):
-    """Internal: the run cannot call a model (becomes ``LLMUnavailable(MISCONFIGURED)``)."""
+    """Internal: the run cannot call a model (becomes ``LLMUnavailable(MISCONFIGURED)``).
+
+    ``secrets``: what the message may quote that no user may see (the step masks them).
+    """
+
+    def __init__(self, message: str, secrets: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.secrets = secrets
 
 
 @dataclass(frozen=True)
@@ -313,6 +322,48 @@ class Resolved:
     def endpoint(self) -> tuple[str | None, Secret | None, float, int]:
         """What a client is made for: two models with the same endpoint still get a client each."""
         return (self.base_url, self.api_key, self.timeout, self.max_retries)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What no message may show (see :func:`secrets_of`)."""
+        return secrets_of(self.api_key, self.base_url)
+
+
+#: A secret shorter than this is not masked: it would shred every text, and guards nothing.
+_SHORTEST_SECRET = 4
+
+
+def secrets_of(key: Secret | None, base_url: str | None) -> tuple[str, ...]:
+    """What no message may show: the key (unless it is the placeholder sent to a keyless
+    endpoint), and the user info of the endpoint's URL (``user:password@``) as written, decoded,
+    and as the HTTP Basic credentials a client makes of it, and the password alone.
+
+    >>> secrets_of(Secret("sk-12345"), "http://bob:pa%20ss@host/v1")
+    ('sk-12345', 'bob:pa%20ss', 'bob:pa ss', 'pa%20ss', 'pa ss', 'Ym9iOnBhIHNz')
+    """
+    found: list[str] = []
+    if key is not None and key.reveal() != PLACEHOLDER_KEY:
+        found.append(key.reveal())
+    userinfo = _userinfo(base_url)
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        plain_user, plain_password = urllib.parse.unquote(user), urllib.parse.unquote(password)
+        basic = base64.b64encode(f"{plain_user}:{plain_password}".encode()).decode("ascii")
+        found += [userinfo, f"{plain_user}:{plain_password}" if password else plain_user, password, plain_password, basic]
+    unique = dict.fromkeys(s for s in found if len(s) >= _SHORTEST_SECRET)
+    return tuple(unique)
+
+
+def _userinfo(url: str | None) -> str:
+    """The ``user:password`` of ``url`` as written (``""`` when it has none). Read by hand, not
+    with ``urllib``: a URL too malformed for it may still reach a message."""
+    if not url:
+        return ""
+    rest = url.partition("://")[2] or url
+    for end in "/?#":
+        rest = rest.partition(end)[0]
+    userinfo, at, _ = rest.rpartition("@")
+    return userinfo if at else ""
 
 
 def _env_timeout() -> float:

@@ -6,6 +6,11 @@ never raising, bounded however large the model's reply was. A ``kind`` says
 which case it is, for code that treats them differently (retry a rate limit,
 not a rejected API key).
 
+Every ``LLMFailed`` and ``LLMUnavailable`` an LLM step returns has passed
+through :func:`sealed`, the one place where text leaves the model client:
+the key and the endpoint's credentials are replaced by ``***`` in every text
+field, and only then is each field cut to its length.
+
 ``PromptError`` is not an error of the failure track: a template that does not
 render (a variable the input lacks, a sandbox violation) is a bug in the spec,
 so it escapes the step and becomes a ``Defect``.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from .._show import bounded_list, safe_str, short_repr, truncate
 from ..errors import _ValueError
@@ -27,10 +32,18 @@ __all__ = [
     "LLMUnavailableKind",
     "BudgetExceeded",
     "PromptError",
+    "redact",
+    "sealed",
 ]
 
 #: How many characters of a reason or a raw reply a message shows.
 _TEXT_LIMIT = 600
+#: How many characters :func:`sealed` keeps of a reason, a raw reply, one validation error.
+REASON_LIMIT = 1000
+RAW_LIMIT = 4000
+ERROR_LIMIT = 500
+#: What a secret is replaced with.
+MASK = "***"
 
 
 class LLMFailedKind(enum.Enum):
@@ -164,6 +177,53 @@ class LLMUnavailable(_ValueError):
 
     def _field_repr(self, name: str) -> str:
         return short_repr(getattr(self, name), _TEXT_LIMIT)
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every one of ``secrets`` replaced by ``***``, the longest first (so a secret
+    that contains another is masked whole).
+
+    >>> redact("key sk-12345 for alice:pw-9876@host", ["sk-12345", "alice:pw-9876", "pw-9876"])
+    'key *** for ***@host'
+    """
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def _clean(text: object, secrets: Sequence[str], limit: int) -> str:
+    # Redact, then cut: a cut first could keep the start of a secret that crossed it.
+    return truncate(redact(safe_str(text), secrets), limit)
+
+
+def sealed(error: LLMFailed | LLMUnavailable, secrets: Sequence[str]) -> LLMFailed | LLMUnavailable:
+    """``error`` as it may leave the model client: every text field with ``secrets`` redacted,
+    then cut to its length. LLM steps return only sealed errors.
+
+    >>> sealed(LLMUnavailable("m", "s", "HTTP 401: bad key sk-12345", LLMUnavailableKind.REJECTED, 401), ["sk-12345"])
+    LLMUnavailable(model='m', step='s', reason='HTTP 401: bad key ***', kind=LLMUnavailableKind.REJECTED, status=401)
+    """
+    match error:
+        case LLMFailed():
+            return LLMFailed(
+                _clean(error.model, secrets, REASON_LIMIT),
+                _clean(error.step, secrets, REASON_LIMIT),
+                _clean(error.reason, secrets, REASON_LIMIT),
+                _clean(error.raw, secrets, RAW_LIMIT),
+                tuple(_clean(line, secrets, ERROR_LIMIT) for line in error.errors),
+                error.kind,
+            )
+        case LLMUnavailable():
+            return LLMUnavailable(
+                _clean(error.model, secrets, REASON_LIMIT),
+                _clean(error.step, secrets, REASON_LIMIT),
+                _clean(error.reason, secrets, REASON_LIMIT),
+                error.kind,
+                error.status,
+            )
+        case _:
+            assert_never(error)
 
 
 class BudgetExceeded(_ValueError):

@@ -7,39 +7,42 @@ without models, and a run whose models are all scripted, never needs it.
 The client's own retries (``max_retries``, with its backoff and the
 endpoint's ``Retry-After``) handle connection errors, time-outs, 408, 409,
 429 and 5xx; what is still failing after them becomes ``LLMUnavailable``,
-its ``kind`` from the last failure. The API key never appears in a message:
-any text quoted from the endpoint (an error body may echo a header) has the
-key replaced by ``***``.
+its ``kind`` from the last failure.
+
+Each HTTP request (each attempt of the client) has one deadline, the model's
+``timeout``: the client's own time-outs bound each read, so an endpoint
+trickling a byte at a time would otherwise keep a request alive for as long as
+it likes.
+
+The answer is read from the response's bytes by :func:`reply_from_body`, not
+by the SDK's lenient parsing: anything but a chat completion as the API
+documents it (a body that is not UTF-8 or JSON, no ``choices``, a ``message``
+that is not an object, ``content`` that is not text, token counts that are not
+whole numbers ≥ 0, …) is ``LLMUnavailable(kind=INVALID_RESPONSE)``, never an
+exception of the step. Messages made here quote the endpoint as it answered;
+the step seals them (``agentmonad.llm.errors.sealed``) before they leave it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
+import json
 from typing import TYPE_CHECKING, Any
 
-from .._show import safe_str, truncate
-from .config import Misconfigured, Resolved, Secret
-from .errors import LLMUnavailable
+from .._show import safe_str, type_name
+from .config import Misconfigured, Resolved
+from .errors import LLMUnavailable, redact
 from .errors import LLMUnavailableKind as Kind
-from .wire import LLMReply, LLMRequest, ToolCall
+from .wire import LLMReply, LLMRequest, ToolCall, json_kind
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIBackend", "redact"]
-
-#: How much of an endpoint's error text a reason quotes.
-_QUOTE = 400
+__all__ = ["OpenAIBackend", "NotACompletion", "reply_from_body"]
 
 _CREATE_PARAMS: frozenset[str] | None = None
-
-
-def redact(text: str, secret: Secret | None) -> str:
-    """``text`` with the key (if any, and not trivially short) replaced by ``***``."""
-    if secret is None:
-        return text
-    key = secret.reveal()
-    return text.replace(key, "***") if len(key) >= 4 else text
 
 
 def _create_params(client: AsyncOpenAI) -> frozenset[str]:
@@ -55,6 +58,36 @@ def _create_params(client: AsyncOpenAI) -> frozenset[str]:
     return _CREATE_PARAMS
 
 
+@functools.cache
+def _deadline_client() -> type[Any]:
+    """``openai.DefaultAsyncHttpxClient`` (the SDK's defaults: connection limits, redirects) whose
+    every ``send`` must be done — status, headers and body — within one deadline.
+
+    Made on first use, as ``openai`` is imported then. A request past its deadline raises the
+    HTTP library's ``ReadTimeout``, which the SDK retries like any time-out of its own.
+    """
+    import httpx2
+    import openai
+
+    class DeadlineClient(openai.DefaultAsyncHttpxClient):
+        def __init__(self, deadline: float, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.deadline = deadline
+
+        async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+            # Not streamed (the backend never streams), so `send` reads the whole body.
+            limit = asyncio.timeout(self.deadline)
+            try:
+                async with limit:
+                    return await super().send(request, **kwargs)
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                raise httpx2.ReadTimeout(f"no whole answer within {self.deadline:g}s", request=request) from None
+
+    return DeadlineClient
+
+
 class OpenAIBackend:
     """Answers requests for one model from its endpoint; :meth:`close` closes the client."""
 
@@ -67,22 +100,28 @@ class OpenAIBackend:
             raise Misconfigured(f"calling a model needs the `openai` package ({exc}); pip install 'mcec[llm]'") from None
         self.settings = settings
         key = settings.api_key
-        self.client = AsyncOpenAI(
-            api_key=key.reveal() if key is not None else None,
-            base_url=settings.base_url,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-        )
+        try:
+            self.client = AsyncOpenAI(
+                api_key=key.reveal() if key is not None else None,
+                base_url=settings.base_url,
+                timeout=settings.timeout,
+                max_retries=settings.max_retries,
+                http_client=_deadline_client()(settings.timeout),
+            )
+        except Exception as exc:  # a base URL the HTTP library cannot parse (a bad port, a control character)
+            raise Misconfigured(
+                f"the endpoint {self._where()} cannot be used: {type_name(exc)}: {safe_str(exc)}", settings.secrets
+            ) from None
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(model={self.settings.name!r}, base_url={self.settings.base_url!r})"
+        where = redact(self._where(), self.settings.secrets)
+        return f"OpenAIBackend(model={self.settings.name!r}, base_url={where!r})"
 
     async def close(self) -> None:
         await self.client.close()
 
     def _unavailable(self, request: LLMRequest, reason: str, kind: Kind, status: int | None = None) -> LLMUnavailable:
-        text = truncate(redact(reason, self.settings.api_key), _QUOTE * 2)
-        return LLMUnavailable(request.model, request.step, text, kind, status)
+        return LLMUnavailable(request.model, request.step, reason, kind, status)
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         import openai
@@ -94,55 +133,141 @@ class OpenAIBackend:
         if extra:
             kwargs["extra_body"] = extra
         try:
-            completion = await self.client.chat.completions.create(**kwargs)
+            response = await self.client.chat.completions.with_raw_response.create(**kwargs)
+            status, content = response.status_code, response.content
         except openai.APITimeoutError:
             raise self._unavailable(
                 request, f"no answer within {self.settings.timeout:g}s (after {self.settings.max_retries} retries)", Kind.TIMEOUT
             ) from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__
-            detail = f": {type(cause).__name__}: {safe_str(cause)}" if cause is not None else ""
+            detail = f": {type_name(cause)}: {safe_str(cause)}" if cause is not None else ""
             raise self._unavailable(request, f"cannot reach {self._where()}{detail}", Kind.CONNECTION_FAILED) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
             kind = Kind.RATE_LIMITED if status == 429 else Kind.SERVER_ERROR if status >= 500 else Kind.REJECTED
             raise self._unavailable(request, f"HTTP {status}: {_error_text(exc)}", kind, status) from None
-        except openai.OpenAIError as exc:  # APIResponseValidationError and the like
-            raise self._unavailable(request, f"the endpoint's answer is not a chat completion: {safe_str(exc)}", Kind.INVALID_RESPONSE) from None
-        return self._reply(request, completion)
+        except openai.OpenAIError as exc:
+            raise self._unavailable(request, f"{_NOT_A_COMPLETION}: {safe_str(exc)}", Kind.INVALID_RESPONSE) from None
+        try:
+            return reply_from_body(content)
+        except NotACompletion as exc:
+            raise self._unavailable(request, f"{_NOT_A_COMPLETION}: {exc}", Kind.INVALID_RESPONSE, status) from None
 
     def _where(self) -> str:
         return self.settings.base_url or "the OpenAI API"
 
-    def _reply(self, request: LLMRequest, completion: Any) -> LLMReply:
-        choices = getattr(completion, "choices", None)
-        if not choices:
-            raise self._unavailable(request, "the endpoint answered with no choices", Kind.INVALID_RESPONSE)
-        choice = choices[0]
-        message = choice.message
-        calls = []
-        for n, call in enumerate(getattr(message, "tool_calls", None) or ()):
-            function = getattr(call, "function", None)
-            if function is None:
-                continue
-            calls.append(ToolCall(str(function.name), str(function.arguments or ""), str(call.id or f"call_{n}")))
-        usage = getattr(completion, "usage", None)
-        return LLMReply(
-            content=message.content,
-            tool_calls=tuple(calls),
-            refusal=getattr(message, "refusal", None),
-            finish_reason=choice.finish_reason,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        )
-
 
 def _error_text(exc: Any) -> str:
-    """The message of an endpoint's error body, else the body itself, quoted briefly."""
+    """The message of an endpoint's error body, else the body itself (whole: the step redacts, then cuts)."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         message = body.get("message")
         if isinstance(message, str) and message:
-            return truncate(message, _QUOTE)
-    text = safe_str(body) if body is not None else safe_str(getattr(exc, "message", exc))
-    return truncate(text, _QUOTE)
+            return message
+    return safe_str(body) if body is not None else safe_str(getattr(exc, "message", exc))
+
+
+# ---------------------------------------------------------------- reading a completion
+
+_NOT_A_COMPLETION = "the endpoint's answer is not a chat completion"
+
+
+class NotACompletion(Exception):
+    """A response body that is not a chat completion; the message says what is wrong with it."""
+
+
+def reply_from_body(body: bytes) -> LLMReply:
+    """The :class:`LLMReply` of a chat-completion response body, read strictly.
+
+    Raises :class:`NotACompletion` unless the body is UTF-8 JSON of an object
+    whose ``choices`` is a non-empty list, whose first choice has a
+    ``message`` object with ``content`` and ``refusal`` text or null, and
+    ``tool_calls`` null or a list of function calls (a ``function`` object
+    with a text ``name`` and text ``arguments``); ``finish_reason`` is text or
+    null, and ``usage`` (null or missing: no tokens) holds whole numbers ≥ 0.
+
+    >>> reply_from_body(b'{"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": 3}}')
+    LLMReply(content='hi', tool_calls=(), refusal=None, finish_reason=None, prompt_tokens=3, completion_tokens=0)
+    >>> reply_from_body(b'{"choices": [{"message": {"content": 12345}}]}')
+    Traceback (most recent call last):
+    ...
+    agentmonad.llm.openai_backend.NotACompletion: choices[0].message.content is the number 12345, not text or null
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotACompletion(f"the body is not UTF-8 ({exc.reason} at byte {exc.start}): {body.decode('utf-8', 'replace')}") from None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise NotACompletion("the body is JSON nested too deeply to read") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of too many digits
+        raise NotACompletion(f"the body is not JSON ({exc}): {text}" if text.strip() else "the body is empty") from None
+    if not isinstance(data, dict):
+        raise NotACompletion(f"the body is {json_kind(data)}, not an object")
+    if "choices" not in data and data.get("error") is not None:
+        error = data["error"]
+        said = error.get("message") if isinstance(error, dict) else error
+        raise NotACompletion(f"the endpoint answered with an error: {safe_str(said)}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise NotACompletion("there are no choices" if choices in (None, []) else f"choices is {json_kind(choices)}, not a list")
+    choice = _object(choices[0], "choices[0]")
+    message = _object(choice.get("message"), "choices[0].message")
+    prompt_tokens, completion_tokens = _usage(data.get("usage"))
+    return LLMReply(
+        content=_text(message, "content", "choices[0].message"),
+        tool_calls=_tool_calls(message.get("tool_calls")),
+        refusal=_text(message, "refusal", "choices[0].message"),
+        finish_reason=_text(choice, "finish_reason", "choices[0]"),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise NotACompletion(f"{where} is {json_kind(value)}, not an object")
+    return value
+
+
+def _text(parent: dict[str, Any], key: str, where: str) -> str | None:
+    value = parent.get(key)
+    if value is not None and not isinstance(value, str):
+        raise NotACompletion(f"{where}.{key} is {json_kind(value)}, not text or null")
+    return value
+
+
+def _tool_calls(value: object) -> tuple[ToolCall, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise NotACompletion(f"choices[0].message.tool_calls is {json_kind(value)}, not a list")
+    calls = []
+    for n, item in enumerate(value):
+        where = f"choices[0].message.tool_calls[{n}]"
+        call = _object(item, where)
+        function = _object(call.get("function"), f"{where}.function")
+        name = _text(function, "name", f"{where}.function")
+        if name is None:
+            raise NotACompletion(f"{where}.function has no name")
+        arguments = _text(function, "arguments", f"{where}.function") or ""
+        calls.append(ToolCall(name, arguments, _text(call, "id", where) or f"call_{n}"))
+    return tuple(calls)
+
+
+def _usage(value: object) -> tuple[int, int]:
+    """``(prompt_tokens, completion_tokens)``: whole numbers ≥ 0 (missing or null: 0)."""
+    if value is None:
+        return 0, 0
+    usage = _object(value, "usage")
+    counts = []
+    for key in ("prompt_tokens", "completion_tokens"):
+        count = usage.get(key)
+        if count is None:
+            count = 0
+        if type(count) is not int or count < 0:
+            raise NotACompletion(f"usage.{key} is {json_kind(count)}, not a token count (a whole number ≥ 0)")
+        counts.append(count)
+    return counts[0], counts[1]

@@ -43,7 +43,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, ForwardRef, Literal
 
-from .._show import short_repr
+from .._show import safe_repr, short_repr, type_name
 from .wire import LLMReply, ToolSpec
 
 __all__ = ["Shape", "Invalid", "output_problem", "output_shape", "describe"]
@@ -203,6 +203,20 @@ def output_problem(tp: object) -> str | None:
 # ---------------------------------------------------------------- parsing replies
 
 
+#: How long a quoted input of a validation error may be; a longer one is described, not cut.
+_INPUT_LIMIT = 80
+
+
+def _quoted(value: object) -> str:
+    """``value``'s repr when it is short, else what it is (``a str of 500 characters``). Never a
+    cut repr: the step masks secrets in messages, and a secret cut in two would escape that."""
+    text = safe_repr(value)
+    if len(text) <= _INPUT_LIMIT:
+        return text
+    size = f" of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if isinstance(value, cabc.Sized) else ""
+    return f"<{type_name(value)}{size}>"
+
+
 def _error_lines(exc: Exception) -> tuple[str, ...]:
     """pydantic's validation errors, one line each (``loc: message [type=…, input=…]``)."""
     errors = getattr(exc, "errors", None)
@@ -211,7 +225,7 @@ def _error_lines(exc: Exception) -> tuple[str, ...]:
             lines = []
             for e in errors(include_url=False):
                 loc = ".".join(str(p) for p in e.get("loc", ())) or "<root>"
-                lines.append(f"{loc}: {e.get('msg')} [type={e.get('type')}, input={short_repr(e.get('input'), 80)}]")
+                lines.append(f"{loc}: {e.get('msg')} [type={e.get('type')}, input={_quoted(e.get('input'))}]")
             if lines:
                 return tuple(lines)
         except Exception:
@@ -356,6 +370,8 @@ class _Value(Shape):
         data: Any
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise Invalid(f"the answer is JSON nested too deeply to read as {self.description}") from None
         except ValueError:
             data = text  # a bare word: `yes` for Literal["yes", "no"]
         else:

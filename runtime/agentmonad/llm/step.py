@@ -4,23 +4,26 @@
 ``n = llm_step(m, "TEMPLATE", B, name="n")``, an async step
 ``(state, value) -> Outcome[S, LLMFailed | LLMUnavailable, B]`` that sees the
 state read-only (the template may read it) and returns it unchanged.
+
+Every error a step returns leaves through :func:`~agentmonad.llm.errors.sealed`:
+whatever the endpoint or the model put in it, the key and the endpoint's
+credentials are masked before any field is cut or shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar, assert_never
 
-from .._show import truncate
 from ..outcome import Err, Ok
-from .config import Misconfigured, Model, current_config
-from .errors import LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind
-from .openai_backend import redact
+from .config import Misconfigured, Model, Resolved, current_config
+from .errors import LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind, sealed
 from .output import Invalid, Shape, output_shape
 from .prompt import Prompt
 from .scope import _SCOPE, llm_scope
 from .usage import budget_checkpoint, record_usage
-from .wire import LLMReply, LLMRequest
+from .wire import Backend, LLMReply, LLMRequest, reply_problem
 
 __all__ = ["LLMStep", "llm_step"]
 
@@ -30,10 +33,6 @@ _B = TypeVar("_B")
 
 LLMStep: TypeAlias = Callable[[_S, _A], Awaitable[Ok[_S, _B] | Err[_S, LLMFailed | LLMUnavailable]]]
 """The type of an LLM step: ``AsyncStep[S, A, B, LLMFailed | LLMUnavailable]``."""
-
-#: How much of a raw reply ``LLMFailed.raw`` keeps.
-RAW_LIMIT = 4000
-
 
 def _repair(reply: LLMReply, bad: Invalid, shape: Shape) -> list[dict[str, Any]]:
     """The messages that send a reply that did not validate back to the model."""
@@ -53,6 +52,13 @@ def _repair(reply: LLMReply, bad: Invalid, shape: Shape) -> list[dict[str, Any]]
     return [{"role": "assistant", "content": reply.content, "tool_calls": calls}, *answers]
 
 
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A reply parsed as the step's output type."""
+
+    value: Any
+
+
 async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -> Ok[_S, Any] | Err[_S, LLMFailed | LLMUnavailable]:
     scope = _SCOPE.get()
     if scope is None:
@@ -62,7 +68,23 @@ async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -
     try:
         settings, backend = scope.backend(model, current_config())
     except Misconfigured as exc:
-        return Err(LLMUnavailable(model.name, name, str(exc), LLMUnavailableKind.MISCONFIGURED), state)
+        return Err(sealed(LLMUnavailable(model.name, name, str(exc), LLMUnavailableKind.MISCONFIGURED), exc.secrets), state)
+    outcome = await _attempts(model, name, shape, prompt, settings, backend)
+    match outcome:
+        case LLMFailed() | LLMUnavailable():
+            # The one way out of the model client for text: the key and the endpoint's
+            # credentials are masked in every field, then each field is cut.
+            return Err(sealed(outcome, settings.secrets), state)
+        case _Answer(value=value):
+            return Ok(value, state)
+        case _:
+            assert_never(outcome)
+
+
+async def _attempts(
+    model: Model, name: str, shape: Shape, prompt: str, settings: Resolved, backend: Backend
+) -> _Answer | LLMFailed | LLMUnavailable:
+    """Ask, and ask again with the validation errors while the answer is invalid (``max_repairs``)."""
     messages: list[dict[str, Any]] = []
     if settings.system:
         messages.append({"role": "system", "content": settings.system})
@@ -79,26 +101,26 @@ async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -
         try:
             reply = await backend.complete(request)
         except LLMUnavailable as exc:
-            return Err(exc, state)
+            return exc
+        problem = reply_problem(reply)
+        if problem is not None:  # a scripted backend's reply; the endpoint's was read strictly already
+            return LLMUnavailable(model.name, name, f"the model's reply is not valid: {problem}", LLMUnavailableKind.INVALID_RESPONSE)
         record_usage(model.name, reply.prompt_tokens, reply.completion_tokens)
         await budget_checkpoint()
         if reply.refusal or reply.finish_reason == "content_filter":
             said = f": {reply.refusal}" if reply.refusal else " (content filter)"
-            raw = truncate(redact(reply.raw, settings.api_key), RAW_LIMIT)
-            return Err(LLMFailed(model.name, name, f"the model refused{said}", raw, (), LLMFailedKind.REFUSED), state)
+            return LLMFailed(model.name, name, f"the model refused{said}", reply.raw, (), LLMFailedKind.REFUSED)
         try:
-            return Ok(shape.parse(reply), state)
+            return _Answer(shape.parse(reply))
         except Invalid as exc:
             bad = exc
             if reply.finish_reason == "length":
                 bad = Invalid(f"{exc.summary} (the answer was cut off at the token limit)", exc.errors)
         if attempt < attempts:
             messages.extend(_repair(reply, bad, shape))
-    raw = truncate(redact(reply.raw, settings.api_key), RAW_LIMIT)
-    errors = tuple(redact(e, settings.api_key) for e in bad.errors)
     tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
-    reason = f"{bad.summary} (after {tries}): {'; '.join(errors)}"
-    return Err(LLMFailed(model.name, name, reason, raw, errors, LLMFailedKind.INVALID_OUTPUT), state)
+    reason = f"{bad.summary} (after {tries}): {'; '.join(bad.errors)}"
+    return LLMFailed(model.name, name, reason, reply.raw, bad.errors, LLMFailedKind.INVALID_OUTPUT)
 
 
 def llm_step(

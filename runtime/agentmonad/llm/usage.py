@@ -157,7 +157,14 @@ def current_usage() -> Usage | None:
 
 def record_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None:
     """Add one request's tokens to every meter open here (LLM steps call this; so may user steps
-    that call a model themselves, so that budgets see their tokens)."""
+    that call a model themselves, so that budgets see their tokens).
+
+    The counts must be whole numbers ≥ 0 (``ValueError`` otherwise): a negative count would
+    take back tokens other calls spent, and let a budget's body spend more than its limit.
+    """
+    for label, count in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
+        if type(count) is not int or count < 0:
+            raise ValueError(f"{label} must be a token count (an int ≥ 0), not {count!r}")
     for meter in _METERS.get():
         meter.add(model, prompt_tokens, completion_tokens)
 

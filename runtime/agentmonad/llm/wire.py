@@ -9,6 +9,10 @@ refusal, the token counts) or raises ``LLMUnavailable``. The real backend
 speaks to an OpenAI-compatible endpoint with ``AsyncOpenAI``; the scripted
 models of ``agentmonad.testing`` are backends too, so a test sees exactly the
 requests a real model would.
+
+Whatever backend answered, a step reads only a reply :func:`reply_problem`
+finds nothing wrong with (text or ``None`` where text belongs, token counts
+that are whole numbers ≥ 0); anything else is an invalid response.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ToolSpec", "ToolCall", "LLMRequest", "LLMReply", "Backend"]
+from .._show import safe_str
+
+__all__ = ["ToolSpec", "ToolCall", "LLMRequest", "LLMReply", "Backend", "reply_problem", "json_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +127,85 @@ class LLMReply:
 
     @property
     def raw(self) -> str:
-        """The reply as one string, for messages: the text, the refusal, or ``Name {args}`` per call."""
+        """The reply as one string, for messages: the text, the refusal, or ``Name {args}`` per call
+        (never raising, also for a reply :func:`reply_problem` rejects)."""
         parts: list[str] = []
         if self.content:
-            parts.append(self.content)
+            parts.append(safe_str(self.content))
         if self.refusal:
-            parts.append(self.refusal)
-        parts.extend(f"{call.name} {call.arguments}" for call in self.tool_calls)
+            parts.append(safe_str(self.refusal))
+        try:
+            parts.extend(f"{safe_str(call.name)} {safe_str(call.arguments)}" for call in self.tool_calls)
+        except Exception:  # not a sequence of calls
+            parts.append(safe_str(self.tool_calls))
         return "\n".join(parts)
+
+
+def json_kind(value: object) -> str:
+    """What a (JSON) value is, for messages: ``null``, ``the number 3``, ``text``, ``a list`` — a
+    number as it is, anything else never itself: it may be large, and may hold what a message
+    must not show (the step cuts a message only after redacting it).
+
+    >>> json_kind(-5), json_kind("sk-123"), json_kind([1]), json_kind(None)
+    ('the number -5', 'text', 'a list', 'null')
+    """
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "true" if value else "false"
+        case int() | float():
+            return f"the number {value!r}"
+        case str():
+            return "text"
+        case list() | tuple():
+            return "a list"
+        case dict():
+            return "an object"
+        case _:
+            return f"a {type(value).__name__}"
+
+
+def _not_text(value: object) -> bool:
+    return value is not None and not isinstance(value, str)
+
+
+def _not_count(value: object) -> bool:
+    return not (isinstance(value, int) and type(value) is int and value >= 0)  # bool is no count
+
+
+def reply_problem(reply: object) -> str | None:
+    """What is wrong with a backend's answer, or ``None`` when it is a reply a step can read:
+    an :class:`LLMReply` whose text fields are text or ``None``, whose calls are
+    :class:`ToolCall` of text, and whose token counts are whole numbers ≥ 0.
+
+    >>> reply_problem(LLMReply("hi")) is None
+    True
+    >>> reply_problem(LLMReply(12345))  # type: ignore[arg-type]
+    'content is the number 12345, not text or null'
+    >>> reply_problem(LLMReply("hi", prompt_tokens=-1000))
+    'prompt_tokens is the number -1000, not a token count (a whole number ≥ 0)'
+    """
+    if not isinstance(reply, LLMReply):
+        return f"the backend answered {json_kind(reply)}, not an LLMReply"
+    for name in ("content", "refusal", "finish_reason"):
+        value = getattr(reply, name)
+        if _not_text(value):
+            return f"{name} is {json_kind(value)}, not text or null"
+    if not isinstance(reply.tool_calls, tuple):
+        return f"tool_calls is {json_kind(reply.tool_calls)}, not a tuple"
+    for n, call in enumerate(reply.tool_calls):
+        if not isinstance(call, ToolCall):
+            return f"tool_calls[{n}] is {json_kind(call)}, not a ToolCall"
+        for name in ("name", "arguments", "id"):
+            value = getattr(call, name)
+            if not isinstance(value, str):
+                return f"tool_calls[{n}].{name} is {json_kind(value)}, not text"
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = getattr(reply, name)
+        if _not_count(value):
+            return f"{name} is {json_kind(value)}, not a token count (a whole number ≥ 0)"
+    return None
 
 
 @runtime_checkable
