@@ -28,11 +28,11 @@ from mcec.check.plans import PlanScope, check_plan, plan_scopes
 from mcec.check.pyindex import PythonIndex
 from mcec.check.typed import Program, TExpr
 from mcec.diagnostics import Diagnostic
-from mcec.render import render_json, render_text
+from mcec.render import DEFAULT_LIMIT, render_json, render_text
 from mcec.run.interpret import Arrow, Interpreter
 from mcec.span import SourceFile
 
-__all__ = ["engine", "CheckedToolbox", "AcceptedPlan", "ToolboxUnreadable", "plan_file"]
+__all__ = ["engine", "CheckedToolbox", "AcceptedPlan", "ToolboxUnreadable", "plan_file", "rejection", "shown"]
 
 #: How many plan texts a toolbox remembers the verdict on.
 CACHE_SIZE: Final = 256
@@ -142,9 +142,23 @@ class _PlanInterpreter(Interpreter):
 
 
 def rejection(toolbox: str, text: str, diagnostics: tuple[Diagnostic, ...]) -> PlanRejected:
-    """The :class:`PlanRejected` of ``diagnostics``: as §8's JSON objects and as ``mcec check``'s text."""
-    records = [json.loads(render_json(d)) for d in diagnostics]
-    return PlanRejected(text, records, _rendered(diagnostics), toolbox)
+    """The :class:`PlanRejected` of ``diagnostics``: as §8's JSON objects and as ``mcec check``'s text,
+    bounded as ``mcec check`` bounds them (:func:`shown`)."""
+    kept, more = shown(diagnostics)
+    records = [json.loads(render_json(d)) for d in kept]
+    return PlanRejected(text, records, _rendered(kept, more), toolbox, more=more)
+
+
+def shown(diagnostics: tuple[Diagnostic, ...]) -> tuple[tuple[Diagnostic, ...], int]:
+    """The diagnostics a rejection shows, in order, and how many it leaves off: at most
+    ``mcec check``'s default (:data:`~mcec.render.DEFAULT_LIMIT`), errors first (a warning never
+    takes the place of the error that rejects the plan); a wild plan may have a thousand, and the
+    planner reads them all on its next attempt."""
+    if len(diagnostics) <= DEFAULT_LIMIT:
+        return diagnostics, 0
+    ranked = [d for d in diagnostics if d.is_error] + [d for d in diagnostics if not d.is_error]
+    kept = tuple(sorted(ranked[:DEFAULT_LIMIT], key=Diagnostic.sort_key))
+    return kept, len(diagnostics) - len(kept)
 
 
 def engine(toolbox: Toolbox[Any, Any, Any, Any]) -> CheckedToolbox:
@@ -181,6 +195,10 @@ def _spec_path(toolbox: Toolbox[Any, Any, Any, Any]) -> str:
     return toolbox.spec
 
 
-def _rendered(diagnostics: tuple[Diagnostic, ...]) -> str:
-    """The diagnostics as ``mcec check`` prints them, each with its source line (its span's own)."""
-    return render_text(diagnostics, {}, color=False, limit=None).rstrip("\n")
+def _rendered(diagnostics: tuple[Diagnostic, ...], more: int = 0) -> str:
+    """The diagnostics as ``mcec check`` prints them, each with its source line (its span's own),
+    then "… and K more" when ``more`` were left off."""
+    text = render_text(diagnostics, {}, color=False, limit=None)
+    if more:
+        text += f"… and {more} more\n"  # mcec check's words (mcec.render.render_text)
+    return text.rstrip("\n")
