@@ -9,7 +9,9 @@ sees the toolbox's entries and the spec's types and errors, nothing else.
 Before typing, one iterative walk over the plan enforces what a plan may not
 do (MCE031: name a step, pipeline … the toolbox does not list, a dotted Python
 path, another toolbox) and how big it may be (MCE032); the parser has already
-refused declarations, imports and ``;``.
+refused declarations, imports and ``;``. After typing, the plan's *work* (the
+step runs it may make, :func:`plan_work`: nested loop and retry bounds
+multiply) is held to :data:`MAX_PLAN_WORK` (MCE032 too).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, assert_never
 
 from mcec import syntax
 from mcec.check import report
@@ -27,21 +29,27 @@ from mcec.check.names import DeclarationChecker, Declared, DeclaredToolbox
 from mcec.check.pipelines import PipelineChecker, find_origin
 from mcec.check.pyindex import PythonIndex
 from mcec.check.report import Situation
+from mcec.check import typed as t
 from mcec.check.typed import Program, TExpr, TToolbox
 from mcec.check.types import Compat, error_union, flows, render_errors, sorted_errors
 from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import SourceFile, Span
 
-__all__ = ["MAX_PLAN_CHARS", "MAX_PLAN_NAMES", "MAX_PLAN_DEPTH", "MAX_PLAN_ROUNDS", "MAX_PLAN_ATTEMPTS", "PlanScope", "PlanCheck", "plan_scopes", "check_plan"]
+__all__ = [
+    "MAX_PLAN_CHARS", "MAX_PLAN_NAMES", "MAX_PLAN_DEPTH", "MAX_PLAN_ROUNDS", "MAX_PLAN_ATTEMPTS", "MAX_PLAN_WORK",
+    "PlanScope", "PlanCheck", "plan_scopes", "check_plan", "plan_work",
+]  # fmt: skip
 
 #: The bounds of a plan (MCE032): its text, the names it uses, how deep it nests.
 MAX_PLAN_CHARS: Final = 20_000
 MAX_PLAN_NAMES: Final = 500
 MAX_PLAN_DEPTH: Final = 32
-#: The most rounds of a plan's ``loop(N)`` and attempts of its ``retry(N)`` (MCE032): a run of
-#: sync steps never suspends, so no ``timeout`` could cut a ``loop(10**17)`` short.
+#: The most rounds of a plan's ``loop(N)`` and attempts of its ``retry(N)`` (MCE032).
 MAX_PLAN_ROUNDS: Final = 1_000
 MAX_PLAN_ATTEMPTS: Final = 10
+#: The most step runs a plan may make on one value (MCE032, :func:`plan_work`): the bounds of
+#: nested ``loop`` and ``retry`` multiply, and six ``retry(10)`` around a ``loop(1000)`` is 10**9.
+MAX_PLAN_WORK: Final = 100_000
 
 _KIND_ARTICLE: Final = {
     Kind.STEP: "a step",
@@ -163,6 +171,7 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
         checker = ExprChecker(scope.restricted, declarations, sink, scope.pipelines.sig_of)
         body = checker.infer_body(parsed.expr, scope.toolbox.sig.input)
         _check_ends(scope, body, parsed.expr, sink)
+        _check_work(body, sink)
     finally:
         declarations.sink = outer
     diagnostics = tuple(_for_a_plan(scope, d) for d in sink.sorted())
@@ -226,7 +235,7 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
                     report.plan_too_big(
                         f"`loop({node.bound})` in a plan: a plan's loop may run at most {MAX_PLAN_ROUNDS:,} rounds",
                         node.bound_span,
-                        help=f"write `loop({MAX_PLAN_ROUNDS})` or fewer: a run that never suspends outlives any timeout",
+                        help=f"write `loop({MAX_PLAN_ROUNDS})` or fewer",
                     )
                 )
             case syntax.Retry() if node.attempts > MAX_PLAN_ATTEMPTS:
@@ -359,3 +368,97 @@ def _last(plan: syntax.Expr) -> syntax.Expr:
 
 def _describe_first(plan: syntax.Expr) -> str:
     return describe(_first(plan))
+
+
+# ---------------------------------------------------------------- the work a plan may do
+
+
+def plan_work(expr: TExpr, *, repeats: bool = True) -> int:
+    """The most step runs ``expr`` may make on one value: a reference is one, a chain, a ``par``,
+    a ``catch`` or an ``orelse`` the sum of its parts, a ``match`` its biggest arm, an ``if`` its
+    condition and its bigger branch, an ``each`` its body (once per element of its list, which the
+    data decides), and a ``loop(N)`` or ``retry(N)`` N times its body — or, with ``repeats`` false,
+    nothing (the plan runner weighs each round by the work up to the next loop or retry)."""
+    return _works(expr, repeats)[id(expr)]
+
+
+def _works(root: TExpr, repeats: bool = True) -> dict[int, int]:
+    """:func:`plan_work` of every node under ``root``, by ``id`` (an iterative post-order walk)."""
+    works: dict[int, int] = {}
+    stack: list[tuple[TExpr, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        inner = t.children(node)
+        if not ready:
+            stack.append((node, True))
+            stack.extend((child, False) for child in inner)
+            continue
+        works[id(node)] = _work(node, [works[id(child)] for child in inner], repeats)
+    return works
+
+
+def _work(node: TExpr, inner: list[int], repeats: bool) -> int:
+    """The work of ``node`` from the work of its children (:func:`plan_work`)."""
+    match node:
+        case t.TRef():
+            return 1
+        case t.TIdentity():
+            return 0
+        case t.TMatch():
+            return max(inner, default=0)
+        case t.TIf():
+            condition, then, otherwise = inner
+            return condition + max(then, otherwise)
+        case t.TLoop():
+            return node.bound * inner[0] if repeats else 0
+        case t.TRetry():
+            return node.attempts * inner[0] if repeats else 0
+        case t.TLocal():
+            return sum(inner) + (node.adapter is not None)
+        case t.TSpawn():
+            return sum(inner) + 1
+        case t.TBind() | t.TPar() | t.TEach() | t.TCatch() | t.TOrElse() | t.TTimeout() | t.TBudget():
+            return sum(inner)
+        case _:
+            assert_never(node)
+
+
+def _check_work(body: TExpr, sink: DiagnosticSink) -> None:
+    """MCE032 when the plan may run more than :data:`MAX_PLAN_WORK` steps, naming the bounds that
+    multiply, with a label at the smallest part of it that alone may (where a bound must come down)."""
+    works = _works(body)
+    total = works[id(body)]
+    if total <= MAX_PLAN_WORK:
+        return
+    factors: list[str] = []
+    base = total
+    inner = body
+    while True:  # the bounds along the biggest path down, and what the innermost of them repeats
+        match inner:
+            case t.TLoop():
+                factors.append(f"`loop({inner.bound})`")
+                base = works[id(inner.body)]
+            case t.TRetry():
+                factors.append(f"`retry({inner.attempts})`")
+                base = works[id(inner.body)]
+            case _:
+                pass
+        kids = t.children(inner)
+        if not kids:
+            break
+        inner = max(kids, key=lambda child: works[id(child)])
+    factors.append(f"{base:,} step{'' if base == 1 else 's'}")
+    part = body
+    while True:  # down to the innermost part still over the bound: where a bound must come down
+        bigger = next((child for child in t.children(part) if works[id(child)] > MAX_PLAN_WORK), None)
+        if bigger is None:
+            break
+        part = bigger
+    labels = () if part is body else (Label(part.span, f"this part alone may run {works[id(part)]:,}"),)
+    problem = report.plan_too_big(
+        f"this plan may run up to {total:,} steps ({' × '.join(factors)}): "
+        f"a plan may run at most {MAX_PLAN_WORK:,} steps",
+        body.span,
+        help="the bounds of nested `loop` and `retry` multiply: lower them, or nest fewer",
+    )
+    sink.add(dataclasses.replace(problem, labels=labels))

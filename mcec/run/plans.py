@@ -12,24 +12,27 @@ The same text is checked once (a bounded cache).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Never
 
-from agentmonad import Defect, Outcome, Site
+from agentmonad import AgentMonad, Defect, Ok, Outcome, Site, lift_step
 from agentmonad.plans import PlanRejected, Toolbox
 
 from mcec import syntax
-from mcec.check.plans import PlanScope, check_plan, plan_scopes
+from mcec.check import typed as t
+from mcec.check.plans import PlanScope, check_plan, plan_scopes, plan_work
 from mcec.check.pyindex import PythonIndex
 from mcec.check.typed import Program, TExpr
 from mcec.diagnostics import Diagnostic
 from mcec.render import DEFAULT_LIMIT, render_json, render_text
 from mcec.run.interpret import Arrow, Interpreter
+from mcec.run.pyobjects import error_classes, value_test
 from mcec.span import SourceFile
 
 __all__ = ["engine", "CheckedToolbox", "AcceptedPlan", "ToolboxUnreadable", "plan_file", "rejection", "shown"]
@@ -128,17 +131,68 @@ class CheckedToolbox:
 class _PlanInterpreter(Interpreter):
     """The interpreter of one toolbox's plans: a step's or fn's implementation is looked up
     (its Python path imported and walked) once per toolbox, not at each of its uses in each plan
-    checked; generated code, too, binds an implementation once, at import."""
+    checked; generated code, too, binds an implementation once, at import.
+
+    A plan's ``loop`` rounds and ``retry`` attempts are *paced*: a run of sync steps never
+    suspends, so after about :data:`PACE` step runs of them the plan lets the event loop run
+    (``asyncio.sleep(0)``), and a ``timeout`` around the spawn, or inside the plan, fires on time.
+    """
 
     def __init__(self, program: Program, overrides: Mapping[str, Callable[..., Any]]) -> None:
         super().__init__(program, overrides=overrides)
         self._implementations: dict[tuple[str, str], Callable[..., Any]] = {}
+        #: Step runs of rounds and attempts since the last pause (shared by the toolbox's plans:
+        #: any of them pausing lets the event loop run).
+        self.owed = 0
 
     def implementation(self, name: str, path: str) -> Callable[..., Any]:
         found = self._implementations.get((name, path))
         if found is None:
             found = self._implementations[(name, path)] = super().implementation(name, path)
         return found
+
+    def arrow(self, expr: t.TExpr) -> Arrow:
+        """The interpreter's arrow, with ``loop`` and ``retry`` paced (their semantics unchanged)."""
+        match expr:
+            case t.TLoop():
+                body = self._paced(expr.body, self.site("loop", expr.span))
+                return AgentMonad.loop(body, expr.bound, value_test(expr.continues), self.site("loop", expr.span))
+            case t.TRetry():
+                attempt = self._paced(expr.body, self.site("retry", expr.span))
+                on = error_classes(frozenset(expr.on)) if expr.on is not None else None
+                attempts, backoff = expr.attempts, expr.backoff
+                # the retried program is `pure(v) >>= attempt`, so that each attempt calls `attempt`
+                return lambda v: AgentMonad.pure(v).then(attempt).retry(attempts, on=on, backoff=backoff)
+            case _:
+                return super().arrow(expr)
+
+    def _paced(self, body: t.TExpr, site: Site) -> Arrow:
+        """``body``'s arrow, counting its work (:func:`~mcec.check.plans.plan_work`, up to the loops
+        and retries inside it, which count their own) at each call, and pausing first once the
+        count reaches :data:`PACE`."""
+        inner = self.arrow(body)
+        weight = max(1, plan_work(body, repeats=False))
+        pause = lift_step(_pause, name="plan", errors=(), site=site, is_async=True)
+
+        def paced(value: Any) -> AgentMonad[Any, Any, Any]:
+            self.owed += weight
+            if self.owed < PACE:
+                return inner(value)
+            self.owed = 0
+            return pause(value).then(inner)
+
+        return paced
+
+
+#: How many step runs of a plan's loop rounds and retry attempts may pass between two pauses
+#: (about 2 ms of sync steps; a pause is one pass of the event loop, a few µs).
+PACE: Final = 1_000
+
+
+async def _pause(state: Any, value: Any) -> Outcome[Any, Never, Any]:
+    """Let the event loop run (a deadline fire), then go on with ``value``."""
+    await asyncio.sleep(0)
+    return Ok(value, state)
 
 
 def rejection(toolbox: str, text: str, diagnostics: tuple[Diagnostic, ...]) -> PlanRejected:
