@@ -31,7 +31,7 @@ from mcec.check.pyindex import PythonIndex
 from mcec.check.report import Situation
 from mcec.check import typed as t
 from mcec.check.typed import Program, TExpr, TToolbox
-from mcec.check.types import Compat, error_union, flows, render_errors, sorted_errors
+from mcec.check.types import BOOL, NEVER, NONE, Compat, Type, error_union, flows, render_errors, same, sorted_errors, union
 from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import SourceFile, Span
 
@@ -171,6 +171,7 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
         checker = ExprChecker(scope.restricted, declarations, sink, scope.pipelines.sig_of)
         body = checker.infer_body(parsed.expr, scope.toolbox.sig.input)
         _check_ends(scope, body, parsed.expr, sink)
+        _prove(scope, body, sink)
         _check_work(body, sink)
     finally:
         declarations.sink = outer
@@ -311,47 +312,212 @@ def _dotted(types: tuple[syntax.TypeExpr, ...]) -> list[syntax.QualName]:
 
 def _check_ends(scope: PlanScope, body: TExpr, plan: syntax.Expr, sink: DiagnosticSink) -> None:
     """MCE012 when the plan does not have the toolbox's input and output types, MCE013 for an
-    error the toolbox does not declare (the labels point at the toolbox's declaration)."""
+    error the toolbox does not declare (the labels point at the toolbox's declaration) — each
+    when it is *not proved*: a plan has no mypy behind it (:func:`_unproved`)."""
     toolbox = scope.toolbox
     decl = scope.declared_toolbox.decl
     sig = toolbox.sig
-    if flows(sig.input, body.sig.input) is Compat.NO:
-        sink.add(
-            report.mismatch(
-                Situation.PLAN_INPUT,
-                actual=sig.input,
-                expected=body.sig.input,
-                producer=(toolbox.name, decl.input.span),
-                consumer=(_describe_first(plan), _first(plan).span),
-                primary=_first(plan).span,
-            )
+    answer = flows(sig.input, body.sig.input)
+    if answer is not Compat.YES:
+        problem = report.mismatch(
+            Situation.PLAN_INPUT,
+            actual=sig.input,
+            expected=body.sig.input,
+            producer=(toolbox.name, decl.input.span),
+            consumer=(_describe_first(plan), _first(plan).span),
+            primary=_first(plan).span,
         )
-    if flows(body.sig.output, sig.output) is Compat.NO:
-        sink.add(
-            report.mismatch(
-                Situation.PLAN_OUTPUT,
-                actual=body.sig.output,
-                expected=sig.output,
-                producer=("", _last(plan).span),
-                consumer=(toolbox.name, decl.output.span),
-                primary=_last(plan).span,
-            )
+        sink.add(problem if answer is Compat.NO else _unproved(problem, sig.input, body.sig.input))
+    answer = flows(body.sig.output, sig.output)
+    if answer is not Compat.YES:
+        problem = report.mismatch(
+            Situation.PLAN_OUTPUT,
+            actual=body.sig.output,
+            expected=sig.output,
+            producer=("", _last(plan).span),
+            consumer=(toolbox.name, decl.output.span),
+            primary=_last(plan).span,
         )
+        sink.add(problem if answer is Compat.NO else _unproved(problem, body.sig.output, sig.output))
     allowed = error_union(sig.errors)
     declared_span: Span = decl.errors.span if decl.errors is not None else decl.name.span
     for error_type in sorted_errors(body.sig.errors):
-        if flows(error_type, allowed) is not Compat.NO:
+        answer = flows(error_type, allowed)
+        if answer is Compat.YES:
             continue
         kind, what, span = find_origin(body, error_type)
         declares = f"declares {render_errors(sig.errors)}" if sig.errors else "declares no errors"
-        sink.add(
-            report.error_outside_toolbox(
-                error_type,
-                toolbox.name,
-                span,
-                (Label(span, kind.value.format(what=what, error=error_type)), Label(declared_span, declares)),
-            )
+        problem = report.error_outside_toolbox(
+            error_type,
+            toolbox.name,
+            span,
+            (Label(span, kind.value.format(what=what, error=error_type)), Label(declared_span, declares)),
         )
+        if answer is Compat.UNKNOWN:
+            problem = dataclasses.replace(
+                _unproved(problem, error_type, allowed),
+                message=f"this plan may fail with `{error_type}`, which toolbox `{toolbox.name}` declares only if "
+                f"`{error_type} ≤ {allowed}`, and that cannot be proved: a plan runs only what is proved",
+            )
+        sink.add(problem)
+
+
+def _unproved(problem: Diagnostic, actual: Type, expected: Type) -> Diagnostic:
+    """``problem`` (the diagnostic of a definite "no") said of a relation the checker cannot
+    settle: in a spec mypy settles it (MCE100), but a plan has no mypy behind it, so a plan runs
+    only when every relation in it is proved (LANGUAGE.md §12)."""
+    return dataclasses.replace(
+        problem,
+        message=f"{problem.message}, and `{actual} ≤ {expected}` cannot be proved: a plan runs only what is proved",
+        help=f"nothing the spec says relates {actual} to {expected} (a type alias, a Protocol or an ABC, "
+        "a class whose bases cannot be read): use entries whose declared types are the same, or known subclasses",
+    )
+
+
+def _prove(scope: PlanScope, body: TExpr, sink: DiagnosticSink) -> None:
+    """Every relation inside the plan that the checker answered *unknown* (a definite "no" is
+    already reported, by the :class:`~mcec.check.expr.ExprChecker`) is an error here: a value
+    passed from part to part, into a branch, a handler or a fallback (an iterative walk)."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        stack.extend(t.children(node))
+        sink.extend(_unproved_in(scope, node))
+
+
+def _unproved_in(scope: PlanScope, node: TExpr) -> list[Diagnostic]:
+    """The relations of ``node`` itself (not of the parts inside it) that are not proved."""
+    found: list[Diagnostic] = []
+
+    def need(answer: Compat, situation: Situation, actual: Type, expected: Type, producer: TExpr | tuple[str, Span], consumer: TExpr) -> None:
+        if answer is Compat.UNKNOWN:
+            side = producer if isinstance(producer, tuple) else (_describe_typed(producer), producer.span)
+            problem = report.mismatch(
+                situation,
+                actual=actual,
+                expected=expected,
+                producer=side,
+                consumer=(_describe_typed(consumer), consumer.span),
+                primary=consumer.span,
+            )
+            found.append(_unproved(problem, actual, expected))
+
+    match node:
+        case t.TBind(parts=parts):
+            for before, part in zip(parts, parts[1:]):
+                need(flows(before.sig.output, part.sig.input), Situation.BIND, before.sig.output, part.sig.input, before, part)
+        case t.TPar(branches=branches):
+            given = node.sig.input
+            first = next((b for b in branches if b.sig.input == given), branches[0])
+            for branch in branches:
+                if same(branch.sig.input, given) is not Compat.NO:  # a "no" is MCE011 already
+                    need(flows(given, branch.sig.input), Situation.PAR_INPUT, branch.sig.input, given, first, branch)
+        case t.TCatch():
+            if node.errors:
+                caught = union(node.errors)
+                need(flows(caught, node.handler.sig.input), Situation.CATCH_INPUT, caught, node.handler.sig.input, ("the caught errors", node.span), node.handler)
+            need(flows(node.handler.sig.output, node.body.sig.output), Situation.CATCH_OUTPUT, node.handler.sig.output, node.body.sig.output, node.body, node.handler)
+        case t.TOrElse():
+            need(flows(node.body.sig.input, node.fallback.sig.input), Situation.ORELSE_INPUT, node.body.sig.input, node.fallback.sig.input, node.body, node.fallback)
+            need(flows(node.fallback.sig.output, node.body.sig.output), Situation.ORELSE_OUTPUT, node.fallback.sig.output, node.body.sig.output, node.body, node.fallback)
+        case t.TMatch():
+            for arm in node.arms:
+                if arm.narrowed != NEVER:
+                    need(flows(arm.narrowed, arm.body.sig.input), Situation.MATCH_ARM, arm.narrowed, arm.body.sig.input, ("the pattern", arm.span), arm.body)
+        case t.TIf():
+            given = node.sig.input
+            need(flows(node.condition.sig.output, BOOL), Situation.IF_CONDITION, node.condition.sig.output, BOOL, node.condition, node.condition)
+            for branch in (node.then, node.otherwise):
+                need(flows(given, branch.sig.input), Situation.IF_BRANCH, given, branch.sig.input, ("the `if`", node.span), branch)
+            found.extend(_if_condition_input(node))
+        case t.TLocal(adapter=adapter) if adapter is not None and isinstance(node.body, t.TRef):
+            found.extend(_adapter_unproved(scope, adapter, node.body))
+        case t.TLocal() | t.TRef() | t.TIdentity() | t.TEach() | t.TLoop() | t.TRetry() | t.TTimeout() | t.TBudget() | t.TSpawn():
+            pass  # nothing passes between parts here (a loop's round is tested at run time)
+        case _:
+            assert_never(node)
+    return found
+
+
+def _if_condition_input(node: t.TIf) -> list[Diagnostic]:
+    """The condition of an ``if`` is given the ``if``'s input: MCE010 unless that is proved to fit.
+    (The :class:`~mcec.check.expr.ExprChecker` leaves this to mypy in a spec, "no" included.)"""
+    given, takes = node.sig.input, node.condition.sig.input
+    answer = flows(given, takes)
+    if answer is Compat.YES:
+        return []
+    problem = report.mismatch(
+        Situation.IF_BRANCH,
+        actual=given,
+        expected=takes,
+        producer=("the `if`", node.span),
+        consumer=(_describe_typed(node.condition), node.condition.span),
+        primary=node.condition.span,
+    )
+    problem = dataclasses.replace(
+        problem,
+        message=f"the condition {_describe_typed(node.condition)} expects {takes}, but the `if` gives it its input, {given}",
+        help="the condition of an `if` receives the `if`'s input; adapt it with a `fn` first",
+    )
+    return [problem if answer is Compat.NO else _unproved(problem, given, takes)]
+
+
+def _adapter_unproved(scope: PlanScope, adapter: t.TRef, body: t.TRef) -> list[Diagnostic]:
+    """``local(state=f) p``: ``f`` must be proved to take this spec's state and make ``p``'s."""
+    used = scope.full.uses.get(body.name)
+    if used is None:
+        return []
+    ours = NONE if scope.full.state is None else scope.full.state
+    theirs = NONE if used.state is None else used.state
+    found = []
+    for declared, state, what in ((adapter.sig.input, ours, "this spec's state"), (adapter.sig.output, theirs, f"the state of `{body.name}`")):
+        if same(declared, state) is Compat.UNKNOWN:
+            found.append(
+                report.adapter_misfit(
+                    f"adapter `{adapter.name}` must be proved to fit {what}, {state}, but `{declared} = {state}` "
+                    "cannot be proved: a plan runs only what is proved",
+                    adapter.span,
+                    help=f"declare `{adapter.name}` with the very state types of both specs",
+                )
+            )
+    return found
+
+
+def _describe_typed(expr: TExpr) -> str:
+    """How messages name a typed part of a plan (as :func:`~mcec.check.expr.describe` names syntax)."""
+    match expr:
+        case t.TRef():
+            return f"`{expr.name}`"
+        case t.TBind():
+            return f"the chain ending in {_describe_typed(expr.parts[-1])}"
+        case t.TIdentity():
+            return "the empty block"
+        case t.TPar():
+            return "the `par` group"
+        case t.TEach():
+            return "the `each`"
+        case t.TLocal():
+            return "the `local`"
+        case t.TCatch():
+            return "the `catch`"
+        case t.TOrElse():
+            return "the `orelse`"
+        case t.TMatch():
+            return "the `match`"
+        case t.TIf():
+            return "the `if`"
+        case t.TLoop():
+            return "the `loop`"
+        case t.TRetry():
+            return "the `retry`"
+        case t.TTimeout():
+            return "the `timeout`"
+        case t.TBudget():
+            return "the `budget`"
+        case t.TSpawn():
+            return "the `spawn`"
+        case _:
+            assert_never(expr)
 
 
 def _first(plan: syntax.Expr) -> syntax.Expr:

@@ -17,9 +17,11 @@ import json
 import os
 import sys
 import threading
+import types
+import typing
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Never
+from typing import Any, Final, Never, assert_never
 
 from agentmonad import AgentMonad, Defect, Ok, Outcome, Site, lift_step
 from agentmonad.plans import PlanRejected, Toolbox
@@ -28,11 +30,12 @@ from mcec import syntax
 from mcec.check import typed as t
 from mcec.check.plans import PlanScope, check_plan, plan_scopes, plan_work
 from mcec.check.pyindex import PythonIndex
-from mcec.check.typed import Program, TExpr
+from mcec.check.typed import Program, Sig, TExpr, TToolbox
+from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members, render_errors
 from mcec.diagnostics import Diagnostic
 from mcec.render import DEFAULT_LIMIT, render_json, render_text
 from mcec.run.interpret import Arrow, Interpreter
-from mcec.run.pyobjects import error_classes, value_test
+from mcec.run.pyobjects import error_classes, python_type, value_test
 from mcec.span import SourceFile
 
 __all__ = ["engine", "CheckedToolbox", "AcceptedPlan", "ToolboxUnreadable", "plan_file", "rejection", "shown"]
@@ -56,7 +59,9 @@ class AcceptedPlan:
 
     __slots__ = ("text", "body", "diagnostics", "_interpreter", "_arrow")
 
-    def __init__(self, text: str, body: TExpr, interpreter: Interpreter, diagnostics: tuple[Diagnostic, ...]) -> None:
+    def __init__(
+        self, text: str, body: TExpr, interpreter: _PlanInterpreter, diagnostics: tuple[Diagnostic, ...]
+    ) -> None:
         self.text = text
         self.body = body
         #: Warnings (an accepted plan has no errors).
@@ -73,17 +78,117 @@ class AcceptedPlan:
 
     async def run(self, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         """The plan's outcome on ``value`` from ``state`` (a plan that cannot be built — an
-        implementation that cannot be imported here — is a Defect at the plan's start)."""
+        implementation that cannot be imported here — is a Defect at the plan's start).
+
+        The outcome is held to the toolbox's type (:class:`_Guard`): the check proved it, so a
+        value or an error outside it is a Defect of what the plan ran, never the spawn's result.
+        """
+        start = Site("plan", self.file, 1, 1)
         try:
             arrow = self.arrow
+            guard = self._interpreter.guard
         except Exception as exc:
-            raise Defect(Site("plan", self.file, 1, 1), state, exc) from exc
-        return await arrow(value).run(state)
+            raise Defect(start, state, exc) from exc
+        outcome = await arrow(value).run(state)
+        guard.hold(outcome, start)
+        return outcome
 
     @property
     def file(self) -> str:
         """The file name of the plan's sites (``<plan t>``)."""
         return self.body.span.path
+
+
+class _Guard:
+    """What a plan over a toolbox ``t : A -> B ! E`` may give: a ``B`` (as far as a run-time test
+    can tell: a class, a builtin, ``None``, a literal; a generic by its class, ``list[str]`` as a
+    list; nothing for ``Any``, a ``Protocol`` or a ``TypedDict``) or an error of ``E``.
+
+    Defence in depth behind the check, which proves every relation in a plan: what it cannot see
+    is an entry declared ``-> Any`` (which flows anywhere, in a spec as in a plan) or an
+    implementation that breaks its declaration. One ``isinstance`` of each per run.
+    """
+
+    __slots__ = ("toolbox", "output", "errors", "_is_output", "_errors")
+
+    def __init__(self, toolbox: str, sig: Sig) -> None:
+        self.toolbox = toolbox
+        self.output = sig.output
+        self.errors = sig.errors
+        self._is_output = _instance_test(sig.output)
+        self._errors = error_classes(sig.errors)
+
+    def hold(self, outcome: Outcome[Any, Any, Any], start: Site) -> None:
+        """Raise a Defect when ``outcome`` is outside the toolbox's type."""
+        if isinstance(outcome, Ok):
+            if self._is_output is None or self._is_output(outcome.value):
+                return
+            value = outcome.value
+            raise Defect(
+                start,
+                outcome.state,
+                reason=f"the plan gave {_short(value)} ({type(value).__name__}), but toolbox "
+                f"`{self.toolbox}` gives {self.output}",
+            )
+        error = outcome.error
+        if isinstance(error, self._errors):
+            return
+        declared = f"declares only {render_errors(self.errors)}" if self.errors else "declares no errors"
+        raise Defect(
+            outcome.site or start,
+            outcome.state,
+            error if isinstance(error, BaseException) else None,
+            reason=f"the plan failed with {_short(error)}, but toolbox `{self.toolbox}` {declared}",
+        )
+
+
+def _short(value: object) -> str:
+    """``repr(value)``, cut to 80 characters (a Defect's message names what a plan gave)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _instance_test(type_: Type) -> Callable[[object], bool] | None:
+    """A shallow run-time test of "a value of ``type_``" (:class:`_Guard`), or None when no test
+    can tell (then the check's proof stands alone)."""
+    classes: list[Any] = []
+    tests: list[Callable[[object], bool]] = []
+    for member in members(type_):
+        match member:
+            case Builtin(name="Any"):
+                return None
+            case Builtin(name="Never"):
+                continue
+            case Builtin(name="None"):
+                tests.append(lambda v: v is None)
+                continue
+            case Lit():
+                tests.append(value_test(member))
+                continue
+            case ClassRef() if member.info is not None and member.info.structural:
+                return None
+            case Builtin() | Generic() | ClassRef():
+                try:
+                    found = python_type(member)
+                except Exception:
+                    return None  # a name that cannot be resolved here: the plan's run reports it
+                found = typing.get_origin(found) or found
+                if not isinstance(found, (type, types.UnionType)):
+                    return None  # an alias of something `isinstance` cannot take (a Literal, …)
+                classes.append(found)
+            case Union():
+                raise AssertionError("members() flattens unions")
+            case _:
+                assert_never(member)
+    checked = tuple(classes)
+    try:
+        isinstance(None, checked)  # a Protocol that is not runtime_checkable raises here
+    except TypeError:
+        return None
+    return lambda v: isinstance(v, checked) or any(test(v) for test in tests)
 
 
 class CheckedToolbox:
@@ -93,7 +198,7 @@ class CheckedToolbox:
         self.toolbox = toolbox
         self.scope = scope
         self.file = plan_file(toolbox.name)
-        self.interpreter = _PlanInterpreter(scope.program, overrides=dict(toolbox.pipelines))
+        self.interpreter = _PlanInterpreter(scope.program, dict(toolbox.pipelines), scope.toolbox)
         self._verdicts: OrderedDict[str, AcceptedPlan | PlanRejected] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -138,12 +243,22 @@ class _PlanInterpreter(Interpreter):
     (``asyncio.sleep(0)``), and a ``timeout`` around the spawn, or inside the plan, fires on time.
     """
 
-    def __init__(self, program: Program, overrides: Mapping[str, Callable[..., Any]]) -> None:
+    def __init__(self, program: Program, overrides: Mapping[str, Callable[..., Any]], toolbox: TToolbox) -> None:
         super().__init__(program, overrides=overrides)
         self._implementations: dict[tuple[str, str], Callable[..., Any]] = {}
         #: Step runs of rounds and attempts since the last pause (shared by the toolbox's plans:
         #: any of them pausing lets the event loop run).
         self.owed = 0
+        #: The toolbox whose plans this interpreter runs (their type is held by :attr:`guard`).
+        self.plans_of = toolbox
+        self._guard: _Guard | None = None
+
+    @property
+    def guard(self) -> _Guard:
+        """What the toolbox's plans may give (made at the first run: it imports the classes)."""
+        if self._guard is None:
+            self._guard = _Guard(self.plans_of.name, self.plans_of.sig)
+        return self._guard
 
     def implementation(self, name: str, path: str) -> Callable[..., Any]:
         found = self._implementations.get((name, path))

@@ -76,6 +76,10 @@ def unlabel(text: Label) -> int:
     return len(text)
 
 
+def is_empty(text: str) -> bool:
+    return text == ""
+
+
 def double(n: int) -> int:
     return n * 2
 
