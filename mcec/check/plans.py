@@ -160,7 +160,7 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
     parsed = syntax.parse_plan(source)
     if parsed.expr is None:
         return PlanCheck(None, tuple(_for_a_plan(scope, d) for d in parsed.diagnostics))
-    confined = _confine(scope, parsed.expr)
+    confined, repeats = _confine(scope, parsed.expr)
     if confined:
         return PlanCheck(None, tuple(sorted(dict.fromkeys(confined), key=Diagnostic.sort_key)))
     sink = DiagnosticSink()
@@ -172,7 +172,8 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
         body = checker.infer_body(parsed.expr, scope.toolbox.sig.input)
         _check_ends(scope, body, parsed.expr, sink)
         _prove(scope, body, sink)
-        _check_work(body, sink)
+        if repeats:  # without a loop or a retry, a plan runs each name at most once (≤ MAX_PLAN_NAMES)
+            _check_work(body, sink)
     finally:
         declarations.sink = outer
     diagnostics = tuple(_for_a_plan(scope, d) for d in sink.sorted())
@@ -196,20 +197,24 @@ def _for_a_plan(scope: PlanScope, diagnostic: Diagnostic) -> Diagnostic:
     return dataclasses.replace(diagnostic, help=help)
 
 
-def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
-    """MCE031 for every name outside the toolbox, MCE032 beyond the bounds (an iterative walk)."""
+def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], bool]:
+    """MCE031 for every name outside the toolbox, MCE032 beyond the bounds (an iterative walk);
+    and whether the plan has a ``loop`` or a ``retry`` (only those multiply its work)."""
     found: list[Diagnostic] = []
     env = scope.full.env
     entries = {ref.name for ref in scope.toolbox.entries}
     listed = ", ".join(f"`{name}`" for name in sorted(entries)) or "nothing"
     help = f"toolbox `{scope.name}` lists {listed}"
     names = 0
+    repeats = False
     deepest: syntax.Expr | None = None
     stack: list[tuple[syntax.Expr, int]] = [(plan, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_PLAN_DEPTH and deepest is None:
             deepest = node
+        if isinstance(node, (syntax.Loop, syntax.Retry)):
+            repeats = True
         match node:
             case syntax.Ref():
                 names += 1
@@ -294,7 +299,7 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
                 help="write a flatter plan: a chain `a >>= b >>= c` does not nest",
             )
         )
-    return found
+    return found, repeats
 
 
 def _dotted(types: tuple[syntax.TypeExpr, ...]) -> list[syntax.QualName]:
@@ -381,8 +386,12 @@ def _prove(scope: PlanScope, body: TExpr, sink: DiagnosticSink) -> None:
     stack = [body]
     while stack:
         node = stack.pop()
+        if type(node) is t.TRef:
+            continue  # most of a plan, and nothing passes inside a reference
         stack.extend(t.children(node))
-        sink.extend(_unproved_in(scope, node))
+        found = _unproved_in(scope, node)
+        if found:
+            sink.extend(found)
 
 
 def _unproved_in(scope: PlanScope, node: TExpr) -> list[Diagnostic]:
@@ -405,7 +414,9 @@ def _unproved_in(scope: PlanScope, node: TExpr) -> list[Diagnostic]:
     match node:
         case t.TBind(parts=parts):
             for before, part in zip(parts, parts[1:]):
-                need(flows(before.sig.output, part.sig.input), Situation.BIND, before.sig.output, part.sig.input, before, part)
+                answer = flows(before.sig.output, part.sig.input)
+                if answer is not Compat.YES:
+                    need(answer, Situation.BIND, before.sig.output, part.sig.input, before, part)
         case t.TPar(branches=branches):
             given = node.sig.input
             first = next((b for b in branches if b.sig.input == given), branches[0])
