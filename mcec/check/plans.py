@@ -397,57 +397,70 @@ def _prove(scope: PlanScope, body: TExpr, sink: DiagnosticSink) -> None:
 def _unproved_in(scope: PlanScope, node: TExpr) -> list[Diagnostic]:
     """The relations of ``node`` itself (not of the parts inside it) that are not proved."""
     found: list[Diagnostic] = []
-
-    def need(answer: Compat, situation: Situation, actual: Type, expected: Type, producer: TExpr | tuple[str, Span], consumer: TExpr) -> None:
-        if answer is Compat.UNKNOWN:
-            side = producer if isinstance(producer, tuple) else (_describe_typed(producer), producer.span)
-            problem = report.mismatch(
-                situation,
-                actual=actual,
-                expected=expected,
-                producer=side,
-                consumer=(_describe_typed(consumer), consumer.span),
-                primary=consumer.span,
-            )
-            found.append(_unproved(problem, actual, expected))
-
     match node:
         case t.TBind(parts=parts):
             for before, part in zip(parts, parts[1:]):
-                answer = flows(before.sig.output, part.sig.input)
-                if answer is not Compat.YES:
-                    need(answer, Situation.BIND, before.sig.output, part.sig.input, before, part)
+                _ask(found, Situation.BIND, before.sig.output, part.sig.input, before, part)
         case t.TPar(branches=branches):
             given = node.sig.input
             first = next((b for b in branches if b.sig.input == given), branches[0])
             for branch in branches:
                 if same(branch.sig.input, given) is not Compat.NO:  # a "no" is MCE011 already
-                    need(flows(given, branch.sig.input), Situation.PAR_INPUT, branch.sig.input, given, first, branch)
-        case t.TCatch():
+                    _ask(found, Situation.PAR_INPUT, given, branch.sig.input, first, branch, swap=True)
+        case t.TCatch(body=body, handler=handler):
             if node.errors:
                 caught = union(node.errors)
-                need(flows(caught, node.handler.sig.input), Situation.CATCH_INPUT, caught, node.handler.sig.input, ("the caught errors", node.span), node.handler)
-            need(flows(node.handler.sig.output, node.body.sig.output), Situation.CATCH_OUTPUT, node.handler.sig.output, node.body.sig.output, node.body, node.handler)
-        case t.TOrElse():
-            need(flows(node.body.sig.input, node.fallback.sig.input), Situation.ORELSE_INPUT, node.body.sig.input, node.fallback.sig.input, node.body, node.fallback)
-            need(flows(node.fallback.sig.output, node.body.sig.output), Situation.ORELSE_OUTPUT, node.fallback.sig.output, node.body.sig.output, node.body, node.fallback)
+                _ask(found, Situation.CATCH_INPUT, caught, handler.sig.input, ("the caught errors", node.span), handler)
+            _ask(found, Situation.CATCH_OUTPUT, handler.sig.output, body.sig.output, body, handler)
+        case t.TOrElse(body=body, fallback=fallback):
+            _ask(found, Situation.ORELSE_INPUT, body.sig.input, fallback.sig.input, body, fallback)
+            _ask(found, Situation.ORELSE_OUTPUT, fallback.sig.output, body.sig.output, body, fallback)
         case t.TMatch():
             for arm in node.arms:
                 if arm.narrowed != NEVER:
-                    need(flows(arm.narrowed, arm.body.sig.input), Situation.MATCH_ARM, arm.narrowed, arm.body.sig.input, ("the pattern", arm.span), arm.body)
-        case t.TIf():
+                    _ask(found, Situation.MATCH_ARM, arm.narrowed, arm.body.sig.input, ("the pattern", arm.span), arm.body)
+        case t.TIf(condition=condition):
             given = node.sig.input
-            need(flows(node.condition.sig.output, BOOL), Situation.IF_CONDITION, node.condition.sig.output, BOOL, node.condition, node.condition)
+            _ask(found, Situation.IF_CONDITION, condition.sig.output, BOOL, condition, condition)
             for branch in (node.then, node.otherwise):
-                need(flows(given, branch.sig.input), Situation.IF_BRANCH, given, branch.sig.input, ("the `if`", node.span), branch)
+                _ask(found, Situation.IF_BRANCH, given, branch.sig.input, ("the `if`", node.span), branch)
             found.extend(_if_condition_input(node))
-        case t.TLocal(adapter=adapter) if adapter is not None and isinstance(node.body, t.TRef):
-            found.extend(_adapter_unproved(scope, adapter, node.body))
-        case t.TLocal() | t.TRef() | t.TIdentity() | t.TEach() | t.TLoop() | t.TRetry() | t.TTimeout() | t.TBudget() | t.TSpawn():
+        case t.TLocal(adapter=adapter, body=body) if adapter is not None and isinstance(body, t.TRef):
+            found.extend(_adapter_unproved(scope, adapter, body))
+        case t.TLocal() | t.TRef() | t.TIdentity() | t.TEach() | t.TLoop() | t.TRetry() | t.TTimeout() | t.TBudget():
             pass  # nothing passes between parts here (a loop's round is tested at run time)
+        case t.TSpawn():
+            pass  # a plan cannot spawn (MCE031)
         case _:
             assert_never(node)
     return found
+
+
+def _ask(
+    found: list[Diagnostic],
+    situation: Situation,
+    actual: Type,
+    expected: Type,
+    producer: TExpr | tuple[str, Span],
+    consumer: TExpr,
+    *,
+    swap: bool = False,
+) -> None:
+    """Add to ``found`` the diagnostic of ``actual ≤ expected`` in ``situation`` when the checker
+    cannot settle it (a definite "no" is the ExprChecker's to report); ``swap`` for a wording whose
+    sides are the other way round (a ``par``'s: the branch "takes" what the group is given)."""
+    if flows(actual, expected) is not Compat.UNKNOWN:
+        return
+    side = producer if isinstance(producer, tuple) else (_describe_typed(producer), producer.span)
+    problem = report.mismatch(
+        situation,
+        actual=expected if swap else actual,
+        expected=actual if swap else expected,
+        producer=side,
+        consumer=(_describe_typed(consumer), consumer.span),
+        primary=consumer.span,
+    )
+    found.append(_unproved(problem, actual, expected))
 
 
 def _if_condition_input(node: t.TIf) -> list[Diagnostic]:
@@ -481,7 +494,8 @@ def _adapter_unproved(scope: PlanScope, adapter: t.TRef, body: t.TRef) -> list[D
     ours = NONE if scope.full.state is None else scope.full.state
     theirs = NONE if used.state is None else used.state
     found = []
-    for declared, state, what in ((adapter.sig.input, ours, "this spec's state"), (adapter.sig.output, theirs, f"the state of `{body.name}`")):
+    sides = ((adapter.sig.input, ours, "this spec's state"), (adapter.sig.output, theirs, f"the state of `{body.name}`"))
+    for declared, state, what in sides:
         if same(declared, state) is Compat.UNKNOWN:
             found.append(
                 report.adapter_misfit(
