@@ -56,6 +56,7 @@ def go(plan: str, value: int, pipeline: str = "go") -> Any:
         ("boom catch Internal => mend", "MCE020", "`Internal ≤ AgentError` cannot be proved"),
         ("label >>= match { int => double, _ => double }", "MCE010", "receives is Label, and `Label ≤ int` cannot"),
         ("label >>= if is_empty then unlabel else unlabel", "MCE010", "`Label ≤ str` cannot be proved"),
+        ("label >>= par <unlabel, is_empty> >>= pick", "MCE011", "`Label ≤ str` cannot be proved"),
     ],
 )
 def test_a_relation_that_cannot_be_proved_rejects_the_plan(plan: str, code: str, unproved: str) -> None:
@@ -116,7 +117,7 @@ def test_a_value_outside_the_toolboxs_type_is_a_defect_never_the_spawns_result(h
 
 # ---------------------------------------------------------------- the property, over random plans
 
-ENTRIES = ("label", "code", "unlabel", "double", "is_empty", "mend", "mend_internal", "boom", "refuse")
+ENTRIES = ("label", "code", "unlabel", "double", "is_empty", "pick", "mend", "mend_internal", "boom", "refuse")
 ERRORS = ("AgentError", "Refused", "Internal")
 PATTERNS = ("int", "str", "Label", "Code", "bool")
 
@@ -128,7 +129,7 @@ HANDLERS = ("mend", "mend_internal", "double", "unlabel")
 
 def _plans() -> st.SearchStrategy[str]:
     """Plans over `tb` of every shape, well typed or not: references, chains, `catch`, `orelse`,
-    `retry`, `match`, `if`, `local` (drawn mostly from parts that fit, so that about half are
+    `retry`, `match`, `if`, `par`, `local` (drawn mostly from parts that fit, so that about half are
     accepted; what is accepted must be sound)."""
     leaves = st.one_of(st.sampled_from(FITTING), st.sampled_from(FITTING), st.sampled_from(ENTRIES))
 
@@ -143,6 +144,7 @@ def _plans() -> st.SearchStrategy[str]:
             st.tuples(st.sampled_from(ERRORS), inner).map(lambda t: f"(retry(2, on={t[0]}, backoff=0) {t[1]})"),
             st.tuples(st.sampled_from(PATTERNS), inner, inner).map(lambda t: f"match {{ {t[0]} => {t[1]}, _ => {t[2]} }}"),
             st.tuples(inner, inner, inner).map(lambda t: f"(if {t[0]} then {t[1]} else {t[2]})"),
+            st.tuples(inner, inner).map(lambda t: f"(par <{t[0]}, {t[1]}> >>= pick)"),
             inner.map(lambda e: f"local {e}"),
         )
 

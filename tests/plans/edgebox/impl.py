@@ -80,6 +80,10 @@ def is_empty(text: str) -> bool:
     return text == ""
 
 
+def pick(pair: tuple[int, bool]) -> int:
+    return pair[0] if pair[1] else -pair[0]
+
+
 def double(n: int) -> int:
     return n * 2
 
