@@ -179,6 +179,8 @@ def _instance_test(type_: Type) -> Callable[[object], bool] | None:
                 if not isinstance(found, (type, types.UnionType)):
                     return None  # an alias of something `isinstance` cannot take (a Literal, …)
                 classes.append(found)
+                if found is float:
+                    classes.append(int)  # an int flows where a float is expected (mypy's promotion, §4)
             case Union():
                 raise AssertionError("members() flattens unions")
             case _:

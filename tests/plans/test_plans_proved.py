@@ -166,3 +166,16 @@ def test_a_spawn_gives_only_its_toolboxs_type(plan: str, value: int) -> None:
         assert isinstance(outcome.value, int), (plan, outcome)
     else:
         assert isinstance(outcome.error, impl.AgentError), (plan, outcome)
+
+
+def test_the_guard_takes_what_flows_into_the_toolboxs_output() -> None:
+    from mcec.check.types import Builtin, Generic, Lit, union
+    from mcec.run.plans import _instance_test
+
+    is_float = _instance_test(Builtin("float"))
+    assert is_float is not None and is_float(1.5) and is_float(3) and is_float(True) and not is_float("3")
+    is_list = _instance_test(Generic("list", (Builtin("str"),)))
+    assert is_list is not None and is_list(["a"]) and not is_list(("a",))  # a generic by its class
+    either = _instance_test(union([Lit("yes"), Builtin("None"), Builtin("int")]))
+    assert either is not None and either("yes") and either(None) and either(3) and not either("no")
+    assert _instance_test(Builtin("Any")) is None
