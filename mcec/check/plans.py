@@ -9,7 +9,9 @@ sees the toolbox's entries and the spec's types and errors, nothing else.
 Before typing, one iterative walk over the plan enforces what a plan may not
 do (MCE031: name a step, pipeline … the toolbox does not list, a dotted Python
 path, another toolbox) and how big it may be (MCE032); the parser has already
-refused declarations, imports and ``;``.
+refused declarations, imports and ``;``. After typing, the plan's *work* (the
+step runs it may make, :func:`plan_work`: nested loop and retry bounds
+multiply) is held to :data:`MAX_PLAN_WORK` (MCE032 too).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, assert_never
 
 from mcec import syntax
 from mcec.check import report
@@ -27,21 +29,27 @@ from mcec.check.names import DeclarationChecker, Declared, DeclaredToolbox
 from mcec.check.pipelines import PipelineChecker, find_origin
 from mcec.check.pyindex import PythonIndex
 from mcec.check.report import Situation
+from mcec.check import typed as t
 from mcec.check.typed import Program, TExpr, TToolbox
-from mcec.check.types import Compat, error_union, flows, render_errors, sorted_errors
+from mcec.check.types import BOOL, NEVER, NONE, Compat, Type, error_union, flows, render_errors, same, sorted_errors, union
 from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import SourceFile, Span
 
-__all__ = ["MAX_PLAN_CHARS", "MAX_PLAN_NAMES", "MAX_PLAN_DEPTH", "MAX_PLAN_ROUNDS", "MAX_PLAN_ATTEMPTS", "PlanScope", "PlanCheck", "plan_scopes", "check_plan"]
+__all__ = [
+    "MAX_PLAN_CHARS", "MAX_PLAN_NAMES", "MAX_PLAN_DEPTH", "MAX_PLAN_ROUNDS", "MAX_PLAN_ATTEMPTS", "MAX_PLAN_WORK",
+    "PlanScope", "PlanCheck", "plan_scopes", "check_plan", "plan_work",
+]  # fmt: skip
 
 #: The bounds of a plan (MCE032): its text, the names it uses, how deep it nests.
 MAX_PLAN_CHARS: Final = 20_000
 MAX_PLAN_NAMES: Final = 500
 MAX_PLAN_DEPTH: Final = 32
-#: The most rounds of a plan's ``loop(N)`` and attempts of its ``retry(N)`` (MCE032): a run of
-#: sync steps never suspends, so no ``timeout`` could cut a ``loop(10**17)`` short.
+#: The most rounds of a plan's ``loop(N)`` and attempts of its ``retry(N)`` (MCE032).
 MAX_PLAN_ROUNDS: Final = 1_000
 MAX_PLAN_ATTEMPTS: Final = 10
+#: The most step runs a plan may make on one value (MCE032, :func:`plan_work`): the bounds of
+#: nested ``loop`` and ``retry`` multiply, and six ``retry(10)`` around a ``loop(1000)`` is 10**9.
+MAX_PLAN_WORK: Final = 100_000
 
 _KIND_ARTICLE: Final = {
     Kind.STEP: "a step",
@@ -152,7 +160,7 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
     parsed = syntax.parse_plan(source)
     if parsed.expr is None:
         return PlanCheck(None, tuple(_for_a_plan(scope, d) for d in parsed.diagnostics))
-    confined = _confine(scope, parsed.expr)
+    confined, repeats = _confine(scope, parsed.expr)
     if confined:
         return PlanCheck(None, tuple(sorted(dict.fromkeys(confined), key=Diagnostic.sort_key)))
     sink = DiagnosticSink()
@@ -163,6 +171,9 @@ def check_plan(scope: PlanScope, source: SourceFile) -> PlanCheck:
         checker = ExprChecker(scope.restricted, declarations, sink, scope.pipelines.sig_of)
         body = checker.infer_body(parsed.expr, scope.toolbox.sig.input)
         _check_ends(scope, body, parsed.expr, sink)
+        _prove(scope, body, sink)
+        if repeats:  # without a loop or a retry, a plan runs each name at most once (≤ MAX_PLAN_NAMES)
+            _check_work(body, sink)
     finally:
         declarations.sink = outer
     diagnostics = tuple(_for_a_plan(scope, d) for d in sink.sorted())
@@ -186,20 +197,24 @@ def _for_a_plan(scope: PlanScope, diagnostic: Diagnostic) -> Diagnostic:
     return dataclasses.replace(diagnostic, help=help)
 
 
-def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
-    """MCE031 for every name outside the toolbox, MCE032 beyond the bounds (an iterative walk)."""
+def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], bool]:
+    """MCE031 for every name outside the toolbox, MCE032 beyond the bounds (an iterative walk);
+    and whether the plan has a ``loop`` or a ``retry`` (only those multiply its work)."""
     found: list[Diagnostic] = []
     env = scope.full.env
     entries = {ref.name for ref in scope.toolbox.entries}
     listed = ", ".join(f"`{name}`" for name in sorted(entries)) or "nothing"
     help = f"toolbox `{scope.name}` lists {listed}"
     names = 0
+    repeats = False
     deepest: syntax.Expr | None = None
     stack: list[tuple[syntax.Expr, int]] = [(plan, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_PLAN_DEPTH and deepest is None:
             deepest = node
+        if isinstance(node, (syntax.Loop, syntax.Retry)):
+            repeats = True
         match node:
             case syntax.Ref():
                 names += 1
@@ -226,7 +241,7 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
                     report.plan_too_big(
                         f"`loop({node.bound})` in a plan: a plan's loop may run at most {MAX_PLAN_ROUNDS:,} rounds",
                         node.bound_span,
-                        help=f"write `loop({MAX_PLAN_ROUNDS})` or fewer: a run that never suspends outlives any timeout",
+                        help=f"write `loop({MAX_PLAN_ROUNDS})` or fewer",
                     )
                 )
             case syntax.Retry() if node.attempts > MAX_PLAN_ATTEMPTS:
@@ -284,7 +299,7 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> list[Diagnostic]:
                 help="write a flatter plan: a chain `a >>= b >>= c` does not nest",
             )
         )
-    return found
+    return found, repeats
 
 
 def _dotted(types: tuple[syntax.TypeExpr, ...]) -> list[syntax.QualName]:
@@ -302,47 +317,232 @@ def _dotted(types: tuple[syntax.TypeExpr, ...]) -> list[syntax.QualName]:
 
 def _check_ends(scope: PlanScope, body: TExpr, plan: syntax.Expr, sink: DiagnosticSink) -> None:
     """MCE012 when the plan does not have the toolbox's input and output types, MCE013 for an
-    error the toolbox does not declare (the labels point at the toolbox's declaration)."""
+    error the toolbox does not declare (the labels point at the toolbox's declaration) — each
+    when it is *not proved*: a plan has no mypy behind it (:func:`_unproved`)."""
     toolbox = scope.toolbox
     decl = scope.declared_toolbox.decl
     sig = toolbox.sig
-    if flows(sig.input, body.sig.input) is Compat.NO:
-        sink.add(
-            report.mismatch(
-                Situation.PLAN_INPUT,
-                actual=sig.input,
-                expected=body.sig.input,
-                producer=(toolbox.name, decl.input.span),
-                consumer=(_describe_first(plan), _first(plan).span),
-                primary=_first(plan).span,
-            )
+    answer = flows(sig.input, body.sig.input)
+    if answer is not Compat.YES:
+        problem = report.mismatch(
+            Situation.PLAN_INPUT,
+            actual=sig.input,
+            expected=body.sig.input,
+            producer=(toolbox.name, decl.input.span),
+            consumer=(_describe_first(plan), _first(plan).span),
+            primary=_first(plan).span,
         )
-    if flows(body.sig.output, sig.output) is Compat.NO:
-        sink.add(
-            report.mismatch(
-                Situation.PLAN_OUTPUT,
-                actual=body.sig.output,
-                expected=sig.output,
-                producer=("", _last(plan).span),
-                consumer=(toolbox.name, decl.output.span),
-                primary=_last(plan).span,
-            )
+        sink.add(problem if answer is Compat.NO else _unproved(problem, sig.input, body.sig.input))
+    answer = flows(body.sig.output, sig.output)
+    if answer is not Compat.YES:
+        problem = report.mismatch(
+            Situation.PLAN_OUTPUT,
+            actual=body.sig.output,
+            expected=sig.output,
+            producer=("", _last(plan).span),
+            consumer=(toolbox.name, decl.output.span),
+            primary=_last(plan).span,
         )
+        sink.add(problem if answer is Compat.NO else _unproved(problem, body.sig.output, sig.output))
     allowed = error_union(sig.errors)
     declared_span: Span = decl.errors.span if decl.errors is not None else decl.name.span
     for error_type in sorted_errors(body.sig.errors):
-        if flows(error_type, allowed) is not Compat.NO:
+        answer = flows(error_type, allowed)
+        if answer is Compat.YES:
             continue
         kind, what, span = find_origin(body, error_type)
         declares = f"declares {render_errors(sig.errors)}" if sig.errors else "declares no errors"
-        sink.add(
-            report.error_outside_toolbox(
-                error_type,
-                toolbox.name,
-                span,
-                (Label(span, kind.value.format(what=what, error=error_type)), Label(declared_span, declares)),
-            )
+        problem = report.error_outside_toolbox(
+            error_type,
+            toolbox.name,
+            span,
+            (Label(span, kind.value.format(what=what, error=error_type)), Label(declared_span, declares)),
         )
+        if answer is Compat.UNKNOWN:
+            problem = dataclasses.replace(
+                _unproved(problem, error_type, allowed),
+                message=f"this plan may fail with `{error_type}`, which toolbox `{toolbox.name}` declares only if "
+                f"`{error_type} ≤ {allowed}`, and that cannot be proved: a plan runs only what is proved",
+            )
+        sink.add(problem)
+
+
+def _unproved(problem: Diagnostic, actual: Type, expected: Type) -> Diagnostic:
+    """``problem`` (the diagnostic of a definite "no") said of a relation the checker cannot
+    settle: in a spec mypy settles it (MCE100), but a plan has no mypy behind it, so a plan runs
+    only when every relation in it is proved (LANGUAGE.md §12)."""
+    return dataclasses.replace(
+        problem,
+        message=f"{problem.message}, and `{actual} ≤ {expected}` cannot be proved: a plan runs only what is proved",
+        help=f"nothing the spec says relates {actual} to {expected} (a type alias, a Protocol or an ABC, "
+        "a class whose bases cannot be read): use entries whose declared types are the same, or known subclasses",
+    )
+
+
+def _prove(scope: PlanScope, body: TExpr, sink: DiagnosticSink) -> None:
+    """Every relation inside the plan that the checker answered *unknown* (a definite "no" is
+    already reported, by the :class:`~mcec.check.expr.ExprChecker`) is an error here: a value
+    passed from part to part, into a branch, a handler or a fallback (an iterative walk)."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if type(node) is t.TRef:
+            continue  # most of a plan, and nothing passes inside a reference
+        stack.extend(t.children(node))
+        found = _unproved_in(scope, node)
+        if found:
+            sink.extend(found)
+
+
+def _unproved_in(scope: PlanScope, node: TExpr) -> list[Diagnostic]:
+    """The relations of ``node`` itself (not of the parts inside it) that are not proved."""
+    found: list[Diagnostic] = []
+    match node:
+        case t.TBind(parts=parts):
+            for before, part in zip(parts, parts[1:]):
+                _ask(found, Situation.BIND, before.sig.output, part.sig.input, before, part)
+        case t.TPar(branches=branches):
+            given = node.sig.input
+            first = next((b for b in branches if b.sig.input == given), branches[0])
+            for branch in branches:
+                if same(branch.sig.input, given) is not Compat.NO:  # a "no" is MCE011 already
+                    _ask(found, Situation.PAR_INPUT, given, branch.sig.input, first, branch, swap=True)
+        case t.TCatch(body=body, handler=handler):
+            if node.errors:
+                caught = union(node.errors)
+                _ask(found, Situation.CATCH_INPUT, caught, handler.sig.input, ("the caught errors", node.span), handler)
+            _ask(found, Situation.CATCH_OUTPUT, handler.sig.output, body.sig.output, body, handler)
+        case t.TOrElse(body=body, fallback=fallback):
+            _ask(found, Situation.ORELSE_INPUT, body.sig.input, fallback.sig.input, body, fallback)
+            _ask(found, Situation.ORELSE_OUTPUT, fallback.sig.output, body.sig.output, body, fallback)
+        case t.TMatch():
+            for arm in node.arms:
+                if arm.narrowed != NEVER:
+                    _ask(found, Situation.MATCH_ARM, arm.narrowed, arm.body.sig.input, ("the pattern", arm.span), arm.body)
+        case t.TIf(condition=condition):
+            given = node.sig.input
+            _ask(found, Situation.IF_CONDITION, condition.sig.output, BOOL, condition, condition)
+            for branch in (node.then, node.otherwise):
+                _ask(found, Situation.IF_BRANCH, given, branch.sig.input, ("the `if`", node.span), branch)
+            found.extend(_if_condition_input(node))
+        case t.TLocal(adapter=adapter, body=body) if adapter is not None and isinstance(body, t.TRef):
+            found.extend(_adapter_unproved(scope, adapter, body))
+        case t.TLocal() | t.TRef() | t.TIdentity() | t.TEach() | t.TLoop() | t.TRetry() | t.TTimeout() | t.TBudget():
+            pass  # nothing passes between parts here (a loop's round is tested at run time)
+        case t.TSpawn():
+            pass  # a plan cannot spawn (MCE031)
+        case _:
+            assert_never(node)
+    return found
+
+
+def _ask(
+    found: list[Diagnostic],
+    situation: Situation,
+    actual: Type,
+    expected: Type,
+    producer: TExpr | tuple[str, Span],
+    consumer: TExpr,
+    *,
+    swap: bool = False,
+) -> None:
+    """Add to ``found`` the diagnostic of ``actual ≤ expected`` in ``situation`` when the checker
+    cannot settle it (a definite "no" is the ExprChecker's to report); ``swap`` for a wording whose
+    sides are the other way round (a ``par``'s: the branch "takes" what the group is given)."""
+    if flows(actual, expected) is not Compat.UNKNOWN:
+        return
+    side = producer if isinstance(producer, tuple) else (_describe_typed(producer), producer.span)
+    problem = report.mismatch(
+        situation,
+        actual=expected if swap else actual,
+        expected=actual if swap else expected,
+        producer=side,
+        consumer=(_describe_typed(consumer), consumer.span),
+        primary=consumer.span,
+    )
+    found.append(_unproved(problem, actual, expected))
+
+
+def _if_condition_input(node: t.TIf) -> list[Diagnostic]:
+    """The condition of an ``if`` is given the ``if``'s input: MCE010 unless that is proved to fit.
+    (The :class:`~mcec.check.expr.ExprChecker` leaves this to mypy in a spec, "no" included.)"""
+    given, takes = node.sig.input, node.condition.sig.input
+    answer = flows(given, takes)
+    if answer is Compat.YES:
+        return []
+    problem = report.mismatch(
+        Situation.IF_BRANCH,
+        actual=given,
+        expected=takes,
+        producer=("the `if`", node.span),
+        consumer=(_describe_typed(node.condition), node.condition.span),
+        primary=node.condition.span,
+    )
+    problem = dataclasses.replace(
+        problem,
+        message=f"the condition {_describe_typed(node.condition)} expects {takes}, but the `if` gives it its input, {given}",
+        help="the condition of an `if` receives the `if`'s input; adapt it with a `fn` first",
+    )
+    return [problem if answer is Compat.NO else _unproved(problem, given, takes)]
+
+
+def _adapter_unproved(scope: PlanScope, adapter: t.TRef, body: t.TRef) -> list[Diagnostic]:
+    """``local(state=f) p``: ``f`` must be proved to take this spec's state and make ``p``'s."""
+    used = scope.full.uses.get(body.name)
+    if used is None:
+        return []
+    ours = NONE if scope.full.state is None else scope.full.state
+    theirs = NONE if used.state is None else used.state
+    found = []
+    sides = ((adapter.sig.input, ours, "this spec's state"), (adapter.sig.output, theirs, f"the state of `{body.name}`"))
+    for declared, state, what in sides:
+        if same(declared, state) is Compat.UNKNOWN:
+            found.append(
+                report.adapter_misfit(
+                    f"adapter `{adapter.name}` must be proved to fit {what}, {state}, but `{declared} = {state}` "
+                    "cannot be proved: a plan runs only what is proved",
+                    adapter.span,
+                    help=f"declare `{adapter.name}` with the very state types of both specs",
+                )
+            )
+    return found
+
+
+def _describe_typed(expr: TExpr) -> str:
+    """How messages name a typed part of a plan (as :func:`~mcec.check.expr.describe` names syntax)."""
+    match expr:
+        case t.TRef():
+            return f"`{expr.name}`"
+        case t.TBind():
+            return f"the chain ending in {_describe_typed(expr.parts[-1])}"
+        case t.TIdentity():
+            return "the empty block"
+        case t.TPar():
+            return "the `par` group"
+        case t.TEach():
+            return "the `each`"
+        case t.TLocal():
+            return "the `local`"
+        case t.TCatch():
+            return "the `catch`"
+        case t.TOrElse():
+            return "the `orelse`"
+        case t.TMatch():
+            return "the `match`"
+        case t.TIf():
+            return "the `if`"
+        case t.TLoop():
+            return "the `loop`"
+        case t.TRetry():
+            return "the `retry`"
+        case t.TTimeout():
+            return "the `timeout`"
+        case t.TBudget():
+            return "the `budget`"
+        case t.TSpawn():
+            return "the `spawn`"
+        case _:
+            assert_never(expr)
 
 
 def _first(plan: syntax.Expr) -> syntax.Expr:
@@ -359,3 +559,97 @@ def _last(plan: syntax.Expr) -> syntax.Expr:
 
 def _describe_first(plan: syntax.Expr) -> str:
     return describe(_first(plan))
+
+
+# ---------------------------------------------------------------- the work a plan may do
+
+
+def plan_work(expr: TExpr, *, repeats: bool = True) -> int:
+    """The most step runs ``expr`` may make on one value: a reference is one, a chain, a ``par``,
+    a ``catch`` or an ``orelse`` the sum of its parts, a ``match`` its biggest arm, an ``if`` its
+    condition and its bigger branch, an ``each`` its body (once per element of its list, which the
+    data decides), and a ``loop(N)`` or ``retry(N)`` N times its body — or, with ``repeats`` false,
+    nothing (the plan runner weighs each round by the work up to the next loop or retry)."""
+    return _works(expr, repeats)[id(expr)]
+
+
+def _works(root: TExpr, repeats: bool = True) -> dict[int, int]:
+    """:func:`plan_work` of every node under ``root``, by ``id`` (an iterative post-order walk)."""
+    works: dict[int, int] = {}
+    stack: list[tuple[TExpr, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        inner = t.children(node)
+        if not ready:
+            stack.append((node, True))
+            stack.extend((child, False) for child in inner)
+            continue
+        works[id(node)] = _work(node, [works[id(child)] for child in inner], repeats)
+    return works
+
+
+def _work(node: TExpr, inner: list[int], repeats: bool) -> int:
+    """The work of ``node`` from the work of its children (:func:`plan_work`)."""
+    match node:
+        case t.TRef():
+            return 1
+        case t.TIdentity():
+            return 0
+        case t.TMatch():
+            return max(inner, default=0)
+        case t.TIf():
+            condition, then, otherwise = inner
+            return condition + max(then, otherwise)
+        case t.TLoop():
+            return node.bound * inner[0] if repeats else 0
+        case t.TRetry():
+            return node.attempts * inner[0] if repeats else 0
+        case t.TLocal():
+            return sum(inner) + (node.adapter is not None)
+        case t.TSpawn():
+            return sum(inner) + 1
+        case t.TBind() | t.TPar() | t.TEach() | t.TCatch() | t.TOrElse() | t.TTimeout() | t.TBudget():
+            return sum(inner)
+        case _:
+            assert_never(node)
+
+
+def _check_work(body: TExpr, sink: DiagnosticSink) -> None:
+    """MCE032 when the plan may run more than :data:`MAX_PLAN_WORK` steps, naming the bounds that
+    multiply, with a label at the smallest part of it that alone may (where a bound must come down)."""
+    works = _works(body)
+    total = works[id(body)]
+    if total <= MAX_PLAN_WORK:
+        return
+    factors: list[str] = []
+    base = total
+    inner = body
+    while True:  # the bounds along the biggest path down, and what the innermost of them repeats
+        match inner:
+            case t.TLoop():
+                factors.append(f"`loop({inner.bound})`")
+                base = works[id(inner.body)]
+            case t.TRetry():
+                factors.append(f"`retry({inner.attempts})`")
+                base = works[id(inner.body)]
+            case _:
+                pass
+        kids = t.children(inner)
+        if not kids:
+            break
+        inner = max(kids, key=lambda child: works[id(child)])
+    factors.append(f"{base:,} step{'' if base == 1 else 's'}")
+    part = body
+    while True:  # down to the innermost part still over the bound: where a bound must come down
+        bigger = next((child for child in t.children(part) if works[id(child)] > MAX_PLAN_WORK), None)
+        if bigger is None:
+            break
+        part = bigger
+    labels = () if part is body else (Label(part.span, f"this part alone may run {works[id(part)]:,}"),)
+    problem = report.plan_too_big(
+        f"this plan may run up to {total:,} steps ({' × '.join(factors)}): "
+        f"a plan may run at most {MAX_PLAN_WORK:,} steps",
+        body.span,
+        help="the bounds of nested `loop` and `retry` multiply: lower them, or nest fewer",
+    )
+    sink.add(dataclasses.replace(problem, labels=labels))

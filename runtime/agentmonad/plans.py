@@ -46,21 +46,35 @@ class PlanRejected(_ValueError):
     warnings) as the JSON objects of LANGUAGE.md §8, ``text`` the same rendered as
     ``mcec check`` prints them, ``toolbox`` the toolbox it was checked against.
 
+    Like ``mcec check``, a rejection shows a bounded number of diagnostics (the
+    engine's: 50, errors first): ``more`` counts those left off, and ``text``
+    then ends with "… and K more", so a planner is never fed a rejection as big
+    as a wild plan could make it.
+
     >>> rejected = PlanRejected("a >>= b", [{"code": "MCE002", "message": "unknown name `b`",
     ...                                      "line": 1, "column": 7, "severity": "error"}])
     >>> str(rejected)
     'plan rejected (1 error): 1:7 MCE002 unknown name `b`'
+    >>> str(PlanRejected("…", rejected.diagnostics, more=12))
+    'plan rejected (1 error, and 12 more diagnostics): 1:7 MCE002 unknown name `b`; and 12 more'
     """
 
     _fields = ("plan", "diagnostics")
 
     def __init__(
-        self, plan: str, diagnostics: Sequence[Mapping[str, Any]], text: str = "", toolbox: str = ""
+        self,
+        plan: str,
+        diagnostics: Sequence[Mapping[str, Any]],
+        text: str = "",
+        toolbox: str = "",
+        more: int = 0,
     ) -> None:
         self.plan = plan
         self.diagnostics = tuple(dict(d) for d in diagnostics)
         self.text = text
         self.toolbox = toolbox
+        #: How many diagnostics were left off ``diagnostics`` and ``text``.
+        self.more = more
         super().__init__(plan, self.diagnostics)
 
     @property
@@ -71,12 +85,19 @@ class PlanRejected(_ValueError):
     def __str__(self) -> str:
         errors = self.errors
         count = f"{len(errors)} error{'' if len(errors) == 1 else 's'}"
+        if self.more:
+            count += f", and {self.more} more diagnostic{'' if self.more == 1 else 's'}"
         if not errors:
             return f"plan rejected ({count})"
         first = errors[0]
         where = f"{first.get('line')}:{first.get('column')}"
-        more = "" if len(errors) == 1 else f"; and {len(errors) - 1} more"
+        others = len(errors) - 1 + self.more
+        more = "" if not others else f"; and {others} more"
         return f"plan rejected ({count}): {where} {first.get('code')} {first.get('message')}{more}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # every attribute, not only the compared fields: a rejection sent to another process is whole
+        return (type(self), (self.plan, self.diagnostics, self.text, self.toolbox, self.more))
 
 
 @final

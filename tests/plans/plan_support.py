@@ -12,6 +12,7 @@ from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
 BOX = Path(__file__).resolve().parent / "planbox" / "box.mce"
+EDGES = Path(__file__).resolve().parent / "edgebox"
 
 
 @functools.cache
@@ -28,3 +29,12 @@ def compiled_program() -> Program:
     result = compile_source(SourceFile(str(BOX), BOX.read_text(encoding="utf-8")))
     assert result.program is not None, result.diagnostics
     return result.program
+
+
+@functools.cache
+def compiled_edge(name: str) -> tuple[types.ModuleType, Program]:
+    """tests/plans/edgebox/NAME.mce generated and imported in memory, and its checked program."""
+    path = EDGES / f"{name}.mce"
+    result = compile_source(SourceFile(str(path), path.read_text(encoding="utf-8")))
+    assert result.program is not None and result.generated is not None, result.diagnostics
+    return load_module(result.program, result.generated), result.program

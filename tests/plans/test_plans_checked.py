@@ -21,6 +21,7 @@ import pytest
 
 from agentmonad import PlanRejected
 from mcec.diagnostics import CODES
+from mcec.render import DEFAULT_LIMIT
 from mcec.run.plans import AcceptedPlan, CheckedToolbox
 
 from plan_support import compiled_box
@@ -106,3 +107,30 @@ def test_a_plan_at_the_bounds_is_accepted() -> None:
     assert isinstance(research().check("shout >>= " * 499 + "shout"), AcceptedPlan)
     assert isinstance(research().check("local " * 31 + "shout"), AcceptedPlan)
     assert isinstance(research().check("(" * 200 + "shout" + ")" * 200), AcceptedPlan)  # a group is no level
+
+
+def test_a_rejection_shows_at_most_mcec_checks_number_of_diagnostics() -> None:
+    # issue 29 item 8: an 8 KB plan naming a step outside the toolbox 700 times is 701
+    # diagnostics; the planner reads the first 50 (as `mcec check` prints them) and a count
+    text = "secret >>= " * 699 + "secret"
+    verdict = research().check(text)
+    assert isinstance(verdict, PlanRejected)
+    assert len(verdict.diagnostics) == DEFAULT_LIMIT and verdict.more == 701 - DEFAULT_LIMIT
+    assert verdict.text.endswith(f"… and {701 - DEFAULT_LIMIT} more")
+    assert verdict.text.count("error[MCE031]") == DEFAULT_LIMIT - 1  # the 50 shown: MCE032 (the whole plan) first
+    assert len(verdict.text) < 40_000, len(verdict.text)  # ~380,000 when every one was shown
+    assert str(verdict).startswith(f"plan rejected ({DEFAULT_LIMIT} errors, and {701 - DEFAULT_LIMIT} more diagnostics)")
+
+
+def test_a_bounded_rejection_shows_errors_before_warnings() -> None:
+    from mcec.diagnostics import Diagnostic, Severity
+    from mcec.run.plans import shown
+    from mcec.span import SourceFile
+
+    plan = SourceFile("<plan research>", "x" * 200)
+    warnings = [Diagnostic("W002", Severity.WARNING, "w", plan.span(i, i + 1)) for i in range(100)]
+    errors = [Diagnostic("MCE010", Severity.ERROR, "e", plan.span(150 + i, 151 + i)) for i in range(3)]
+    kept, more = shown(tuple(sorted(warnings + errors, key=Diagnostic.sort_key)))
+    assert more == 103 - DEFAULT_LIMIT and len(kept) == DEFAULT_LIMIT
+    assert [d.code for d in kept].count("MCE010") == 3
+    assert list(kept) == sorted(kept, key=Diagnostic.sort_key)
