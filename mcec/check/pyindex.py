@@ -193,8 +193,14 @@ _GENERICS: dict[str, str] = {
 _OUTCOME = frozenset({"agentmonad.Outcome", "agentmonad.outcome.Outcome"})
 _OK = frozenset({"agentmonad.Ok", "agentmonad.outcome.Ok"})
 _ERR = frozenset({"agentmonad.Err", "agentmonad.outcome.Err"})
-_RUNTIME_ERRORS = {f"{RUNTIME_MODULE}.errors.{name}": name for name in BUILTIN_ERRORS} | {
-    f"{RUNTIME_MODULE}.{name}": name for name in BUILTIN_ERRORS
+#: The runtime's built-in errors by every path that names one: the package's re-export and the
+#: modules that define them (``agentmonad.llm.LLMUnavailable`` is an alias of
+#: ``agentmonad.llm.errors.LLMUnavailable``, which is ``agentmonad.LLMUnavailable``). Re-exports are
+#: followed to their definition, so each is one class however a module imports it.
+_RUNTIME_ERRORS = {
+    f"{RUNTIME_MODULE}.{module}{name}": name
+    for module in ("", "errors.", "llm.errors.", "plans.")
+    for name in BUILTIN_ERRORS
 }
 
 
@@ -487,7 +493,10 @@ class PythonIndex:
             case None:
                 return None
             case griffe.ExprName():
-                return self._named_type(expr)
+                return self._named_type(expr, expr.name)
+            case griffe.ExprAttribute():
+                # a dotted annotation (``agentmonad.llm.LLMUnavailable``): the class at its path
+                return self._named_type(expr, expr.last.name)
             case griffe.ExprConstant(value="None"):
                 return NONE
             case griffe.ExprBinOp(operator="|"):
@@ -498,7 +507,8 @@ class PythonIndex:
             case _:
                 return None  # a string annotation, an attribute chain griffe could not name, …
 
-    def _named_type(self, expr: griffe.ExprName) -> Type | None:
+    def _named_type(self, expr: griffe.ExprName | griffe.ExprAttribute, spelling: str) -> Type | None:
+        """The type a name or dotted name in an annotation stands for, spelt ``spelling`` in messages."""
         path = _canonical(expr)
         if path is None:
             return None
@@ -509,7 +519,7 @@ class PythonIndex:
             return runtime_error(_RUNTIME_ERRORS[path])
         found = self._path(path, set())
         if isinstance(found, PyClass):
-            return ClassRef(found.path, expr.name, found.info)
+            return ClassRef(found.path, spelling, found.info)
         return None
 
     def _subscript(self, expr: griffe.ExprSubscript) -> Type | None:
