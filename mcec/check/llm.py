@@ -10,7 +10,9 @@ extra; without it the checker says so (MCE023) instead of failing.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,7 @@ from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union
 from mcec.diagnostics import Diagnostic, Label
 from mcec.span import Span
 
-__all__ = ["MODEL_OPTIONS", "TemplateSource", "check_model_options", "check_output", "check_template", "read_template"]
+__all__ = ["MAX_TEMPLATE_BYTES", "MODEL_OPTIONS", "TemplateSource", "check_model_options", "check_output", "check_template", "read_template"]
 
 #: Bases a record class may have for its own fields to be all of its fields.
 _PLAIN_BASES = frozenset({"pydantic.BaseModel", "pydantic.main.BaseModel", "builtins.object"})
@@ -38,17 +40,82 @@ class TemplateSource:
     name: str | None
 
 
+#: The largest template file read (1 MiB): a prompt is text a model reads, and a bigger file
+#: (or a device such as /dev/zero) would be read whole into memory by every check and build.
+MAX_TEMPLATE_BYTES = 1 << 20
+
+
 def read_template(decl: syntax.LlmDecl, spec_path: str) -> TemplateSource | Diagnostic:
-    """The template of ``decl``: inline as written, or a ``file`` read relative to the spec (MCE023 if missing)."""
+    """The template of ``decl``: inline as written, or a ``file`` read relative to the spec
+    (MCE023 if it is missing, not a regular file, over :data:`MAX_TEMPLATE_BYTES` or not UTF-8)."""
     template = decl.template
     if not template.is_file:
         return TemplateSource(template.text, None)
     path = Path(spec_path).parent / template.text
+    read = _read_bounded(path)
+    if isinstance(read, str):
+        return TemplateSource(read, template.text)
+    reason, help = read
+    return report.template_file_unreadable(decl.name.text, template.text, str(path), reason, template.span, help)
+
+
+def _read_bounded(path: Path) -> str | tuple[str, str | None]:
+    """The text of the regular file at ``path``, or why not (and a help, when the path is not the problem).
+
+    The file is opened without blocking (a FIFO would wait for a writer) and what it is is asked
+    of the open file, not of the path (which could be swapped in between); at most one byte over
+    the limit is ever read, so a file that grows, or a device, cannot exhaust memory."""
     try:
-        return TemplateSource(path.read_text(encoding="utf-8"), template.text)
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read ({type(exc).__name__})"
-        return report.template_file_unreadable(decl.name.text, template.text, str(path), reason, template.span)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return "does not exist", None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})", None
+    try:
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(mode.st_mode):
+            return f"is not a regular file (it is {_file_kind(mode.st_mode)})", _TEMPLATE_FILE_HELP
+        if mode.st_size > MAX_TEMPLATE_BYTES:
+            return f"is too big ({mode.st_size:,} bytes)", _TEMPLATE_FILE_HELP
+        data = _read_at_most(fd, MAX_TEMPLATE_BYTES + 1)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})", None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TEMPLATE_BYTES:
+        return f"is too big (over {MAX_TEMPLATE_BYTES:,} bytes)", _TEMPLATE_FILE_HELP
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})", "save the template as UTF-8"
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of the open file ``fd`` (less at its end)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+_TEMPLATE_FILE_HELP = f"a template file is a regular text file of at most {MAX_TEMPLATE_BYTES:,} bytes (1 MiB)"
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for a message."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((word for test, word in kinds if test(mode)), "not a regular file")
 
 
 def check_template(

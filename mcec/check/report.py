@@ -543,14 +543,17 @@ def template_needs_jinja(step: str, span: Span) -> Diagnostic:
     )
 
 
-def template_file_unreadable(step: str, written: str, path: str, reason: str, span: Span) -> Diagnostic:
-    """MCE023: a ``file`` template that is missing or unreadable."""
+def template_file_unreadable(
+    step: str, written: str, path: str, reason: str, span: Span, help: str | None = None
+) -> Diagnostic:
+    """MCE023: a ``file`` template that is missing, unreadable, not a regular file or too big
+    (``help`` says what a template file must be; by default, where it was looked for)."""
     return error(
         "MCE023",
         f"the template file `{written}` of `{step}` {reason}",
         span,
         (),
-        f"the path is relative to the spec's folder (looked for {path})",
+        help or f"the path is relative to the spec's folder (looked for {path})",
     )
 
 
