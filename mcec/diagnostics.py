@@ -56,6 +56,7 @@ CODES: dict[str, str] = {
     "W001": "declaration never used",
     "W002": "a match arm that can never be reached",
     "W003": "a declaration that shadows a built-in name",
+    "W004": "an llm template not checked against its input or state type, whose fields cannot be read statically",
 }
 
 

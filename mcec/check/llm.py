@@ -28,10 +28,6 @@ from mcec.span import Span
 
 __all__ = ["MAX_TEMPLATE_BYTES", "MODEL_OPTIONS", "TemplateSource", "check_model_options", "check_output", "check_template", "read_template"]
 
-#: Bases a record class may have for its own fields to be all of its fields.
-_PLAIN_BASES = frozenset({"pydantic.BaseModel", "pydantic.main.BaseModel", "builtins.object"})
-
-
 @dataclass(frozen=True, slots=True)
 class TemplateSource:
     """A template's text and how messages name it (its path, for a ``file`` template)."""
@@ -119,9 +115,14 @@ def _file_kind(mode: int) -> str:
 
 
 def check_template(
-    decl: syntax.LlmDecl, source: TemplateSource, input_type: Type, index: PythonIndex | None
+    decl: syntax.LlmDecl, source: TemplateSource, input_type: Type, index: PythonIndex | None, state: Type | None = None
 ) -> list[Diagnostic]:
-    """MCE023 for a template that does not parse or reads a variable its input does not give."""
+    """MCE023 for a template that does not parse, reads a variable its input does not give, or
+    reads ``state.NAME`` that the state does not have; W004 where the input's or the state's
+    fields cannot be read (the template is then not checked against them, and says so).
+
+    ``state`` is the spec's state type (None: a spec without one runs on ``None``). With no
+    index (``index=False``: no Python is read at all) only the template's syntax is checked."""
     try:
         from agentmonad.llm import template_variables
 
@@ -131,39 +132,102 @@ def check_template(
     if info.error is not None:
         span = _line_span(decl.template, source, info.line)
         return [report.template_syntax(decl.name.text, info.error, info.line, source.name, span)]
-    known = _variables(input_type, index)
-    if known is None:
+    if index is None:
         return []
     found: list[Diagnostic] = []
-    for variable in sorted(info.variables - known - {"state"}):
-        span = _variable_span(decl.template, source, variable)
-        found.append(report.template_variable(decl.name.text, variable, input_type, sorted(known | {"state"}), span))
+    read = sorted(info.variables - {"state"})
+    known = _variables(input_type, index)
+    if isinstance(known, str):
+        if read:
+            span = _variable_span(decl.template, source, read[0])
+            found.append(report.template_unchecked(decl.name.text, "input", input_type, known, span))
+    else:
+        for variable in read:
+            if variable not in known:
+                span = _variable_span(decl.template, source, variable)
+                found.append(report.template_variable(decl.name.text, variable, input_type, sorted(known | {"state"}), span))
+    if "state" in info.variables:
+        found.extend(_check_state_reads(decl, source, state, index))
     return found
 
 
-def _variables(input_type: Type, index: PythonIndex | None) -> set[str] | None:
-    """The variables an input of ``input_type`` gives a template, or None when unknown (not checked)."""
+def _check_state_reads(decl: syntax.LlmDecl, source: TemplateSource, state: Type | None, index: PythonIndex) -> list[Diagnostic]:
+    """MCE023 for each ``state.NAME`` (or ``state["NAME"]``) the state type does not have; W004
+    when its attributes cannot be read."""
+    reads = _state_reads(source.text)
+    if not reads:
+        return []
+    attributes = _attributes(state, index)
+    if attributes is None:
+        return []  # a dict or a union: what it holds is not a fixed set of names
+    shown = "None" if state is None else state
+    if isinstance(attributes, str):
+        span = _variable_span(decl.template, source, f"state.{reads[0]}")
+        return [report.template_unchecked(decl.name.text, "state", shown, attributes, span)]
+    found: list[Diagnostic] = []
+    for name in dict.fromkeys(reads):  # each name once, in the order read
+        if name not in attributes:
+            span = _variable_span(decl.template, source, f"state.{name}")
+            public = sorted(a for a in attributes if not a.startswith("_") and not a.startswith("model_"))
+            found.append(report.template_state_attribute(decl.name.text, name, shown, public, span))
+    return found
+
+
+def _state_reads(text: str) -> list[str]:
+    """The names a template reads of ``state`` directly (``state.NAME``, ``state["NAME"]``), in
+    order; none when the template binds ``state`` itself (a loop variable, a ``set``)."""
+    from jinja2 import Environment, nodes
+
+    tree = Environment().parse(text)
+    if any(n.name == "state" and n.ctx != "load" for n in tree.find_all(nodes.Name)):
+        return []
+    reads: list[tuple[int, int, str]] = []
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        match node:
+            case nodes.Getattr(node=nodes.Name(name="state"), attr=str(attr)):
+                reads.append((node.lineno, 0, attr))
+            case nodes.Getitem(node=nodes.Name(name="state"), arg=nodes.Const(value=str(key))):
+                reads.append((node.lineno, 1, key))
+            case _:
+                pass  # a read of something else, or of state by a computed key
+    return [name for _, _, name in sorted(reads, key=lambda r: r[0])]
+
+
+def _variables(input_type: Type, index: PythonIndex) -> set[str] | str:
+    """The variables an input of ``input_type`` gives a template, or why they cannot be known."""
     match input_type:
         case ClassRef():
-            if index is None:
-                return None
-            cls = index.class_at(input_type.path)
-            if cls is None or not (cls.is_pydantic or cls.is_dataclass):
-                return None
-            if not cls.info.complete or cls.info.ancestors - {cls.path} - _PLAIN_BASES - _pydantic_ancestors(cls.info.ancestors):
-                return None  # fields may come from a base class: not checked
-            return {f.name for f in cls.fields}
+            members = index.members(input_type.path)
+            if isinstance(members, str):
+                return members
+            return set(members.fields) if members.record else {"value"}
         case Builtin(name="Any"):
-            return None
+            return "it may be any value (a pydantic model or a dataclass gives its fields, anything else `value`)"
         case Builtin() | Generic() | Lit() | Union():
             return {"value"}
         case _:
             assert_never(input_type)
 
 
-def _pydantic_ancestors(ancestors: frozenset[str]) -> frozenset[str]:
-    """pydantic's own classes among ``ancestors`` (BaseModel's bases)."""
-    return frozenset(a for a in ancestors if a.startswith("pydantic.") or a.startswith("builtins."))
+def _attributes(state: Type | None, index: PythonIndex) -> frozenset[str] | str | None:
+    """The names ``state.NAME`` can read of a state of type ``state``: a set, why it cannot be
+    known, or None when the names are not fixed by the type (a dict's keys, a union's members)."""
+    match state:
+        case None:
+            return frozenset()  # no `state` declared: the state is None, which has nothing to read
+        case ClassRef():
+            members = index.members(state.path)
+            return members if isinstance(members, str) else members.attributes
+        case Builtin(name="Any"):
+            return "it may be any value"
+        case Builtin(name=name):
+            return frozenset(dir(python_type(state))) if name not in ("Never",) else frozenset()
+        case Generic(head="dict") | Union() | Lit():
+            return None
+        case Generic(head=head):
+            return frozenset(dir({"list": list, "set": set, "tuple": tuple}.get(head, object)))
+        case _:
+            assert_never(state)
 
 
 def _line_span(template: syntax.Template, source: TemplateSource, line: int | None) -> Span:

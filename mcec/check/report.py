@@ -589,6 +589,41 @@ def template_variable(step: str, variable: str, input_type: Type, known: list[st
     )
 
 
+def template_state_attribute(step: str, name: str, state: object, known: list[str], span: Span) -> Diagnostic:
+    """MCE023: a template reads ``state.NAME`` that the state type does not have."""
+    import difflib
+
+    matches = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if matches:
+        help = "did you mean " + (
+            f"`state.{matches[0]}`?" if len(matches) == 1 else "one of " + ", ".join(f"`state.{m}`" for m in matches) + "?"
+        )
+    elif known:
+        help = "the state has " + ", ".join(f"`{k}`" for k in known[:12]) + (", …" if len(known) > 12 else "")
+    else:
+        help = "declare a `state` whose fields the template reads"
+    return error(
+        "MCE023",
+        f"the template of `{step}` reads `state.{name}`, which the state {state} does not have",
+        span,
+        (),
+        help,
+    )
+
+
+def template_unchecked(step: str, what: str, type_: object, reason: str, span: Span) -> Diagnostic:
+    """W004: the fields of a template's input (or state) type cannot be read, so what the template
+    reads of it is not checked (a misspelt name fails only at run time)."""
+    return warning(
+        "W004",
+        f"the template of `{step}` is not checked against its {what} {type_}: {reason}",
+        span,
+        (),
+        "mcec reads classes from their source without running them; a name the template reads that "
+        f"the {what} does not have fails at run time (PromptError), not here",
+    )
+
+
 def bad_llm_output(step: str, output: Type, problem: str, span: Span) -> Diagnostic:
     """MCE024: an ``llm`` output type the runtime cannot parse a model's answer into."""
     return error(
