@@ -20,7 +20,7 @@ from typing import Any, ForwardRef, Literal, assert_never
 
 from mcec import syntax
 from mcec.check import report
-from mcec.check.pyindex import PythonIndex
+from mcec.check.pyindex import Missing, PythonIndex
 from mcec.check.typed import OptionValue
 from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union
 from mcec.diagnostics import Diagnostic, Label
@@ -122,7 +122,7 @@ def check_template(
     fields cannot be read (the template is then not checked against them, and says so).
 
     ``state`` is the spec's state type (None: a spec without one runs on ``None``). With no
-    index (``index=False``: no Python is read at all) only the template's syntax is checked."""
+    index (``index=False``: no Python is read at all) classes are not asked about."""
     try:
         from agentmonad.llm import template_variables
 
@@ -132,8 +132,6 @@ def check_template(
     if info.error is not None:
         span = _line_span(decl.template, source, info.line)
         return [report.template_syntax(decl.name.text, info.error, info.line, source.name, span)]
-    if index is None:
-        return []
     found: list[Diagnostic] = []
     read = sorted(info.variables - {"state"})
     known = _variables(input_type, index)
@@ -141,12 +139,12 @@ def check_template(
         if read:
             span = _variable_span(decl.template, source, read[0])
             found.append(report.template_unchecked(decl.name.text, "input", input_type, known, span))
-    else:
+    elif known is not None:  # None: no Python is read, or the input's module is missing (MCE002)
         for variable in read:
             if variable not in known:
                 span = _variable_span(decl.template, source, variable)
                 found.append(report.template_variable(decl.name.text, variable, input_type, sorted(known | {"state"}), span))
-    if "state" in info.variables:
+    if "state" in info.variables and index is not None:
         found.extend(_check_state_reads(decl, source, state, index))
     return found
 
@@ -193,13 +191,16 @@ def _state_reads(text: str) -> list[str]:
     return [name for _, _, name in sorted(reads, key=lambda r: r[0])]
 
 
-def _variables(input_type: Type, index: PythonIndex) -> set[str] | str:
-    """The variables an input of ``input_type`` gives a template, or why they cannot be known."""
+def _variables(input_type: Type, index: PythonIndex | None) -> set[str] | str | None:
+    """The variables an input of ``input_type`` gives a template, or why they cannot be known
+    (None: not asked, with no index, or its module is missing, which is reported already)."""
     match input_type:
         case ClassRef():
+            if index is None:
+                return None
             members = index.members(input_type.path)
             if isinstance(members, str):
-                return members
+                return None if _reported(input_type, index) else members
             return set(members.fields) if members.record else {"value"}
         case Builtin(name="Any"):
             return "it may be any value (a pydantic model or a dataclass gives its fields, anything else `value`)"
@@ -207,6 +208,13 @@ def _variables(input_type: Type, index: PythonIndex) -> set[str] | str:
             return {"value"}
         case _:
             assert_never(input_type)
+
+
+def _reported(ref: ClassRef, index: PythonIndex) -> bool:
+    """Is the module of ``ref`` missing? Its import is MCE002 already: a template over it is not
+    checked, and saying so again (W004) would only repeat that."""
+    module = ref.path.rpartition(".")[0]
+    return isinstance(index.module(module), Missing) if module else False
 
 
 def _attributes(state: Type | None, index: PythonIndex) -> frozenset[str] | str | None:
@@ -217,7 +225,9 @@ def _attributes(state: Type | None, index: PythonIndex) -> frozenset[str] | str 
             return frozenset()  # no `state` declared: the state is None, which has nothing to read
         case ClassRef():
             members = index.members(state.path)
-            return members if isinstance(members, str) else members.attributes
+            if isinstance(members, str):
+                return None if _reported(state, index) else members
+            return members.attributes
         case Builtin(name="Any"):
             return "it may be any value"
         case Builtin(name=name):
