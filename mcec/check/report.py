@@ -619,8 +619,8 @@ def template_unchecked(step: str, what: str, type_: object, reason: str, span: S
         f"the template of `{step}` is not checked against its {what} {type_}: {reason}",
         span,
         (),
-        "mcec reads classes from their source without running them; a name the template reads that "
-        f"the {what} does not have fails at run time (PromptError), not here",
+        f"a name the template reads that the {what} does not have fails only at run time (PromptError): "
+        f"give the {what} a type whose fields mcec can read from source (it never runs your modules)",
     )
 
 
