@@ -686,7 +686,8 @@ class PythonIndex:
 # ---------------------------------------------------------------- helpers
 
 _PYDANTIC = frozenset({"pydantic.BaseModel", "pydantic.main.BaseModel"})
-_CLASS_VARS = frozenset({"typing.ClassVar", "typing_extensions.ClassVar"})
+#: Annotations in a class body that declare no field: class variables, a dataclass's init-only values.
+_CLASS_VARS = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
 _GENERIC_BASES = frozenset({"typing.Generic", "typing_extensions.Generic", "typing.Protocol", "typing_extensions.Protocol", "abc.ABC"})
 _TYPED_DICTS = frozenset({"typing.TypedDict", "typing_extensions.TypedDict"})
 _DATACLASS_DECORATORS = frozenset({"dataclasses.dataclass", "pydantic.dataclasses.dataclass"})
