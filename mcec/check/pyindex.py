@@ -486,6 +486,8 @@ class PythonIndex:
         top = self.class_at(path)
         if top is None:
             return f"class `{path}` cannot be read"
+        if top.path in _RUNTIME_ERRORS:
+            return ClassMembers(False, frozenset(), frozenset(dir(Exception)))  # a built-in error: not a record
         pydantic = dataclass = False
         fields: set[str] = set()
         attributes: set[str] = set()
@@ -516,7 +518,7 @@ class PythonIndex:
             found = self.class_at(current)
             cls = self._griffe_classes.get(found.path) if found is not None else None
             if found is None or cls is None:
-                return f"its base class `{current}` cannot be read"
+                return f"{'class' if current == top.path else 'its base class'} `{current}` cannot be read"
             own = self._own_fields(cls)
             attributes |= set(cls.members) | own
             if found.info.ancestors & _PYDANTIC:
