@@ -42,7 +42,7 @@ CODES: dict[str, str] = {
     "MCE020": "catch handler or orelse fallback does not fit",
     "MCE021": "a match that does not cover its input type",
     "MCE022": "a loop whose body never continues or never ends, or a pattern or loop input that cannot be tested at run time",
-    "MCE023": "an llm template that does not parse, reads a variable its input does not give, or is a missing file",
+    "MCE023": "an llm template that does not parse, reads a variable its input does not give, or is a missing, non-regular or oversized file",
     "MCE024": "an llm output type the runtime cannot parse a model's answer into",
     "MCE025": "a type that cannot play its role: an error type isinstance cannot test, a tool input that is not a model",
     "MCE026": "a step's or fn's Python implementation does not fit its declaration",
@@ -56,6 +56,7 @@ CODES: dict[str, str] = {
     "W001": "declaration never used",
     "W002": "a match arm that can never be reached",
     "W003": "a declaration that shadows a built-in name",
+    "W004": "an llm template not checked against its input or state type, whose fields cannot be read statically",
 }
 
 

@@ -211,7 +211,7 @@ class ExprChecker:
                 # outside `local(state=f) …` it would run on this spec's state, which is not its own
                 self.sink.add(
                     report.used_state_differs(
-                        name, used.spec, _state_text(used.state), _state_text(self.declared.state), expr.span
+                        name, used.spec, state_text(used.state), state_text(self.declared.state), expr.span
                     )
                 )
                 return TRef(name, kind, POISONED, expr.span)
@@ -327,10 +327,10 @@ class ExprChecker:
             fits = False
             self.sink.add(
                 report.adapter_misfit(
-                    f"adapter `{adapter.text}` takes `{fn.sig.input}`, but this spec's state is `{_state_text(ours)}`",
+                    f"adapter `{adapter.text}` takes `{fn.sig.input}`, but this spec's state is `{state_text(ours)}`",
                     adapter.span,
                     help=f"an adapter makes the sub-agent's state from this spec's: declare it `fn {adapter.text} : "
-                    f"{_state_text(ours)} -> {_state_text(theirs)}`",
+                    f"{state_text(ours)} -> {state_text(theirs)}`",
                 )
             )
         if not _same_state(fn.sig.output, theirs):
@@ -338,9 +338,9 @@ class ExprChecker:
             self.sink.add(
                 report.adapter_misfit(
                     f"adapter `{adapter.text}` makes `{fn.sig.output}`, but pipeline `{body.name}` of "
-                    f"`{used.spec}` runs on state `{_state_text(theirs)}`",
+                    f"`{used.spec}` runs on state `{state_text(theirs)}`",
                     adapter.span,
-                    help=f"declare it `fn {adapter.text} : {_state_text(ours)} -> {_state_text(theirs)}`",
+                    help=f"declare it `fn {adapter.text} : {state_text(ours)} -> {state_text(theirs)}`",
                 )
             )
         adapter_ref = TRef(adapter.text, "fn", fn.sig, adapter.span) if fits else None
@@ -569,7 +569,7 @@ class ExprChecker:
         return TOrElse(body, fallback, sig, expr.span)
 
 
-def _state_text(state: Type | None) -> str:
+def state_text(state: Type | None) -> str:
     """A state type as messages name it (a spec without ``state`` runs on ``None``)."""
     return "None" if state is None else str(state)
 

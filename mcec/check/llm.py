@@ -10,7 +10,9 @@ extra; without it the checker says so (MCE023) instead of failing.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,17 +20,13 @@ from typing import Any, ForwardRef, Literal, assert_never
 
 from mcec import syntax
 from mcec.check import report
-from mcec.check.pyindex import PythonIndex
+from mcec.check.pyindex import Missing, PythonIndex
 from mcec.check.typed import OptionValue
 from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union
 from mcec.diagnostics import Diagnostic, Label
 from mcec.span import Span
 
-__all__ = ["MODEL_OPTIONS", "TemplateSource", "check_model_options", "check_output", "check_template", "read_template"]
-
-#: Bases a record class may have for its own fields to be all of its fields.
-_PLAIN_BASES = frozenset({"pydantic.BaseModel", "pydantic.main.BaseModel", "builtins.object"})
-
+__all__ = ["MAX_TEMPLATE_BYTES", "MODEL_OPTIONS", "TemplateSource", "check_model_options", "check_output", "check_template", "read_template"]
 
 @dataclass(frozen=True, slots=True)
 class TemplateSource:
@@ -38,23 +36,93 @@ class TemplateSource:
     name: str | None
 
 
+#: The largest template file read (1 MiB): a prompt is text a model reads, and a bigger file
+#: (or a device such as /dev/zero) would be read whole into memory by every check and build.
+MAX_TEMPLATE_BYTES = 1 << 20
+
+
 def read_template(decl: syntax.LlmDecl, spec_path: str) -> TemplateSource | Diagnostic:
-    """The template of ``decl``: inline as written, or a ``file`` read relative to the spec (MCE023 if missing)."""
+    """The template of ``decl``: inline as written, or a ``file`` read relative to the spec
+    (MCE023 if it is missing, not a regular file, over :data:`MAX_TEMPLATE_BYTES` or not UTF-8)."""
     template = decl.template
     if not template.is_file:
         return TemplateSource(template.text, None)
     path = Path(spec_path).parent / template.text
+    read = _read_bounded(path)
+    if isinstance(read, str):
+        return TemplateSource(read, template.text)
+    reason, help = read
+    return report.template_file_unreadable(decl.name.text, template.text, str(path), reason, template.span, help)
+
+
+def _read_bounded(path: Path) -> str | tuple[str, str | None]:
+    """The text of the regular file at ``path``, or why not (and a help, when the path is not the problem).
+
+    The file is opened without blocking (a FIFO would wait for a writer) and what it is is asked
+    of the open file, not of the path (which could be swapped in between); at most one byte over
+    the limit is ever read, so a file that grows, or a device, cannot exhaust memory."""
     try:
-        return TemplateSource(path.read_text(encoding="utf-8"), template.text)
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read ({type(exc).__name__})"
-        return report.template_file_unreadable(decl.name.text, template.text, str(path), reason, template.span)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return "does not exist", None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})", None
+    try:
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(mode.st_mode):
+            return f"is not a regular file (it is {_file_kind(mode.st_mode)})", _TEMPLATE_FILE_HELP
+        if mode.st_size > MAX_TEMPLATE_BYTES:
+            return f"is too big ({mode.st_size:,} bytes)", _TEMPLATE_FILE_HELP
+        data = _read_at_most(fd, MAX_TEMPLATE_BYTES + 1)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})", None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TEMPLATE_BYTES:
+        return f"is too big (over {MAX_TEMPLATE_BYTES:,} bytes)", _TEMPLATE_FILE_HELP
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})", "save the template as UTF-8"
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of the open file ``fd`` (less at its end)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+_TEMPLATE_FILE_HELP = f"a template file is a regular text file of at most {MAX_TEMPLATE_BYTES:,} bytes (1 MiB)"
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for a message."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((word for test, word in kinds if test(mode)), "not a regular file")
 
 
 def check_template(
-    decl: syntax.LlmDecl, source: TemplateSource, input_type: Type, index: PythonIndex | None
+    decl: syntax.LlmDecl, source: TemplateSource, input_type: Type, index: PythonIndex | None, state: Type | None = None
 ) -> list[Diagnostic]:
-    """MCE023 for a template that does not parse or reads a variable its input does not give."""
+    """MCE023 for a template that does not parse, reads a variable its input does not give, or
+    reads ``state.NAME`` that the state does not have; W004 where the input's or the state's
+    fields cannot be read (the template is then not checked against them, and says so).
+
+    ``state`` is the spec's state type (None: a spec without one runs on ``None``). With no
+    index (``index=False``: no Python is read at all) classes are not asked about."""
     try:
         from agentmonad.llm import template_variables
 
@@ -64,39 +132,112 @@ def check_template(
     if info.error is not None:
         span = _line_span(decl.template, source, info.line)
         return [report.template_syntax(decl.name.text, info.error, info.line, source.name, span)]
-    known = _variables(input_type, index)
-    if known is None:
-        return []
     found: list[Diagnostic] = []
-    for variable in sorted(info.variables - known - {"state"}):
-        span = _variable_span(decl.template, source, variable)
-        found.append(report.template_variable(decl.name.text, variable, input_type, sorted(known | {"state"}), span))
+    read = sorted(info.variables - {"state"})
+    known = _variables(input_type, index)
+    if isinstance(known, str):
+        if read:
+            span = _variable_span(decl.template, source, read[0])
+            found.append(report.template_unchecked(decl.name.text, "input", input_type, known, span))
+    elif known is not None:  # None: no Python is read, or the input's module is missing (MCE002)
+        for variable in read:
+            if variable not in known:
+                span = _variable_span(decl.template, source, variable)
+                found.append(report.template_variable(decl.name.text, variable, input_type, sorted(known | {"state"}), span))
+    if "state" in info.variables and index is not None:
+        found.extend(_check_state_reads(decl, source, state, index))
     return found
 
 
-def _variables(input_type: Type, index: PythonIndex | None) -> set[str] | None:
-    """The variables an input of ``input_type`` gives a template, or None when unknown (not checked)."""
+def _check_state_reads(decl: syntax.LlmDecl, source: TemplateSource, state: Type | None, index: PythonIndex) -> list[Diagnostic]:
+    """MCE023 for each ``state.NAME`` (or ``state["NAME"]``) the state type does not have; W004
+    when its attributes cannot be read."""
+    reads = _state_reads(source.text)
+    if not reads:
+        return []
+    attributes = _attributes(state, index)
+    if attributes is None:
+        return []  # a dict or a union: what it holds is not a fixed set of names
+    shown = "None" if state is None else state
+    if isinstance(attributes, str):
+        span = _variable_span(decl.template, source, f"state.{reads[0]}")
+        return [report.template_unchecked(decl.name.text, "state", shown, attributes, span)]
+    found: list[Diagnostic] = []
+    for name in dict.fromkeys(reads):  # each name once, in the order read
+        if name not in attributes:
+            span = _variable_span(decl.template, source, f"state.{name}")
+            public = sorted(a for a in attributes if not a.startswith("_") and not a.startswith("model_"))
+            found.append(report.template_state_attribute(decl.name.text, name, shown, public, span))
+    return found
+
+
+def _state_reads(text: str) -> list[str]:
+    """The names a template reads of ``state`` directly (``state.NAME``, ``state["NAME"]``), in
+    order; none when the template binds ``state`` itself (a loop variable, a ``set``)."""
+    from jinja2 import Environment, nodes
+
+    tree = Environment().parse(text)
+    if any(n.name == "state" and n.ctx != "load" for n in tree.find_all(nodes.Name)):
+        return []
+    reads: list[tuple[int, int, str]] = []
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        match node:
+            case nodes.Getattr(node=nodes.Name(name="state"), attr=str(attr)):
+                reads.append((node.lineno, 0, attr))
+            case nodes.Getitem(node=nodes.Name(name="state"), arg=nodes.Const(value=str(key))):
+                reads.append((node.lineno, 1, key))
+            case _:
+                pass  # a read of something else, or of state by a computed key
+    return [name for _, _, name in sorted(reads, key=lambda r: r[0])]
+
+
+def _variables(input_type: Type, index: PythonIndex | None) -> set[str] | str | None:
+    """The variables an input of ``input_type`` gives a template, or why they cannot be known
+    (None: not asked, with no index, or its module is missing, which is reported already)."""
     match input_type:
         case ClassRef():
             if index is None:
                 return None
-            cls = index.class_at(input_type.path)
-            if cls is None or not (cls.is_pydantic or cls.is_dataclass):
-                return None
-            if not cls.info.complete or cls.info.ancestors - {cls.path} - _PLAIN_BASES - _pydantic_ancestors(cls.info.ancestors):
-                return None  # fields may come from a base class: not checked
-            return {f.name for f in cls.fields}
+            members = index.members(input_type.path)
+            if isinstance(members, str):
+                return None if _reported(input_type, index) else members
+            return set(members.fields) if members.record else {"value"}
         case Builtin(name="Any"):
-            return None
+            return "it may be any value (a pydantic model or a dataclass gives its fields, anything else `value`)"
         case Builtin() | Generic() | Lit() | Union():
             return {"value"}
         case _:
             assert_never(input_type)
 
 
-def _pydantic_ancestors(ancestors: frozenset[str]) -> frozenset[str]:
-    """pydantic's own classes among ``ancestors`` (BaseModel's bases)."""
-    return frozenset(a for a in ancestors if a.startswith("pydantic.") or a.startswith("builtins."))
+def _reported(ref: ClassRef, index: PythonIndex) -> bool:
+    """Is the module of ``ref`` missing? Its import is MCE002 already: a template over it is not
+    checked, and saying so again (W004) would only repeat that."""
+    module = ref.path.rpartition(".")[0]
+    return isinstance(index.module(module), Missing) if module else False
+
+
+def _attributes(state: Type | None, index: PythonIndex) -> frozenset[str] | str | None:
+    """The names ``state.NAME`` can read of a state of type ``state``: a set, why it cannot be
+    known, or None when the names are not fixed by the type (a dict's keys, a union's members)."""
+    match state:
+        case None:
+            return frozenset()  # no `state` declared: the state is None, which has nothing to read
+        case ClassRef():
+            members = index.members(state.path)
+            if isinstance(members, str):
+                return None if _reported(state, index) else members
+            return members.attributes
+        case Builtin(name="Any"):
+            return "it may be any value"
+        case Builtin(name=name):
+            return frozenset(dir(python_type(state))) if name not in ("Never",) else frozenset()
+        case Generic(head="dict") | Union() | Lit():
+            return None
+        case Generic(head=head):
+            return frozenset(dir({"list": list, "set": set, "tuple": tuple}.get(head, object)))
+        case _:
+            assert_never(state)
 
 
 def _line_span(template: syntax.Template, source: TemplateSource, line: int | None) -> Span:

@@ -578,7 +578,7 @@ class DeclarationChecker:
             assert isinstance(source, TemplateSource)
             text, template_name = source.text, source.name
             if types_resolved and self.read_templates:
-                self.sink.extend(check_template(decl, source, input, self.index))
+                self.sink.extend(check_template(decl, source, input, self.index, self.declared.state))
         if types_resolved:
             problem = check_output(decl, output)
             if problem is not None:

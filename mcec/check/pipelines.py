@@ -21,10 +21,10 @@ from typing import assert_never
 from mcec import syntax
 from mcec.check import report
 from mcec.check.env import CALLABLE_KINDS, Kind
-from mcec.check.expr import POISONED, ExprChecker
+from mcec.check.expr import POISONED, ExprChecker, state_text
 from mcec.check.names import DeclarationChecker, Declared, DeclaredPipeline, DeclaredToolbox
 from mcec.check.report import Situation
-from mcec.diagnostics import DiagnosticSink, Label
+from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import Span
 from mcec.check.typed import (
     Sig,
@@ -46,6 +46,7 @@ from mcec.check.typed import (
     TBudget,
     TSpawn,
     TToolbox,
+    TUsed,
 )
 from mcec.check.types import MERGE_CONFLICT, Compat, Type, error_union, flows, render_errors, sorted_errors
 
@@ -194,8 +195,8 @@ class PipelineChecker:
         return result
 
     def _toolbox(self, toolbox: DeclaredToolbox) -> TToolbox:
-        """A toolbox's entries, each typed as a reference (MCE002 unknown, MCE028 another state's
-        pipeline) that must name something a plan can run, once (MCE031)."""
+        """A toolbox's entries, each typed as a reference (MCE002 unknown) that must name something
+        a plan can run on this spec's state, once (MCE031)."""
         decl = toolbox.decl
         env = self.declared.env
         seen: dict[str, syntax.Name] = {}
@@ -224,11 +225,33 @@ class PipelineChecker:
                     )
                 )
                 continue
+            used = self.declared.uses.get(entry.text)
+            if used is not None and not used.own_state:
+                self.sink.add(self._other_state_entry(decl, used, entry))
+                continue
             ref = self.exprs.infer(syntax.Ref(entry.text, entry.span))
             if isinstance(ref, TRef) and ref.sig is not POISONED:
                 entries.append(ref)
         sig = Sig(toolbox.input, toolbox.output, toolbox.errors, self.exprs.toolbox_stateful(toolbox))
         return TToolbox(decl.name.text, sig, tuple(entries), decl.span)
+
+    def _other_state_entry(self, decl: syntax.ToolboxDecl, used: TUsed, entry: syntax.Name) -> Diagnostic:
+        """MCE031 for a toolbox entry that is another spec's pipeline on another state: a plan runs
+        its entries on this spec's state, and an entry is a name, where no adapter can be written
+        (docs/language.md §12); the help says how to wrap it in a pipeline of this spec."""
+        ours, theirs = state_text(self.declared.state), state_text(used.state)
+        sig = used.sig
+        errors = f" ! {render_errors(sig.errors)}" if sig.errors else ""
+        return report.outside_toolbox(
+            f"`{entry.text}` is a pipeline of `{used.spec}` on state `{theirs}`, not this spec's state "
+            f"`{ours}`: toolbox `{decl.name.text}` lists only what a plan can run on this spec's state",
+            entry.span,
+            help=(
+                f"wrap it as a sub-agent and list the wrapper: declare `fn f : {ours} -> {theirs}`, "
+                f"`pipeline {entry.text}_here : {sig.input} -> {sig.output}{errors} = local(state=f) {entry.text}` "
+                "(docs/language.md §11)"
+            ),
+        )
 
     def _pipeline(self, pipeline: DeclaredPipeline) -> TPipeline:
         decl = pipeline.decl

@@ -37,7 +37,7 @@ import sysconfig
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import Literal, TypeAlias, assert_never
 
 import griffe
 
@@ -59,6 +59,7 @@ from mcec.check.types import (
 )
 
 __all__ = [
+    "ClassMembers",
     "Missing",
     "package_root",
     "PyClass",
@@ -107,6 +108,21 @@ class PyClass:
     fields: tuple[PyField, ...]
     is_pydantic: bool
     is_dataclass: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClassMembers:
+    """What a template can read of an instance of a class (docs/language.md §10), through all its bases.
+
+    ``record`` says whether the runtime gives a template the instance's fields as variables
+    (a pydantic model or a dataclass: ``agentmonad.llm.prompt.input_variables``), else the
+    one variable ``value``; ``fields`` are those variables (a pydantic model's fields and
+    computed fields, a dataclass's fields); ``attributes`` are the names ``state.NAME`` can
+    read (Jinja2 tries the attribute, then the item: a TypedDict's keys count)."""
+
+    record: bool
+    fields: frozenset[str]
+    attributes: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +209,14 @@ _GENERICS: dict[str, str] = {
 _OUTCOME = frozenset({"agentmonad.Outcome", "agentmonad.outcome.Outcome"})
 _OK = frozenset({"agentmonad.Ok", "agentmonad.outcome.Ok"})
 _ERR = frozenset({"agentmonad.Err", "agentmonad.outcome.Err"})
-_RUNTIME_ERRORS = {f"{RUNTIME_MODULE}.errors.{name}": name for name in BUILTIN_ERRORS} | {
-    f"{RUNTIME_MODULE}.{name}": name for name in BUILTIN_ERRORS
+#: The runtime's built-in errors by every path that names one: the package's re-export and the
+#: modules that define them (``agentmonad.llm.LLMUnavailable`` is an alias of
+#: ``agentmonad.llm.errors.LLMUnavailable``, which is ``agentmonad.LLMUnavailable``). Re-exports are
+#: followed to their definition, so each is one class however a module imports it.
+_RUNTIME_ERRORS = {
+    f"{RUNTIME_MODULE}.{module}{name}": name
+    for module in ("", "errors.", "llm.errors.", "plans.")
+    for name in BUILTIN_ERRORS
 }
 
 
@@ -226,6 +248,10 @@ class PythonIndex:
         self._finder = griffe.ModuleFinder(search_paths=self.search_paths)
         self._modules: dict[str, griffe.Module | Missing] = {}
         self._classes: dict[str, PyClass | None] = {}
+        #: The griffe object of each class read (by canonical path): its members and bases.
+        self._griffe_classes: dict[str, griffe.Class] = {}
+        #: The source lines of each module file read (decorators griffe does not keep).
+        self._lines: dict[Path, list[str]] = {}
         self._installed = _installed_roots()
         self._project_files: dict[Path, bool] = {}
 
@@ -293,6 +319,7 @@ class PythonIndex:
             return griffe.Module(leaf or name, filepath=filepath, parent=parent)
         try:
             code = filepath.read_text(encoding="utf-8")
+            self._lines[filepath] = code.splitlines()
             return griffe.visit(leaf or name, filepath, code, parent=parent)
         except Exception as exc:  # unreadable or unparsable source: a fact about the module, not a crash
             return Missing(f"cannot read module `{name}` ({filepath}): {type(exc).__name__}: {exc}")
@@ -390,6 +417,7 @@ class PythonIndex:
         if path in self._classes:
             return self._classes[path]
         self._classes[path] = None  # a guard against cyclic bases
+        self._griffe_classes[path] = cls
         ancestors = {path}
         complete = True
         opened = False
@@ -451,6 +479,90 @@ class PythonIndex:
         found = self.class_at(path)
         return found.info if found is not None else None
 
+    def members(self, path: str) -> ClassMembers | str:
+        """What a template can read of an instance of the class at ``path``, read through every
+        base class (the project's, pydantic's ``BaseModel``, ``typing.Generic``, builtins), or
+        why that cannot be known (a base class that cannot be read)."""
+        top = self.class_at(path)
+        if top is None:
+            return f"class `{path}` cannot be read"
+        if top.path in _RUNTIME_ERRORS:
+            return ClassMembers(False, frozenset(), frozenset(dir(Exception)))  # a built-in error: not a record
+        pydantic = dataclass = False
+        fields: set[str] = set()
+        attributes: set[str] = set()
+        seen: set[str] = set()
+        stack = [top.path]
+        while stack:  # every class the instance's class derives from (order does not matter: names only)
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            match _base_kind(current):
+                case "object" | "generic":
+                    continue
+                case "pydantic":
+                    pydantic = True
+                    attributes |= _pydantic_attributes()
+                    continue
+                case "typed dict":  # a dict: its keys (annotated in the classes) and dict's own attributes
+                    attributes |= set(dir(dict))
+                    continue
+                case "builtin":
+                    attributes |= set(dir(getattr(builtins, current.removeprefix("builtins."), object)))
+                    continue
+                case "class":
+                    pass
+                case _ as never:
+                    assert_never(never)
+            found = self.class_at(current)
+            cls = self._griffe_classes.get(found.path) if found is not None else None
+            if found is None or cls is None:
+                return f"{'class' if current == top.path else 'its base class'} `{current}` cannot be read"
+            own = self._own_fields(cls)
+            attributes |= set(cls.members) | own
+            if found.info.ancestors & _PYDANTIC:
+                fields |= {name for name in own if not name.startswith("_")} | self._computed_fields(cls)
+            if _is_dataclass(cls):
+                dataclass = True
+                fields |= own
+            for base in cls.bases:
+                base_path = _canonical(base)
+                if base_path is None:
+                    return f"a base class of `{cls.path}` cannot be named statically"
+                stack.append(base_path)
+        return ClassMembers(pydantic or dataclass, frozenset(fields), frozenset(attributes | fields))
+
+    def _own_fields(self, cls: griffe.Class) -> set[str]:
+        """The names a class body annotates for its instances (not a ``ClassVar``, not ``model_config``)."""
+        return {
+            name
+            for name, attribute in cls.attributes.items()
+            if attribute.annotation is not None
+            and "property" not in attribute.labels
+            and name != "model_config"
+            and _canonical(getattr(attribute.annotation, "left", attribute.annotation)) not in _CLASS_VARS
+        }
+
+    def _computed_fields(self, cls: griffe.Class) -> set[str]:
+        """A pydantic model's ``@computed_field`` properties (griffe keeps a property without its
+        decorators: the lines above its ``def`` are read)."""
+        computed: set[str] = set()
+        for name, attribute in cls.attributes.items():
+            if "property" not in attribute.labels:
+                continue
+            filepath = _file_of(attribute)
+            lines = self._lines.get(filepath) if filepath is not None else None
+            if lines is None or attribute.lineno is None:
+                computed.add(name)  # its decorators cannot be read: may be one (no false report)
+                continue
+            above = attribute.lineno - 2
+            while above >= 0 and lines[above].strip().startswith("@"):
+                if "computed_field" in lines[above]:
+                    computed.add(name)
+                above -= 1
+        return computed
+
     # ------------------------------------------------------------ functions and annotations
 
     def _function(self, fn: griffe.Function) -> PyFunction:
@@ -487,7 +599,10 @@ class PythonIndex:
             case None:
                 return None
             case griffe.ExprName():
-                return self._named_type(expr)
+                return self._named_type(expr, expr.name)
+            case griffe.ExprAttribute():
+                # a dotted annotation (``agentmonad.llm.LLMUnavailable``): the class at its path
+                return self._named_type(expr, expr.last.name)
             case griffe.ExprConstant(value="None"):
                 return NONE
             case griffe.ExprBinOp(operator="|"):
@@ -498,7 +613,8 @@ class PythonIndex:
             case _:
                 return None  # a string annotation, an attribute chain griffe could not name, …
 
-    def _named_type(self, expr: griffe.ExprName) -> Type | None:
+    def _named_type(self, expr: griffe.ExprName | griffe.ExprAttribute, spelling: str) -> Type | None:
+        """The type a name or dotted name in an annotation stands for, spelt ``spelling`` in messages."""
         path = _canonical(expr)
         if path is None:
             return None
@@ -509,7 +625,7 @@ class PythonIndex:
             return runtime_error(_RUNTIME_ERRORS[path])
         found = self._path(path, set())
         if isinstance(found, PyClass):
-            return ClassRef(found.path, expr.name, found.info)
+            return ClassRef(found.path, spelling, found.info)
         return None
 
     def _subscript(self, expr: griffe.ExprSubscript) -> Type | None:
@@ -570,6 +686,45 @@ class PythonIndex:
 
 
 # ---------------------------------------------------------------- helpers
+
+_PYDANTIC = frozenset({"pydantic.BaseModel", "pydantic.main.BaseModel"})
+#: Annotations in a class body that declare no field: class variables, a dataclass's init-only values.
+_CLASS_VARS = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar"})
+_GENERIC_BASES = frozenset({"typing.Generic", "typing_extensions.Generic", "typing.Protocol", "typing_extensions.Protocol", "abc.ABC"})
+_TYPED_DICTS = frozenset({"typing.TypedDict", "typing_extensions.TypedDict"})
+_DATACLASS_DECORATORS = frozenset({"dataclasses.dataclass", "pydantic.dataclasses.dataclass"})
+
+BaseKind: TypeAlias = Literal["object", "generic", "pydantic", "typed dict", "builtin", "class"]
+
+
+def _base_kind(path: str) -> BaseKind:
+    """What a class a template's value derives from is, for :meth:`PythonIndex.members`."""
+    if path == "builtins.object":
+        return "object"
+    if path in _GENERIC_BASES:
+        return "generic"
+    if path in _PYDANTIC:
+        return "pydantic"
+    if path in _TYPED_DICTS:
+        return "typed dict"
+    if path.startswith("builtins."):
+        return "builtin"
+    return "class"
+
+
+def _is_dataclass(cls: griffe.Class) -> bool:
+    """Is ``cls`` decorated ``@dataclass`` (or ``@dataclass(…)``, or pydantic's)?"""
+    return any(_canonical(d.value) in _DATACLASS_DECORATORS for d in cls.decorators)
+
+
+@functools.cache
+def _pydantic_attributes() -> frozenset[str]:
+    """The attributes every pydantic model has (``model_dump``, ``model_fields``, …): pydantic is
+    a dependency of mcec, and its own classes are safe to look at (no user code runs)."""
+    import pydantic
+
+    return frozenset(name for name in dir(pydantic.BaseModel) if not name.startswith("__"))
+
 
 
 def package_root(spec: str | Path) -> Path:

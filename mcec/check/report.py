@@ -543,14 +543,17 @@ def template_needs_jinja(step: str, span: Span) -> Diagnostic:
     )
 
 
-def template_file_unreadable(step: str, written: str, path: str, reason: str, span: Span) -> Diagnostic:
-    """MCE023: a ``file`` template that is missing or unreadable."""
+def template_file_unreadable(
+    step: str, written: str, path: str, reason: str, span: Span, help: str | None = None
+) -> Diagnostic:
+    """MCE023: a ``file`` template that is missing, unreadable, not a regular file or too big
+    (``help`` says what a template file must be; by default, where it was looked for)."""
     return error(
         "MCE023",
         f"the template file `{written}` of `{step}` {reason}",
         span,
         (),
-        f"the path is relative to the spec's folder (looked for {path})",
+        help or f"the path is relative to the spec's folder (looked for {path})",
     )
 
 
@@ -583,6 +586,41 @@ def template_variable(step: str, variable: str, input_type: Type, known: list[st
         span,
         (),
         help,
+    )
+
+
+def template_state_attribute(step: str, name: str, state: object, known: list[str], span: Span) -> Diagnostic:
+    """MCE023: a template reads ``state.NAME`` that the state type does not have."""
+    import difflib
+
+    matches = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if matches:
+        help = "did you mean " + (
+            f"`state.{matches[0]}`?" if len(matches) == 1 else "one of " + ", ".join(f"`state.{m}`" for m in matches) + "?"
+        )
+    elif known:
+        help = "the state has " + ", ".join(f"`{k}`" for k in known[:12]) + (", …" if len(known) > 12 else "")
+    else:
+        help = "declare a `state` whose fields the template reads"
+    return error(
+        "MCE023",
+        f"the template of `{step}` reads `state.{name}`, which the state {state} does not have",
+        span,
+        (),
+        help,
+    )
+
+
+def template_unchecked(step: str, what: str, type_: object, reason: str, span: Span) -> Diagnostic:
+    """W004: the fields of a template's input (or state) type cannot be read, so what the template
+    reads of it is not checked (a misspelt name fails only at run time)."""
+    return warning(
+        "W004",
+        f"the template of `{step}` is not checked against its {what} {type_}: {reason}",
+        span,
+        (),
+        f"a name the template reads that the {what} does not have fails only at run time (PromptError): "
+        f"give the {what} a type whose fields mcec can read from source (it never runs your modules)",
     )
 
 

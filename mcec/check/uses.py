@@ -19,6 +19,7 @@ Python will import the generated modules from when the importing module runs.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,15 @@ class Specs:
         self.index = index
         self._checked: dict[str, UsedSpec] = {}
         self._imports: dict[str, tuple[SpecImport, ...]] = {}
+        self._keys: dict[str, str] = {}
+
+    def _key(self, spec: str) -> str:
+        """The real path of ``spec``, which identifies it (asked of the file system once per name:
+        cycle searches ask it for every spec they pass)."""
+        key = self._keys.get(spec)
+        if key is None:
+            key = self._keys[spec] = os.path.realpath(spec)
+        return key
 
     def spec_of(self, module: str) -> str | None:
         """The spec behind generated module ``module`` (as diagnostics name it), or None."""
@@ -74,7 +84,7 @@ class Specs:
     def imports_of(self, spec: str) -> tuple[SpecImport, ...]:
         """The imports of ``spec`` that name other specs' generated modules (parsed once;
         a spec that cannot be read or parsed imports nothing here: checking it says why)."""
-        key = os.path.realpath(spec)
+        key = self._key(spec)
         known = self._imports.get(key)
         if known is not None:
             return known
@@ -94,27 +104,83 @@ class Specs:
     def path_back(self, start: str, goal: str) -> list[SpecImport] | None:
         """The imports leading from spec ``start`` back to spec ``goal`` (ending in one of
         ``goal``'s generated module), or None when ``start`` does not reach ``goal``."""
-        target = os.path.realpath(goal)
+        target = self._key(goal)
         seen: set[str] = set()
-        # an explicit-stack depth-first search: each entry is a spec and the path to it
-        stack: list[tuple[str, list[SpecImport]]] = [(start, [])]
+        # an explicit-stack depth-first search; each spec reached remembers the import it was
+        # reached by, so the path is walked back once found (not copied at every step: a chain
+        # of n specs costs n steps, not n²)
+        reached_by: dict[str, SpecImport] = {}
+        stack: list[str] = [start]
         while stack:
-            spec, path = stack.pop()
-            if os.path.realpath(spec) in seen:
+            spec = stack.pop()
+            if self._key(spec) in seen:
                 continue
-            seen.add(os.path.realpath(spec))
+            seen.add(self._key(spec))
             for used in reversed(self.imports_of(spec)):
-                if os.path.realpath(used.spec) == target:
-                    return [*path, used]
-                stack.append((used.spec, [*path, used]))
+                if self._key(used.spec) == target:
+                    return self._walk_back(start, used, reached_by)
+                if self._key(used.spec) not in seen:
+                    reached_by.setdefault(self._key(used.spec), used)
+                stack.append(used.spec)
         return None
 
+    def _walk_back(self, start: str, last: SpecImport, reached_by: dict[str, SpecImport]) -> list[SpecImport]:
+        """The imports from ``start`` to ``last`` (included), following ``reached_by`` back."""
+        path = [last]
+        while self._key(path[-1].importer) != self._key(start):
+            path.append(reached_by[self._key(path[-1].importer)])
+        path.reverse()
+        return path
+
+    def _followed(self, spec: str) -> list[str]:
+        """The specs checking ``spec`` loads: those it imports that do not use it back (an import
+        closing a cycle is MCE015 and loads nothing)."""
+        own = self._key(spec)
+        return [
+            used.spec
+            for used in self.imports_of(spec)
+            if self._key(used.spec) != own and self.path_back(used.spec, spec) is None
+        ]
+
+    def _unchecked_below(self, spec: str) -> list[str]:
+        """``spec`` and the specs it loads, through any number of specs, that are not checked yet,
+        each after those it loads (``spec`` last): checked in this order, each finds the specs
+        it uses already checked. An explicit-stack depth-first search, so a chain of used specs
+        of any length loads (checking each spec as its importer reached it nested one check per
+        spec: RecursionError at ~160)."""
+        order: list[str] = []
+        visited = {self._key(spec)}
+        stack: list[tuple[str, Iterator[str]]] = [(spec, iter(self._followed(spec)))]
+        while stack:
+            node, below = stack[-1]
+            child = next(below, None)
+            if child is None:
+                stack.pop()
+                order.append(node)
+                continue
+            key = self._key(child)
+            if key in visited or key in self._checked:
+                continue
+            visited.add(key)
+            stack.append((child, iter(self._followed(child))))
+        return order
+
     def load(self, spec: str) -> UsedSpec:
-        """``spec`` parsed and checked (once), with the same index and these specs."""
-        key = os.path.realpath(spec)
+        """``spec`` parsed and checked (once), with the same index and these specs; the specs it
+        uses are checked first, one after the other (never one check inside another)."""
+        key = self._key(spec)
         known = self._checked.get(key)
         if known is not None:
             return known
+        for below in self._unchecked_below(spec):
+            self._check_one(below)
+        return self._checked[key]
+
+    def _check_one(self, spec: str) -> None:
+        """Parse and check ``spec`` (the specs it loads are checked already) and keep the result."""
+        key = self._key(spec)
+        if key in self._checked:
+            return
         from mcec.check import check  # the checker is what uses this module
 
         try:
@@ -132,7 +198,6 @@ class Specs:
                 result = check(parsed.module, source, self.index, self)
                 used = UsedSpec(spec, result.program, result.diagnostics)
         self._checked[key] = used
-        return used
 
 
 def _parse(spec: str) -> syntax.Module | None:

@@ -308,8 +308,8 @@ _MEANINGS: tuple[tuple[re.Pattern[str], str], ...] = (
         "this step may fail with {got}, where only {want} may escape",
     ),
     (
-        re.compile(r'Argument 4 to "raised" has incompatible type "tuple\[(?P<got>.+)\]"; expected "tuple\[type\[(?P<want>.+)\], \.\.\.\]"'),
-        "this step may fail with {got}, where only {want} may escape",
+        re.compile(r'Argument 4 to "raised" has incompatible type "tuple\[(?P<got_set>.+)\]"; expected "tuple\[type\[(?P<want>.+)\], \.\.\.\]"'),
+        "this step may fail with {got_set}, where only {want} may escape",
     ),
     (
         re.compile(r'Incompatible types in assignment \(expression has type "(?P<got>.+)", variable has type "(?P<want>.+)"\)'),
@@ -342,7 +342,10 @@ def in_spec_terms(message: str) -> str:
     for pattern, meaning in _MEANINGS:
         found = pattern.search(text)
         if found is not None:
-            return "mypy: " + meaning.format(**{k: _spec_type(v) for k, v in found.groupdict().items()})
+            parts = {k: _spec_type(v) for k, v in found.groupdict().items()}
+            # a tuple of error classes (``type[A], type[B]``) is said as the spec writes an error set
+            parts = {k: v.replace(", ", " | ") if k.endswith("_set") else v for k, v in parts.items()}
+            return "mypy: " + meaning.format(**parts)
     text = _GENERATED_NAME.sub("this part of the pipeline", text)
     return "mypy: " + _spec_type(text)
 
@@ -352,4 +355,10 @@ def _spec_type(text: str) -> str:
     text = _QUALIFIED.sub("", text)
     text = re.sub(r"\bOk\[[^\[\]]+, ([^\[\]]+)\] \| Err\[[^\[\]]+, ([^\[\]]+)\]", r"\1 ! \2", text)
     text = re.sub(r"\bErr\[[^\[\]]+, ([^\[\]]+)\] \| Ok\[[^\[\]]+, ([^\[\]]+)\]", r"\2 ! \1", text)
-    return text.replace("type[", "").replace("builtins.", "")
+    # ``type[X]`` is the class X: its closing bracket goes with it
+    text = _TYPE_OF.sub(r"\1", text)
+    return text.replace("builtins.", "")
+
+
+#: ``type[X]`` of a class X (no bracket inside): what :func:`_spec_type` unwraps.
+_TYPE_OF = re.compile(r"\btype\[([^\[\]]*)\]")

@@ -22,6 +22,7 @@ from mcec.check import check
 from mcec.check.pyindex import PythonIndex
 from mcec.render import render_json, render_text
 from mcec.span import SourceFile
+from mcec import syntax
 from mcec.syntax import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,3 +67,35 @@ def test_templates_without_jinja2_are_a_diagnostic(monkeypatch: pytest.MonkeyPat
     codes = {d.code for d in result.diagnostics if d.is_error}
     assert codes == {"MCE023"}
     assert all("pip install 'mcec[llm]'" in (d.help or "") for d in result.diagnostics if d.is_error)
+
+
+def _llm_templates(spec: Path) -> dict[str, str]:
+    parsed = parse(SourceFile(spec.name, spec.read_text(encoding="utf-8")))
+    assert parsed.module is not None
+    return {d.name.text: d.template.text for d in parsed.module.decls if isinstance(d, syntax.LlmDecl)}
+
+
+def test_templates_over_inherited_fields_agree_with_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker's answers for classes whose fields come from their bases (issue 29, item 9) are
+    the runtime's: each template of ok_inherited_fields renders with real instances, and each
+    one mce023_inherited_fields reports fails to render (PromptError, a Defect in a run)."""
+    monkeypatch.syspath_prepend(str(CASES))
+    from agentmonad.llm import PromptError
+    from agentmonad.llm.prompt import Prompt
+    from agents.desk import Case, Desk, Ticket, TicketPage
+
+    state = Desk(customer="ada", opened=2)
+    inputs = {
+        "ticket": Ticket(customer="ada", subject="printer"),
+        "desk": Ticket(customer="ada", subject="printer"),
+        "case": Case(customer="ada", priority=1),
+        "page": TicketPage(items=[Ticket(customer="ada", subject="printer")], customer="ada"),
+        "row": {"customer": "ada"},  # a TypedDict is a dict at run time
+        "self": state,
+        "shout": Ticket(customer="ada", subject="printer"),
+    }
+    for name, text in _llm_templates(CASES / "ok_inherited_fields.mce").items():
+        assert "ada" in Prompt(text, name).render(inputs[name], state), name
+    for name, text in _llm_templates(CASES / "mce023_inherited_fields.mce").items():
+        with pytest.raises(PromptError):
+            Prompt(text, name).render(inputs[name], state)

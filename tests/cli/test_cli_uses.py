@@ -260,3 +260,22 @@ def test_run_uses_the_used_specs_as_they_are_now(project: Path) -> None:
     again = mcec(project, "run", "main.mce", "safe", "--input", '""')
     assert again.returncode == 0, again.stdout + again.stderr
     assert json.loads(again.stdout)["value"] == "sorry: nothing to look up"
+
+
+def test_a_chain_of_400_specs_each_using_the_next_checks_compiles_and_runs(tmp_path: Path) -> None:
+    """Issue 29, item 12: each used spec was checked inside the check of the spec using it, so a
+    chain of 300–400 specs ended in "internal compiler error: RecursionError". Used specs are
+    now loaded one after the other, however long the chain (the checker, the code generator
+    and the interpreter all load them so)."""
+    length = 400
+    for i in range(length - 1):
+        (tmp_path / f"s{i}.mce").write_text(f"from s{i + 1}_mce import p{i + 1}\n\npipeline p{i} : int -> int = p{i + 1};\n")
+    (tmp_path / f"s{length - 1}.mce").write_text(f"pipeline p{length - 1} : int -> int {{}}\n")
+    checked = mcec(tmp_path, "check", "--fast", "s0.mce")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    compiled = mcec(tmp_path, "compile", "--no-mypy", "s0.mce")
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    assert "from s1_mce import p1" in (tmp_path / "s0_mce.py").read_text()
+    ran = mcec(tmp_path, "run", "s0.mce", "p0", "--input", "7")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads(ran.stdout) == {"ok": True, "value": 7, "state": None}

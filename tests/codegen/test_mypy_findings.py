@@ -80,3 +80,18 @@ def test_outcomes_are_said_as_the_spec_writes_them(got: str) -> None:
     )
     assert "it is Callable[[Chat, Turn], Draft ! E]" in message and "needs Callable[[Chat, Turn], Review ! E]" in message
     assert "Ok[" not in message and "Err[" not in message and "[assignment]" not in message
+
+
+@pytest.mark.parametrize(
+    ("got", "said"),
+    [("tuple[type[app.errors.Internal]]", "Internal"), ("tuple[type[app.E1], type[app.E2]]", "E1 | E2")],
+    ids=["one", "two"],
+)
+def test_an_escaping_error_is_said_without_stray_brackets(got: str, said: str) -> None:
+    """mypy's finding that a step may raise an error outside its declaration names the error
+    classes as the spec writes them: no ``type[…]``'s bracket left over (issue 29, item 13)."""
+    message = in_spec_terms(
+        f'Argument 4 to "raised" has incompatible type "{got}"; '
+        'expected "tuple[type[agentmonad.errors.AgentError], ...]"  [arg-type]'
+    )
+    assert message == f"mypy: this step may fail with {said}, where only AgentError may escape"
