@@ -29,9 +29,10 @@ whole life (the SDK's task groups and cancel scopes must be entered and left
 by the same task); calls from any task of the run share that session, so
 concurrent calls to one server overlap. When the outermost scope exits —
 normally, on an error, a ``Defect`` or a cancellation — every owner task is
-cancelled and awaited: it closes the server's stdin, gives it a grace period
-to exit, and then ends its whole process group (SIGTERM, then SIGKILL), so
-neither the server nor a process it started outlives the scope.
+cancelled and awaited: it closes the server's stdin, gives an idle server a
+grace period to exit (a busy one, still working on a request, gets none), and
+then ends its whole process group (SIGTERM, then SIGKILL), so neither the
+server nor a process it started outlives the scope (see ``_stdio``).
 
 A caller that runs several pipelines in a row can open a scope itself to keep
 the servers up across the calls::
@@ -62,11 +63,12 @@ still up, and the next call uses it.
 A call never hangs: it waits at most ``timeout`` seconds for its answer (the
 tool's ``timeout=``, else the scope's, else ``$MCEC_TOOL_TIMEOUT``, else 30),
 and a server gets ``start_timeout`` seconds to start (the scope's, else
-``$MCEC_TOOL_START_TIMEOUT``, else 30). A call that times out or is cancelled
-(e.g. a ``par`` sibling failed) is abandoned with a ``notifications/cancelled``
-to the server. Of a server's stderr only the last 16 KiB are kept (in memory,
-read from a pipe as it comes), and the end of that is quoted in the reason
-when the server fails.
+``$MCEC_TOOL_START_TIMEOUT``, else 30). A call that times out or is cancelled (e.g. a ``par`` sibling failed) is abandoned with a
+``notifications/cancelled`` to the server; a server that still owes an answer
+when the scope closes is stopped at once rather than given time to finish.
+Of a server's stderr only the last 16 KiB are kept (in memory, read from a
+pipe as it comes), and the end of that is quoted in the reason when the
+server fails.
 
 This module imports the ``mcp`` package (and ``_stdio``, the transport) only
 when a server is first used, so ``import agentmonad.tools`` needs nothing

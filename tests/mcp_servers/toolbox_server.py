@@ -93,6 +93,14 @@ async def hang() -> str:
 
 
 @server.tool()
+def block(seconds: float) -> str:
+    """Sleep ``seconds`` in a worker thread: neither a cancellation nor the end of
+    stdin can stop it, so the server stays busy (and alive) until it is done."""
+    time.sleep(seconds)
+    return "done"
+
+
+@server.tool()
 def crash() -> str:
     """The process dies in the middle of the call."""
     os._exit(7)
