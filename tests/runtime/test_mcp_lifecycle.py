@@ -1,5 +1,9 @@
-"""When MCP servers start and stop, against the clock of the run (issue 29 item 15; issue 37 item 1).
+"""When MCP servers start and stop, against the clock of the run (issue 29 items 15, 16; issue 37 item 1).
 
+- A ``timeout(S)`` around a tool's first call times the call, not the start of
+  its server (a server that takes 3 s to start, ``timeout(1)`` around the call:
+  it succeeds), compiled, interpreted and from ``mcec run``; a start that takes
+  longer than the start timeout is ``ToolUnavailable(START_FAILED)``.
 - A server still busy with a request that timed out is stopped at once, and a
   zombie in its process group (where nothing reaps orphans) does not hold the
   run: the timed-out call plus the scope's close take well under 1.5 s, and no
@@ -8,7 +12,8 @@
   so nothing exits after the event loop has closed (``Loop … that handles pid
   N is closed`` on stderr).
 
-Every server here is the real ``tests/mcp_servers/toolbox_server.py``.
+Every server here is the real ``tests/mcp_servers/toolbox_server.py``, whose
+optional second argument makes it sleep before it serves.
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ from test_mcp_tools import TOOLBOX, assert_all_gone, box_command
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
+
+#: Seconds the slow server sleeps before it serves: longer than the timeouts around its calls.
+START_DELAY = 3.0
+
+
+def slow_command(folder: Path, delay: float = START_DELAY) -> str:
+    return shlex.join([sys.executable, str(TOOLBOX), str(folder), str(delay)])
+
 
 SPEC = """
 from typing import Any
@@ -91,6 +104,112 @@ def mcec_run(spec: Path, pipeline: str, value: object, *, linger: float = 0.0) -
     return subprocess.Popen(
         [sys.executable, "-c", code], cwd=TESTS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+# ---------------------------------------------------------------- issue 29 item 16: a deadline does not time the start
+
+
+def test_a_timeout_around_the_first_call_does_not_time_the_server_start(tmp_path: Path) -> None:
+    """``timeout(1) echo`` on a server that takes 3 s to start succeeds: from ``mcec run``
+    (compiled), the compiled module and the interpreter, each run starting its own server."""
+    spec = write_spec(tmp_path, slow_command(tmp_path))
+    cli = mcec_run(spec, "first", {"text": "from the command line"})
+    program, module = compile_spec(spec)
+
+    async def both() -> tuple[Any, Any]:
+        # Two tasks, two contexts: each run's scope is its own outermost one.
+        compiled = module.first(Counter(), EchoArgs(text="compiled"))
+        interpreted = interpret(program, "first", Counter(), EchoArgs(text="interpreted"))
+        return tuple(await asyncio.gather(compiled, interpreted))  # type: ignore[return-value]
+
+    started = time.monotonic()
+    compiled, interpreted = asyncio.run(both())
+    took = time.monotonic() - started
+    out, err = cli.communicate(timeout=120)
+    assert compiled == Ok("compiled", Counter())
+    assert interpreted == Ok("interpreted", Counter())
+    assert took >= START_DELAY  # the start really was slower than the deadline
+    assert cli.returncode == 0, err
+    assert json.loads(out)["value"] == "from the command line"
+    assert_all_gone(tmp_path, expected=3)
+
+
+def test_the_deadline_resumes_once_the_server_has_started(tmp_path: Path) -> None:
+    """The held deadline restarts with the time it had left: ``timeout(1)`` around a first
+    call that itself takes 5 s is still a ``Timeout``, about 1 s after the start."""
+    spec = write_spec(tmp_path, slow_command(tmp_path))
+    program, module = compile_spec(spec)
+
+    async def main() -> tuple[Any, Any]:
+        return tuple(  # type: ignore[return-value]
+            await asyncio.gather(
+                module.late(Counter(), {"tag": "c", "seconds": 5}),
+                interpret(program, "late", Counter(), {"tag": "i", "seconds": 5}),
+            )
+        )
+
+    started = time.monotonic()
+    compiled, interpreted = asyncio.run(main())
+    took = time.monotonic() - started
+    for outcome in (compiled, interpreted):
+        assert isinstance(outcome, Err) and outcome.error == Timeout(1.0), outcome
+    assert START_DELAY + 1.0 <= took < START_DELAY + 4.0  # not the call's 5 s
+    assert_all_gone(tmp_path, expected=2)
+
+
+def test_a_server_slower_than_its_start_timeout_is_unavailable(tmp_path: Path) -> None:
+    """The start is bounded by its own timeout, not by the call's deadline: with a start
+    timeout of 1 s the call is ``ToolUnavailable(START_FAILED)``, naming the server and
+    the time it was given, not a ``Timeout``."""
+    spec = write_spec(tmp_path, slow_command(tmp_path))
+    _program, module = compile_spec(spec)
+
+    async def main() -> Any:
+        async with tool_scope(start_timeout=1.0):
+            return await module.first(Counter(), EchoArgs(text="x"))
+
+    outcome = asyncio.run(main())
+    assert isinstance(outcome, Err) and isinstance(outcome.error, ToolUnavailable), outcome
+    error = outcome.error
+    assert (error.server, error.tool, error.kind) == ("box", "echo", Kind.START_FAILED)
+    assert error.reason.startswith("the server did not start (initialize, tools/list) within 1s")
+    assert "$MCEC_TOOL_START_TIMEOUT" in error.reason
+    assert_all_gone(tmp_path)  # (killed within its 1 s, it may not have written its pid yet)
+
+
+def test_held_deadlines_stop_their_clocks() -> None:
+    """``deadlines_held`` stops every deadline around it (nested ones too) and lets them
+    resume with what they had left; one that has run out is not held."""
+    from agentmonad.control import deadlines_held
+
+    async def main() -> list[str]:
+        seen = []
+        outer, inner = Deadline(0.6), Deadline(0.3)
+        async with outer:
+            async with inner:
+                await asyncio.sleep(0.1)
+                with deadlines_held():
+                    await asyncio.sleep(0.5)  # longer than either has left
+                seen.append("held")
+                try:
+                    await asyncio.sleep(0.5)  # inner had 0.2 s left
+                except asyncio.CancelledError:
+                    seen.append("inner ran out")
+                    raise
+        return seen
+
+    async def expired() -> bool:
+        deadline = Deadline(0.05)
+        try:
+            async with deadline:
+                await asyncio.sleep(0.1)  # ran out: its cancellation is on its way…
+        except TimeoutError:
+            return deadline.expired()
+        return False
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(main())
+    assert asyncio.run(expired())
 
 
 # ---------------------------------------------------------------- issue 37 item 1: a timed-out call does not hold the close

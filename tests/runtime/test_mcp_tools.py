@@ -267,7 +267,10 @@ def test_servers_that_cannot_start(tmp_path: Path) -> None:
     assert isinstance(exited, Err) and isinstance(exited.error, ToolUnavailable)
     assert "exited during start-up" in exited.error.reason and "no config file" in exited.error.reason
     assert isinstance(never, Err) and isinstance(never.error, ToolUnavailable)
-    assert never.error.reason == "the server did not start (initialize, tools/list) within 1s"
+    assert never.error.reason == (
+        "the server did not start (initialize, tools/list) within 1s"
+        " (its start timeout: $MCEC_TOOL_START_TIMEOUT or tool_scope(start_timeout=...))"
+    )
     assert not alive(int(pid_file.read_text()))
 
 
