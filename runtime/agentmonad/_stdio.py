@@ -338,7 +338,8 @@ async def _end_group(process: Process) -> None:
     except PermissionError:
         pass  # some member cannot be signalled: still wait, then SIGKILL what we may
     with anyio.move_on_after(KILL_GRACE):
-        while _group_alive(pgid) or process.returncode is None:
+        # The server itself first: the group is scanned only for what it leaves behind.
+        while process.returncode is None or _group_alive(pgid):
             await anyio.sleep(_POLL)
         return
     with suppress(ProcessLookupError, PermissionError):
