@@ -9,6 +9,17 @@ SDK's ``stdio_client``, because it needs three things that one does not give:
   SIGKILL — also when the server already exited by itself on stdin close, so a
   process it started cannot outlive the tool scope. (A process that leaves the
   group on purpose, e.g. a daemon calling ``setsid``, escapes by design.)
+  Only an idle server (it has answered, and no request of ours waits for an
+  answer) is given time to exit by itself on end of input: one that is busy
+  with a request — in particular one a time-out abandoned — or that never
+  answered is ended at once, since a ``timeout`` exists to bound the run's
+  latency. A member of the group that has exited counts as gone, reaped or
+  not: where nothing reaps orphans (a container's init that does not), a
+  zombie would otherwise hold the shutdown for its whole grace period.
+- **A started process is always waited for.** Spawning is shielded from
+  cancellation: asyncio, cancelled while it connects a new process's pipes,
+  kills the process without waiting for it, which then exits after the event
+  loop has closed (``Loop … that handles pid N is closed`` on stderr).
 - **Only a bounded tail of stderr is kept.** stderr is a pipe, read as it
   comes into the connection's ``tools.Tail``, which keeps only its last bytes,
   so a chatty server in a long-lived scope holds no growing file or buffer.
@@ -44,7 +55,15 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
-from mcp.types import PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp.types import (
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+    jsonrpc_message_adapter,
+)
 
 from ._show import exception_text, truncate
 
@@ -78,6 +97,16 @@ class Link:
     #: Set once the server's stderr has reached its end (every writer is gone).
     stderr_done: anyio.Event = field(default_factory=anyio.Event)
     stopped: bool = False
+    #: Ids of our requests the server has not answered (abandoned ones included:
+    #: a server answers no cancelled request).
+    in_flight: set[RequestId] = field(default_factory=set)
+    #: The server has answered at least once (it got as far as serving).
+    answered: bool = False
+
+    @property
+    def idle(self) -> bool:
+        """Serving and owing us no answer: such a server may exit by itself on end of input."""
+        return self.answered and not self.in_flight
 
 
 @asynccontextmanager
@@ -87,15 +116,19 @@ async def open_stdio(
     """Start ``argv`` in a session of its own and talk JSON-RPC over its stdio.
 
     Yields the session's read and write streams and the ``Link``. On exit —
-    also on an error or a cancellation — stdin is closed, the server gets
+    also on an error or a cancellation — stdin is closed, an idle server gets
     ``EXIT_GRACE`` seconds to exit, and then its whole process group is ended
     (see the module docstring). Every wait is bounded and shielded, so a
     cancelled caller can neither leak the processes nor hang on them.
     Raises ``OSError`` when the program cannot be started.
     """
-    process = await anyio.open_process(
-        list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env, start_new_session=True
-    )
+    # Shielded: cancelled in here, asyncio kills the new process but does not
+    # wait for it (see the module docstring). A cancellation pending now is
+    # delivered at the first await below, inside the try that stops the server.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env, start_new_session=True
+        )
     link = Link(process.pid, stderr)
     to_session, from_server = anyio.create_memory_object_stream[Incoming](0)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
@@ -137,8 +170,10 @@ async def _read_stdout(process: Process, to_session: MemoryObjectSendStream[Inco
             partial = [pieces[-1]] if pieces[-1] else []
             for line in lines:
                 if line.strip():
+                    incoming = _parse(line)
+                    _note_answer(incoming, link)
                     try:
-                        await to_session.send(_parse(line))
+                        await to_session.send(incoming)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                         listening = False  # the session has gone
                         break
@@ -160,6 +195,8 @@ async def _write_stdin(
     try:
         async with from_session:
             async for message in from_session:
+                if isinstance(message.message, JSONRPCRequest):
+                    link.in_flight.add(message.message.id)
                 text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 await process.stdin.send((text + "\n").encode("utf-8"))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -177,6 +214,14 @@ async def _read_stderr(process: Process, link: Link) -> None:
         pass
     finally:
         link.stderr_done.set()
+
+
+def _note_answer(incoming: Incoming, link: Link) -> None:
+    """Keep ``link.in_flight`` and ``link.answered`` up to date with a message from the server."""
+    if isinstance(incoming, SessionMessage) and isinstance(incoming.message, (JSONRPCResponse, JSONRPCError)):
+        link.answered = True
+        if incoming.message.id is not None:
+            link.in_flight.discard(incoming.message.id)
 
 
 def _parse(line: bytes) -> Incoming:
@@ -245,14 +290,18 @@ def _top_level_id(line: bytes) -> int | str | None:
 
 
 async def _stop(process: Process, link: Link) -> None:
-    """Close stdin, let the server exit, then end its process group; bounded."""
+    """Close stdin, let an idle server exit, then end its process group; bounded."""
     if link.stopped:
         return
     link.stopped = True
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
-    await _exited(process, EXIT_GRACE)
+    if link.idle:
+        # A busy server (a request in flight, say one a time-out abandoned) may
+        # not read its end of input until that request is done, and one that
+        # never answered may be stuck starting: neither is waited for.
+        await _exited(process, EXIT_GRACE)
     await _end_group(process)
     # Every writer of the pipes is gone now: what is left of stderr arrives at once.
     with anyio.move_on_after(_DRAIN_GRACE):
@@ -282,11 +331,15 @@ async def _end_group(process: Process) -> None:
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
-        return  # the group is empty: the server exited and started nothing that lives
+        # The group is empty: the server exited and started nothing that lives.
+        # Its exit may not have reached the loop yet: it is awaited all the same.
+        await _exited(process, KILL_GRACE)
+        return
     except PermissionError:
         pass  # some member cannot be signalled: still wait, then SIGKILL what we may
     with anyio.move_on_after(KILL_GRACE):
-        while _group_alive(pgid) or process.returncode is None:
+        # The server itself first: the group is scanned only for what it leaves behind.
+        while process.returncode is None or _group_alive(pgid):
             await anyio.sleep(_POLL)
         return
     with suppress(ProcessLookupError, PermissionError):
@@ -295,12 +348,44 @@ async def _end_group(process: Process) -> None:
 
 
 def _group_alive(pgid: int) -> bool:
-    # An exited member the system has not reaped yet still counts: where the
-    # init process does not reap orphans, the wait above runs its full grace.
+    """Whether a process of group ``pgid`` still runs; an exited one not yet reaped (a zombie) does not.
+
+    Where nothing reaps orphans (an init that does not, a subreaper that never
+    waits), a member of the group stays a zombie for as long as the reaper
+    lives: it has ended, holds nothing, and no signal can reach it.
+    """
     try:
-        os.killpg(pgid, 0)
+        os.killpg(pgid, 0)  # cheap, and final when the group is empty
     except ProcessLookupError:
         return False
     except PermissionError:
         pass
-    return True
+    states = _group_states(pgid)
+    if states is None:
+        return True  # no /proc to tell a zombie from a live process: assume the worst
+    return any(state not in _EXITED for state in states)
+
+
+#: ``/proc/PID/stat`` states of a process that has exited: zombie, dead.
+_EXITED = frozenset({"Z", "X", "x"})
+
+
+def _group_states(pgid: int) -> list[str] | None:
+    """The states (``/proc/PID/stat``) of the processes in group ``pgid``; None without ``/proc``."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    states = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                # "pid (comm) state ppid pgrp …": comm may hold anything, so split after its last ")".
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            states.append(fields[0].decode("ascii", "replace"))
+    return states

@@ -36,6 +36,10 @@ call, a retry pause — is cancelled as a losing ``par`` branch is. A sync step
 that is running is not interrupted (nothing can be, on an event loop): the
 cancellation lands at the next await. A ``Defect`` raised while the body is
 being cancelled is not turned into a timeout: it propagates, as in groups.
+The deadlines around the current code can be held (:func:`deadlines_held`)
+while it waits for something a deadline does not cover: an MCP server's start
+(``agentmonad.tools``), which its own start timeout bounds. A held deadline's
+clock stops and resumes with the time it had left.
 
 **The state a timeout reports.** ``timeout(S) e`` fails with the state after
 the last step of ``e`` that completed (LANGUAGE.md §6). Generated code keeps
@@ -73,6 +77,7 @@ __all__ = [
     "use_retry_clock",
     "fake_retry_clock",
     "Deadline",
+    "deadlines_held",
     "note_reached",
     "noted_state",
     "Failure",
@@ -285,7 +290,7 @@ class Deadline:
     A ``Deadline`` is entered at most once.
     """
 
-    __slots__ = ("seconds", "_timeout", "_expired", "_reached")
+    __slots__ = ("seconds", "_timeout", "_expired", "_reached", "_token", "_holds", "_left")
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
@@ -294,6 +299,10 @@ class Deadline:
         self._timeout: asyncio.Timeout | None = None
         self._expired = False
         self._reached: BaseException | None = None
+        self._token: Token[tuple[Deadline, ...]] | None = None
+        #: How many holders hold it now (:func:`deadlines_held`), and the seconds it had left.
+        self._holds = 0
+        self._left = 0.0
 
     def reached(self, state: _S) -> _S:
         """The state the timed body had reached when this deadline ended it: the last
@@ -314,6 +323,7 @@ class Deadline:
             raise RuntimeError("a Deadline can be entered only once")
         self._timeout = asyncio.timeout(self.seconds)
         await self._timeout.__aenter__()
+        self._token = _ACTIVE.set((*_ACTIVE.get(), self))
         return self
 
     async def __aexit__(
@@ -325,6 +335,10 @@ class Deadline:
         timeout = self._timeout
         if timeout is None:
             raise RuntimeError("Deadline exited without being entered")
+        if self._token is not None:
+            with contextlib.suppress(ValueError):  # left in another context: that one is gone
+                _ACTIVE.reset(self._token)
+            self._token = None
         try:
             await timeout.__aexit__(exc_type, exc, tb)
         except TimeoutError:
@@ -335,6 +349,54 @@ class Deadline:
             self._reached = exc
             raise
 
+    def _hold(self) -> bool:
+        """Stop the clock (nested holds count); False when it has already run out."""
+        timeout = self._timeout
+        if timeout is None or self._token is None or timeout.expired():
+            # not running (a task that outlived the block still sees it), or its
+            # cancellation is on its way, which a hold cannot take back
+            return False
+        if self._holds == 0:
+            when = timeout.when()
+            self._left = math.inf if when is None else when - asyncio.get_running_loop().time()
+            timeout.reschedule(None)
+        self._holds += 1
+        return True
+
+    def _release(self) -> None:
+        """Undo one :meth:`_hold`; the last one restarts the clock with the time it had left."""
+        self._holds -= 1
+        timeout = self._timeout
+        running = timeout is not None and self._token is not None and not timeout.expired()
+        if self._holds == 0 and running and math.isfinite(self._left):
+            assert timeout is not None
+            timeout.reschedule(asyncio.get_running_loop().time() + self._left)
+
     def __repr__(self) -> str:
         state = "expired" if self._expired else "entered" if self._timeout is not None else "new"
         return f"<Deadline {self.seconds} s ({state})>"
+
+
+#: The deadlines the current code runs under, outermost first (``par`` branches inherit them).
+_ACTIVE: ContextVar[tuple[Deadline, ...]] = ContextVar("agentmonad_deadlines", default=())
+
+
+@contextlib.contextmanager
+def deadlines_held() -> Iterator[None]:
+    """Stop the clocks of every :class:`Deadline` around the current code while inside.
+
+    For a wait that the ``timeout``s around it do not cover: ``agentmonad.tools``
+    holds them while a call waits for its MCP server to start (which has a start
+    timeout of its own), so that ``timeout(1) tool`` times the call, not the start.
+    On the way out each deadline resumes with the time it had left when held
+    (when several tasks hold one, when the last lets go). A deadline that has
+    already run out is not held: its cancellation is already on its way. Other
+    cancellations (a losing ``par`` branch, a caller's cancel) are not affected.
+    Must be entered in a task running on an event loop.
+    """
+    held = [d for d in _ACTIVE.get() if d._hold()]
+    try:
+        yield
+    finally:
+        for deadline in reversed(held):
+            deadline._release()

@@ -29,9 +29,10 @@ whole life (the SDK's task groups and cancel scopes must be entered and left
 by the same task); calls from any task of the run share that session, so
 concurrent calls to one server overlap. When the outermost scope exits —
 normally, on an error, a ``Defect`` or a cancellation — every owner task is
-cancelled and awaited: it closes the server's stdin, gives it a grace period
-to exit, and then ends its whole process group (SIGTERM, then SIGKILL), so
-neither the server nor a process it started outlives the scope.
+cancelled and awaited: it closes the server's stdin, gives an idle server a
+grace period to exit (a busy one, still working on a request, gets none), and
+then ends its whole process group (SIGTERM, then SIGKILL), so neither the
+server nor a process it started outlives the scope (see ``_stdio``).
 
 A caller that runs several pipelines in a row can open a scope itself to keep
 the servers up across the calls::
@@ -62,11 +63,18 @@ still up, and the next call uses it.
 A call never hangs: it waits at most ``timeout`` seconds for its answer (the
 tool's ``timeout=``, else the scope's, else ``$MCEC_TOOL_TIMEOUT``, else 30),
 and a server gets ``start_timeout`` seconds to start (the scope's, else
-``$MCEC_TOOL_START_TIMEOUT``, else 30). A call that times out or is cancelled
-(e.g. a ``par`` sibling failed) is abandoned with a ``notifications/cancelled``
-to the server. Of a server's stderr only the last 16 KiB are kept (in memory,
-read from a pipe as it comes), and the end of that is quoted in the reason
-when the server fails.
+``$MCEC_TOOL_START_TIMEOUT``, else 30); one that does not is
+``START_FAILED``, and the reason says how long it was given. Neither the call's
+``timeout`` nor a spec's ``timeout(S)`` around the call covers the server's
+start: while the first call waits for it, the deadlines around it are held
+(``control.deadlines_held``), so ``timeout(1) search`` times the search, even
+when starting the server takes ten seconds on a busy machine. A call that
+times out or is cancelled (e.g. a ``par`` sibling failed) is abandoned with a
+``notifications/cancelled`` to the server; a server that still owes an answer
+when the scope closes is stopped at once rather than given time to finish.
+Of a server's stderr only the last 16 KiB are kept (in memory, read from a
+pipe as it comes), and the end of that is quoted in the reason when the
+server fails.
 
 This module imports the ``mcp`` package (and ``_stdio``, the transport) only
 when a server is first used, so ``import agentmonad.tools`` needs nothing
@@ -86,6 +94,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ._show import exception_text, safe_str, type_name
+from .control import deadlines_held
 from .errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
 from .mcp_result import from_tool_result, to_jsonable
 from .outcome import Err, Ok, Outcome
@@ -308,7 +317,8 @@ class _Connection:
                                 names = await _list_tool_names(session)
                         except TimeoutError:
                             self._fail(
-                                f"the server did not start (initialize, tools/list) within {self.start_timeout:g}s",
+                                f"the server did not start (initialize, tools/list) within {self.start_timeout:g}s"
+                                f" (its start timeout: ${START_TIMEOUT_ENV} or tool_scope(start_timeout=...))",
                                 Kind.START_FAILED,
                             )
                             return
@@ -338,6 +348,11 @@ class _Connection:
         elif self.link.closed:
             return "the server exited during start-up"
         return f"the server failed during start-up: {_describe(exc)}"
+
+    @property
+    def started(self) -> bool:
+        """Whether the start is over: ``ready()`` answers at once."""
+        return self._ready.is_set()
 
     async def ready(self) -> ClientSession:
         """The session, once the server has started; ``_Unavailable`` when it cannot."""
@@ -510,7 +525,14 @@ async def _call(
         async with tool_scope():
             return await _call(server, name, arguments, timeout)
     connection = scope.connection(server)
-    session = await connection.ready()
+    if connection.started:
+        session = await connection.ready()
+    else:
+        # The `timeout`s around this call time the call, not the server's start,
+        # which its own start timeout bounds (a slow start on a busy machine
+        # must not turn `timeout(1) tool` into a Timeout).
+        with deadlines_held():
+            session = await connection.ready()
     if name not in connection.tools:
         listed = ", ".join(sorted(connection.tools)) or "none"
         raise _Unavailable(f"the server has no tool {name!r} (it lists: {listed})", Kind.UNKNOWN_TOOL)

@@ -64,6 +64,11 @@ def respond(state: Counter, query: Query) -> Outcome[Counter, Refused, Answer]:
     return Ok(Answer(text=" ".join([query.question] * query.times), calls=calls), Counter(calls=calls))
 
 
+def refuse(state: Counter, args: EchoArgs) -> Outcome[Counter, Refused, str]:
+    """Refuse at once (a ``par`` branch that fails while its siblings are starting up)."""
+    return Err(Refused(f"will not echo {args.text!r}"), state)
+
+
 def crash(state: Counter, query: Query) -> Outcome[Counter, Refused, Answer]:
     """A bug: an undeclared exception, i.e. a Defect."""
     raise ZeroDivisionError(f"cannot answer {query.question!r}")

@@ -1,7 +1,9 @@
 """A test MCP server (the SDK's ``MCPServer`` over stdio) with well- and ill-behaved tools.
 
-Run as ``python tests/mcp_servers/toolbox_server.py DIR``. It writes its pid to
-``DIR/pid-<pid>`` at start-up (so tests can check that no server outlives a
+Run as ``python tests/mcp_servers/toolbox_server.py DIR [START_DELAY]``. It
+sleeps ``START_DELAY`` seconds (default 0) before it serves, like a server that
+is slow to start on a busy machine. It writes its pid to ``DIR/pid-<pid>`` at
+start-up (so tests can check that no server outlives a
 run) and appends one JSON line per tool event (``start``, ``end``,
 ``cancelled``, with ``time.monotonic()``) to ``DIR/events.jsonl``, which lets
 tests observe overlap and cancellation from outside.
@@ -24,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 DIR = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
+START_DELAY = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
 server = MCPServer("toolbox")
 
 
@@ -93,6 +96,14 @@ async def hang() -> str:
 
 
 @server.tool()
+def block(seconds: float) -> str:
+    """Sleep ``seconds`` in a worker thread: neither a cancellation nor the end of
+    stdin can stop it, so the server stays busy (and alive) until it is done."""
+    time.sleep(seconds)
+    return "done"
+
+
+@server.tool()
 def crash() -> str:
     """The process dies in the middle of the call."""
     os._exit(7)
@@ -136,6 +147,7 @@ def shout(size: int, last: str) -> str:
 
 if __name__ == "__main__":
     (DIR / f"pid-{os.getpid()}").write_text(str(os.getpid()))
+    time.sleep(START_DELAY)
     server.run()
     # stdin closed: we are done. Skip interpreter finalization, which spends
     # most of a second tearing down the SDK's pydantic models while the client

@@ -168,8 +168,8 @@ def test_tool_outcomes_compiled_and_interpreted_agree(tmp_path: Path, monkeypatc
     failed, unknown, invalid, stuck = (outcomes[n].error for n in ("fails", "unknown", "invalid", "stuck"))
     assert (failed.server, failed.tool) == ("box", "fail") and "rate limited" in failed.text
     assert unknown.reason == (
-        "the server has no tool 'missing' (it lists: add, bad_hits, crash, deep_text, echo, fail, hang, search, "
-        "server_error, shout, slow, spawn)"
+        "the server has no tool 'missing' (it lists: add, bad_hits, block, crash, deep_text, echo, fail, hang, "
+        "search, server_error, shout, slow, spawn)"
     )
     assert "invalid result" in invalid.reason or "does not validate" in invalid.reason
     assert stuck.reason == "no answer within 0.5s"
@@ -267,7 +267,10 @@ def test_servers_that_cannot_start(tmp_path: Path) -> None:
     assert isinstance(exited, Err) and isinstance(exited.error, ToolUnavailable)
     assert "exited during start-up" in exited.error.reason and "no config file" in exited.error.reason
     assert isinstance(never, Err) and isinstance(never.error, ToolUnavailable)
-    assert never.error.reason == "the server did not start (initialize, tools/list) within 1s"
+    assert never.error.reason == (
+        "the server did not start (initialize, tools/list) within 1s"
+        " (its start timeout: $MCEC_TOOL_START_TIMEOUT or tool_scope(start_timeout=...))"
+    )
     assert not alive(int(pid_file.read_text()))
 
 
@@ -290,6 +293,11 @@ def test_par_of_tool_calls_overlaps_and_cancels(tmp_path: Path) -> None:
             started = time.monotonic()
             results.append(await module.doomed(None, {"tag": "c", "seconds": 30, "message": "boom", "delay": 0.5}))
             results.append(time.monotonic() - started)
+            # The server learns of the cancellations after the run has moved on; a server
+            # that owes answers when the scope closes is ended at once, so wait for them here.
+            deadline = time.monotonic() + 10
+            while len([e for e in events(tmp_path) if e["event"] == "cancelled"]) < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
             raise LookupError("the caller fails after the calls")
 
     with pytest.raises(LookupError):
