@@ -503,7 +503,7 @@ class PythonIndex:
                     continue
                 case "pydantic":
                     pydantic = True
-                    attributes |= _pydantic_attributes()
+                    attributes |= PYDANTIC_MODEL_ATTRIBUTES
                     continue
                 case "typed dict":  # a dict: its keys (annotated in the classes) and dict's own attributes
                     attributes |= set(dir(dict))
@@ -717,14 +717,18 @@ def _is_dataclass(cls: griffe.Class) -> bool:
     return any(_canonical(d.value) in _DATACLASS_DECORATORS for d in cls.decorators)
 
 
-@functools.cache
-def _pydantic_attributes() -> frozenset[str]:
-    """The attributes every pydantic model has (``model_dump``, ``model_fields``, …): pydantic is
-    a dependency of mcec, and its own classes are safe to look at (no user code runs)."""
-    import pydantic
-
-    return frozenset(name for name in dir(pydantic.BaseModel) if not name.startswith("__"))
-
+#: The public attributes every pydantic model has (``model_dump``, ``model_fields``, …), as pydantic
+#: 2's ``BaseModel`` defines them: written out, so that ``mcec check --fast`` need not import pydantic
+#: (~0.3 s) to check a template (tests/check/test_check_python.py holds it to the installed pydantic).
+PYDANTIC_MODEL_ATTRIBUTES = frozenset(
+    {
+        "construct", "copy", "dict", "from_orm", "json", "model_computed_fields", "model_config",
+        "model_construct", "model_copy", "model_dump", "model_dump_json", "model_extra", "model_fields",
+        "model_fields_set", "model_json_schema", "model_parametrized_name", "model_post_init",
+        "model_rebuild", "model_validate", "model_validate_json", "model_validate_strings", "parse_file",
+        "parse_obj", "parse_raw", "schema", "schema_json", "update_forward_refs", "validate",
+    }
+)
 
 
 def package_root(spec: str | Path) -> Path:

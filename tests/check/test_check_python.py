@@ -99,3 +99,16 @@ def test_templates_over_inherited_fields_agree_with_the_runtime(monkeypatch: pyt
     for name, text in _llm_templates(CASES / "mce023_inherited_fields.mce").items():
         with pytest.raises(PromptError):
             Prompt(text, name).render(inputs[name], state)
+
+
+def test_the_pydantic_attributes_the_checker_knows_are_the_installed_pydantics() -> None:
+    """The checker lists pydantic's model attributes itself (so `check --fast` never imports
+    pydantic): every name it lets a template read exists on the installed BaseModel (a name a
+    later pydantic adds is only missing from the list: a template using it gets MCE023, never a
+    pass for a name that is not there)."""
+    import pydantic
+
+    from mcec.check.pyindex import PYDANTIC_MODEL_ATTRIBUTES
+
+    public = {name for name in dir(pydantic.BaseModel) if not name.startswith("_")}
+    assert PYDANTIC_MODEL_ATTRIBUTES <= public
