@@ -148,6 +148,17 @@ class ControlChecker:
     def if_else(self, expr: syntax.IfElse, given: Type | None) -> TIf:
         condition = self.outer.infer(expr.condition, given)
         input_type = given if given is not None else condition.sig.input
+        if flows(input_type, condition.sig.input) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    Situation.IF_CONDITION_INPUT,
+                    actual=input_type,
+                    expected=condition.sig.input,
+                    producer=("the `if`", expr.keyword),
+                    consumer=(self.outer.describe(expr.condition), expr.condition.span),
+                    primary=expr.condition.span,
+                )
+            )
         if flows(condition.sig.output, BOOL) is Compat.NO:
             self.sink.add(
                 report.mismatch(

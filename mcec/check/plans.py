@@ -421,10 +421,10 @@ def _unproved_in(scope: PlanScope, node: TExpr) -> list[Diagnostic]:
                     _ask(found, Situation.MATCH_ARM, arm.narrowed, arm.body.sig.input, ("the pattern", arm.span), arm.body)
         case t.TIf(condition=condition):
             given = node.sig.input
+            _ask(found, Situation.IF_CONDITION_INPUT, given, condition.sig.input, ("the `if`", node.span), condition)
             _ask(found, Situation.IF_CONDITION, condition.sig.output, BOOL, condition, condition)
             for branch in (node.then, node.otherwise):
                 _ask(found, Situation.IF_BRANCH, given, branch.sig.input, ("the `if`", node.span), branch)
-            found.extend(_if_condition_input(node))
         case t.TLocal(adapter=adapter, body=body) if adapter is not None and isinstance(body, t.TRef):
             found.extend(_adapter_unproved(scope, adapter, body))
         case t.TLocal() | t.TRef() | t.TIdentity() | t.TEach() | t.TLoop() | t.TRetry() | t.TTimeout() | t.TBudget():
@@ -461,29 +461,6 @@ def _ask(
         primary=consumer.span,
     )
     found.append(_unproved(problem, actual, expected))
-
-
-def _if_condition_input(node: t.TIf) -> list[Diagnostic]:
-    """The condition of an ``if`` is given the ``if``'s input: MCE010 unless that is proved to fit.
-    (The :class:`~mcec.check.expr.ExprChecker` leaves this to mypy in a spec, "no" included.)"""
-    given, takes = node.sig.input, node.condition.sig.input
-    answer = flows(given, takes)
-    if answer is Compat.YES:
-        return []
-    problem = report.mismatch(
-        Situation.IF_BRANCH,
-        actual=given,
-        expected=takes,
-        producer=("the `if`", node.span),
-        consumer=(_describe_typed(node.condition), node.condition.span),
-        primary=node.condition.span,
-    )
-    problem = dataclasses.replace(
-        problem,
-        message=f"the condition {_describe_typed(node.condition)} expects {takes}, but the `if` gives it its input, {given}",
-        help="the condition of an `if` receives the `if`'s input; adapt it with a `fn` first",
-    )
-    return [problem if answer is Compat.NO else _unproved(problem, given, takes)]
 
 
 def _adapter_unproved(scope: PlanScope, adapter: t.TRef, body: t.TRef) -> list[Diagnostic]:

@@ -103,6 +103,13 @@ class Situation(enum.Enum):
         "tests it",
         "write a `fn` that decides, from {a} to bool, and use it as the condition",
     )
+    IF_CONDITION_INPUT = _Wording(
+        "MCE010",
+        "the condition {c} expects {e}, but the `if` gives it its input, {a}",
+        "the `if` receives {a}",
+        "expects {e}",
+        "the condition receives the value the `if` receives; adapt it with a `fn` first",
+    )
     IF_BRANCH = _Wording(
         "MCE010",
         "the branch {c} expects {e}, but the `if` gives both branches its input, {a}",
