@@ -118,14 +118,17 @@ def _warn_not_generated(used: list[UsedModule]) -> None:
     compiled imports them, so it cannot run (or runs an old pipeline) until they are compiled."""
     for module in used:
         recorded = recorded_sha256(module.path)
-        if recorded == module.sha256:
-            continue
         if not module.path.exists():
             state = "is not generated yet"
         elif recorded is None:
             state = "is a file mcec did not generate"
-        else:
+        elif recorded != module.sha256:
             state = "is stale (generated from an older version of it)"
+        else:  # the spec is as it was: its template files may not be (§7), judged as the import does
+            stale = stale_module_beside(Path(module.spec))
+            if stale is None or not stale.templates:
+                continue
+            state = f"is stale ({stale.reason(quote='`')} after it was generated)"
         print(
             f"warning: `{module.path}` (from `{module.spec}`) {state}; the modules compiled here import it, "
             f"so they cannot run as they are until it is compiled\n"
