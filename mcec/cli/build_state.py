@@ -1,6 +1,7 @@
 """``mcec build``: compile every spec below a folder, skipping what is up to date.
 
-A spec is up to date when its source, the Python files of the modules it
+A spec is up to date when its source, the template files its llm steps read
+(``file "PATH"``, embedded in its module), the Python files of the modules it
 imports, the compiler's version and the output file are all exactly as they
 were after the last successful build (mypy included). The record of that is
 kept in ``DIR/.mcec/build.json``. Module files are found on the search path
@@ -21,7 +22,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcec import __version__
@@ -86,6 +87,9 @@ class Fingerprint:
     source: str
     dependencies: dict[str, str]
     output: str
+    #: template file (as the spec names it, relative to its folder) -> sha256 ('' when gone):
+    #: the text of each is embedded in the module, so it is an input like the spec itself
+    templates: dict[str, str] = field(default_factory=dict)
     compiler: str = __version__
 
     def as_json(self) -> dict[str, object]:
@@ -93,6 +97,7 @@ class Fingerprint:
         return {
             "source": self.source,
             "dependencies": self.dependencies,
+            "templates": self.templates,
             "output": self.output,
             "compiler": self.compiler,
         }
@@ -104,6 +109,21 @@ def sha256_file(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return ""
+
+
+def template_file_hashes(spec: Path, templates: Iterable[str]) -> dict[str, str]:
+    """``template -> sha256`` of each template file the spec names (``file "PATH"``), found as
+    the checker finds it, relative to the spec's folder; '' when it is gone or not a regular
+    file (read as a generated module reads it at import: a FIFO there does not hang the build)."""
+    from agentmonad.freshness import file_sha256
+
+    hashes: dict[str, str] = {}
+    for name in sorted(set(templates)):
+        try:
+            hashes[name] = file_sha256(str(spec.parent / name))
+        except OSError:
+            hashes[name] = ""  # gone: the spec is compiled again, and the checker says why it fails
+    return hashes
 
 
 def module_file(module: str, roots: Iterable[str]) -> Path | None:
@@ -219,6 +239,15 @@ class BuildState:
         if not isinstance(dependencies, dict):
             return None
         return sorted(name for name in dependencies if not name.endswith(SPEC_KEY))
+
+    def recorded_templates(self, spec: Path) -> list[str] | None:
+        """The template files ``spec`` read when it was last built (None: never built, or by
+        an mcec that did not record them). Like its modules, fixed while its source is."""
+        entry = self.entries.get(str(spec))
+        templates = entry.get("templates") if entry is not None else None
+        if not isinstance(templates, dict):
+            return None
+        return sorted(str(name) for name in templates)
 
     def record(self, spec: Path, fingerprint: Fingerprint) -> None:
         """Remember a successful build."""

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import types as pytypes
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -24,6 +25,7 @@ from mcec.cli.build_state import (
     dependency_hashes,
     order_by_uses,
     sha256_file,
+    template_file_hashes,
 )
 from mcec.check.pyindex import package_root
 from mcec.cli.common import (
@@ -38,6 +40,7 @@ from mcec.cli.common import (
     non_negative,
 )
 from mcec.compiler import CompileResult, compile_source
+from mcec.codegen import template_hashes
 from mcec.diagnostics import Diagnostic, Label, error
 from mcec.codegen.mypy_check import GeneratedFile, UsedModule, run_mypy, used_modules
 from mcec.cli.output import OutputError, output_path, recorded_sha256, stale_module_beside, write_module
@@ -115,14 +118,17 @@ def _warn_not_generated(used: list[UsedModule]) -> None:
     compiled imports them, so it cannot run (or runs an old pipeline) until they are compiled."""
     for module in used:
         recorded = recorded_sha256(module.path)
-        if recorded == module.sha256:
-            continue
         if not module.path.exists():
             state = "is not generated yet"
         elif recorded is None:
             state = "is a file mcec did not generate"
-        else:
+        elif recorded != module.sha256:
             state = "is stale (generated from an older version of it)"
+        else:  # the spec is as it was: its template files may not be (§7), judged as the import does
+            stale = stale_module_beside(Path(module.spec))
+            if stale is None or not stale.templates:
+                continue
+            state = f"is stale ({stale.reason(quote='`')} after it was generated)"
         print(
             f"warning: `{module.path}` (from `{module.spec}`) {state}; the modules compiled here import it, "
             f"so they cannot run as they are until it is compiled\n"
@@ -265,9 +271,13 @@ def add_build(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.set_defaults(func=run_build)
 
 
-def _fingerprint(spec: Path, modules: list[str]) -> Fingerprint:
+def _fingerprint(spec: Path, modules: list[str], templates: Mapping[str, str] | list[str]) -> Fingerprint:
+    """The spec's fingerprint now; ``templates`` are the template files it reads, by name (hashed
+    now), or with the hashes of the texts just compiled into its module (what a build records, so
+    a template edited while the build ran is not taken for built)."""
     target = output_path(spec, None)
-    return Fingerprint(sha256_file(spec), dependency_hashes(modules), sha256_file(target))
+    hashes = dict(templates) if isinstance(templates, Mapping) else template_file_hashes(spec, templates)
+    return Fingerprint(sha256_file(spec), dependency_hashes(modules), sha256_file(target), hashes)
 
 
 def run_build(args: argparse.Namespace, out: TextIO) -> int:
@@ -308,12 +318,17 @@ def _build_locked(args: argparse.Namespace, folder: Path, reporter: Reporter, ou
     for spec in ordered:
         key = spec.relative_to(folder)
         modules = state.recorded_modules(key) if not args.force else None
-        current = modules is not None and state.is_current(key, _fingerprint(spec, modules))
+        templates = state.recorded_templates(key) if not args.force else None
+        current = (
+            modules is not None
+            and templates is not None
+            and state.is_current(key, _fingerprint(spec, modules, templates))
+        )
         if not current or any(used in changed for used in uses[spec]):
             changed.add(spec)
     stale = [spec for spec in ordered if spec in changed]
     show_progress = len(stale) > 3 and args.format == "text"
-    written: list[tuple[Path, GeneratedFile, list[str]]] = []
+    written: list[tuple[Path, GeneratedFile, list[str], dict[str, str]]] = []
     failed: set[Path] = set()
     io_failed = False
     for index, spec in enumerate(stale, start=1):
@@ -327,17 +342,19 @@ def _build_locked(args: argparse.Namespace, folder: Path, reporter: Reporter, ou
             state.forget(spec.relative_to(folder))
             continue
         assert result.generated is not None
-        written.append((spec, GeneratedFile(target, str(spec), result.generated.source_map), _spec_modules(result)))
+        generated = GeneratedFile(target, str(spec), result.generated.source_map)
+        assert result.program is not None
+        written.append((spec, generated, _spec_modules(result), template_hashes(result.program)))
     if written and not args.no_mypy:
-        findings = run_mypy([generated for _, generated, _ in written])
+        findings = run_mypy([generated for _, generated, _, _ in written])
         reporter.add(findings)
         bad_specs = {d.span.path for d in findings if d.is_error}
-        for spec, _, _ in written:
+        for spec, _, _, _ in written:
             if str(spec) in bad_specs:
                 failed.add(spec)
-    for spec, _, modules in written:
+    for spec, _, modules, embedded in written:
         if spec not in failed:
-            state.record(spec.relative_to(folder), _fingerprint(spec, modules))
+            state.record(spec.relative_to(folder), _fingerprint(spec, modules, embedded))
         else:
             state.forget(spec.relative_to(folder))
     try:
@@ -410,12 +427,14 @@ def compile_to_run(spec: Path) -> CompileResult | int:
         reporter.add(result.diagnostics, source)
         reporter.flush()
         return EXIT_ERRORS
-    stale = stale_module_beside(spec, result.program.source_sha256)
+    stale = stale_module_beside(spec)
     if stale is not None:
+        module = output_path(spec, None)
+        current = "spec" if stale.spec_changed else "template" if len(stale.templates) == 1 else "templates"
         print(
-            f"warning: `{stale}` is stale: `{spec}` changed after it was generated, so code that imports it "
-            f"runs the old pipelines (this command uses the current spec)\n"
-            f"  = help: run `mcec compile {spec}` to regenerate it",
+            f"warning: `{module}` is stale: {stale.reason(quote='`')} after it was generated, so code that "
+            f"imports it runs {stale.runs()} (this command uses the current {current})\n"
+            f"  = help: {stale.help()}",
             file=sys.stderr,
         )
     return result

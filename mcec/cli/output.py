@@ -27,20 +27,26 @@ Promises (DEVELOPERS.md, "Nothing is lost"):
 
 from __future__ import annotations
 
+import ast
 import errno
 import os
 import re
 import secrets
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcec.codegen import HEADER_PREFIX, module_name_for
+
+if TYPE_CHECKING:
+    from agentmonad.freshness import Staleness
 
 __all__ = [
     "OutputError",
     "is_generated",
     "is_stale_temporary",
     "output_path",
+    "recorded_inputs",
     "recorded_sha256",
     "remove_stale_temporaries",
     "replace_atomically",
@@ -85,12 +91,65 @@ def recorded_sha256(path: Path) -> str | None:
     return match["digest"] if match is not None else None
 
 
-def stale_module_beside(spec: Path, sha256: str) -> Path | None:
-    """The generated module beside ``spec`` (``name_mce.py``) when it was
-    generated from a spec text other than the one with hash ``sha256``."""
+def recorded_inputs(path: Path) -> tuple[str, str, dict[str, str]] | None:
+    """What the generated module at ``path`` checks at import: the spec's file name, its
+    sha256 and the template files with theirs — the literal arguments of its
+    ``check_fresh(…)`` call (``None``: no such file, or not a module mcec generated).
+
+    A module of an mcec that did not record its inputs that way gives the spec its
+    name comes from (``x_mce.py`` → ``x.mce``) with the hash its header records, and
+    no templates."""
+    recorded = recorded_sha256(path)
+    if recorded is None:
+        return None
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = ast.Module(body=[], type_ignores=[])
+    found = _check_fresh_arguments(tree)
+    if found is not None:
+        return found
+    return path.name.removesuffix(".py").removesuffix("_mce") + ".mce", recorded, {}
+
+
+def _check_fresh_arguments(tree: ast.Module) -> tuple[str, str, dict[str, str]] | None:
+    """The literal arguments of the module's top-level call of ``agentmonad.freshness.check_fresh``."""
+    names = {
+        alias.asname or alias.name
+        for statement in tree.body
+        if isinstance(statement, ast.ImportFrom) and statement.module == "agentmonad.freshness"
+        for alias in statement.names
+        if alias.name == "check_fresh"
+    }
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Assign) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in names):
+            continue
+        try:
+            spec_name, sha256 = (ast.literal_eval(arg) for arg in call.args[:2])
+            templates = {k.arg: ast.literal_eval(k.value) for k in call.keywords}.get("templates", {})
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None  # not a call mcec wrote: nothing recorded there
+        if isinstance(spec_name, str) and isinstance(sha256, str) and isinstance(templates, dict):
+            return spec_name, sha256, {str(k): str(v) for k, v in templates.items()}
+    return None
+
+
+def stale_module_beside(spec: Path) -> Staleness | None:
+    """Why the generated module beside ``spec`` (``name_mce.py``) is stale, or ``None``.
+
+    Judged exactly as the module judges itself at import (``agentmonad.freshness``,
+    docs/language.md §7): from the inputs its ``check_fresh`` call records — the
+    spec's text and the template files its llm steps embed — against the files
+    beside it now."""
+    from agentmonad.freshness import stale_inputs
+
     module = output_path(spec, None)
-    recorded = recorded_sha256(module)
-    return module if recorded is not None and recorded != sha256 else None
+    recorded = recorded_inputs(module)
+    if recorded is None:
+        return None
+    spec_name, sha256, templates = recorded
+    return stale_inputs(str(module), spec_name, sha256, templates)
 
 
 # ---------------------------------------------------------------- temporaries

@@ -7,6 +7,7 @@ CLI's business; see ``mcec.cli.output``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,6 +41,20 @@ def module_name_for(spec_path: str) -> str:
     if stem.endswith(".mce"):
         stem = stem[: -len(".mce")]
     return f"{stem}_mce"
+
+
+def template_hashes(program: Program) -> dict[str, str]:
+    """The template files the program's llm steps read (``file "PATH"``, PATH as written,
+    relative to the spec's folder), each with the sha256 of the text embedded in the module.
+
+    The text was read as UTF-8 and decoding UTF-8 loses nothing, so this is the hash of
+    the file's bytes when it was read: what ``agentmonad.freshness`` and ``mcec build``
+    compare the file with later. A file that several steps read is listed once."""
+    return {
+        llm.template_name: hashlib.sha256(llm.template.encode("utf-8")).hexdigest()
+        for llm in sorted(program.llms, key=lambda llm: llm.template_name or "")
+        if llm.template_name is not None
+    }
 
 
 def header_lines(program: Program) -> list[str]:

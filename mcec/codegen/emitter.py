@@ -42,6 +42,7 @@ import libcst as cst
 
 from mcec.check import typed as t
 from mcec.codegen import cst as c
+from mcec.codegen import template_hashes
 from mcec.codegen.control import CONTROL_NODES, ControlEmitter
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
@@ -795,11 +796,16 @@ class Emitter:
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         toolboxes = self.toolbox_lines()  # placed after the functions (they name the pipelines)
-        # LANGUAGE.md §7: say so at import when the spec beside the module has changed since
-        # (right after the imports, before the bindings a changed spec may break)
+        # LANGUAGE.md §7: say so at import when the spec beside the module, or a template file
+        # its llm steps embed, has changed since (right after the imports, before the bindings
+        # a changed spec may break)
         check_fresh = c.call(
             self.runtime("check_fresh", FRESHNESS), c.string(self.spec_file), c.string(self.program.source_sha256)
         )
+        templates = template_hashes(self.program)
+        if templates:  # `templates={"decide.j2": "<sha256>"}`, only where there are file templates
+            hashes = cst.Dict([cst.DictElement(c.string(name), c.string(digest)) for name, digest in templates.items()])
+            check_fresh = check_fresh.with_changes(args=[*check_fresh.args, c.keyword_arg("templates", hashes)])
         fresh = c.assign(self.names.fresh("FRESH"), check_fresh).with_changes(leading_lines=[cst.EmptyLine()])
         body.extend(self._import_lines())
         for spec_import in self.program.imports:

@@ -16,8 +16,9 @@ Installed with mcec (entry point ``pytest11: mcec``). Collection rules:
 Each spec is one item, ``path/spec.mce::mce``, marked ``mce`` (select with
 ``-m mce``). It fails when the spec does not check, showing mcec's rendered
 diagnostics (no traceback), and when the generated module beside it
-(``spec_mce.py``) is stale: generated from another version of the spec
-(docs/language.md §7), so tests importing it would run old code. Like ``mcec
+(``spec_mce.py``) is stale: generated from another version of the spec or
+of a template file it reads (docs/language.md §7), so tests importing it would
+run old code. Like ``mcec
 check``, the spec is also compiled and ``mypy --strict`` runs on the generated
 module unless ``--mce-fast`` (or ``mce_mypy = false``) says not to; it is
 written to a temporary folder
@@ -30,6 +31,7 @@ into that temporary folder.
 from __future__ import annotations
 
 import fnmatch
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -138,7 +140,7 @@ class MceItem(pytest.Item):
         on errors, or with the reason when its generated module is stale."""
         from mcec.cli.common import load_source
         from mcec.compiler import check_source, compile_source
-        from mcec.cli.output import stale_module_beside
+        from mcec.cli.output import output_path, stale_module_beside
         from mcec.render import render_summary, render_text
         from mcec.span import SourceFile
 
@@ -156,12 +158,17 @@ class MceItem(pytest.Item):
             text = render_text(diagnostics, {source.path: source}, color=False, limit=None)
             raise MceCheckFailed(text + render_summary(diagnostics, color=False))
         if result.program is not None:
-            stale = stale_module_beside(self.path, result.program.source_sha256)
+            stale = stale_module_beside(self.path)
             if stale is not None:
-                shown = stale.relative_to(self.path.parent)
+                shown = output_path(self.path, None).name
+                if stale.spec_changed:
+                    why = "it was generated from another version of this spec"
+                else:  # its template files, named as the spec names them (relative to its folder)
+                    names = ", ".join(os.path.relpath(path, self.path.parent) for path, _ in stale.templates)
+                    why = f"the template{'s' if len(stale.templates) > 1 else ''} {names} changed since it was generated"
                 raise MceCheckFailed(
-                    f"{source.path}: the generated module beside it, {shown}, is stale: it was generated from "
-                    "another version of this spec, so code importing it runs the old pipelines\n"
+                    f"{source.path}: the generated module beside it, {shown}, is stale: {why}, "
+                    f"so code importing it runs {stale.runs()}\n"
                     f"  = help: run `mcec compile {source.path}` (or `mcec build`) to regenerate it"
                 )
 
