@@ -1,6 +1,6 @@
 """A short tour of the agentmonad runtime (``python examples/runtime_tour.py``).
 
-The research pipeline of LANGUAGE.md §1, built by hand with ``lift_step`` and
+The research pipeline of docs/language.md §1, built by hand with ``lift_step`` and
 ``lift_fn`` the way the reference interpreter builds it from a checked spec.
 """
 

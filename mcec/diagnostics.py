@@ -2,7 +2,7 @@
 
 Prose for a problem is written where the problem is detected, once; rendering
 (source excerpt, carets, colour, JSON) lives in ``mcec.render``. Codes are stable
-and listed in :data:`CODES` (LANGUAGE.md §8); a code not listed there is a bug.
+and listed in :data:`CODES` (docs/language.md §8); a code not listed there is a bug.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class Severity(enum.Enum):
     WARNING = "warning"
 
 
-#: Every diagnostic code mcec emits, with a one-line description (LANGUAGE.md §8).
+#: Every diagnostic code mcec emits, with a one-line description (docs/language.md §8).
 CODES: dict[str, str] = {
     "MCE001": "syntax error",
     "MCE002": "unknown name",

@@ -204,7 +204,7 @@ def render_summary(diagnostics: Iterable[Diagnostic], *, color: bool) -> str:
 
 
 def render_json(diagnostic: Diagnostic) -> str:
-    """One diagnostic as one line of JSON, keys in the order LANGUAGE.md §8 lists them."""
+    """One diagnostic as one line of JSON, keys in the order docs/language.md §8 lists them."""
     span = diagnostic.span
     record = {
         "severity": diagnostic.severity.value,

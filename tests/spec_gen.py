@@ -228,7 +228,7 @@ def _control(
     head: st.SearchStrategy[Gen],
     sub: st.SearchStrategy[Gen],
 ) -> Gen:
-    """The v2 control-flow forms (LANGUAGE.md §5), each ``int -> int``, with the error
+    """The v2 control-flow forms (docs/language.md §5), each ``int -> int``, with the error
     sets and statefulness §5 gives them. ``head`` draws the parts given what the form is
     given (a literal arm's body among them), ``sub`` those given an ``int``."""
     if kind == "if":  # condition and branches are all given the original input

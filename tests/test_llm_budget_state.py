@@ -1,6 +1,6 @@
 """``budget(N) e``: the state of its ``BudgetExceeded`` is the same compiled and interpreted.
 
-LANGUAGE.md §6/§10: a failed step keeps the state it failed with, so a budget
+docs/language.md §6/§10: a failed step keeps the state it failed with, so a budget
 spent inside e fails with the state after e's last completed step (as a fired
 ``timeout`` does), not the state e started from. The interpreter used to
 report e's start state (its ``budget`` ran e as one opaque step); these tests

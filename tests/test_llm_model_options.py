@@ -1,4 +1,4 @@
-"""Model options in declarations (LANGUAGE.md §10), end to end over real HTTP: the options of
+"""Model options in declarations (docs/language.md §10), end to end over real HTTP: the options of
 ``model … (…)`` reach the request the real client sends (compiled and interpreted alike), the
 endpoint and key variable come from the declaration, and a run's configuration still wins."""
 

@@ -1,4 +1,4 @@
-"""End to end over real HTTP (LANGUAGE.md §10): a spec with a `model` and an `llm` whose output
+"""End to end over real HTTP (docs/language.md §10): a spec with a `model` and an `llm` whose output
 is a union, dispatched with `match` inside a `loop` under a `budget` — the ReAct shape —
 compiled and interpreted against tests/llm_server.py with the real AsyncOpenAI client."""
 

@@ -1,4 +1,4 @@
-"""Typing rules for v2 control flow: ``match``, ``if``, ``loop``, ``retry``, ``timeout`` (LANGUAGE.md §5).
+"""Typing rules for v2 control flow: ``match``, ``if``, ``loop``, ``retry``, ``timeout`` (docs/language.md §5).
 
 :class:`ControlChecker` is the part of :class:`~mcec.check.expr.ExprChecker`
 for these forms; it infers their parts through the expression checker, so

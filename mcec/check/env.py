@@ -1,6 +1,6 @@
 """The checker's environment: what every name of a `.mce` file refers to.
 
-One namespace holds everything a file binds at top level (LANGUAGE.md §3: names
+One namespace holds everything a file binds at top level (docs/language.md §3: names
 are visible in the whole file): imported names, module aliases, the roots of
 plain ``import a.b`` statements, and the declared steps, fns, tools, pipelines
 and servers, plus the predeclared built-in error types. They share one

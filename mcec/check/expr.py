@@ -1,4 +1,4 @@
-"""Inference for pipeline bodies: every expression form of LANGUAGE.md §5.
+"""Inference for pipeline bodies: every expression form of docs/language.md §5.
 
 :class:`ExprChecker` turns a syntax expression into a typed one, bottom-up,
 giving every node its :class:`~mcec.check.typed.Sig`. It keeps going after a
@@ -137,7 +137,7 @@ class ExprChecker:
         ``given`` is the type of the value the context hands ``expr``, when known
         (the output of the step before it, the pipeline's declared input, the
         input of the enclosing group): a ``match`` is checked against it
-        (bidirectional checking, LANGUAGE.md §5); everything else infers its
+        (bidirectional checking, docs/language.md §5); everything else infers its
         input from its parts and passes ``given`` on to them.
         """
         match expr:

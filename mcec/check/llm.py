@@ -1,4 +1,4 @@
-"""Build-time checks of ``llm`` and ``model`` declarations (LANGUAGE.md §10): MCE023, MCE024, MCE027.
+"""Build-time checks of ``llm`` and ``model`` declarations (docs/language.md §10): MCE023, MCE024, MCE027.
 
 The runtime owns the rules: :func:`agentmonad.llm.template_variables` parses a
 template with Jinja2's own parser (the same sandboxed environment the step

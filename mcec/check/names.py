@@ -272,7 +272,7 @@ class DeclarationChecker:
         if first.kind is Kind.MODULE_ROOT and binding.kind is Kind.MODULE_ROOT:
             return  # `import a.b` and `import a.c` share the root `a`, as in Python
         if first.kind is Kind.BUILTIN_ERROR and binding.name in SHADOWABLE_ERRORS:
-            self.env.shadow(binding)  # the spec's own type wins (LANGUAGE.md §5)
+            self.env.shadow(binding)  # the spec's own type wins (docs/language.md §5)
             self.sink.add(report.shadows_builtin(binding.name, binding.span))
             return
         self.declared.duplicated.add(binding.name)
@@ -531,7 +531,7 @@ class DeclarationChecker:
     def _tool(self, decl: syntax.ToolDecl) -> None:
         errors = self._error_list(decl.errors, "tool", decl.name) | {TOOL_FAILED, TOOL_UNAVAILABLE}
         sig = Sig(self.type_of(decl.input), self.type_of(decl.output), errors, False)
-        # LANGUAGE.md §9: a tool's arguments are a pydantic model's fields or a dict.
+        # docs/language.md §9: a tool's arguments are a pydantic model's fields or a dict.
         if not (isinstance(sig.input, ClassRef) or sig.input == ANY or sig.input == TOOL_ARGUMENTS):
             self.sink.add(report.bad_tool_input(sig.input, decl.input.span))
         binding = self.env.lookup(decl.server.text)

@@ -1,4 +1,4 @@
-"""Checking plans (LANGUAGE.md §12): `.mce` expression text written at run time, over a toolbox.
+"""Checking plans (docs/language.md §12): `.mce` expression text written at run time, over a toolbox.
 
 A plan is checked as the body of a pipeline whose declared type is the
 toolbox's, by the same :class:`~mcec.check.expr.ExprChecker` that checks every
@@ -370,7 +370,7 @@ def _check_ends(scope: PlanScope, body: TExpr, plan: syntax.Expr, sink: Diagnost
 def _unproved(problem: Diagnostic, actual: Type, expected: Type) -> Diagnostic:
     """``problem`` (the diagnostic of a definite "no") said of a relation the checker cannot
     settle: in a spec mypy settles it (MCE100), but a plan has no mypy behind it, so a plan runs
-    only when every relation in it is proved (LANGUAGE.md §12)."""
+    only when every relation in it is proved (docs/language.md §12)."""
     return dataclasses.replace(
         problem,
         message=f"{problem.message}, and `{actual} ≤ {expected}` cannot be proved: a plan runs only what is proved",

@@ -531,7 +531,7 @@ def impossible_retry(error_type: Type, span: Span, body: Span, body_errors: str 
     return error("MCE014", message, span, (Label(body, label),), f"remove `{error_type}` from `on=`")
 
 
-# ---------------------------------------------------------------- LLM steps (LANGUAGE.md §10)
+# ---------------------------------------------------------------- LLM steps (docs/language.md §10)
 
 
 def unknown_model(name: str, span: Span, help: str | None) -> Diagnostic:
@@ -705,7 +705,7 @@ def used_state_differs(name: str, spec: str, theirs: str, ours: str, span: Span)
         span,
         (),
         f"run it as a sub-agent: declare a `fn f : {ours} -> {theirs}` that makes its state from this one's, "
-        f"and write `local(state=f) {name}` (LANGUAGE.md §11)",
+        f"and write `local(state=f) {name}` (docs/language.md §11)",
     )
 
 

@@ -19,7 +19,7 @@ from mcec.check.types import ErrorSet, Type, render_errors
 
 @dataclass(frozen=True, slots=True)
 class Sig:
-    """``input -> output ! errors``; ``stateful`` per LANGUAGE.md §5."""
+    """``input -> output ! errors``; ``stateful`` per docs/language.md §5."""
 
     input: Type
     output: Type
@@ -120,7 +120,7 @@ class TTool:
     span: Span
 
 
-#: A model option's value: a string, an int, or a float (LANGUAGE.md §10).
+#: A model option's value: a string, an int, or a float (docs/language.md §10).
 OptionValue = str | int | float
 
 
@@ -197,7 +197,7 @@ class TBind:
     span: Span
 
 
-#: How a group's branch states are merged (LANGUAGE.md §5, §6):
+#: How a group's branch states are merged (docs/language.md §5, §6):
 #:
 #: - ``"none"``: no branch changes state; the group's state is its input state;
 #: - ``"declared"``: the file's own merge (``state T merge f``), which cannot report a conflict;
@@ -339,7 +339,7 @@ class TLoop:
     span: Span
 
 
-#: The pause before the second attempt of a ``retry`` without ``backoff=`` (LANGUAGE.md §6).
+#: The pause before the second attempt of a ``retry`` without ``backoff=`` (docs/language.md §6).
 DEFAULT_BACKOFF = 0.5
 
 

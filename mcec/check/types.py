@@ -1,4 +1,4 @@
-"""Spec types (LANGUAGE.md §4): their representation and their `.mce` spelling.
+"""Spec types (docs/language.md §4): their representation and their `.mce` spelling.
 
 Types are immutable values. ``str(t)`` prints ``t`` in `.mce` syntax, so
 diagnostics speak the user's notation. Imported classes are compared by their
@@ -256,7 +256,7 @@ def render_errors(errors: ErrorSet) -> str:
 
 
 class Compat(enum.Enum):
-    """The three answers of ``X ≤ Y`` (LANGUAGE.md §4).
+    """The three answers of ``X ≤ Y`` (docs/language.md §4).
 
     Only :attr:`NO` is ever reported; :attr:`UNKNOWN` is left to mypy, which
     sees the real classes when it checks the generated code.
@@ -435,7 +435,7 @@ def _class_flows(actual: Type, expected: Type) -> Compat:
 def same(first: Type, second: Type) -> Compat:
     """Are ``first`` and ``second`` the same type: ``first ≤ second`` and ``second ≤ first``?
 
-    Used for invariant generic arguments and for LANGUAGE.md's "the same type"
+    Used for invariant generic arguments and for docs/language.md's "the same type"
     (the inputs of ``par`` branches).
     """
     answer = _same(first, second)

@@ -411,7 +411,7 @@ def compile_to_run(spec: Path) -> CompileResult | int:
     Returns the result, or — when the spec cannot be read or does not check —
     the exit status, after printing the diagnostics on stderr (stdout is the
     command's own output: JSON, or the MCP protocol). A generated module beside
-    the spec that is older than it (LANGUAGE.md §7) is reported on stderr too:
+    the spec that is older than it (docs/language.md §7) is reported on stderr too:
     this run uses the current spec, but code importing that module does not.
     """
     ensure_importable(spec)

@@ -1,6 +1,6 @@
 """``mcec graph FILE [--pipeline NAME] [--format mermaid|dot|svg]``: draw a spec's pipelines, and
 ``mcec graph --plan TEXT --toolbox SPEC[:NAME]``: draw a plan over a toolbox as it would run
-(LANGUAGE.md §12), checked as ``spawn`` checks it (:mod:`mcec.tools.graph`)."""
+(docs/language.md §12), checked as ``spawn`` checks it (:mod:`mcec.tools.graph`)."""
 
 from __future__ import annotations
 

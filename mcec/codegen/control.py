@@ -1,4 +1,4 @@
-"""Code for v2 control flow: ``match``, ``if``, ``loop``, ``retry``, ``timeout`` (LANGUAGE.md §7).
+"""Code for v2 control flow: ``match``, ``if``, ``loop``, ``retry``, ``timeout`` (docs/language.md §7).
 
 Each construct is one helper function, like the v1 groups, or is written inline
 in the function it stands in (at the end of a function; a ``match`` also in the

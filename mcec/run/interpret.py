@@ -1,7 +1,7 @@
 """The reference interpreter: runs a checked program with the runtime's combinators.
 
 It is the oracle for the code generator: it maps every expression form of
-LANGUAGE.md §5 straight onto ``AgentMonad`` (``>>=`` is ``then``, ``par`` is
+docs/language.md §5 straight onto ``AgentMonad`` (``>>=`` is ``then``, ``par`` is
 ``AgentMonad.par``, …), with none of the generator's tricks (straight-line
 code, helper functions, chunking). Differential tests run random specs through
 both and demand the same value, error and final state.
@@ -64,14 +64,14 @@ class Interpreter:
     async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         """Run one pipeline from ``state`` on ``value``; Defects propagate.
 
-        The run is a tool scope (LANGUAGE.md §9): MCP servers start at first use
+        The run is a tool scope (docs/language.md §9): MCP servers start at first use
         and stop when the run ends (a caller's enclosing scope keeps them up);
         a program with llm steps also runs in an ``llm_scope()``.
         """
         async with tool_scope():
             if not _has_llms(self.program):
                 return await self.pipeline_arrow(pipeline)(value).run(state)
-            async with llm_scope():  # LANGUAGE.md §10: one client per model, usage counted
+            async with llm_scope():  # docs/language.md §10: one client per model, usage counted
                 return await self.pipeline_arrow(pipeline)(value).run(state)
 
     def pipeline_arrow(self, name: str) -> Arrow:
@@ -307,7 +307,7 @@ def _has_llms(program: t.Program) -> bool:
 
 
 def _pattern_test(pattern: t.TPattern) -> Callable[[Any], bool]:
-    """Does a value match ``pattern`` (LANGUAGE.md §6)?"""
+    """Does a value match ``pattern`` (docs/language.md §6)?"""
     match pattern:
         case t.PClass(type=type_):
             return value_test(type_)

@@ -1,4 +1,4 @@
-"""The plan engine (LANGUAGE.md §12): what ``agentmonad.plans`` finds through its entry point.
+"""The plan engine (docs/language.md §12): what ``agentmonad.plans`` finds through its entry point.
 
 :func:`engine` reads a :class:`agentmonad.plans.Toolbox` once: it checks the
 spec text the toolbox holds, exactly as ``mcec check`` does (reading the

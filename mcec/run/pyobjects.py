@@ -1,6 +1,6 @@
 """Python objects behind spec names, for the phases that run user code.
 
-The checker never imports user code (LANGUAGE.md §4). ``mcec run``, ``mcec
+The checker never imports user code (docs/language.md §4). ``mcec run``, ``mcec
 serve`` and the reference interpreter do: they need the step implementations
 and the real classes behind spec types (to validate JSON input with pydantic).
 """

@@ -47,7 +47,7 @@ class LoadError(RunError):
 
 #: The code of a spec whose Python side does not load: a module or attribute it
 #: names does not exist, or importing a module it names raised. (The reference's
-#: MCE002, "unknown name", is the closest registered code; see LANGUAGE.md §8.)
+#: MCE002, "unknown name", is the closest registered code; see docs/language.md §8.)
 LOAD_FAILED_CODE = "MCE007"
 
 

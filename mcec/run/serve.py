@@ -4,7 +4,7 @@ The spec is compiled in memory and loaded as ``mcec run`` does (``mcec.run.runne
 a spec with errors, or whose Python side does not load, is reported on stderr
 (exit 1) before anything is served. Then an MCP server (the SDK's low-level
 ``Server``) answers on stdin/stdout with one tool per served pipeline, named
-after it (LANGUAGE.md §9):
+after it (docs/language.md §9):
 
 - which pipelines: by default the spec's *entry* pipelines, those no other
   pipeline of the file uses (helpers stay private); ``--pipeline NAME``

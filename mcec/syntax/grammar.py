@@ -41,7 +41,7 @@ class GrammarTables:
     #: Punctuation terminal name → how it is written (``"BINDOP"`` → ``">>="``), and the
     #: soft keywords of v2 (``"RETRY"`` → ``"retry"``), which are no reserved words.
     spelling: dict[str, str]
-    #: Keyword terminal name → the word (``"PAR"`` → ``"par"``): the reserved words of LANGUAGE.md §2.
+    #: Keyword terminal name → the word (``"PAR"`` → ``"par"``): the reserved words of docs/language.md §2.
     keywords: dict[str, str]
     #: Terminals that can start a top-level declaration.
     declaration_start: frozenset[str]

@@ -16,7 +16,7 @@ next line that starts with a declaration keyword and parses on, so one run
 reports several syntax errors (at most :data:`MAX_SYNTAX_ERRORS`).
 
 Nesting is bounded: an expression or type may nest at most :data:`MAX_DEPTH`
-levels (LANGUAGE.md §2). Every later phase walks the tree recursively, within
+levels (docs/language.md §2). Every later phase walks the tree recursively, within
 Python's default recursion limit, and the generated code must stay within
 CPython's own parser limits; deeper input is MCE001 here, so everything the
 parser accepts also checks, compiles and runs.
@@ -121,7 +121,7 @@ _DECLARING: Final = frozenset(_GRAMMAR.declaration_start) | {"FROM", "IMPORT", "
 
 
 def parse_plan(source: SourceFile) -> PlanParse:
-    """Parse plan text (LANGUAGE.md §12): one expression of the grammar's ``expr``, nothing else.
+    """Parse plan text (docs/language.md §12): one expression of the grammar's ``expr``, nothing else.
 
     Never raises. The first syntax error is reported (no recovery: a plan is one
     expression); a declaration, an import or a ``;`` where the expression could

@@ -9,7 +9,7 @@ Chains are flat: ``a >>= b >>= c`` is one :class:`Bind` with three parts, and a
 block ``{ s1; s2; }`` is a :class:`Block` of statements, so a 100,000-step
 pipeline is a wide node, not a 100,000-deep one. Parentheses leave no node
 behind: ``(e)`` is just ``e`` (with ``e``'s own span). Precedence, loosest
-first, is ``orelse`` < ``catch`` < ``>>=`` < terms (LANGUAGE.md §5).
+first, is ``orelse`` < ``catch`` < ``>>=`` < terms (docs/language.md §5).
 
 The unions :data:`Expr`, :data:`TypeExpr` and :data:`Decl` are closed: every
 function that walks them dispatches with ``match`` and ends in
@@ -362,7 +362,7 @@ class Timeout(KeywordNode):
 
 @dataclass(frozen=True, slots=True)
 class Budget(KeywordNode):
-    """``budget(N) body`` (v2, LANGUAGE.md §10): fail with ``BudgetExceeded`` once body's model usage passes N tokens."""
+    """``budget(N) body`` (v2, docs/language.md §10): fail with ``BudgetExceeded`` once body's model usage passes N tokens."""
 
     KEYWORD: ClassVar[str] = "budget"
 
@@ -375,7 +375,7 @@ class Budget(KeywordNode):
 
 @dataclass(frozen=True, slots=True)
 class Spawn(KeywordNode):
-    """``spawn(t) planner`` (LANGUAGE.md §12): run the planner, check the plan text it writes
+    """``spawn(t) planner`` (docs/language.md §12): run the planner, check the plan text it writes
     against toolbox ``t``, and run the plan if it is accepted."""
 
     KEYWORD: ClassVar[str] = "spawn"
@@ -547,7 +547,7 @@ class ModelOption(Node):
 
 @dataclass(frozen=True, slots=True)
 class ModelDecl(Node):
-    """``model n = openai "MODEL_ID" [(OPTION=VALUE, …)]`` (LANGUAGE.md §10); ``model_id`` is the
+    """``model n = openai "MODEL_ID" [(OPTION=VALUE, …)]`` (docs/language.md §10); ``model_id`` is the
     decoded string; ``options`` in the order written."""
 
     name: Name
@@ -573,7 +573,7 @@ class Template(Node):
 
 @dataclass(frozen=True, slots=True)
 class LlmDecl(Node):
-    """``llm n : A -> B = model TEMPLATE`` (LANGUAGE.md §10)."""
+    """``llm n : A -> B = model TEMPLATE`` (docs/language.md §10)."""
 
     name: Name
     input: TypeExpr
@@ -585,7 +585,7 @@ class LlmDecl(Node):
 
 @dataclass(frozen=True, slots=True)
 class ToolboxDecl(Node):
-    """``toolbox t : A -> B [! E…] = n1, n2, …`` (LANGUAGE.md §12): the type every plan over
+    """``toolbox t : A -> B [! E…] = n1, n2, …`` (docs/language.md §12): the type every plan over
     ``t`` must have and the names a plan may use."""
 
     name: Name

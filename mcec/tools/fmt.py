@@ -719,7 +719,7 @@ class _Formatter:
             case s.ModelDecl():
                 return self.model(decl)
             case s.LlmDecl():
-                # the template as written: a triple-quoted one keeps its lines (LANGUAGE.md §10)
+                # the template as written: a triple-quoted one keeps its lines (docs/language.md §10)
                 signature = _signature(decl.input, decl.output, None)
                 text = f"llm {decl.name.text} : {signature} = {decl.model.text} {self.template(decl.template)}"
             case s.ToolboxDecl():

@@ -310,7 +310,7 @@ class _Builder:
         return PipelineGraph(pipeline.name, self.root.freeze(), tuple(edges))
 
 
-#: The built-in errors a ``loop`` and a ``timeout`` add (LANGUAGE.md §5). (The checker's own
+#: The built-in errors a ``loop`` and a ``timeout`` add (docs/language.md §5). (The checker's own
 #: constants, once it has them, are equal: built-in error types compare by their path.)
 _LOOP_EXHAUSTED = runtime_error("LoopExhausted")
 _TIMEOUT = runtime_error("Timeout")
@@ -358,7 +358,7 @@ def build_graph(program: t.Program, pipeline: str | None = None) -> Graph:
 
 
 def build_plan_graph(program: t.Program, toolbox: t.TToolbox, body: t.TExpr) -> Graph:
-    """The picture of an accepted plan over ``toolbox`` (LANGUAGE.md §12) as it would run.
+    """The picture of an accepted plan over ``toolbox`` (docs/language.md §12) as it would run.
 
     A plan runs as the body of ``pipeline plan : A -> B ! E``, ``A -> B ! E``
     being the toolbox's type, so it is drawn as that pipeline, in a box titled

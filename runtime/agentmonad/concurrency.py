@@ -1,4 +1,4 @@
-"""The one concurrency core behind ``par`` and ``each`` (LANGUAGE.md §6).
+"""The one concurrency core behind ``par`` and ``each`` (docs/language.md §6).
 
 ``run_group`` starts ``count`` branches (lazily, at most ``limit`` at once),
 waits for them, and fails fast: the first ``Err`` observed wins, the other

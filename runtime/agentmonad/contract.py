@@ -1,4 +1,4 @@
-"""The step contract (LANGUAGE.md §3), checked in one place.
+"""The step contract (docs/language.md §3), checked in one place.
 
 A step either returns ``Ok``/``Err`` or raises. Raising one of its declared
 error types is an ``Err`` with the state the step received; returning an

@@ -1,4 +1,4 @@
-"""The runtime side of v2 control flow (LANGUAGE.md §5–§6): retry pauses and deadlines.
+"""The runtime side of v2 control flow (docs/language.md §5–§6): retry pauses and deadlines.
 
 Both the generated code and the reference interpreter (``AgentMonad.retry`` and
 ``AgentMonad.timeout``) use exactly these pieces, so the two cannot drift apart
@@ -42,7 +42,7 @@ while it waits for something a deadline does not cover: an MCP server's start
 clock stops and resumes with the time it had left.
 
 **The state a timeout reports.** ``timeout(S) e`` fails with the state after
-the last step of ``e`` that completed (LANGUAGE.md §6). Generated code keeps
+the last step of ``e`` that completed (docs/language.md §6). Generated code keeps
 that state in a local variable of whichever function the interrupted step
 runs in — often a helper several calls below the ``timeout`` (a pipeline, a
 ``catch``, a ``loop`` in mid-chain). So the cancellation carries it out: each
@@ -236,7 +236,7 @@ def previous_failure() -> Failure | None:
     """Inside attempt k > 1 of a ``retry``, how attempt k−1 failed; None elsewhere.
 
     A planner inside ``retry(N, on=PlanRejected)`` is shown its last rejection
-    this way (LANGUAGE.md §12). Tasks started inside the attempt (``par``
+    this way (docs/language.md §12). Tasks started inside the attempt (``par``
     branches) see it too: they copy the context they start in.
     """
     return _PREVIOUS.get()

@@ -1,7 +1,7 @@
 """Errors of the runtime: the built-in error types and ``Defect``.
 
 Built-in *errors* (``MergeConflict``, ``ToolFailed``, ``ToolUnavailable``, and for
-the control flow of LANGUAGE.md §5 v2 ``LoopExhausted`` and ``Timeout``) travel
+the control flow of docs/language.md §5 v2 ``LoopExhausted`` and ``Timeout``) travel
 on the failure track inside an ``Err``. They compare by value, so two runs that
 fail the same way give equal outcomes.
 

@@ -1,4 +1,4 @@
-"""Is a generated module older than its inputs? (LANGUAGE.md §7)
+"""Is a generated module older than its inputs? (docs/language.md §7)
 
 A generated module has two kinds of input: its spec, and the template files
 its llm steps name (``llm n : A -> B = m file "decide.j2"``), whose text is

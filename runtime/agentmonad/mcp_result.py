@@ -1,4 +1,4 @@
-"""``Outcome`` ⇄ MCP ``CallToolResult`` (LANGUAGE.md §9), without the ``mcp`` package.
+"""``Outcome`` ⇄ MCP ``CallToolResult`` (docs/language.md §9), without the ``mcp`` package.
 
 The EitherT layer maps onto MCP's ``isError``. A ``ToolResult`` is a plain dict
 shaped like ``CallToolResult`` (``content``, ``structuredContent``, ``isError``),

@@ -1,4 +1,4 @@
-"""Merging the states of parallel branches (LANGUAGE.md §6).
+"""Merging the states of parallel branches (docs/language.md §6).
 
 The default merge is three-way and by field: each branch's state is compared
 with the base state the group started from. A field changed by one branch takes
@@ -196,7 +196,7 @@ def _merge_field(
     if not changed:
         return base
     if len(changed) == 1:
-        # LANGUAGE.md §6: a field changed by exactly one branch takes that
+        # docs/language.md §6: a field changed by exactly one branch takes that
         # branch's value. The reducer is for combining several changes; asking
         # it about one would let it object to a change nobody competes with
         # (``Append`` to a branch that replaced the log), which the checker

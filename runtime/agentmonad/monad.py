@@ -157,7 +157,7 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         merge: Callable[[_S, Sequence[_S]], _S] | None = merge_states,
         site: Site | None = None,
     ) -> AgentMonad[_S, _E, tuple[_B, ...]]:
-        """Run ``branches`` concurrently from the same state (LANGUAGE.md §6).
+        """Run ``branches`` concurrently from the same state (docs/language.md §6).
 
         Fail-fast with cancellation; outputs in source order; states combined
         with ``merge`` (default: the three-way by-field ``merge_states``;
@@ -271,7 +271,7 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         on: type | tuple[type, ...] | None = None,
         backoff: float = 0.5,
     ) -> AgentMonad[_S, _E_co, _A_co]:
-        """``retry(n, on=…, backoff=…) e`` (LANGUAGE.md §6): at most ``n`` runs of
+        """``retry(n, on=…, backoff=…) e`` (docs/language.md §6): at most ``n`` runs of
         ``self`` in all.
 
         When a run fails with an error that is an instance of ``on`` (``None``:
@@ -297,7 +297,7 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         return _Retry(self, n, types, backoff)
 
     def timeout(self, seconds: float, site: Site | None = None) -> AgentMonad[_S, _E_co | Timeout, _A_co]:
-        """``timeout(seconds) e`` (LANGUAGE.md §6): if ``self`` has not finished
+        """``timeout(seconds) e`` (docs/language.md §6): if ``self`` has not finished
         ``seconds`` after it started, it is cancelled like a losing ``par``
         branch and the result is ``Err(Timeout(seconds), state, site)``.
 
@@ -318,7 +318,7 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         return _Timeout(self, seconds, site)
 
     def budget(self, tokens: int, site: Site | None = None) -> AgentMonad[_S, _E_co | BudgetExceeded, _A_co]:
-        """``budget(N) e`` (LANGUAGE.md §10): ``self`` runs inside
+        """``budget(N) e`` (docs/language.md §10): ``self`` runs inside
         ``agentmonad.llm.budget(tokens)``; once the model tokens used inside
         pass ``tokens``, what is in flight is cancelled and the result is
         ``Err(BudgetExceeded(tokens, used), state, site)``.
@@ -343,7 +343,7 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         continues: type | tuple[type, ...] | Callable[[Any], bool],
         site: Site | None = None,
     ) -> Callable[[_A], AgentMonad[_S, _E | LoopExhausted, _B]]:
-        """``loop(n) e`` (LANGUAGE.md §6) as a Kleisli arrow, from e's arrow ``body``.
+        """``loop(n) e`` (docs/language.md §6) as a Kleisli arrow, from e's arrow ``body``.
 
         On an input, ``body`` runs on it; while its result *continues* and fewer
         than ``n`` runs were made, ``body`` runs again on that result, with the
@@ -381,7 +381,7 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         then: Callable[[_A], AgentMonad[_S, _E2, _B]],
         otherwise: Callable[[_A], AgentMonad[_S, _E3, _C]],
     ) -> Callable[[_A], AgentMonad[_S, _E | _E2 | _E3, _B | _C]]:
-        """``if p then e1 else e2`` (LANGUAGE.md §6) as a Kleisli arrow: ``test``
+        """``if p then e1 else e2`` (docs/language.md §6) as a Kleisli arrow: ``test``
         runs on the input; the branch it chooses runs on the *original* input,
         with the state ``test`` left. A true result (Python truthiness, as the
         generated ``if`` tests it) chooses ``then``.
@@ -436,7 +436,7 @@ class StepSpec(Generic[_S, _A, _E, _B]):
     the step on that value (a Kleisli arrow ``A -> AgentMonad[S, E, B]``).
 
     ``impl`` is typed to return ``object`` on purpose: what it really returns
-    is checked when it runs (LANGUAGE.md §3, ``contract.stop``).
+    is checked when it runs (docs/language.md §3, ``contract.stop``).
     """
 
     __slots__ = ("impl", "name", "errors", "site", "is_async", "__weakref__")
@@ -1043,7 +1043,7 @@ async def _run_each(node: _Each[Any, Any, Any, Any], state: Any) -> Outcome[Any,
 
 
 async def _run_step(spec: StepSpec[Any, Any, Any, Any], value: Any, state: Any) -> Outcome[Any, Any, Any]:
-    """A step under the contract (LANGUAGE.md §3): raising a declared error is
+    """A step under the contract (docs/language.md §3): raising a declared error is
     an ``Err`` with the state the step received; everything else that is not
     an ``Outcome`` is a Defect."""
     try:

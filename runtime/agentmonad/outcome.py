@@ -1,7 +1,7 @@
 """The two tracks of a run: ``Ok`` (success) and ``Err`` (failure), plus ``Site``.
 
 Both carry the state at that point: the computation is ``S -> IO (Either E A, S)``
-(LANGUAGE.md §6), so a failure keeps the state it failed in.
+(docs/language.md §6), so a failure keeps the state it failed in.
 
 >>> Ok(1, "s") == Ok(1, "s")
 True

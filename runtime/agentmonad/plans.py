@@ -1,4 +1,4 @@
-"""Checked plans (LANGUAGE.md §12): ``spawn(t) p`` — a planner writes `.mce` text, it is checked, then run.
+"""Checked plans (docs/language.md §12): ``spawn(t) p`` — a planner writes `.mce` text, it is checked, then run.
 
 A generated module holds one :class:`Toolbox` per ``toolbox`` declaration and
 calls :meth:`Toolbox.spawn` at each ``spawn(t) p``. The toolbox knows its spec
@@ -10,7 +10,7 @@ imports the compiler: without an engine a spawn is a Defect that says so.
 
 What the planner sees is a :class:`PlanRequest`; what a rejected plan fails
 with is :class:`PlanRejected`, carrying the diagnostics as data (the JSON
-objects of LANGUAGE.md §8) and as the text ``mcec check`` would print. Inside a
+objects of docs/language.md §8) and as the text ``mcec check`` would print. Inside a
 ``retry``, an attempt after the first sees the error the one before it failed
 with (:func:`agentmonad.control.previous_failure`), so a planner inside
 ``retry(3, on=PlanRejected)`` is shown its last rejection: a repair loop.
@@ -43,7 +43,7 @@ Runnable = Callable[[Any, Any], Awaitable[Outcome[Any, Any, Any]]]
 
 class PlanRejected(_ValueError):
     """A plan that did not check: ``plan`` is its text, ``diagnostics`` the errors (and
-    warnings) as the JSON objects of LANGUAGE.md §8, ``text`` the same rendered as
+    warnings) as the JSON objects of docs/language.md §8, ``text`` the same rendered as
     ``mcec check`` prints them, ``toolbox`` the toolbox it was checked against.
 
     Like ``mcec check``, a rejection shows a bounded number of diagnostics (the
@@ -164,7 +164,7 @@ _E2 = TypeVar("_E2")
 
 @final
 class Toolbox(Generic[_S, _A, _B, _E]):
-    """One ``toolbox t : A -> B ! E`` declaration of a generated module (LANGUAGE.md §12),
+    """One ``toolbox t : A -> B ! E`` declaration of a generated module (docs/language.md §12),
     typed ``Toolbox[S, A, B, E]`` so that mypy checks what a spawn over it gives back.
 
     ``spec`` is the spec's file name (for messages and sites) and ``source`` its

@@ -44,7 +44,7 @@ def lift_step(
     """Turn a ``step`` implementation ``f(state, value) -> Outcome`` (an
     ``async def`` when ``is_async``) into a Kleisli arrow.
 
-    The step contract (LANGUAGE.md §3) is enforced when it runs: raising one of
+    The step contract (docs/language.md §3) is enforced when it runs: raising one of
     ``errors`` is ``Err(exc, state_received, site)``; an ``Err`` of another type,
     a non-``Outcome`` return, or any other exception is a ``Defect``.
     """

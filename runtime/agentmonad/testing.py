@@ -1,4 +1,4 @@
-"""Scripted models: LLM steps in tests, without a network (LANGUAGE.md §10).
+"""Scripted models: LLM steps in tests, without a network (docs/language.md §10).
 
 In the spirit of pydantic-ai's ``TestModel`` and ``FunctionModel``, three
 backends answer in place of a real model:

@@ -1,4 +1,4 @@
-"""MCP tools as typed async steps (LANGUAGE.md §9).
+"""MCP tools as typed async steps (docs/language.md §9).
 
 A spec's ``server n = stdio "CMD"`` becomes ``n = StdioServer("n", "CMD")`` and
 ``tool t : A -> B = n.name`` becomes ``t = tool(n, "name", B)``, an async step
@@ -656,7 +656,7 @@ async def call_tool(
     start, unknown tool, no answer in time, connection lost, invalid result,
     an error response; its ``kind`` says which). Both are built-in
     error types, so a step that declares them may simply let them propagate:
-    raising a declared error is the same as returning ``Err`` (LANGUAGE.md §3).
+    raising a declared error is the same as returning ``Err`` (docs/language.md §3).
     """
     try:
         result = await _call(server, name, _arguments(arguments), timeout)

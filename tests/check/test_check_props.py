@@ -2,14 +2,14 @@
 
 :class:`Spec` builds a `.mce` file together with the signature it should have:
 each generated expression comes with the type the generator computed by the
-rules of LANGUAGE.md §5 (independently of the checker), and the declarations it
+rules of docs/language.md §5 (independently of the checker), and the declarations it
 needs are added as it goes. The checker must accept the file and infer exactly
 that signature for ``main``. Mutations (swapping two steps of a chain, dropping a
 ``catch``, removing an error from ``!``) must be rejected with the right code.
 
 Value types are builtins and one imported class; the mutations use builtin
 types and the runtime's built-in errors, where ``≤`` gives definite answers
-(two imported classes are "unknown", never reported; LANGUAGE.md §4).
+(two imported classes are "unknown", never reported; docs/language.md §4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``mcec graph --plan TEXT --toolbox SPEC[:NAME]`` through real subprocesses (LANGUAGE.md §12):
+"""``mcec graph --plan TEXT --toolbox SPEC[:NAME]`` through real subprocesses (docs/language.md §12):
 a plan checked as ``spawn`` checks it, drawn when accepted, its diagnostics and exit 1 when not."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A generated module older than its spec says so (LANGUAGE.md §7; issue 18, item 23):
+"""A generated module older than its spec says so (docs/language.md §7; issue 18, item 23):
 at import (``agentmonad.freshness``), and in ``mcec run``. The pytest plugin's
 side is in tests/test_8_pytest_plugin.py."""
 

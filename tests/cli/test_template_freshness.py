@@ -1,5 +1,5 @@
 """A template file (`llm n : A -> B = m file "PATH"`) is an input of the generated module like
-the spec itself (LANGUAGE.md §7, §10): its text is embedded in the module, so a changed
+the spec itself (docs/language.md §7, §10): its text is embedded in the module, so a changed
 template makes `mcec build` recompile, makes the module warn at import, and makes `mcec run`
 and the pytest plugin call the module stale. Real `mcec` and `python` subprocesses throughout;
 the spec-only side is in tests/cli/test_freshness.py."""

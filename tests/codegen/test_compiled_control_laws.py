@@ -1,4 +1,4 @@
-"""Laws and properties of v2 control flow, on *compiled* code (LANGUAGE.md §5–§6).
+"""Laws and properties of v2 control flow, on *compiled* code (docs/language.md §5–§6).
 
 The runtime's combinators have their own laws (tests/runtime/test_control_laws.py);
 these check what the code generator writes for them. Each example compiles, in
@@ -392,7 +392,7 @@ def test_a_timeout_keeps_a_logged_note() -> None:
 # ---------------------------------------------------------------- a deadline that fires inside a nested form
 
 #: ``timeout(0.05) BODY`` on an input: the steps before ``hang`` complete, ``hang`` does not, and
-#: the Timeout carries the state after the last step that completed (LANGUAGE.md §6). In a
+#: the Timeout carries the state after the last step that completed (docs/language.md §6). In a
 #: ``par``/``each`` in progress nothing has completed; a ``local`` gives back its start state.
 FIRED: list[Any] = [
     pytest.param("(note >>= hang)", 1, TState(log=("note 1",)), id="chain"),

@@ -1,4 +1,4 @@
-"""Version 2 reserves no word (LANGUAGE.md §2): a version 1 spec whose steps, fns
+"""Version 2 reserves no word (docs/language.md §2): a version 1 spec whose steps, fns
 and pipelines are named ``timeout``, ``match``, ``loop``, ``retry``, ``backoff``,
 ``on``, ``then``, ``model`` (and ``budget``, ``llm``, ``file``) — used as plain
 references in binds, groups, handlers and fallbacks — parses, checks, compiles

@@ -64,7 +64,7 @@ LITERALS = ("0", "1", "2", "3", "33", "-1", "0.01", "0.5", "1e9", "1000000000000
 TOKEN = re.compile(r"\s+|[A-Za-z_][A-Za-z0-9_]*|\d+|\"(?:[^\"\\\n]|\\.)*\"|>>=|->|=>|#[^\n]*|.", re.S)
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-#: Keys every diagnostic of a PlanRejected carries (LANGUAGE.md §8).
+#: Keys every diagnostic of a PlanRejected carries (docs/language.md §8).
 DIAGNOSTIC_KEYS = frozenset({"severity", "code", "message", "file", "line", "column", "end_line", "end_column",
                              "labels", "help"})  # fmt: skip
 

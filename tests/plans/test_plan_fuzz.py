@@ -1,4 +1,4 @@
-"""Plan text fuzzed (issue 23, LANGUAGE.md §12): no plan crashes the checker or the runtime,
+"""Plan text fuzzed (issue 23, docs/language.md §12): no plan crashes the checker or the runtime,
 and no plan escapes its toolbox.
 
 Against toolbox ``research`` of tests/plans/planbox/box.mce:

@@ -1,7 +1,7 @@
 """Hand-written modules in the shape mcec will generate for v2 control flow.
 
 Each function below is what ``mcec compile`` is meant to emit for the spec in
-its docstring (LANGUAGE.md §7: ``retry``/``loop`` become ``for`` loops,
+its docstring (docs/language.md §7: ``retry``/``loop`` become ``for`` loops,
 ``timeout`` an ``async with Deadline`` block, straight-line, no closure per
 step), calling only ``agentmonad`` and ``agentmonad.compiled``. The runtime
 tests run them next to the interpreter's ``AgentMonad.retry``/``timeout``/

@@ -1,4 +1,4 @@
-"""v2 control flow in the runtime (LANGUAGE.md §6): ``retry``, ``timeout``, ``loop``
+"""v2 control flow in the runtime (docs/language.md §6): ``retry``, ``timeout``, ``loop``
 and ``if`` as ``AgentMonad`` combinators, the pieces generated code calls
 (``agentmonad.control``: ``retry_pause``, ``Deadline``), and the built-in
 errors ``LoopExhausted`` and ``Timeout``.

@@ -1,4 +1,4 @@
-"""Laws and properties of v2 control flow in the runtime (LANGUAGE.md §6), by
+"""Laws and properties of v2 control flow in the runtime (docs/language.md §6), by
 property-based testing over generated programs, values and states, on the
 success and the failure track (Defects included):
 

@@ -4,7 +4,7 @@ For random well-typed specs over the toolbox (tests/spec_gen.py) and random
 fault plans (a declared error, an undeclared exception, an Err of an
 undeclared type, a None return, a step cancelling itself, a step cancelling
 the whole run from inside, extra awaits before an async step), the compiled
-module and the reference interpreter — the oracle for LANGUAGE.md §6 — must
+module and the reference interpreter — the oracle for docs/language.md §6 — must
 give the same observation: value and state, or error, state and site, or a
 Defect with the same cause, reason, state, site and number of attached
 sibling defects, or a cancellation — and the same retry pauses (runs use

@@ -1,4 +1,4 @@
-"""MCP tools as typed steps (LANGUAGE.md §9), against real MCP servers.
+"""MCP tools as typed steps (docs/language.md §9), against real MCP servers.
 
 Every test here starts the SDK-built server ``tests/mcp_servers/toolbox_server.py``
 (or a deliberately broken command) as a subprocess and speaks MCP to it; nothing

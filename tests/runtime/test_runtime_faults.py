@@ -2,7 +2,7 @@
 
 Every test runs a compiled spec *and* the reference interpreter with the same
 substituted step implementations (``setattr(module, name, fake)`` /
-``Interpreter(overrides=...)``) and checks each against LANGUAGE.md §3/§6:
+``Interpreter(overrides=...)``) and checks each against docs/language.md §3/§6:
 
 - steps that raise undeclared exceptions or return the wrong thing (None, a
   plain value, a coroutine from a sync step, a non-awaitable from an async
@@ -11,7 +11,7 @@ substituted step implementations (``setattr(module, name, fake)`` /
   (the first one, the others in ``.others``);
 - custom merges that raise (Defect at the group with the base state), also
   when they raise MergeConflict (a file with a custom merge has none in its
-  error sets, LANGUAGE.md §5);
+  error sets, docs/language.md §5);
 - hanging steps bounded by an outer timeout; outer cancellation at every
   event-loop iteration of a nested ``par``/``each``/``par`` run;
 - ``KeyboardInterrupt``/``SystemExit`` propagate untouched, siblings cancelled;

@@ -2,7 +2,7 @@
 catch/orelse laws of ``AgentMonad``, checked on values AND states over
 generated programs and initial states, on the success and the failure track.
 
-LANGUAGE.md §6: when something fails, both sides of a law fail too, possibly
+docs/language.md §6: when something fails, both sides of a law fail too, possibly
 reporting a different one of the failures (that latitude is used only for the
 ``par`` laws; the sequential laws must agree exactly).
 """

@@ -48,7 +48,7 @@ def test_append_rejects_rewritten_history() -> None:
     with pytest.raises(MergeConflict) as info:
         merge_states(DC(log=("x",)), [DC(log=("y", "z")), DC(log=("x",)), DC(log=("x", "a"))])
     assert info.value.field == "log"
-    # Alone, the rewrite is just that branch's value (LANGUAGE.md §6).
+    # Alone, the rewrite is just that branch's value (docs/language.md §6).
     assert merge_states(DC(log=("x",)), [DC(log=("y", "z")), DC(log=("x",))]).log == ("y", "z")
 
 
@@ -201,7 +201,7 @@ def single_writer_groups(draw: st.DrawFn) -> tuple[Fields, list[Fields], dict[st
 def test_a_field_changed_by_one_branch_takes_its_value_and_never_conflicts(
     group: tuple[Fields, list[Fields], dict[str, Any]],
 ) -> None:
-    """LANGUAGE.md §6: reducers (here ``Append``, ``Sum`` and the refusing ``Veto``)
+    """docs/language.md §6: reducers (here ``Append``, ``Sum`` and the refusing ``Veto``)
     only combine two or more changes; with at most one writer per field the
     merge never raises, whatever that writer did to the field."""
     base, branches, expected = group

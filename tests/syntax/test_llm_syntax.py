@@ -1,4 +1,4 @@
-"""The syntax of LLM steps (LANGUAGE.md §10): `model`, `llm`, templates and `budget(N)`,
+"""The syntax of LLM steps (docs/language.md §10): `model`, `llm`, templates and `budget(N)`,
 whose words stay soft — ordinary names everywhere else."""
 
 from __future__ import annotations

@@ -342,7 +342,7 @@ def test_self_check_refuses_to_write(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 # ---------------------------------------------------------------- properties
 
-#: v2's soft keywords are ordinary names where no combinator can start (LANGUAGE.md §2)
+#: v2's soft keywords are ordinary names where no combinator can start (docs/language.md §2)
 NAMES = ["a", "b", "c_1", "fetch", "Merge_x", "news", "_p", "retry", "timeout", "loop", "match"]
 TYPES = ["int", "str", "None", "A", "m.B", "Any"]
 COMMENTS = ["# c", "#", "# tricky >>= par < , ; { } # x", "#!x  ", "# é ünïcode"]

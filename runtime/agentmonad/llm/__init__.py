@@ -1,4 +1,4 @@
-"""LLM steps as typed async steps (LANGUAGE.md §10).
+"""LLM steps as typed async steps (docs/language.md §10).
 
 A spec's ``model fast = openai "gpt-4o-mini"`` becomes a :class:`Model` and
 ``llm decide : Turn -> Answer | SearchArgs = fast "TEMPLATE"`` becomes an

@@ -139,7 +139,7 @@ class LLMFailed(_ValueError):
 
 
 class LLMUnavailable(_ValueError):
-    """The model could not be reached, or kept failing (LANGUAGE.md §10).
+    """The model could not be reached, or kept failing (docs/language.md §10).
 
     ``kind`` (an ``LLMUnavailableKind``) says what happened, ``reason`` says it
     in words, ``status`` is the HTTP status of the last answer (``None`` when

@@ -1,4 +1,4 @@
-"""Turning a model's reply into the step's output type (LANGUAGE.md §10).
+"""Turning a model's reply into the step's output type (docs/language.md §10).
 
 Four kinds of output type, decided once when the step is built:
 

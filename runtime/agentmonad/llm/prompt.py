@@ -1,4 +1,4 @@
-"""Prompt templates: Jinja2, sandboxed, strict (LANGUAGE.md §10).
+"""Prompt templates: Jinja2, sandboxed, strict (docs/language.md §10).
 
 A template is rendered in Jinja2's ``ImmutableSandboxedEnvironment`` (the
 ``SandboxedEnvironment`` that also refuses to call methods that modify lists,

@@ -1,4 +1,4 @@
-"""The LLM step: render, call, parse, repair (LANGUAGE.md §10).
+"""The LLM step: render, call, parse, repair (docs/language.md §10).
 
 ``llm n : A -> B = m "TEMPLATE"`` becomes
 ``n = llm_step(m, "TEMPLATE", B, name="n")``, an async step

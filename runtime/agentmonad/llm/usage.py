@@ -30,7 +30,7 @@ after each reply, so once a budget is spent no further request starts. A
 cancellation from outside (a ``timeout``, a failing sibling) is told
 apart with ``Task.uncancel``, as ``asyncio.timeout`` does, and propagates.
 
-The failure keeps the state after the body's last completed step (LANGUAGE.md
+The failure keeps the state after the body's last completed step (docs/language.md
 §6: a failed step keeps the state it failed with): when the cancellation
 arrives, that is the generated code's ``state``; when the body had already
 returned its outcome through :meth:`Budget.ending`, it is that outcome's state

@@ -1,4 +1,4 @@
-"""Classes for the LLM cases (LANGUAGE.md §10): a pydantic turn whose fields templates read,
+"""Classes for the LLM cases (docs/language.md §10): a pydantic turn whose fields templates read,
 the ReAct choices, and a plain class no model can answer with."""
 
 from __future__ import annotations
