@@ -42,3 +42,22 @@ def test_the_readme_links_the_reference_in_the_repository() -> None:
 def test_the_facade_doctests() -> None:
     failures, tried = doctest.testmod(mcec)
     assert tried and not failures
+
+
+def test_sources_cite_the_reference_in_the_repository() -> None:
+    """Comments, docstrings and help cite docs/language.md, which ships with the code; the
+    original design contract (LANGUAGE.md) is not in the repository, so a reader cannot follow
+    a citation of it."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    citing = []
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix not in {".py", ".lark", ".mce", ".toml", ".md", ".j2", ".out", ".txt"} or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # the deliberately broken inputs of the robustness tests
+        if "LANGUAGE.md" in text:
+            citing.append(name)
+    assert [name for name in citing if name != "tests/test_reference.py"] == []
