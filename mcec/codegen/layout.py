@@ -26,6 +26,8 @@ from black.mode import TargetVersion
 LINE_LENGTH = 88
 _EMPTY = cst.Module(body=[])
 _PASS = cst.SimpleStatementLine(body=[cst.Pass()])
+#: Most ``def`` header layouts remembered at once (see :func:`_def_header`).
+_HEADER_CACHE = 4096
 
 
 def _mode(line_length: int) -> black.Mode:
@@ -156,12 +158,55 @@ def _header(statement: cst.BaseCompoundStatement, depth: int) -> list[str]:
     fast = _header_text(statement)
     if fast is not None and len(fast) + 4 * depth <= LINE_LENGTH:
         return [fast]
-    stub = statement.with_changes(body=cst.IndentedBlock(body=[_PASS]), leading_lines=[])
-    text = _EMPTY.code_for_node(stub)
+    if isinstance(statement, cst.FunctionDef) and not statement.decorators:
+        return _def_header(statement, depth)
+    return _long_header(statement, depth)
+
+
+def _long_header(statement: cst.BaseCompoundStatement, depth: int) -> list[str]:
+    """A header as black writes it, however long (black runs only when it is too long)."""
+    return list(_layout_header(_EMPTY.code_for_node(_stub(statement)), depth))
+
+
+def _stub(statement: cst.BaseCompoundStatement) -> cst.BaseCompoundStatement:
+    """The statement with its body replaced by ``pass`` (whose line the callers drop)."""
+    return statement.with_changes(body=cst.IndentedBlock(body=[_PASS]), leading_lines=[])
+
+
+def _layout_header(text: str, depth: int) -> tuple[str, ...]:
+    """The header lines of ``text`` (a compound statement whose body is ``pass``)."""
     lines = text.splitlines()[:-1]  # drop the `pass`
     if len(lines) == 1 and len(lines[0]) + 4 * depth <= LINE_LENGTH:
-        return lines
-    return _blacken(text, depth)[:-1]
+        return tuple(lines)
+    return tuple(_blacken(text, depth)[:-1])
+
+
+def _def_header(statement: cst.FunctionDef, depth: int) -> list[str]:
+    """A ``def`` header too long for one line, laid out once per shape.
+
+    Black lays out an identifier by its width alone, so helpers whose headers differ only
+    in their name (the thousands of branch helpers of a wide ``par``: ``_main_par_1234``
+    and its siblings, all with the same signature) share one layout: the header is laid
+    out with the name replaced by underscores of the same length, and the name is put back
+    where black leaves it, right after ``def`` on the first line.
+    """
+    name = statement.name.value
+    blank = "_" * len(name)
+    anonymous = statement.with_changes(name=cst.Name(blank))
+    fast = _header_text(anonymous)
+    text = f"{fast}\n    pass\n" if fast is not None else _EMPTY.code_for_node(_stub(anonymous))
+    lines = _HEADERS.get((text, depth))
+    if lines is None:
+        if len(_HEADERS) >= _HEADER_CACHE:
+            _HEADERS.clear()  # bounded: one long-running process compiles many specs
+        lines = _HEADERS[(text, depth)] = _layout_header(text, depth)
+    keyword = "async def " if statement.asynchronous is not None else "def "
+    assert lines[0].startswith(keyword + blank), lines[0]
+    return [keyword + name + lines[0][len(keyword + blank) :], *lines[1:]]
+
+
+#: Layouts of ``def`` headers by their text (name blanked) and depth; see :func:`_def_header`.
+_HEADERS: dict[tuple[str, int], tuple[str, ...]] = {}
 
 
 def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -> None:
