@@ -7,7 +7,10 @@ CLI's business; see ``mcec.cli.output``.
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,11 +69,30 @@ def generate(program: Program) -> Generated:
     from mcec.codegen.layout import layout
     from mcec.codegen.sourcemap import build_source_map
 
-    emitter = Emitter(program)
-    module = emitter.module(header_lines(program))
-    formatted = layout(module)
+    with _without_cycle_collection():
+        emitter = Emitter(program)
+        module = emitter.module(header_lines(program))
+        formatted = layout(module)
+        try:
+            compile(formatted, module_name_for(program.path) + ".py", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
+        return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))
+
+
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector off while a module is generated.
+
+    Generation allocates hundreds of thousands of libcst nodes that all stay alive until the
+    end (a 10,000-branch ``par``: 750 MB), so every full collection walks them all for
+    nothing; they form no cycles, and reference counting frees them afterwards. Off, a
+    10,000-branch ``par`` generates in about two thirds of the time (issue 36).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        compile(formatted, module_name_for(program.path) + ".py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
-    return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))
+        yield
+    finally:
+        if enabled:
+            gc.enable()
