@@ -104,3 +104,32 @@ def test_a_group_just_wider_than_one_link_is_black_formatted_and_mypy_strict_cle
         cwd=tmp_path,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_groups_grown_from_one_group_keep_their_own_branches() -> None:
+    """``Group.also`` shares one list between a group and the group grown from it (so building
+    n branches is O(n)); growing the same group twice must still give two separate groups."""
+    from agentmonad import Site
+    from agentmonad.compiled import group
+
+    def branch(tag: str) -> Any:
+        async def run(state: int, value: int) -> Ok[int, str]:
+            return Ok(f"{tag}{value}", state)
+
+        return run
+
+    site = Site("par", "t.mce", 1, 1)
+    base = group(branch("a")).also(branch("b"))
+    left = base.also(branch("c"))
+    right = base.also(branch("d"))  # grown from `base` again: `left` already appended to the list
+    longer = left.also(branch("e"))
+
+    async def all_runs() -> list[Any]:
+        return [await g.run(0, 1, site) for g in (base, left, right, longer)]
+
+    assert asyncio.run(all_runs()) == [
+        Ok(("a1", "b1"), 0),
+        Ok(("a1", "b1", "c1"), 0),
+        Ok(("a1", "b1", "d1"), 0),
+        Ok(("a1", "b1", "c1", "e1"), 0),
+    ]
