@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import black
-from toolbox import TState
+from toolbox import Odd, TState
 
 from agentmonad import Err, Ok
 from mcec.codegen.emitter import GROUP_LINK
@@ -133,3 +133,24 @@ def test_groups_grown_from_one_group_keep_their_own_branches() -> None:
         Ok(("a1", "b1", "d1"), 0),
         Ok(("a1", "b1", "c1", "e1"), 0),
     ]
+
+
+def test_each_over_10000_values_runs_as_interpreted() -> None:
+    """``each``'s width is its list's length, known only at run time: 10,000 values."""
+    source = SourceFile(
+        f"each_{next(_counter)}.mce",
+        "from toolbox import TState, Odd\nimport toolbox as tb\nstate TState\nerror Odd\n"
+        "step inc : int -> int = tb.inc\nstep even_only : int -> int ! Odd = tb.even_only\n"
+        "pipeline many : list[int] -> list[int] ! Odd | MergeConflict = each (inc >>= even_only);\n",
+    )
+    result = compile_source(source)
+    assert result.program is not None and result.generated is not None, result.diagnostics
+    module = load_module(result.program, result.generated)
+    def both(values: list[int]) -> Any:
+        compiled = asyncio.run(module.many(TState(), values))
+        assert compiled == asyncio.run(Interpreter(result.program).run("many", TState(), values))
+        return compiled
+
+    assert both([2 * i + 1 for i in range(10_000)]) == Ok(list(range(1, 10_001)), TState(count=10_000))
+    failed = both([*range(1, 20_000, 2), 2])  # the last of 10,001 values fails: inc(2) is odd
+    assert isinstance(failed, Err) and isinstance(failed.error, Odd)
