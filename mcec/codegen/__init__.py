@@ -7,10 +7,7 @@ CLI's business; see ``mcec.cli.output``.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,10 +63,11 @@ def generate(program: Program) -> Generated:
     written for users to import.
     """
     from mcec.codegen.emitter import Emitter
+    from mcec.codegen.gcpause import without_cycle_collection
     from mcec.codegen.layout import layout
     from mcec.codegen.sourcemap import build_source_map
 
-    with _without_cycle_collection():
+    with without_cycle_collection():
         emitter = Emitter(program)
         module = emitter.module(header_lines(program))
         formatted = layout(module)
@@ -78,21 +76,3 @@ def generate(program: Program) -> Generated:
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
         return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))
-
-
-@contextmanager
-def _without_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector off while a module is generated.
-
-    Generation allocates hundreds of thousands of libcst nodes that all stay alive until the
-    end (a 10,000-branch ``par``: 750 MB), so every full collection walks them all for
-    nothing; they form no cycles, and reference counting frees them afterwards. Off, a
-    10,000-branch ``par`` generates in about two thirds of the time (issue 36).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
