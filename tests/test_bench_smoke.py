@@ -63,6 +63,15 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert peers["depth"]["mcec"]["deepest_ok"] > 0
     assert {"fanout", "failfast"} <= set(peers["groups"])
     assert "mcec_each" in peers["groups"]["failfast"]
+    # the groups run at the width the full benchmark uses: a 1,000-branch `par` that did not
+    # compile once went unnoticed behind a 20-branch smoke run (issue 36)
+    from benchmarks import peers as peers_bench
+
+    assert peers["groups"]["fanout"]["branches"] == peers_bench.FANOUT_BRANCHES == 1_000
+    assert {"mcec_each", "mcec_par"} <= set(peers["groups"]["fanout"]["wall_ms"])
+    failfast = peers["groups"]["failfast"]
+    assert failfast["mcec_par"]["siblings"] == peers_bench.FAILFAST_BRANCHES - 1
+    assert failfast["mcec_par"]["failed_with_boom"] and failfast["mcec_each"]["failed_with_boom"]
 
     check = figures["check"]
     [example] = check["examples"].values()  # the smoke run measures the smallest example

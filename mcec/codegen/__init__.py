@@ -78,14 +78,16 @@ def generate(program: Program) -> Generated:
     written for users to import.
     """
     from mcec.codegen.emitter import Emitter
+    from mcec.codegen.gcpause import without_cycle_collection
     from mcec.codegen.layout import layout
     from mcec.codegen.sourcemap import build_source_map
 
-    emitter = Emitter(program)
-    module = emitter.module(header_lines(program))
-    formatted = layout(module)
-    try:
-        compile(formatted, module_name_for(program.path) + ".py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
-    return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))
+    with without_cycle_collection():
+        emitter = Emitter(program)
+        module = emitter.module(header_lines(program))
+        formatted = layout(module)
+        try:
+            compile(formatted, module_name_for(program.path) + ".py", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
+        return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))

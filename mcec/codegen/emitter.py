@@ -50,6 +50,9 @@ from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Un
 
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200
+#: Most branches a ``par`` adds to its group in one statement (``group(b1).also(b2)…``);
+#: a wider group is built over several statements, so no expression nests deeper.
+GROUP_LINK = 100
 #: Helper names grow with nesting (`_main_par_catch`) up to about this length.
 NAME_PREFIX = 24
 
@@ -611,10 +614,23 @@ class Emitter:
         self, expr: t.TPar, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         """``return await group(b1).also(b2)….run…(state, value, …)``: typed branch by branch, so
-        mypy sees the tuple of outputs and the union of errors (no ``cast``)."""
+        mypy sees the tuple of outputs and the union of errors (no ``cast``).
+
+        Each ``.also`` nests the expression one level deeper, and every tool that reads it
+        (this module's printer, black, CPython's compiler, mypy) recurses on that depth. So a
+        group wider than :data:`GROUP_LINK` branches is built statement by statement, at most
+        that many branches to a statement (``branches = group(b1).also(b2)…``, ``branches_2 =
+        branches.also(…)…``, …, ``return await branches_n.also(…)….run(…)``): the nesting
+        stays bounded whatever the width, and smaller groups keep their one-statement form.
+        """
         branches = [self.function_of(branch, owner) for branch in expr.branches]
+        body: list[cst.BaseStatement] = []
         built: cst.BaseExpression = c.call(self.runtime("group", COMPILED), branches[0])
-        for branch in branches[1:]:
+        for index, branch in enumerate(branches[1:], start=1):
+            if index % GROUP_LINK == 0:
+                partial = scope.fresh("branches")
+                body.append(c.assign(partial, built))
+                built = c.name(partial)
             built = c.call(c.attr(built, "also"), branch)
         site = self.site("par", expr.span)
         run: cst.BaseExpression
@@ -629,8 +645,10 @@ class Emitter:
             case _:
                 assert_never(expr.merge)
         statement = c.return_(c.await_(run))
-        self.record(statement, expr.span)
-        return [statement]
+        body.append(statement)
+        for built_statement in body:
+            self.record(built_statement, expr.span)
+        return body
 
     def _each_body(
         self, expr: t.TEach, state: str, value: str, scope: NameAllocator, owner: str

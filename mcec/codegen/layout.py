@@ -26,6 +26,8 @@ from black.mode import TargetVersion
 LINE_LENGTH = 88
 _EMPTY = cst.Module(body=[])
 _PASS = cst.SimpleStatementLine(body=[cst.Pass()])
+#: Most ``def`` header layouts remembered at once (see :func:`_def_header`).
+_HEADER_CACHE = 4096
 
 
 def _mode(line_length: int) -> black.Mode:
@@ -117,6 +119,53 @@ def _line(statement: cst.SimpleStatementLine) -> str:
     return _EMPTY.code_for_node(statement.with_changes(leading_lines=[])).rstrip("\n")
 
 
+def _method_chain(statement: cst.SimpleStatementLine, depth: int) -> list[str] | None:
+    """A too-long ``x = head.f(…).g(…)…`` or ``return await head.f(…)…`` as black writes it,
+    or None when the statement is not of that shape.
+
+    A wide ``par`` builds its group in such statements of a hundred ``.also(…)`` calls, and
+    black takes 50 ms over each. Black wraps the value in parentheses and puts each
+    ``.call(…)`` on its own line when it has two or more dots after a closing bracket (its
+    split points: a dot right after a plain name is not one, so ``name.f(…)`` stays together)
+    and the value does not fit on a line of its own, and every line then fits; anything else
+    goes to black.
+    """
+    if len(statement.body) != 1:
+        return None
+    match statement.body[0]:
+        case cst.Assign(targets=[cst.AssignTarget(target=cst.Name(value=target))], value=value):
+            opening = f"{target} = ("
+        case cst.Return(value=cst.BaseExpression() as value):
+            opening = "return ("
+        case _:
+            return None
+    awaited = isinstance(value, cst.Await) and not value.lpar
+    if isinstance(value, cst.Await) and awaited:
+        value = value.expression
+    calls: list[str] = []
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.lpar:
+        calls.append(f".{value.func.attr.value}({', '.join(_arg(a) for a in value.args)})")
+        value = value.func.value
+    calls.reverse()
+    match value:
+        case cst.Name(lpar=[]) if calls:
+            first = value.value + calls.pop(0)  # `name.f(…)`: no split point between them
+        case cst.Call(func=cst.Name(), lpar=[]):
+            first = _expr(value)
+        case _:
+            return None
+    if len(calls) < 2:
+        return None
+    first = f"    {'await ' if awaited else ''}{first}"
+    joined = first + "".join(calls)
+    if len(joined) + 4 * depth <= LINE_LENGTH:  # the value fits on a line of its own: no split
+        return [opening, joined, ")"]
+    lines = [opening, first, *(f"    {call}" for call in calls), ")"]
+    if any(len(line) + 4 * depth > LINE_LENGTH for line in lines):
+        return None
+    return lines
+
+
 def _indent(lines: Sequence[str], depth: int) -> list[str]:
     prefix = "    " * depth
     return [prefix + line if line else line for line in lines]
@@ -156,12 +205,55 @@ def _header(statement: cst.BaseCompoundStatement, depth: int) -> list[str]:
     fast = _header_text(statement)
     if fast is not None and len(fast) + 4 * depth <= LINE_LENGTH:
         return [fast]
-    stub = statement.with_changes(body=cst.IndentedBlock(body=[_PASS]), leading_lines=[])
-    text = _EMPTY.code_for_node(stub)
+    if isinstance(statement, cst.FunctionDef) and not statement.decorators:
+        return _def_header(statement, depth)
+    return _long_header(statement, depth)
+
+
+def _long_header(statement: cst.BaseCompoundStatement, depth: int) -> list[str]:
+    """A header as black writes it, however long (black runs only when it is too long)."""
+    return list(_layout_header(_EMPTY.code_for_node(_stub(statement)), depth))
+
+
+def _stub(statement: cst.BaseCompoundStatement) -> cst.BaseCompoundStatement:
+    """The statement with its body replaced by ``pass`` (whose line the callers drop)."""
+    return statement.with_changes(body=cst.IndentedBlock(body=[_PASS]), leading_lines=[])
+
+
+def _layout_header(text: str, depth: int) -> tuple[str, ...]:
+    """The header lines of ``text`` (a compound statement whose body is ``pass``)."""
     lines = text.splitlines()[:-1]  # drop the `pass`
     if len(lines) == 1 and len(lines[0]) + 4 * depth <= LINE_LENGTH:
-        return lines
-    return _blacken(text, depth)[:-1]
+        return tuple(lines)
+    return tuple(_blacken(text, depth)[:-1])
+
+
+def _def_header(statement: cst.FunctionDef, depth: int) -> list[str]:
+    """A ``def`` header too long for one line, laid out once per shape.
+
+    Black lays out an identifier by its width alone, so helpers whose headers differ only
+    in their name (the thousands of branch helpers of a wide ``par``: ``_main_par_1234``
+    and its siblings, all with the same signature) share one layout: the header is laid
+    out with the name replaced by underscores of the same length, and the name is put back
+    where black leaves it, right after ``def`` on the first line.
+    """
+    name = statement.name.value
+    blank = "_" * len(name)
+    anonymous = statement.with_changes(name=cst.Name(blank))
+    fast = _header_text(anonymous)
+    text = f"{fast}\n    pass\n" if fast is not None else _EMPTY.code_for_node(_stub(anonymous))
+    lines = _HEADERS.get((text, depth))
+    if lines is None:
+        if len(_HEADERS) >= _HEADER_CACHE:
+            _HEADERS.clear()  # bounded: one long-running process compiles many specs
+        lines = _HEADERS[(text, depth)] = _layout_header(text, depth)
+    keyword = "async def " if statement.asynchronous is not None else "def "
+    assert lines[0].startswith(keyword + blank), lines[0]
+    return [keyword + name + lines[0][len(keyword + blank) :], *lines[1:]]
+
+
+#: Layouts of ``def`` headers by their text (name blanked) and depth; see :func:`_def_header`.
+_HEADERS: dict[tuple[str, int], tuple[str, ...]] = {}
 
 
 def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -> None:
@@ -170,7 +262,7 @@ def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -
             out.append("")
         if isinstance(statement, cst.SimpleStatementLine):
             text = _line(statement)
-            lines = [text] if _fits(text, depth) else _blacken(text + "\n", depth)
+            lines = [text] if _fits(text, depth) else _method_chain(statement, depth) or _blacken(text + "\n", depth)
             out.extend(_indent(lines, depth))
         elif isinstance(statement, cst.If):
             _if_chain(statement, depth, out)
