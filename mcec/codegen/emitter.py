@@ -1,6 +1,6 @@
 """The emitter: a checked :class:`~mcec.check.typed.Program` to a libcst module.
 
-Shape of the output (LANGUAGE.md §7, docs/DESIGN.md):
+Shape of the output (docs/language.md §7, docs/DESIGN.md):
 
 * the spec's own imports, verbatim, plus the runtime names the code uses;
 * one ``SITE_n = Site(step, file, line, column)`` constant per step use, so every
@@ -25,7 +25,7 @@ which state it started from: an async step's ``try`` has a second handler,
 a ``local`` notes its start state the same way, a retry pause is given the
 state, and groups note theirs in the runtime. The timeout reports the last
 note (``deadline.reached(state)``), so the state of the last completed step
-comes out of any depth of helpers (LANGUAGE.md §6, :mod:`agentmonad.control`).
+comes out of any depth of helpers (docs/language.md §6, :mod:`agentmonad.control`).
 Code outside timeouts is unchanged by this, and so are v1 modules.
 
 Every statement that stems from a spec construct is recorded with that
@@ -285,7 +285,7 @@ class Emitter:
 
         A pipeline that reaches MCP tools runs its body inside ``tool_scope()``:
         the outermost run starts servers on first use and shuts them down when
-        it ends, also on failure and cancellation (LANGUAGE.md §9).
+        it ends, also on failure and cancellation (docs/language.md §9).
         """
         doc = f"Pipeline {pipeline.name} ({self.spec_file}:{pipeline.span.line}): {pipeline.sig}."
         self.timed = pipeline.name in self.timed_pipelines
@@ -293,7 +293,7 @@ class Emitter:
         if pipeline.name in self.tool_users:
             scopes.append(cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools"))))
         if pipeline.name in self.llm_users:
-            # LANGUAGE.md §10: one client per model for the run, its usage counted
+            # docs/language.md §10: one client per model for the run, its usage counted
             scopes.append(cst.WithItem(item=c.call(self.runtime("llm_scope", f"{RUNTIME}.llm"))))
         if not scopes:
             self.chain_function(pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc)
@@ -731,7 +731,7 @@ class Emitter:
         self.record(first, expr.span)
         if self.timed:
             # interrupted, a `local` gives back its start state like on any failure: it replaces
-            # whatever its body noted (LANGUAGE.md §6)
+            # whatever its body noted (docs/language.md §6)
             first = cst.Try(body=cst.IndentedBlock(body=[first]), handlers=[self.note_handler(scope, state)])
         r = c.name(result)
         restored_ok = c.return_(c.call(self.runtime("Ok"), c.attr(r, "value"), c.name(state)))
@@ -814,7 +814,7 @@ class Emitter:
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         toolboxes = self.toolbox_lines()  # placed after the functions (they name the pipelines)
-        # LANGUAGE.md §7: say so at import when the spec beside the module, or a template file
+        # docs/language.md §7: say so at import when the spec beside the module, or a template file
         # its llm steps embed, has changed since (right after the imports, before the bindings
         # a changed spec may break)
         check_fresh = c.call(

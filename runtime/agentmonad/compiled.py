@@ -104,7 +104,7 @@ async def par(
     merge: Callable[[_S, Sequence[_S]], _S] | None,
     site: Site | None,
 ) -> Outcome[_S, Any, tuple[Any, ...]]:
-    """Run every branch on ``(state, value)`` concurrently (LANGUAGE.md §6): the untyped core of
+    """Run every branch on ``(state, value)`` concurrently (docs/language.md §6): the untyped core of
     :class:`Group`.
 
     Fail-fast: the first ``Err`` observed wins and the other branches are
@@ -254,7 +254,7 @@ def declared_merge(merge: Callable[[_S, Sequence[_S]], _S]) -> Callable[[_S, Seq
     """``merge`` as a group calls it where the checker proved no ``MergeConflict`` can happen.
 
     That is a file that declares ``state T merge f`` (no ``MergeConflict`` in any
-    error set, LANGUAGE.md §5), or the default merge over a group with exactly
+    error set, docs/language.md §5), or the default merge over a group with exactly
     one stateful branch (a field only one branch changes takes its value). So
     callers are never told to expect one: ``merge`` raising it breaks the
     contract like any other exception from a merge, and becomes a ``Defect`` at
