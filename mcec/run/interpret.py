@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from functools import reduce
 from typing import Any, assert_never
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
@@ -116,8 +115,7 @@ class Interpreter:
                 return self._ref(expr)
             case t.TBind():
                 arrows = [self.arrow(part) for part in expr.parts]
-                first, rest = arrows[0], arrows[1:]
-                return lambda v: reduce(lambda m, k: m.then(k), rest, first(v))
+                return _chained(arrows[0], arrows[1:])
             case t.TPar():
                 branches = [self.arrow(b) for b in expr.branches]
                 par_merge = self.merge_for(expr.merge)
@@ -288,6 +286,21 @@ class Interpreter:
             errors = error_classes(self.llms[ref.name].sig.errors)
             return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
         assert_never(ref.kind)
+
+
+def _chained(first: Arrow, rest: list[Arrow]) -> Arrow:
+    """``first >>= rest[0] >>= …`` as one arrow: ``first(v).then(rest[0]).then(…)``.
+
+    A plan runs on this: the chain is made at each run, so it is a plain loop (a
+    ``reduce`` over a lambda was one more call per step)."""
+
+    def chained(value: Any) -> AgentMonad[Any, Any, Any]:
+        program = first(value)
+        for k in rest:
+            program = program.then(k)
+        return program
+
+    return chained
 
 
 def _has_llms(program: t.Program) -> bool:
