@@ -1,7 +1,7 @@
 """The reference interpreter: runs a checked program with the runtime's combinators.
 
 It is the oracle for the code generator: it maps every expression form of
-docs/language.md §5 straight onto ``AgentMonad`` (``>>=`` is ``then``, ``par`` is
+docs/language.md §5 straight onto ``AgentMonad`` (``>>=`` is ``chain``, ``par`` is
 ``AgentMonad.par``, …), with none of the generator's tricks (straight-line
 code, helper functions, chunking). Differential tests run random specs through
 both and demand the same value, error and final state.
@@ -114,8 +114,7 @@ class Interpreter:
             case t.TRef():
                 return self._ref(expr)
             case t.TBind():
-                arrows = [self.arrow(part) for part in expr.parts]
-                return _chained(arrows[0], arrows[1:])
+                return AgentMonad.chain([self.arrow(part) for part in expr.parts])
             case t.TPar():
                 branches = [self.arrow(b) for b in expr.branches]
                 par_merge = self.merge_for(expr.merge)
@@ -286,21 +285,6 @@ class Interpreter:
             errors = error_classes(self.llms[ref.name].sig.errors)
             return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
         assert_never(ref.kind)
-
-
-def _chained(first: Arrow, rest: list[Arrow]) -> Arrow:
-    """``first >>= rest[0] >>= …`` as one arrow: ``first(v).then(rest[0]).then(…)``.
-
-    A plan runs on this: the chain is made at each run, so it is a plain loop (a
-    ``reduce`` over a lambda was one more call per step)."""
-
-    def chained(value: Any) -> AgentMonad[Any, Any, Any]:
-        program = first(value)
-        for k in rest:
-            program = program.then(k)
-        return program
-
-    return chained
 
 
 def _has_llms(program: t.Program) -> bool:

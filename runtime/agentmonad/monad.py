@@ -18,6 +18,8 @@ of ``_interpret``'s loop:
 
 - ``then`` (``_Bind``): on success, the continuation gives the next program;
   a failure passes by (short-circuit).
+- ``chain`` (``_Link``): on success, the next arrow gives the next program
+  (the frame stays on the stack while arrows remain); a failure passes by.
 - ``map``: on success, the function maps the value; a failure passes by.
 - ``catch``: a failure whose error is an instance of the listed types runs the
   handler, with the state at the failure; anything else passes by.
@@ -206,6 +208,28 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
         Ok(value=3, state=0)
         """
         return _Bind(self, k)
+
+    @staticmethod
+    def chain(
+        arrows: Sequence[Callable[[Any], AgentMonad[_S, _E, Any]]],
+    ) -> Callable[[Any], AgentMonad[_S, _E, Any]]:
+        """The Kleisli composition of ``arrows``, the language's ``a >>= b >>= c``:
+        ``chain([f, g, h])(v)`` is ``f(v).then(g).then(h)``, made as one node
+        instead of one per ``then`` (the reference interpreter, which plans run
+        on, builds a chain at each run).
+
+        >>> inc = lambda x: AgentMonad.pure(x + 1)
+        >>> AgentMonad.chain([inc, inc, inc])(0).run_sync(None)
+        Ok(value=3, state=None)
+        """
+        if not arrows:
+            raise ValueError("chain: at least one arrow is needed")
+        composed = tuple(arrows)
+
+        def chained(value: Any) -> AgentMonad[_S, _E, Any]:
+            return _Chain(composed, value)
+
+        return chained
 
     def apply(
         self: AgentMonad[_S, _E_co, Callable[[_A], _B]],
@@ -600,6 +624,27 @@ class _Bind(AgentMonad[_S, _E, _B], Generic[_S, _E, _A, _B]):
 
 
 @final
+class _Chain(AgentMonad[_S, _E, Any]):
+    """``chain``: ``arrows[0]`` on ``value``, then each next arrow on the value before."""
+
+    __slots__ = ("arrows", "value")
+
+    def __init__(self, arrows: tuple[Callable[[Any], AgentMonad[_S, _E, Any]], ...], value: object) -> None:
+        self.arrows = arrows
+        self.value = value
+
+
+@final
+class _Link:
+    """The frame of a ``chain`` in a run: the arrows still to run, the next one last."""
+
+    __slots__ = ("rest",)
+
+    def __init__(self, rest: list[Callable[[Any], AgentMonad[Any, Any, Any]]]) -> None:
+        self.rest = rest
+
+
+@final
 class _Catch(AgentMonad[_S, _E, _A]):
     __slots__ = ("m", "types", "handler")
 
@@ -771,14 +816,14 @@ class _Leave(AgentMonad[Any, Any, Any]):
 _Node: TypeAlias = (
     "_Pure[Any, Any] | _Fail[Any, Any] | _Get[Any] | _Put[Any] | _Modify[Any]"
     " | _Step[Any, Any, Any, Any] | _FnCall[Any, Any, Any] | _Par[Any, Any, Any] | _Each[Any, Any, Any, Any]"
-    " | _Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any]"
+    " | _Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Chain[Any, Any] | _Catch[Any, Any, Any]"
     " | _OrElse[Any, Any, Any] | _Local[Any, Any, Any]"
     " | _Retry[Any, Any, Any] | _Timeout[Any, Any, Any] | _Budget[Any, Any, Any] | _Loop[Any, Any, Any]"
     " | _Pause | _Leave"
 )
 _Frame: TypeAlias = (
     "_Map[Any, Any, Any, Any] | _Bind[Any, Any, Any, Any] | _Catch[Any, Any, Any] | _OrElse[Any, Any, Any] | _Restore"
-    " | _Attempt | _Round | _Timed | _Budgeted"
+    " | _Link | _Attempt | _Round | _Timed | _Budgeted"
 )
 
 def _as_node(program: AgentMonad[Any, Any, Any]) -> _Node:
@@ -823,8 +868,9 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
 
     A turn is the per-step cost of every interpreted program (a plan's, the
     oracle's), so the loop is written for it: both halves inline in this one
-    function; the most frequent node and frame (``then``'s ``_Bind`` and a
-    step) tested with ``type(x) is`` before the ``match`` that covers the rest
+    function; the most frequent nodes and frames (``then``'s ``_Bind``, a
+    step, a ``chain``'s ``_Link``) tested with ``type(x) is`` before the
+    ``match`` that covers the rest
     (a class pattern that matches costs about 100 ns in CPython 3.11: it
     builds a set and a list); and a step to run held as its ``StepSpec`` in
     ``node`` with its input in ``arg`` (what a ``_Step`` is), so that a
@@ -840,10 +886,6 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
         try:
             outcome: Outcome[Any, Any, Any]
             # -- descend ---------------------------------------------------------
-            if type(node) is _Bind:
-                stack.append(node)
-                node = node.m
-                continue
             if type(node) is _Step:
                 arg = node.value
                 node = node.spec
@@ -858,11 +900,20 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                     outcome = raised(exc, node.site, state, node.errors)
                 else:
                     outcome = result if isinstance(result, Ok) else stop(result, node.site, node.errors, state=state)
+            elif type(node) is _Bind:
+                stack.append(node)
+                node = node.m
+                continue
             else:
                 match node:
                     case _Map() | _Catch() | _OrElse():
                         stack.append(node)
                         node = node.m
+                        continue
+                    case _Chain():
+                        if len(node.arrows) > 1:
+                            stack.append(_Link(list(reversed(node.arrows[1:]))))
+                        node = _continue(node.arrows[0], node.value, state)
                         continue
                     case _Pure():
                         outcome = Ok(node.value, state)
@@ -928,9 +979,14 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
             # state the outcome's node started from, which ``_escape`` needs.
             while stack:
                 frame = stack.pop()
-                if type(frame) is _Bind:
+                if type(frame) is _Link or type(frame) is _Bind:
                     if isinstance(outcome, Ok):
-                        k = frame.k
+                        if type(frame) is _Link:  # a chain's next arrow; the frame stays while more follow
+                            k = frame.rest.pop()
+                            if frame.rest:
+                                stack.append(frame)
+                        else:
+                            k = frame.k
                         if type(k) is StepSpec:  # a lifted step, the usual continuation: run it next
                             node, arg = k, outcome.value
                         else:
@@ -1062,7 +1118,7 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
             case _Attempt():
                 if frame.remembered is not None:
                     forget_failure(frame.remembered)
-            case _Bind() | _Map() | _Catch() | _OrElse() | _Round():
+            case _Bind() | _Link() | _Map() | _Catch() | _OrElse() | _Round():
                 pass  # an exception passes them: only outcomes are theirs to handle
             case _:
                 assert_never(frame)
