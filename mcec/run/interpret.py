@@ -1,7 +1,7 @@
 """The reference interpreter: runs a checked program with the runtime's combinators.
 
 It is the oracle for the code generator: it maps every expression form of
-docs/language.md §5 straight onto ``AgentMonad`` (``>>=`` is ``then``, ``par`` is
+docs/language.md §5 straight onto ``AgentMonad`` (``>>=`` is ``chain``, ``par`` is
 ``AgentMonad.par``, …), with none of the generator's tricks (straight-line
 code, helper functions, chunking). Differential tests run random specs through
 both and demand the same value, error and final state.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from functools import reduce
 from typing import Any, assert_never
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
@@ -115,9 +114,7 @@ class Interpreter:
             case t.TRef():
                 return self._ref(expr)
             case t.TBind():
-                arrows = [self.arrow(part) for part in expr.parts]
-                first, rest = arrows[0], arrows[1:]
-                return lambda v: reduce(lambda m, k: m.then(k), rest, first(v))
+                return AgentMonad.chain([self.arrow(part) for part in expr.parts])
             case t.TPar():
                 branches = [self.arrow(b) for b in expr.branches]
                 par_merge = self.merge_for(expr.merge)

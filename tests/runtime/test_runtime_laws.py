@@ -132,6 +132,18 @@ def test_monad_associativity(m: M, f: Any, g: Any, s: St) -> None:
     same(run(m.then(f).then(g), s), run(m.then(lambda x: f(x).then(g)), s))
 
 
+@SETTINGS
+@given(st.integers(-20, 20), st.lists(arrows, min_size=1, max_size=5), states)
+def test_chain_is_then_after_then(a: int, fs: list[Any], s: St) -> None:
+    """``chain([f, g, …])(a)`` (the interpreter's ``>>=``, one node) is ``f(a).then(g).then(…)``."""
+    program = fs[0](a)
+    for f in fs[1:]:
+        program = program.then(f)
+    chained = AgentMonad.chain(fs)(a)
+    same(run(chained, s), run(program, s))
+    same(run(chained, s), run(chained, s))  # a program is a value: it runs again the same
+
+
 # -- sequential applicative (apply) ------------------------------------------
 
 
