@@ -88,19 +88,32 @@ def build_source_map(
     module: cst.Module, spans: dict[int, Span], formatted: str, hints: dict[int, str] | None = None
 ) -> SourceMap:
     """Pair the recorded statements of ``module`` with their lines in ``formatted``."""
-    tree = ast.parse(formatted)
     ranges: list[MappedRange] = []
-    for node, placed in zip(_cst_statements(module.body), _ast_statements(tree.body), strict=True):
+    map_statements(module.body, ast.parse(formatted).body, 0, spans, hints or {}, ranges)
+    return SourceMap(tuple(ranges))
+
+
+def map_statements(
+    body: Sequence[cst.BaseStatement],
+    placed_body: list[ast.stmt],
+    offset: int,
+    spans: dict[int, Span],
+    hints: dict[int, str],
+    ranges: list[MappedRange],
+) -> None:
+    """Append to ``ranges`` the line ranges of the recorded statements of ``body``, paired with
+    ``placed_body`` (the same statements as parsed from their text, whose first line is line
+    ``offset + 1`` of the module): a module is mapped a top-level statement at a time."""
+    for node, placed in zip(_cst_statements(body), _ast_statements(placed_body), strict=True):
         span = spans.get(id(node))
-        hint = (hints or {}).get(id(node))
+        hint = hints.get(id(node))
         if span is not None:
-            first = placed.lineno
+            first = placed.lineno + offset
             if isinstance(placed, ast.AsyncFunctionDef | ast.FunctionDef):
-                last = placed.body[0].lineno - 1 if placed.body else placed.lineno
+                last = placed.body[0].lineno + offset - 1 if placed.body else first
                 last = max(first, last)
                 # the whole function is also recorded, as the fallback for its body
-                ranges.append(MappedRange(first, placed.end_lineno or first, span))
+                ranges.append(MappedRange(first, (placed.end_lineno or placed.lineno) + offset, span))
             else:
-                last = placed.end_lineno or first
+                last = (placed.end_lineno or placed.lineno) + offset
             ranges.append(MappedRange(first, last, span, hint))
-    return SourceMap(tuple(ranges))
