@@ -1,0 +1,201 @@
+"""Benchmark of how the front end and the code generator scale with the size of a spec (issue 36, items 2-3).
+
+Two shapes, each at 1,000 and 10,000 (``--sizes`` to change):
+
+- ``chain``: one pipeline of N steps in one flat chain, ``a >>= b >>= a >>= …``;
+- ``decls``: N declarations, half ``fn`` s and half ``pipeline`` s that call them.
+
+For each shape and size, in a fresh subprocess (so peak memory is that run's
+alone), the phases of ``mcec check --fast`` (:func:`mcec.compiler.check_source`
+without class knowledge: parse, check) and of ``mcec compile`` (emit, format,
+source map, timed as :func:`benchmarks.workloads.compile_phases` does), best of
+a few runs, and the peak resident memory of the process
+(``resource.getrusage``) over what it held after its imports. Reported: the
+seconds per phase, the peak memory, and the growth exponent of each from the
+smallest size to the largest, ``log(t_big / t_small) / log(big / small)``:
+1.0 is linear, the target of issue 36 is ≤ 1.1, and peak memory under 300 MB
+for 10,000 declarations.
+
+Run ``python benchmarks/scaling_bench.py [--quick] [--sizes 1000,10000]``;
+:func:`main` returns the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEADER = """from bench.impl import S, E1
+import bench.impl as impl
+state S
+error E1
+step a : int -> str ! E1 = impl.a
+fn   b : str -> int = impl.b
+"""
+
+#: The targets of issue 36: growth exponent from 1,000 to 10,000, and peak MB at 10,000 declarations.
+TARGET_EXPONENT = 1.1
+TARGET_PEAK_MB = 300
+
+
+def chain(n: int) -> str:
+    """One pipeline of ``n`` steps (``n`` even) in one flat chain."""
+    parts = ["a" if i % 2 == 0 else "b" for i in range(n - n % 2)]
+    return HEADER + f"pipeline p : int -> int ! E1 = {' >>= '.join(parts)};\n"
+
+
+def decls(n: int) -> str:
+    """``n`` declarations: ``n / 2`` fns and as many pipelines, each calling its fn and the previous one."""
+    out = [HEADER]
+    for i in range(n // 2):
+        out.append(f"fn f{i} : int -> int = impl.f{i}\n")
+        previous = f"f{i - 1}" if i else "b"
+        glue = f"f{i} >>= {previous}" if i else "a >>= b >>= f0"
+        out.append(f"pipeline p{i} : int -> int ! E1 = a >>= b >>= {glue};\n")
+    return "".join(out)
+
+
+SHAPES: dict[str, Callable[[int], str]] = {"chain": chain, "decls": decls}
+
+
+def impl_module(n: int) -> str:
+    """The Python module ``bench.impl`` the specs of size ``n`` name, for the class-knowledge reading of ``--fast``."""
+    out = [
+        "from agentmonad import Ok, Outcome\n\n",
+        "class S: ...\n\n",
+        "class E1(Exception): ...\n\n",
+        "def a(state: S, value: int) -> Outcome[S, E1, str]:\n    return Ok(str(value), state)\n\n",
+        "def b(value: str) -> int:\n    return len(value)\n\n",
+    ]
+    out += [f"def f{i}(value: int) -> int:\n    return value + {i}\n\n" for i in range(n // 2)]
+    return "".join(out)
+
+
+def workspace(n: int) -> Path:
+    """A temporary folder holding ``bench/impl.py`` for size ``n``: the working directory of the measuring child."""
+    folder = Path(tempfile.mkdtemp(prefix="mcec-scaling-"))
+    (folder / "bench").mkdir()
+    (folder / "bench" / "__init__.py").write_text("")
+    (folder / "bench" / "impl.py").write_text(impl_module(n))
+    return folder
+
+#: The measuring child: argv = shape, size, repeat, emit(0/1); prints one JSON line.
+CHILD = """
+import json, resource, sys, time
+from benchmarks.scaling_bench import SHAPES
+from mcec.check import check
+from mcec.compiler import check_source, compile_source
+from mcec.span import SourceFile
+from mcec.syntax import parse
+shape, size, repeat, emit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+if emit:
+    from mcec.codegen import header_lines
+    from mcec.codegen.emitter import Emitter
+    from mcec.codegen.gcpause import without_cycle_collection
+    from mcec.codegen import layout as layout_module
+    lay = getattr(layout_module, "layout_lines", layout_module.layout)
+text = SHAPES[shape](size)
+compile_source(SourceFile("warm.mce", SHAPES[shape](10)))  # imports and the parser built before timing
+def rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+base = rss_mb()
+best = {}
+def keep(name, seconds):
+    best[name] = min(best.get(name, float("inf")), seconds)
+for _ in range(repeat):
+    source = SourceFile("bench.mce", text)
+    t0 = time.process_time()
+    parsed = parse(source)
+    t1 = time.process_time()
+    assert parsed.module is not None and not parsed.diagnostics, parsed.diagnostics[:3]
+    checked = check(parsed.module, source, None)
+    t2 = time.process_time()
+    assert checked.program is not None, checked.diagnostics[:3]
+    del parsed
+    fast = check_source(SourceFile("bench.mce", text))  # what `mcec check --fast` runs, class knowledge and all
+    t3 = time.process_time()
+    assert fast.ok, fast.diagnostics[:3]
+    del fast
+    keep("parse", t1 - t0)
+    keep("check", t2 - t1)
+    keep("check_fast", t3 - t2)
+    if emit:
+        t4 = time.process_time()
+        compiled = compile_source(SourceFile("bench.mce", text))  # what `mcec compile` runs (without mypy)
+        t5 = time.process_time()
+        assert compiled.generated is not None, compiled.diagnostics[:3]
+        del compiled
+        keep("compile", t5 - t4)
+        with without_cycle_collection():  # the first two phases of generate, as it runs them
+            t6 = time.process_time()
+            emitter = Emitter(checked.program)
+            module = emitter.module(header_lines(checked.program))
+            t7 = time.process_time()
+            lay(module)
+            t8 = time.process_time()
+        del emitter, module
+        keep("emit", t7 - t6)
+        keep("format", t8 - t7)
+    del checked
+print(json.dumps({"seconds": best, "base_mb": base, "peak_mb": rss_mb()}))
+"""
+
+
+def measure(shape: str, size: int, *, repeat: int, emit: bool) -> dict[str, object]:
+    """One shape at one size, in a fresh interpreter: best seconds per phase and peak memory."""
+    folder = workspace(size if shape == "decls" else 0)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, shape, str(size), str(repeat), "1" if emit else "0"],
+            capture_output=True, text=True, cwd=folder, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{shape} {size}: {done.stderr[-2000:]}")
+    out = done.stdout
+    figures: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    return figures
+
+
+def exponent(small: float, big: float, ratio: float) -> float:
+    """The growth exponent from ``small`` to ``big`` over a size ``ratio``: 1.0 is linear."""
+    return round(math.log(max(big, 1e-9) / max(small, 1e-9)) / math.log(ratio), 2)
+
+
+def main(quick: bool = False, sizes: list[int] | None = None, emit: bool = True) -> dict[str, object]:
+    """Run the benchmark; returns, per shape, the figures per size and the growth exponents."""
+    sizes = sizes or [1_000, 10_000]
+    figures: dict[str, object] = {}
+    for shape in SHAPES:
+        rows = {size: measure(shape, size, repeat=2 if quick else 3, emit=emit) for size in sizes}
+        small, big = sizes[0], sizes[-1]
+        lo, hi = rows[small]["seconds"], rows[big]["seconds"]
+        assert isinstance(lo, dict) and isinstance(hi, dict)
+        exponents = {phase: exponent(lo[phase], hi[phase], big / small) for phase in hi}
+        grown = [float(rows[s]["peak_mb"]) - float(rows[s]["base_mb"]) for s in (small, big)]  # type: ignore[arg-type]
+        exponents["memory"] = exponent(grown[0], grown[1], big / small)
+        figures[shape] = {"sizes": {str(s): rows[s] for s in sizes}, "exponents": exponents}
+    return figures
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    chosen = next((a.split("=", 1)[1] for a in args if a.startswith("--sizes=")), None)
+    print(json.dumps(
+        main(
+            quick="--quick" in args,
+            sizes=[int(s) for s in chosen.split(",")] if chosen else None,
+            emit="--no-emit" not in args,
+        ),
+        indent=2,
+    ))
