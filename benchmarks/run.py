@@ -384,7 +384,7 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
     if name == "scaling":
         from benchmarks import scaling_bench
 
-        return scaling_bench.main(quick=quick, sizes=[100, 1_000] if smoke else None)
+        return scaling_bench.main(quick=quick, sizes=[20, 200] if smoke else None)
     if name == "codegen":
         from benchmarks import codegen_bench
 
