@@ -10,17 +10,16 @@ Python module the spec names (``bench/impl.py``, so class knowledge is read as
 ``mcec check --fast`` reads it), best of a few rounds, CPU seconds of:
 
 - ``parse`` and ``check``: :func:`mcec.syntax.parse` and :func:`mcec.check.check`
-  called directly (no index, the cycle collector as the caller left it: on);
+  called directly (no index);
 - ``check_fast``: :func:`mcec.compiler.check_source`, what ``mcec check --fast`` runs;
 - ``compile``: :func:`mcec.compiler.compile_source`, what ``mcec compile`` runs
   before mypy (parse, check, emit, format, compile and source map);
 - ``emit`` and ``format``: the first two steps of :func:`mcec.codegen.generate`
   (building the libcst module, laying it out), as it runs them;
 
-and the peak resident memory (``resource.getrusage``): ``peak_mb`` is read right
-after the first compile, the first thing the process runs after its imports (what
-it held then is ``base_mb``), so it is ``mcec compile``'s; ``process_peak_mb`` is
-the whole process's (the phases timed one by one keep more alive). Reported: the seconds per phase,
+and the peak resident memory (``resource.getrusage``) of another fresh process
+running nothing but compile (what it held after its imports: ``base_mb``).
+``parse`` and ``check`` run with the cycle collector paused, as the facade runs them. Reported: the seconds per phase,
 the peak memory, and the growth exponent of each from the smallest size to the
 largest, ``log(t_big / t_small) / log(big / small)`` (memory: of peak minus base):
 1.0 is linear; the targets of issue 36 are ≤ 1.1, and peak memory under 300 MB
@@ -40,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,87 +98,96 @@ def workspace(n: int) -> Path:
     (folder / "bench" / "impl.py").write_text(impl_module(n))
     return folder
 
-#: The measuring child: argv = shape, size, repeat, emit(0/1); prints one JSON line.
+#: The measuring child: argv = shape, size, repeat, mode ("compile": compile_source alone, and its peak
+#: memory; "phases": the phases one by one); prints one JSON line.
 CHILD = """
 import json, resource, sys, time
 from benchmarks.scaling_bench import SHAPES
 from mcec.check import check
+from mcec.codegen import header_lines
+from mcec.codegen import layout as layout_module
+from mcec.codegen.emitter import Emitter
+from mcec.codegen.gcpause import without_cycle_collection
 from mcec.compiler import check_source, compile_source
 from mcec.span import SourceFile
 from mcec.syntax import parse
-shape, size, repeat, emit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
-if emit:
-    from mcec.codegen import header_lines
-    from mcec.codegen.emitter import Emitter
-    from mcec.codegen.gcpause import without_cycle_collection
-    from mcec.codegen import layout as layout_module
-    lay = getattr(layout_module, "layout_lines", layout_module.layout)
+shape, size, repeat, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+lay = getattr(layout_module, "layout_lines", layout_module.layout)
 text = SHAPES[shape](size)
 compile_source(SourceFile("warm.mce", SHAPES[shape](10)), index=False)  # imports, the parser: before timing
 def rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 base = rss_mb()
 best = {}
-compile_peak = float("inf")
 def keep(name, seconds):
     best[name] = min(best.get(name, float("inf")), seconds)
 for _ in range(repeat):
-    if emit:  # first, with nothing else alive: the peak memory is compile's
-        t4 = time.process_time()
+    if mode == "compile":
+        t0 = time.process_time()
         compiled = compile_source(SourceFile("bench.mce", text))  # what `mcec compile` runs (without mypy)
-        t5 = time.process_time()
+        t1 = time.process_time()
         assert compiled.generated is not None, compiled.diagnostics[:3]
         del compiled
-        keep("compile", t5 - t4)
-        compile_peak = min(compile_peak, rss_mb())  # the first round's: nothing else ran yet
+        keep("compile", t1 - t0)
+        continue
     source = SourceFile("bench.mce", text)
-    t0 = time.process_time()
-    parsed = parse(source)
-    t1 = time.process_time()
-    assert parsed.module is not None and not parsed.diagnostics, parsed.diagnostics[:3]
-    checked = check(parsed.module, source, None)
-    t2 = time.process_time()
+    with without_cycle_collection():  # as the facade runs them
+        t0 = time.process_time()
+        parsed = parse(source)
+        t1 = time.process_time()
+        assert parsed.module is not None and not parsed.diagnostics, parsed.diagnostics[:3]
+        checked = check(parsed.module, source, None)
+        t2 = time.process_time()
     assert checked.program is not None, checked.diagnostics[:3]
     del parsed
+    t2a = time.process_time()
     fast = check_source(SourceFile("bench.mce", text))  # what `mcec check --fast` runs, class knowledge and all
     t3 = time.process_time()
     assert fast.ok, fast.diagnostics[:3]
     del fast
     keep("parse", t1 - t0)
     keep("check", t2 - t1)
-    keep("check_fast", t3 - t2)
-    if emit:
-        with without_cycle_collection():  # the first two phases of generate, as it runs them
-            t6 = time.process_time()
+    keep("check_fast", t3 - t2a)
+    if mode == "phases+emit":
+        with without_cycle_collection():  # the first two steps of generate, as it runs them
+            t4 = time.process_time()
             emitter = Emitter(checked.program)
             module = emitter.module(header_lines(checked.program))
-            t7 = time.process_time()
+            t5 = time.process_time()
             lay(module)
-            t8 = time.process_time()
+            t6 = time.process_time()
         del emitter, module
-        keep("emit", t7 - t6)
-        keep("format", t8 - t7)
+        keep("emit", t5 - t4)
+        keep("format", t6 - t5)
     del checked
-peak = compile_peak if emit else rss_mb()
-print(json.dumps({"seconds": best, "base_mb": base, "peak_mb": peak, "process_peak_mb": rss_mb()}))
+print(json.dumps({"seconds": best, "base_mb": base, "peak_mb": rss_mb()}))
 """
 
 
-def measure(shape: str, size: int, *, repeat: int, emit: bool) -> dict[str, object]:
-    """One shape at one size, in a fresh interpreter: best seconds per phase and peak memory."""
+def _child(shape: str, size: int, repeat: int, mode: str, folder: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, shape, str(size), str(repeat), mode],
+        capture_output=True, text=True, cwd=folder, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{shape} {size} {mode}: {done.stderr[-2000:]}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def measure(shape: str, size: int, *, repeat: int, emit: bool) -> dict[str, Any]:
+    """One shape at one size: best seconds per phase (one fresh interpreter), and with ``emit``
+    compile's seconds and peak memory (another, running nothing but compile)."""
     folder = workspace(size if shape == "decls" else 0)
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, shape, str(size), str(repeat), "1" if emit else "0"],
-            capture_output=True, text=True, cwd=folder, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        phases = _child(shape, size, repeat, "phases+emit" if emit else "phases", folder)
+        if not emit:
+            return phases
+        compiled = _child(shape, size, repeat, "compile", folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{shape} {size}: {done.stderr[-2000:]}")
-    out = done.stdout
-    figures: dict[str, object] = json.loads(out.strip().splitlines()[-1])
-    return figures
+    seconds = {**compiled["seconds"], **phases["seconds"]}
+    return {"seconds": seconds, "base_mb": compiled["base_mb"], "peak_mb": compiled["peak_mb"]}
 
 
 def exponent(small: float, big: float, ratio: float) -> float:
@@ -196,8 +205,9 @@ def main(quick: bool = False, sizes: list[int] | None = None, emit: bool = True)
         lo, hi = rows[small]["seconds"], rows[big]["seconds"]
         assert isinstance(lo, dict) and isinstance(hi, dict)
         exponents = {phase: exponent(lo[phase], hi[phase], big / small) for phase in hi}
-        grown = [float(rows[s]["peak_mb"]) - float(rows[s]["base_mb"]) for s in (small, big)]  # type: ignore[arg-type]
-        exponents["memory"] = exponent(grown[0], grown[1], big / small)
+        grown = [float(rows[s]["peak_mb"]) - float(rows[s]["base_mb"]) for s in (small, big)]
+        if grown[0] >= 5:  # below a few MB the growth is noise (pages the allocator kept)
+            exponents["memory"] = exponent(grown[0], grown[1], big / small)
         figures[shape] = {"sizes": {str(s): rows[s] for s in sizes}, "exponents": exponents}
     return figures
 
