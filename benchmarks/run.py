@@ -2,7 +2,7 @@
 
     python -m benchmarks [--quick] [--json PATH] [--only NAMES] [--huge-steps N] [--fresh]
 
-Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``codegen_bench``
+Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``scaling_bench`` (issue 36), ``codegen_bench``
 (issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
 ``react_bench`` (issue 22) and ``plan_bench`` (issue 23), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "codegen", "control", "peers", "check", "llm", "react", "plans")
+BENCHMARKS = ("runtime", "frontend", "checker", "scaling", "codegen", "control", "peers", "check", "llm", "react", "plans")
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 
 
@@ -123,6 +123,25 @@ def rows_checker(r: dict[str, Any]) -> list[Row]:
         rows.append(("checker", f"{shape} {int(largest):,} steps: steps/s", f"{s['sizes'][largest]['steps_per_second']:,}", "", ""))
         worst = max(s["growth_per_10x"])
         rows.append(("checker", f"{shape}: worst growth per 10×", f"{worst:.2f}", "≤ 12", _mark(worst <= 12)))
+    return rows
+
+
+def rows_scaling(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``scaling_bench`` (issue 36): growth exponents, and peak memory of the largest size."""
+    from benchmarks.scaling_bench import TARGET_EXPONENT, TARGET_PEAK_MB
+
+    rows: list[Row] = []
+    for shape, s in r.items():
+        sizes = list(s["sizes"])
+        span = f"{int(sizes[0]):,}→{int(sizes[-1]):,}"
+        for phase, value in s["exponents"].items():
+            rows.append(("scaling #36", f"{shape} {span}: {phase} exponent", f"{value:.2f}", f"≤ {TARGET_EXPONENT}", _mark(value <= TARGET_EXPONENT)))
+        peak = s["sizes"][sizes[-1]]["peak_mb"]
+        target = TARGET_PEAK_MB if shape == "decls" and int(sizes[-1]) == 10_000 else None
+        rows.append((
+            "scaling #36", f"{shape} {int(sizes[-1]):,}: peak MB", f"{peak:.0f}",
+            f"< {target}" if target else "", _mark(peak < target) if target else "",
+        ))
     return rows
 
 
@@ -362,6 +381,10 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         from benchmarks import checker_bench
 
         return checker_bench.main(quick=quick, sizes=[100, 1_000] if smoke else None)
+    if name == "scaling":
+        from benchmarks import scaling_bench
+
+        return scaling_bench.main(quick=quick, sizes=[20, 200] if smoke else None)
     if name == "codegen":
         from benchmarks import codegen_bench
 
@@ -415,6 +438,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "runtime": rows_runtime,
     "frontend": rows_frontend,
     "checker": rows_checker,
+    "scaling": rows_scaling,
     "codegen": rows_codegen,
     "control": rows_control,
     "peers": rows_peers,
@@ -478,7 +502,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         try:
             results[name] = _run_one(name, level, args, results)
-            if name in ("frontend", "checker"):
+            if name in ("frontend", "checker", "scaling"):
                 print(json.dumps(results[name], indent=2))
         except Exception as exc:  # one broken benchmark must not hide the others
             traceback.print_exc(file=sys.stdout)

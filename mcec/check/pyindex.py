@@ -247,6 +247,10 @@ class PythonIndex:
         self.search_paths = [Path(p) for p in search_paths if Path(p).is_dir()]
         self._finder = griffe.ModuleFinder(search_paths=self.search_paths)
         self._modules: dict[str, griffe.Module | Missing] = {}
+        #: Each module's :class:`PyModule`, made once: its names are a tuple of every member, so
+        #: making it per question was quadratic (10,000 references into one module of 5,000
+        #: functions: 2 s of ``check --fast``, issue 36).
+        self._py_modules: dict[str, PyModule] = {}
         self._classes: dict[str, PyClass | None] = {}
         #: The griffe object of each class read (by canonical path): its members and bases.
         self._griffe_classes: dict[str, griffe.Class] = {}
@@ -271,7 +275,14 @@ class PythonIndex:
         found = self._load(name)
         if isinstance(found, Missing):
             return found
-        return PyModule(name, tuple(found.members))
+        return self._py_module(name, found)
+
+    def _py_module(self, path: str, loaded: griffe.Module | griffe.Object) -> PyModule:
+        """The :class:`PyModule` of a module read, made on its first question."""
+        made = self._py_modules.get(path)
+        if made is None:
+            made = self._py_modules[path] = PyModule(path, tuple(loaded.members))
+        return made
 
     def _load(self, name: str) -> griffe.Module | Missing:
         known = self._modules.get(name)
@@ -361,7 +372,7 @@ class PythonIndex:
         if obj is None:
             submodule = self._load(f"{module}.{attr}")
             if not isinstance(submodule, Missing):
-                return PyModule(f"{module}.{attr}", tuple(submodule.members))
+                return self._py_module(f"{module}.{attr}", submodule)
             if "__getattr__" in loaded.members:
                 return PyValue(f"{module}.{attr}")  # a module that makes names on demand
             return Missing(f"module `{module}` has no `{attr}`", _suggest(attr, list(loaded.members)))
@@ -391,7 +402,7 @@ class PythonIndex:
 
     def _describe(self, obj: griffe.Object) -> PyObject:
         if isinstance(obj, griffe.Module):
-            return PyModule(obj.path, tuple(obj.members))
+            return self._py_module(obj.path, obj)
         if isinstance(obj, griffe.Class):
             described = self._class(obj)
             return described if described is not None else PyValue(obj.path)

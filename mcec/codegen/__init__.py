@@ -7,6 +7,8 @@ CLI's business; see ``mcec.cli.output``.
 
 from __future__ import annotations
 
+import __future__
+import ast
 import hashlib
 import os
 from dataclasses import dataclass
@@ -79,15 +81,27 @@ def generate(program: Program) -> Generated:
     """
     from mcec.codegen.emitter import Emitter
     from mcec.codegen.gcpause import without_cycle_collection
-    from mcec.codegen.layout import layout
-    from mcec.codegen.sourcemap import build_source_map
+    from mcec.codegen.layout import layout_lines
+    from mcec.codegen.sourcemap import MappedRange, SourceMap, map_statements
 
     with without_cycle_collection():
         emitter = Emitter(program)
         module = emitter.module(header_lines(program))
-        formatted = layout(module)
-        try:
-            compile(formatted, module_name_for(program.path) + ".py", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
-        return Generated(formatted, build_source_map(module, emitter.spans, formatted, emitter.hints))
+        laid = layout_lines(module)
+        filename = module_name_for(program.path) + ".py"
+        ranges: list[MappedRange] = []
+        # Compiled and mapped a top-level statement at a time: the parse trees of the whole of a
+        # 150,000-line module took 600 MB at once (issue 36); compiled, a statement holds no
+        # other's names, so what one `compile()` of the module rejects, one of its statements does.
+        for (first, text), statement in zip(laid.chunks(), module.body, strict=True):
+            try:
+                tree = ast.parse(text, filename)
+                compile(tree, filename, "exec", flags=_FUTURE_ANNOTATIONS, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
+            map_statements((statement,), tree.body, first, emitter.spans, emitter.hints, ranges)
+        return Generated("\n".join(laid.lines) + "\n", SourceMap(tuple(ranges)))
+
+
+#: The module starts with ``from __future__ import annotations``; each statement is compiled as under it.
+_FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag

@@ -17,7 +17,8 @@ module; the tests check that on every golden module and on random specs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import black
 import libcst as cst
@@ -330,8 +331,33 @@ def _else(clause: cst.Else, depth: int, out: list[str]) -> None:
 
 def layout(module: cst.Module) -> str:
     """The module's text, formatted as black would format it."""
+    return "\n".join(layout_lines(module).lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Laid:
+    """A module laid out: its lines (without line ends), and where each top-level statement starts."""
+
+    lines: list[str]
+    #: Index in ``lines`` of the first line (its leading blank lines included) of each statement of
+    #: the module's body, in order: what lets the caller compile and map the module statement by
+    #: statement instead of parsing it whole (issue 36: 600 MB for 10,000 declarations).
+    starts: list[int]
+
+    def chunks(self) -> Iterator[tuple[int, str]]:
+        """Each top-level statement's text, with the index of its first line."""
+        ends = [*self.starts[1:], len(self.lines)]
+        for first, end in zip(self.starts, ends):
+            yield first, "\n".join(self.lines[first:end]) + "\n"
+
+
+def layout_lines(module: cst.Module) -> Laid:
+    """The module's lines, formatted as black would format it, with where each statement starts."""
     out: list[str] = []
     for line in module.header:
         out.append(line.comment.value if line.comment is not None else "")
-    _statements(module.body, 0, out)
-    return "\n".join(out) + "\n"
+    starts: list[int] = []
+    for statement in module.body:
+        starts.append(len(out))
+        _statements((statement,), 0, out)
+    return Laid(out, starts)
