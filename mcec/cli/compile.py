@@ -117,16 +117,13 @@ def _warn_not_generated(used: list[UsedModule]) -> None:
     """Say on stderr which used specs' modules are missing or stale on disk: the module just
     compiled imports them, so it cannot run (or runs an old pipeline) until they are compiled."""
     for module in used:
-        recorded = recorded_sha256(module.path)
         if not module.path.exists():
             state = "is not generated yet"
-        elif recorded is None:
+        elif recorded_sha256(module.path) is None:
             state = "is a file mcec did not generate"
-        elif recorded != module.sha256:
-            state = "is stale (generated from an older version of it)"
-        else:  # the spec is as it was: its template files may not be (§7), judged as the import does
+        else:  # its spec or template files changed (§7), judged as the module's import judges itself
             stale = stale_module_beside(Path(module.spec))
-            if stale is None or not stale.templates:
+            if stale is None:
                 continue
             state = f"is stale ({stale.reason(quote='`')} after it was generated)"
         print(

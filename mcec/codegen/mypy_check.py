@@ -57,13 +57,12 @@ class GeneratedFile:
 class UsedModule:
     """The generated module of a spec another one uses (docs/language.md §11), as it is now:
     ``module`` its dotted name, ``path`` where it belongs beside its spec, ``code`` its text;
-    ``spec`` that spec's path and ``sha256`` the hash of its text (what the module's header records)."""
+    ``spec`` that spec's path."""
 
     module: str
     path: Path
     code: str
     spec: str = ""
-    sha256: str = ""
 
 
 def used_modules(program: Program) -> list[UsedModule]:
@@ -80,7 +79,7 @@ def used_modules(program: Program) -> list[UsedModule]:
         leaf = used.module.rpartition(".")[2]
         path = Path(used.spec).parent / f"{leaf}.py"
         code = generate(used.program).code
-        found[used.module] = UsedModule(used.module, path, code, used.spec, used.program.source_sha256)
+        found[used.module] = UsedModule(used.module, path, code, used.spec)
         stack.extend(used.program.uses)
     return [found[name] for name in sorted(found)]
 
