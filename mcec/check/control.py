@@ -148,17 +148,7 @@ class ControlChecker:
     def if_else(self, expr: syntax.IfElse, given: Type | None) -> TIf:
         condition = self.outer.infer(expr.condition, given)
         input_type = given if given is not None else condition.sig.input
-        if flows(input_type, condition.sig.input) is Compat.NO:
-            self.sink.add(
-                report.mismatch(
-                    Situation.IF_CONDITION_INPUT,
-                    actual=input_type,
-                    expected=condition.sig.input,
-                    producer=("the `if`", expr.keyword),
-                    consumer=(self.outer.describe(expr.condition), expr.condition.span),
-                    primary=expr.condition.span,
-                )
-            )
+        self._given_the_if_input(Situation.IF_CONDITION_INPUT, input_type, condition, expr.condition, expr)
         if flows(condition.sig.output, BOOL) is Compat.NO:
             self.sink.add(
                 report.mismatch(
@@ -173,23 +163,30 @@ class ControlChecker:
         branches = []
         for written in (expr.then, expr.otherwise):
             branch = self.outer.infer(written, input_type)
-            if flows(input_type, branch.sig.input) is Compat.NO:
-                self.sink.add(
-                    report.mismatch(
-                        Situation.IF_BRANCH,
-                        actual=input_type,
-                        expected=branch.sig.input,
-                        producer=("the `if`", expr.keyword),
-                        consumer=(self.outer.describe(written), written.span),
-                        primary=written.span,
-                    )
-                )
+            self._given_the_if_input(Situation.IF_BRANCH, input_type, branch, written, expr)
             branches.append(branch)
         then, otherwise = branches
         errors = condition.sig.errors | then.sig.errors | otherwise.sig.errors
         stateful = condition.sig.stateful or then.sig.stateful or otherwise.sig.stateful
         sig = Sig(input_type, union([then.sig.output, otherwise.sig.output]), errors, stateful)
         return TIf(condition, then, otherwise, sig, expr.span)
+
+    def _given_the_if_input(
+        self, situation: Situation, input_type: Type, part: TExpr, written: syntax.Expr, expr: syntax.IfElse
+    ) -> None:
+        """MCE010 when a part of an ``if`` (its condition or a branch), which receives the ``if``'s
+        input, cannot take it."""
+        if flows(input_type, part.sig.input) is Compat.NO:
+            self.sink.add(
+                report.mismatch(
+                    situation,
+                    actual=input_type,
+                    expected=part.sig.input,
+                    producer=("the `if`", expr.keyword),
+                    consumer=(self.outer.describe(written), written.span),
+                    primary=written.span,
+                )
+            )
 
     # ------------------------------------------------------------ loop
 
