@@ -107,7 +107,7 @@ from mcec.check import check
 from mcec.codegen import header_lines
 from mcec.codegen import layout as layout_module
 from mcec.codegen.emitter import Emitter
-from mcec.codegen.gcpause import without_cycle_collection
+from mcec.gcpause import without_cycle_collection
 from mcec.compiler import check_source, compile_source
 from mcec.span import SourceFile
 from mcec.syntax import parse

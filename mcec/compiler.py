@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from mcec.check import check
 from mcec.check.pyindex import PythonIndex
-from mcec.codegen.gcpause import without_cycle_collection
+from mcec.gcpause import without_cycle_collection
 from mcec.diagnostics import Diagnostic
 from mcec.syntax import parse
 from mcec.span import SourceFile
@@ -60,7 +60,7 @@ def compile_source(source: SourceFile, *, index: IndexChoice = None) -> CompileR
 
 
 def _phases(source: SourceFile, *, emit: bool, index: IndexChoice) -> CompileResult:
-    # The cycle collector is off for the front end as for generation (mcec.codegen.gcpause,
+    # The cycle collector is off for the front end as for generation (mcec.gcpause,
     # which imports nothing heavy): the syntax tree and the checked program stay alive to the
     # end and hold no cycles, yet every full collection walked them all again, which made
     # `check --fast` of 10,000 declarations a quarter slower and grow faster than the spec

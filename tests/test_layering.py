@@ -3,6 +3,7 @@
 Layers, lowest first (docs/DESIGN.md):
 
 0. ``mcec.span``, ``mcec.diagnostics``, ``mcec.render`` — what every phase reports with;
+   ``mcec.gcpause`` — the cycle collector paused while a phase builds its trees;
 1. ``mcec.syntax`` — text to tree;
 2. ``mcec.check`` — tree to typed program;
 3. ``mcec.codegen`` — typed program to Python;
@@ -27,6 +28,7 @@ LAYERS: dict[str, int] = {
     "mcec.span": 0,
     "mcec.diagnostics": 0,
     "mcec.render": 0,
+    "mcec.gcpause": 0,
     "mcec.syntax": 1,
     "mcec.check": 2,
     "mcec.codegen": 3,

@@ -80,7 +80,7 @@ def generate(program: Program) -> Generated:
     written for users to import.
     """
     from mcec.codegen.emitter import Emitter
-    from mcec.codegen.gcpause import without_cycle_collection
+    from mcec.gcpause import without_cycle_collection
     from mcec.codegen.layout import layout_lines
     from mcec.codegen.sourcemap import MappedRange, SourceMap, map_statements
 

@@ -1,4 +1,4 @@
-"""Python's cycle collector paused while a module is generated."""
+"""Python's cycle collector paused while the compiler builds its trees (parse, check, generate)."""
 
 from __future__ import annotations
 
