@@ -35,7 +35,7 @@ from .._show import safe_str, type_name
 from .config import Misconfigured, Resolved
 from .errors import LLMUnavailable, redact
 from .errors import LLMUnavailableKind as Kind
-from .wire import LLMReply, LLMRequest, ToolCall, json_kind
+from .wire import LLMReply, LLMRequest, ToolCall, is_token_count, json_kind
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -267,7 +267,7 @@ def _usage(value: object) -> tuple[int, int]:
         count = usage.get(key)
         if count is None:
             count = 0
-        if type(count) is not int or count < 0:
+        if not is_token_count(count):
             raise NotACompletion(f"usage.{key} is {json_kind(count)}, not a token count (a whole number ≥ 0)")
         counts.append(count)
     return counts[0], counts[1]

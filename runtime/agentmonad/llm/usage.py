@@ -51,6 +51,7 @@ from typing import Any, TypeVar
 from ..control import noted_state
 from ..outcome import Err, Ok
 from .errors import BudgetExceeded
+from .wire import is_token_count
 
 _O = TypeVar("_O", bound="Ok[Any, Any] | Err[Any, Any]")
 _T = TypeVar("_T")
@@ -163,7 +164,7 @@ def record_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None
     take back tokens other calls spent, and let a budget's body spend more than its limit.
     """
     for label, count in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
-        if type(count) is not int or count < 0:
+        if not is_token_count(count):
             raise ValueError(f"{label} must be a token count (an int ≥ 0), not {count!r}")
     for meter in _METERS.get():
         meter.add(model, prompt_tokens, completion_tokens)

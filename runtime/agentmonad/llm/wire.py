@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._show import safe_str
 
-__all__ = ["ToolSpec", "ToolCall", "LLMRequest", "LLMReply", "Backend", "reply_problem", "json_kind"]
+__all__ = ["ToolSpec", "ToolCall", "LLMRequest", "LLMReply", "Backend", "reply_problem", "json_kind", "is_token_count"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +170,9 @@ def _not_text(value: object) -> bool:
     return value is not None and not isinstance(value, str)
 
 
-def _not_count(value: object) -> bool:
-    return not (isinstance(value, int) and type(value) is int and value >= 0)  # bool is no count
+def is_token_count(value: object) -> bool:
+    """A token count is a whole number ≥ 0 (an ``int``; ``True`` is no count)."""
+    return type(value) is int and value >= 0
 
 
 def reply_problem(reply: object) -> str | None:
@@ -203,7 +204,7 @@ def reply_problem(reply: object) -> str | None:
                 return f"tool_calls[{n}].{name} is {json_kind(value)}, not text"
     for name in ("prompt_tokens", "completion_tokens"):
         value = getattr(reply, name)
-        if _not_count(value):
+        if not is_token_count(value):
             return f"{name} is {json_kind(value)}, not a token count (a whole number ≥ 0)"
     return None
 
