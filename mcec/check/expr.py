@@ -36,6 +36,7 @@ from mcec.check.typed import (
     TExpr,
     TIdentity,
     TLocal,
+    TSubAgent,
     TOrElse,
     TPar,
     TRef,
@@ -81,7 +82,7 @@ def describe(expr: syntax.Expr) -> str:
             return "the `par` group"
         case syntax.Each():
             return "the `each`"
-        case syntax.Local():
+        case syntax.Local() | syntax.SubAgent():
             return "the `local`"
         case syntax.Catch():
             return "the `catch`"
@@ -149,9 +150,9 @@ class ExprChecker:
                 return self._par(expr, given)
             case syntax.Each():
                 return self._each(expr, given)
+            case syntax.SubAgent():
+                return self._sub_agent(expr, expr.adapter)
             case syntax.Local():
-                if expr.adapter is not None:
-                    return self._sub_agent(expr, expr.adapter)
                 body = self.infer(expr.body, given)
                 return TLocal(body, Sig(body.sig.input, body.sig.output, body.sig.errors, False), expr.span)
             case syntax.Catch():
@@ -294,7 +295,7 @@ class ExprChecker:
 
     # ------------------------------------------------------------ sub-agents
 
-    def _sub_agent(self, expr: syntax.Local, adapter: syntax.Name) -> TExpr:
+    def _sub_agent(self, expr: syntax.SubAgent, adapter: syntax.Name) -> TExpr:
         """``local(state=f) p`` (§11): ``f`` a ``fn`` from this spec's state to the state of
         ``p``'s spec, ``p`` a pipeline of another spec; MCE030 for any part that does not fit."""
         fn = self._adapter_fn(adapter)
@@ -343,8 +344,9 @@ class ExprChecker:
                     help=f"declare it `fn {adapter.text} : {state_text(ours)} -> {state_text(theirs)}`",
                 )
             )
-        adapter_ref = TRef(adapter.text, "fn", fn.sig, adapter.span) if fits else None
-        return TLocal(ref, whole, expr.span, adapter_ref)
+        if not fits:
+            return TLocal(ref, whole, expr.span)
+        return TSubAgent(TRef(adapter.text, "fn", fn.sig, adapter.span), ref, whole, expr.span)
 
     def _adapter_fn(self, adapter: syntax.Name) -> TFn | None:
         """The ``fn`` that ``local(state=NAME)`` names, or None after MCE030 (or the name's own report)."""

@@ -232,13 +232,23 @@ class TEach:
 
 @dataclass(frozen=True, slots=True)
 class TLocal:
-    """``local e``; with ``adapter`` (a reference to a ``fn`` from this spec's state to the
-    body's), ``local(state=f) p``: ``p`` runs from the state ``f`` makes (§11)."""
+    """``local e``: ``e`` runs, and the input state is given back."""
 
     body: TExpr
     sig: Sig
     span: Span
-    adapter: TRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TSubAgent:
+    """``local(state=f) p`` (§11): ``adapter`` (a reference to a ``fn`` from this spec's state to
+    the body's) makes the state that ``body`` (a pipeline of another spec) runs from; the input
+    state is given back."""
+
+    adapter: TRef
+    body: TRef
+    sig: Sig
+    span: Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +402,7 @@ TExpr: TypeAlias = (
     | TPar
     | TEach
     | TLocal
+    | TSubAgent
     | TCatch
     | TOrElse
     | TIdentity
@@ -410,6 +421,9 @@ def children(expr: TExpr) -> tuple[TExpr, ...]:
     match expr:
         case TRef() | TIdentity():
             return ()
+        case TSubAgent(body=body):
+            # the adapter is not a child: it runs on the state, not as a part of the value's flow
+            return (body,)
         case TBind(parts=parts):
             return parts
         case TPar(branches=branches):

@@ -590,7 +590,7 @@ class Emitter:
                 body = self._catch_body(expr, state, value, scope, owner)
             case t.TOrElse():
                 body = self._orelse_body(expr, state, value, scope, owner)
-            case t.TLocal():
+            case t.TLocal() | t.TSubAgent():
                 body = self._local_body(expr, state, value, scope, owner)
             case t.TIdentity():
                 body = self._identity_body(expr, state, value, scope, owner)
@@ -717,16 +717,20 @@ class Emitter:
         return [first, c.if_(is_err, [retry]), c.return_(c.name(result))]
 
     def _local_body(
-        self, expr: t.TLocal, state: str, value: str, scope: NameAllocator, owner: str
+        self, expr: t.TLocal | t.TSubAgent, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         body = self.function_of(expr.body, owner)
         result = scope.fresh("result")
         made: list[cst.BaseStatement] = []
-        start = state
-        if expr.adapter is not None:
-            # a sub-agent (§11): its state is the adapter fn's value on this one, called as
-            # any fn is (an exception is a Defect at the fn's site, with this state)
-            start = self._fn_call(made, scope, expr.adapter, state, state, False)
+        match expr:
+            case t.TLocal():
+                start = state
+            case t.TSubAgent():
+                # a sub-agent (§11): its state is the adapter fn's value on this one, called as
+                # any fn is (an exception is a Defect at the fn's site, with this state)
+                start = self._fn_call(made, scope, expr.adapter, state, state, False)
+            case _:
+                assert_never(expr)
         first: cst.BaseStatement = c.assign(result, c.await_(c.call(body, c.name(start), c.name(value))))
         self.record(first, expr.span)
         if self.timed:
@@ -962,7 +966,7 @@ def _label(expr: t.TExpr) -> str:
             return "catch"
         case t.TOrElse():
             return "orelse"
-        case t.TLocal():
+        case t.TLocal() | t.TSubAgent():
             return "local"
         case t.TBind() | t.TIdentity():
             return "steps"

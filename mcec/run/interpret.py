@@ -128,13 +128,13 @@ class Interpreter:
                 return lambda vs: AgentMonad.each(vs, each_body, limit=limit, merge=each_merge, site=each_site)
             case t.TLocal():
                 inner = self.arrow(expr.body)
-                if expr.adapter is None:
-                    return lambda v: inner(v).local()
+                return lambda v: inner(v).local()
+            case t.TSubAgent():
                 # a sub-agent (§11): the fn makes its state from the caller's (a Defect there has
                 # the fn's site and the caller's state), and the `local` gives the caller's back
-                make = self.arrow(expr.adapter)
+                agent, make = self.arrow(expr.body), self.arrow(expr.adapter)
                 start: AgentMonad[Any, Any, Any] = AgentMonad.get()
-                return lambda v: start.then(make).then(AgentMonad.put).then(lambda _: inner(v)).local()
+                return lambda v: start.then(make).then(AgentMonad.put).then(lambda _: agent(v)).local()
             case t.TCatch():
                 body, handler = self.arrow(expr.body), self.arrow(expr.handler)
                 caught = error_classes(frozenset(expr.errors))

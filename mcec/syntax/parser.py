@@ -514,11 +514,11 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
             )
         )
 
-    def local(self, c: list[_Child]) -> s.Local:
-        # LOCAL term, or LOCAL ( STATE = name ) term
+    def local(self, c: list[_Child]) -> s.Local | s.SubAgent:
+        # LOCAL term, or LOCAL ( STATE = name ) term: a sub-agent adapter (§11)
         if len(c) == 2:
-            return s.Local(c[1], None, self.span(c[0]), self.span(c[0], c[1]))
-        return s.Local(c[6], c[4], self.span(c[0]), self.span(c[0], c[6]))
+            return s.Local(c[1], self.span(c[0]), self.span(c[0], c[1]))
+        return s.SubAgent(c[4], c[6], self.span(c[0]), self.span(c[0], c[6]))
 
     # -- v2 control flow
 

@@ -193,11 +193,11 @@ class _Builder:
             case t.TPar() | t.TEach():
                 return self.draw_group(e)
             case t.TLocal():
-                if e.adapter is not None:
-                    # a sub-agent (§11): the box names the fn that makes its state
-                    label = f"local(state={e.adapter.name}): its own state, this one restored"
-                    return self.draw_boxed(label, e.body)[1]
                 return self.draw_boxed("local: state restored", e.body)[1]
+            case t.TSubAgent():
+                # a sub-agent (§11): the box names the fn that makes its state
+                label = f"local(state={e.adapter.name}): its own state, this one restored"
+                return self.draw_boxed(label, e.body)[1]
             case t.TCatch():
                 body = self.draw(e.body)
                 handler = self.draw(e.handler)
