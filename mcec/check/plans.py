@@ -213,8 +213,6 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
         node, depth = stack.pop()
         if depth > MAX_PLAN_DEPTH and deepest is None:
             deepest = node
-        if isinstance(node, (syntax.Loop, syntax.Retry)):
-            repeats = True
         match node:
             case syntax.Ref():
                 names += 1
@@ -238,6 +236,7 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
                         )
                     )
             case syntax.Loop():
+                repeats = True
                 if node.bound > MAX_PLAN_ROUNDS:
                     found.append(
                         report.plan_too_big(
@@ -247,6 +246,7 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
                         )
                     )
             case syntax.Retry():
+                repeats = True
                 if node.attempts > MAX_PLAN_ATTEMPTS:
                     found.append(
                         report.plan_too_big(

@@ -10,6 +10,7 @@ old ones. Only a program without errors is ever turned into a
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, assert_never
 
@@ -76,7 +77,21 @@ TImport: TypeAlias = TFromImport | TModuleImport
 
 # ---------------------------------------------------------------- declarations
 
-DeclKind = Literal["step", "fn", "tool", "llm", "pipeline"]
+class RefKind(enum.Enum):
+    """Which kind of declaration a :class:`TRef` uses. Every question about it is a ``match`` that
+    ends in ``assert_never`` (mypy's strict equality rejects a comparison with a string), so a new
+    kind is a type error wherever a reference is run, drawn or emitted."""
+
+    STEP = "step"
+    FN = "fn"
+    TOOL = "tool"
+    LLM = "llm"
+    PIPELINE = "pipeline"
+
+    @property
+    def word(self) -> str:
+        """The keyword that declares this kind, as messages and drawings name it."""
+        return self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +198,7 @@ class TRef:
     """A use of a declaration by name; ``kind`` says which table holds it."""
 
     name: str
-    kind: DeclKind
+    kind: RefKind
     sig: Sig
     span: Span
 

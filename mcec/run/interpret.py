@@ -189,9 +189,9 @@ class Interpreter:
         if made is None:
             declared = next(toolbox for toolbox in self.program.toolboxes if toolbox.name == name)
             pipelines: dict[str, Callable[..., Any]] = {
-                ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind == "pipeline"
+                ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind is t.RefKind.PIPELINE
             }
-            pipelines.update((ref.name, self._llm(ref.name)) for ref in declared.entries if ref.kind == "llm")
+            pipelines.update((ref.name, self._llm(ref.name)) for ref in declared.entries if ref.kind is t.RefKind.LLM)
             made = Toolbox[Any, Any, Any, Any](
                 name, self.file, self.program.source, "", pipelines, path=self.program.path
             )
@@ -258,33 +258,35 @@ class Interpreter:
 
     def _ref(self, ref: t.TRef) -> Arrow:
         site = self.site(ref.name, ref.span)
-        if ref.kind == "step":
-            step = self.steps[ref.name]
-            impl = self.implementation(step.name, step.impl.path)
-            errors = error_classes(step.sig.errors)
-            return lift_step(impl, name=step.name, errors=errors, site=site, is_async=step.is_async)
-        if ref.kind == "fn":
-            fn = self.fns[ref.name]
-            return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
-        if ref.kind == "pipeline" and ref.name in self.overrides:
-            # a plan's use of a toolbox pipeline (§12): the compiled function, as a step
-            errors = error_classes(ref.sig.errors)
-            return lift_step(self.overrides[ref.name], name=ref.name, errors=errors, site=site, is_async=True)
-        if ref.kind == "pipeline":
-            return self._pipeline(ref.name)
-        if ref.kind == "tool":
-            decl = self.tools[ref.name]
-            if decl.name in self.overrides:
-                impl = self.overrides[decl.name]
-            else:
-                server = self.servers[decl.server]
-                impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
-            errors = error_classes(decl.sig.errors)
-            return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
-        if ref.kind == "llm":
-            errors = error_classes(self.llms[ref.name].sig.errors)
-            return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
-        assert_never(ref.kind)
+        match ref.kind:
+            case t.RefKind.STEP:
+                step = self.steps[ref.name]
+                impl = self.implementation(step.name, step.impl.path)
+                errors = error_classes(step.sig.errors)
+                return lift_step(impl, name=step.name, errors=errors, site=site, is_async=step.is_async)
+            case t.RefKind.FN:
+                fn = self.fns[ref.name]
+                return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
+            case t.RefKind.PIPELINE if ref.name in self.overrides:
+                # a plan's use of a toolbox pipeline (§12): the compiled function, as a step
+                errors = error_classes(ref.sig.errors)
+                return lift_step(self.overrides[ref.name], name=ref.name, errors=errors, site=site, is_async=True)
+            case t.RefKind.PIPELINE:
+                return self._pipeline(ref.name)
+            case t.RefKind.TOOL:
+                decl = self.tools[ref.name]
+                if decl.name in self.overrides:
+                    impl = self.overrides[decl.name]
+                else:
+                    server = self.servers[decl.server]
+                    impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
+                errors = error_classes(decl.sig.errors)
+                return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
+            case t.RefKind.LLM:
+                errors = error_classes(self.llms[ref.name].sig.errors)
+                return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
+            case _:
+                assert_never(ref.kind)
 
 
 def _has_llms(program: t.Program) -> bool:

@@ -73,6 +73,23 @@ NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "llm", "p
 EdgeKind = Literal["flow", "loop", "recover", "fail"]
 
 
+def _ref_shape(kind: t.RefKind) -> NodeKind:
+    """The node a reference is drawn as: one shape per kind of declaration."""
+    match kind:
+        case t.RefKind.STEP:
+            return "step"
+        case t.RefKind.FN:
+            return "fn"
+        case t.RefKind.TOOL:
+            return "tool"
+        case t.RefKind.LLM:
+            return "llm"
+        case t.RefKind.PIPELINE:
+            return "pipeline"
+        case _:
+            assert_never(kind)
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A node: its id (unique in the graph), kind and label lines."""
@@ -178,12 +195,12 @@ class _Builder:
     def draw(self, e: t.TExpr) -> _Frag:
         """Draw ``e``; dispatch by node type."""
         match e:
-            case t.TRef() if e.kind == "pipeline" and e.name in self.uses:
+            case t.TRef() if e.kind is t.RefKind.PIPELINE and e.name in self.uses:
                 used = self.uses[e.name]
-                ref = self.node(e.kind, e.name, f"pipeline {used.pipeline} of {used.spec}", str(e.sig))
+                ref = self.node(_ref_shape(e.kind), e.name, f"pipeline {used.pipeline} of {used.spec}", str(e.sig))
                 return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
             case t.TRef():
-                ref = self.node(e.kind, e.name, str(e.sig))
+                ref = self.node(_ref_shape(e.kind), e.name, str(e.sig))
                 return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
             case t.TBind():
                 parts = [self.draw(p) for p in e.parts]

@@ -258,7 +258,7 @@ def test_a_literal_pattern_cannot_inject_structure() -> None:
     source = program.pipelines[0].span.source
     nowhere = Span(source, 0, 0)
     text = Builtin("str")
-    say = t.TRef("say", "fn", t.Sig(text, text, frozenset(), False), nowhere)
+    say = t.TRef("say", t.RefKind.FN, t.Sig(text, text, frozenset(), False), nowhere)
 
     def graph(literal: str) -> Graph:
         arms = (t.TArm(t.PLiteral(literal), say, text, nowhere), t.TArm(t.PWildcard(), say, text, nowhere))

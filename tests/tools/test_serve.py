@@ -376,7 +376,7 @@ def test_entry_pipelines_see_uses_inside_v2_control_flow() -> None:
     sig = t.Sig(text_type, text_type, frozenset(), False)
 
     def use(name: str) -> t.TRef:
-        return t.TRef(name, "pipeline", sig, nowhere)
+        return t.TRef(name, t.RefKind.PIPELINE, sig, nowhere)
 
     arms = (t.TArm(t.PLiteral("a"), use("in_arm"), text_type, nowhere), t.TArm(t.PWildcard(), use("in_wildcard"), text_type, nowhere))
     body = t.TLoop(
