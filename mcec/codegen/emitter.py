@@ -878,18 +878,18 @@ class Emitter:
 def _spec_names(program: t.Program) -> set[str]:
     """Every name the spec binds at module level (they are all reserved)."""
     names: set[str] = set()
-    for spec_import in program.imports:
-        if isinstance(spec_import, t.TFromImport):
-            names.update(alias or name for name, alias in spec_import.names)
-        else:
-            names.add(spec_import.alias or spec_import.module.split(".")[0])
-    names.update(s.name for s in program.steps)
-    names.update(f.name for f in program.fns)
-    names.update(s.name for s in program.servers)
-    names.update(tool.name for tool in program.tools)
-    names.update(m.name for m in program.models)
-    names.update(llm.name for llm in program.llms)
-    names.update(p.name for p in program.pipelines)
+    for decl in program.decls:
+        match decl:
+            case t.TFromImport():
+                names.update(alias or name for name, alias in decl.names)
+            case t.TModuleImport():
+                names.add(decl.alias or decl.module.split(".")[0])
+            case t.TStep() | t.TFn() | t.TServer() | t.TTool() | t.TModel() | t.TLlm() | t.TPipeline():
+                names.add(decl.name)
+            case t.TUsed() | t.TToolbox():
+                pass  # bound by its import / no Python name: a toolbox is a constant named fresh
+            case _:
+                assert_never(decl)
     names.add("annotations")  # from __future__ import annotations binds it
     return names
 

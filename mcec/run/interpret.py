@@ -43,22 +43,50 @@ class Interpreter:
         self.program = program
         self.file = os.path.basename(program.path)
         self.overrides = dict(overrides or {})
-        self.steps = {s.name: s for s in program.steps}
-        self.fns = {f.name: f for f in program.fns}
-        self.pipelines = {p.name: p for p in program.pipelines}
-        self.tools = {tool.name: tool for tool in program.tools}
-        self.servers = {server.name: server for server in program.servers}
-        self.models = {model.name: _model(model) for model in program.models}
-        self.llms = {llm.name: llm for llm in program.llms}
+        self.steps: dict[str, t.TStep] = {}
+        self.fns: dict[str, t.TFn] = {}
+        self.pipelines: dict[str, t.TPipeline] = {}
+        self.tools: dict[str, t.TTool] = {}
+        self.servers: dict[str, t.TServer] = {}
+        self.models: dict[str, Model] = {}
+        self.llms: dict[str, t.TLlm] = {}
+        #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
+        self.uses: dict[str, t.TUsed] = {}
+        for decl in program.decls:
+            self._declare(decl)
         self._llm_steps: dict[str, Callable[..., Any]] = {}
         self._pipeline_arrows: dict[str, Arrow] = {}
-        #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
-        self.uses = {used.name: used for used in program.uses}
         self._others: dict[str, Interpreter] = {}
         self._toolboxes: dict[str, Toolbox[Any, Any, Any, Any]] = {}
         self.declared: Callable[[Any, Any], Any] | None = None
         if program.merge is not None:
             self.declared = resolve_path(program.merge.path)  # type: ignore[assignment]
+
+    def _declare(self, decl: t.TDecl) -> None:
+        """Index one declaration by name, in the table of its kind."""
+        match decl:
+            case t.TFromImport() | t.TModuleImport():
+                pass  # the implementations are imported by their resolved paths
+            case t.TStep():
+                self.steps[decl.name] = decl
+            case t.TFn():
+                self.fns[decl.name] = decl
+            case t.TPipeline():
+                self.pipelines[decl.name] = decl
+            case t.TTool():
+                self.tools[decl.name] = decl
+            case t.TServer():
+                self.servers[decl.name] = decl
+            case t.TModel():
+                self.models[decl.name] = _model(decl)
+            case t.TLlm():
+                self.llms[decl.name] = decl
+            case t.TUsed():
+                self.uses[decl.name] = decl
+            case t.TToolbox():
+                pass  # made at its first spawn (toolbox())
+            case _:
+                assert_never(decl)
 
     async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         """Run one pipeline from ``state`` on ``value``; Defects propagate.

@@ -263,7 +263,8 @@ def test_a_literal_pattern_cannot_inject_structure() -> None:
     def graph(literal: str) -> Graph:
         arms = (t.TArm(t.PLiteral(literal), say, text, nowhere), t.TArm(t.PWildcard(), say, text, nowhere))
         pipeline = t.TPipeline("p", say.sig, t.TMatch(arms, say.sig, nowhere), nowhere)
-        return build_graph(dataclasses.replace(program, pipelines=(pipeline,)))
+        others = tuple(decl for decl in program.decls if not isinstance(decl, t.TPipeline))
+        return build_graph(dataclasses.replace(program, decls=(*others, pipeline)))
 
     mermaid = to_mermaid(graph(evil))
     assert len(mermaid.splitlines()) == len(to_mermaid(graph("x")).splitlines())  # nothing injected
