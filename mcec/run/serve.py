@@ -356,7 +356,7 @@ async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
     from agentmonad.tools import tool_scope
     from mcp.types import CallToolRequestParams, ListToolsResult, PaginatedRequestParams, Tool
 
-    from mcec import __version__
+    from mcec.version import __version__
 
     by_name = {t.name: t for t in tools}
     listing = ListToolsResult(tools=[_tool_entry(Tool, t) for t in tools])

@@ -382,7 +382,7 @@ def build_plan_graph(program: t.Program, toolbox: t.TToolbox, body: t.TExpr) -> 
     ``plan over toolbox t : A -> B ! E``; its failure node names the errors the
     plan itself may fail with. ``program`` is the toolbox's spec (it says which
     entries are pipelines of other specs); ``body`` is
-    :attr:`~mcec.check.plans.PlanCheck.body`.
+    :attr:`~mcec.plans.check.PlanCheck.body`.
     """
     plan = t.TPipeline("plan", toolbox.sig, body, body.span)
     title = f"plan over toolbox {toolbox.name} : {toolbox.sig}"

@@ -22,7 +22,7 @@ import pytest
 from agentmonad import PlanRejected
 from mcec.diagnostics import CODES
 from mcec.render import DEFAULT_LIMIT
-from mcec.run.plans import AcceptedPlan, CheckedToolbox
+from mcec.plans.engine import AcceptedPlan, CheckedToolbox
 
 from plan_support import compiled_box
 
@@ -124,7 +124,7 @@ def test_a_rejection_shows_at_most_mcec_checks_number_of_diagnostics() -> None:
 
 def test_a_bounded_rejection_shows_errors_before_warnings() -> None:
     from mcec.diagnostics import Diagnostic, Severity
-    from mcec.run.plans import shown
+    from mcec.plans.engine import shown
     from mcec.span import SourceFile
 
     plan = SourceFile("<plan research>", "x" * 200)

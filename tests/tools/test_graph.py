@@ -291,9 +291,9 @@ PLAN = "split >>= each(limit=2) (look_up orelse slow) >>= join >>= shout"
 
 def _plan_graph(text: str) -> Graph:
     from mcec import syntax
-    from mcec.check.plans import check_plan, plan_scopes
+    from mcec.plans.check import check_plan, plan_scopes
     from mcec.check.pyindex import PythonIndex
-    from mcec.run.plans import plan_file
+    from mcec.plans.engine import plan_file
     from mcec.tools.graph import build_plan_graph
 
     source = SourceFile(str(BOX.relative_to(ROOT)), BOX.read_text(encoding="utf-8"))
