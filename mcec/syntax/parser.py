@@ -855,9 +855,15 @@ def _too_deep(root: s.Expr | s.TypeExpr) -> s.Expr | s.TypeExpr | None:
                 children = s.type_children(node)
             case s.Catch():
                 children = (node.body, *node.errors, node.handler)
-            case s.Retry() if node.on is not None:
-                children = (*node.on, node.body)
+            case s.Retry():
+                children = (*(node.on or ()), node.body)
+            case (
+                s.Ref() | s.Bind() | s.Par() | s.Each() | s.Local() | s.SubAgent() | s.OrElse() | s.Match()
+                | s.IfElse() | s.Loop() | s.Timeout() | s.Budget() | s.Spawn()
+            ):
+                children = s.expr_children(node)  # no type written inside: only expressions nest
             case _:
-                children = s.expr_children(node)
+                # a new node kind must say which of its parts nest (types too, as a catch's do)
+                assert_never(node)
         stack.extend((child, depth + 1) for child in reversed(children))
     return None
