@@ -99,7 +99,7 @@ def spec_text() -> str:
 def load() -> tuple[types.ModuleType, Any]:
     """The spec compiled and loaded in memory, and its toolbox ``calc`` read by the plan engine."""
     from mcec.compiler import compile_source
-    from mcec.run.plans import CheckedToolbox
+    from mcec.plans.engine import CheckedToolbox
     from mcec.run.runner import load_module
     from mcec.span import SourceFile
 
@@ -120,8 +120,8 @@ def load() -> tuple[types.ModuleType, Any]:
 def _checkers(checked: Any) -> dict[str, Callable[[str], object]]:
     """Three depths of checking one text, none of them cached."""
     from mcec import syntax
-    from mcec.check.plans import check_plan
-    from mcec.run.plans import AcceptedPlan
+    from mcec.plans.check import check_plan
+    from mcec.plans.engine import AcceptedPlan
     from mcec.span import SourceFile
 
     file = checked.file

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from mcec.version import __version__
 
 __all__ = ["CompileResult", "ParseResult", "SourceFile", "__version__", "check_source", "compile_source", "parse"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
 from mcec.span import Span
 
@@ -20,8 +21,50 @@ class Severity(enum.Enum):
     WARNING = "warning"
 
 
+#: Every diagnostic code mcec emits. A code is this type, not a string, so that mypy rejects a
+#: misspelt or unregistered code where it is written; a test holds it to :data:`CODES` and to the
+#: reference's table (docs/language.md §8, what ``mcec explain`` prints).
+Code: TypeAlias = Literal[
+    "MCE001",
+    "MCE002",
+    "MCE003",
+    "MCE004",
+    "MCE005",
+    "MCE006",
+    "MCE007",
+    "MCE010",
+    "MCE011",
+    "MCE012",
+    "MCE013",
+    "MCE014",
+    "MCE015",
+    "MCE016",
+    "MCE017",
+    "MCE018",
+    "MCE019",
+    "MCE020",
+    "MCE021",
+    "MCE022",
+    "MCE023",
+    "MCE024",
+    "MCE025",
+    "MCE026",
+    "MCE027",
+    "MCE028",
+    "MCE029",
+    "MCE030",
+    "MCE031",
+    "MCE032",
+    "MCE100",
+    "W001",
+    "W002",
+    "W003",
+    "W004",
+]
+
+
 #: Every diagnostic code mcec emits, with a one-line description (docs/language.md §8).
-CODES: dict[str, str] = {
+CODES: dict[Code, str] = {
     "MCE001": "syntax error",
     "MCE002": "unknown name",
     "MCE003": "a name declared twice",
@@ -72,7 +115,7 @@ class Label:
 class Diagnostic:
     """One problem: code, severity, message, where, and how to fix it."""
 
-    code: str
+    code: Code
     severity: Severity
     message: str
     span: Span
@@ -97,7 +140,7 @@ class Diagnostic:
 
 
 def error(
-    code: str,
+    code: Code,
     message: str,
     span: Span,
     labels: tuple[Label, ...] = (),
@@ -109,7 +152,7 @@ def error(
 
 
 def warning(
-    code: str,
+    code: Code,
     message: str,
     span: Span,
     labels: tuple[Label, ...] = (),

@@ -4,14 +4,17 @@ Layers, lowest first (docs/DESIGN.md):
 
 0. ``mcec.span``, ``mcec.diagnostics``, ``mcec.render`` — what every phase reports with;
    ``mcec.gcpause`` — the cycle collector paused while a phase builds its trees;
+   ``mcec.version`` — the compiler's ``__version__``;
 1. ``mcec.syntax`` — text to tree;
 2. ``mcec.check`` — tree to typed program;
 3. ``mcec.codegen`` — typed program to Python;
-4. ``mcec.compiler`` (the phases chained), ``mcec.run`` (running what was built);
+4. ``mcec.compiler`` (the phases chained), ``mcec.run`` (running what was built),
+   ``mcec.plans`` (checked plans: the check of a plan and the engine that runs it);
 5. ``mcec.tools`` — the pure cores of fmt and graph;
 6. ``mcec.cli``, ``mcec.integrations`` — commands, file I/O, pytest and hatch.
 
-``mcec`` itself (the facade) and ``mcec.__main__`` stand above all. Lark is
+``mcec`` itself (the facade) and ``mcec.__main__`` stand above all: no module
+of the compiler imports a name from the facade. Lark is
 imported only by the syntax phase, libcst and black only by code generation,
 and the runtime ``agentmonad`` never imports ``mcec``. Imports inside functions
 count: a lazy import is still a dependency.
@@ -29,11 +32,13 @@ LAYERS: dict[str, int] = {
     "mcec.diagnostics": 0,
     "mcec.render": 0,
     "mcec.gcpause": 0,
+    "mcec.version": 0,
     "mcec.syntax": 1,
     "mcec.check": 2,
     "mcec.codegen": 3,
     "mcec.compiler": 4,
     "mcec.run": 4,
+    "mcec.plans": 4,
     "mcec.tools": 5,
     "mcec.cli": 6,
     "mcec.integrations": 6,
@@ -90,6 +95,27 @@ def test_no_module_imports_from_a_higher_layer() -> None:
             if target is not None and target > own:
                 problems.append(f"{path.relative_to(ROOT)}:{line}: {module} (layer {own}) imports {imported} (layer {target})")
     assert not problems, "\n".join(problems)
+
+
+def test_no_module_imports_from_the_facade() -> None:
+    """``from mcec import NAME`` inside the compiler names a submodule (``from mcec import syntax``),
+    never one of the facade's own names (``__version__`` lives in ``mcec.version``, layer 0)."""
+    problems = []
+    for path in sorted((ROOT / "mcec").rglob("*.py")):
+        module = _module_name(path)
+        if module in ("mcec", "mcec.__main__"):
+            continue
+        for line, imported in _imports(path):
+            if imported.startswith("mcec.") and _layer(imported) is None:
+                problems.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {imported} from the facade")
+    assert not problems, "\n".join(problems)
+
+
+def test_checked_plans_are_one_package() -> None:
+    """The check of a plan and the engine that runs it live in ``mcec.plans``, not split between
+    the checker and ``mcec.run``."""
+    assert (ROOT / "mcec" / "plans" / "check.py").is_file() and (ROOT / "mcec" / "plans" / "engine.py").is_file()
+    assert not (ROOT / "mcec" / "check" / "plans.py").exists() and not (ROOT / "mcec" / "run" / "plans.py").exists()
 
 
 def test_every_module_of_the_compiler_has_a_layer() -> None:

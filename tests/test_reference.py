@@ -12,10 +12,11 @@ import doctest
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import mcec
 from mcec.cli.explain import reference_entries, reference_text
-from mcec.diagnostics import CODES
+from mcec.diagnostics import CODES, Code
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,6 +26,16 @@ def test_every_code_is_in_the_reference_and_every_listed_code_exists() -> None:
     assert text is not None
     listed = set(reference_entries(text))
     assert listed == set(CODES), f"only in the code: {set(CODES) - listed}; only in the reference: {listed - set(CODES)}"
+
+
+def test_the_code_type_is_the_reference_table() -> None:
+    """``Code``, the type every diagnostic's code has (mypy rejects any other string where a code is
+    written), lists exactly the codes of ``CODES`` and of the reference's table (``mcec explain``)."""
+    text = reference_text()
+    assert text is not None
+    typed = get_args(Code)
+    assert len(typed) == len(set(typed)), "a code is listed twice in Code"
+    assert set(typed) == set(CODES) == set(reference_entries(text))
 
 
 def test_mcec_explain_prints_the_reference_entry() -> None:

@@ -23,7 +23,7 @@ from typing import assert_never
 from mcec import syntax
 from mcec.span import Span
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
-from mcec.check.typed import PyRef
+from mcec.check.typed import PyRef, RefKind
 from mcec.check.types import (
     BUILTIN_ERRORS,
     BUILTIN_NAMES,
@@ -67,8 +67,9 @@ class Kind(enum.Enum):
 _BUILTINS: dict[str, Builtin] = {name: Builtin(name) for name in BUILTIN_NAMES}
 _GENERIC_HEADS: dict[str, GenericName] = {head: head for head in GENERIC_ARITY}
 
-#: Kinds a pipeline body may refer to by name.
-CALLABLE_KINDS = (Kind.STEP, Kind.FN, Kind.TOOL, Kind.LLM, Kind.PIPELINE)
+#: Kinds a pipeline body may refer to by name: one per kind of reference (derived, so that a new
+#: kind of reference is callable everywhere a name is looked up).
+CALLABLE_KINDS: tuple[Kind, ...] = tuple(Kind[kind.name] for kind in RefKind)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,6 @@ from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
 from mcec.check.typed import (
     TFn,
-    DeclKind,
     MergeKind,
     Sig,
     TBind,
@@ -36,8 +35,10 @@ from mcec.check.typed import (
     TExpr,
     TIdentity,
     TLocal,
+    TSubAgent,
     TOrElse,
     TPar,
+    RefKind,
     TRef,
     TSpawn,
 )
@@ -61,15 +62,6 @@ from mcec.check.types import (
 #: The signature of something that failed to resolve: fits everywhere, see the module docstring.
 POISONED = Sig(ANY, ANY, frozenset({ANY}), False)
 
-_KIND_WORD: dict[Kind, DeclKind] = {
-    Kind.STEP: "step",
-    Kind.FN: "fn",
-    Kind.TOOL: "tool",
-    Kind.LLM: "llm",
-    Kind.PIPELINE: "pipeline",
-}
-
-
 def describe(expr: syntax.Expr) -> str:
     """How messages name an expression: a reference by its name, a group by its form."""
     match expr:
@@ -81,7 +73,7 @@ def describe(expr: syntax.Expr) -> str:
             return "the `par` group"
         case syntax.Each():
             return "the `each`"
-        case syntax.Local():
+        case syntax.Local() | syntax.SubAgent():
             return "the `local`"
         case syntax.Catch():
             return "the `catch`"
@@ -149,9 +141,9 @@ class ExprChecker:
                 return self._par(expr, given)
             case syntax.Each():
                 return self._each(expr, given)
+            case syntax.SubAgent():
+                return self._sub_agent(expr, expr.adapter)
             case syntax.Local():
-                if expr.adapter is not None:
-                    return self._sub_agent(expr, expr.adapter)
                 body = self.infer(expr.body, given)
                 return TLocal(body, Sig(body.sig.input, body.sig.output, body.sig.errors, False), expr.span)
             case syntax.Catch():
@@ -191,31 +183,41 @@ class ExprChecker:
         if binding is None:
             help = self.declared.env.suggestion(name, CALLABLE_KINDS)
             self.sink.add(report.unknown(f"unknown name `{name}`", expr.span, help))
-            return TRef(name, "fn", POISONED, expr.span)
-        kind = _KIND_WORD.get(binding.kind)
-        if kind is None:
-            self.sink.add(report.not_callable(name, binding.kind.article, expr.span))
-            return TRef(name, "fn", POISONED, expr.span)
-        if kind == "step":
-            sig = self.declared.steps[name].sig
-        elif kind == "fn":
-            sig = self.declared.fns[name].sig
-        elif kind == "tool":
-            sig = self.declared.tools[name].sig
-        elif kind == "llm":
-            sig = self.declared.llms[name].sig
-        else:
-            sig = self.pipeline_sig(name)
-            used = self.declared.uses.get(name)
-            if used is not None and not used.own_state:
-                # outside `local(state=f) …` it would run on this spec's state, which is not its own
-                self.sink.add(
-                    report.used_state_differs(
-                        name, used.spec, state_text(used.state), state_text(self.declared.state), expr.span
-                    )
+            return TRef(name, RefKind.FN, POISONED, expr.span)
+        match binding.kind:
+            case Kind.STEP:
+                return TRef(name, RefKind.STEP, self.declared.steps[name].sig, expr.span)
+            case Kind.FN:
+                return TRef(name, RefKind.FN, self.declared.fns[name].sig, expr.span)
+            case Kind.TOOL:
+                return TRef(name, RefKind.TOOL, self.declared.tools[name].sig, expr.span)
+            case Kind.LLM:
+                return TRef(name, RefKind.LLM, self.declared.llms[name].sig, expr.span)
+            case Kind.PIPELINE:
+                return self._pipeline_ref(expr)
+            case (
+                Kind.FROM_IMPORT | Kind.MODULE | Kind.MODULE_ROOT | Kind.SERVER | Kind.MODEL | Kind.TOOLBOX
+                | Kind.BUILTIN_ERROR
+            ):
+                self.sink.add(report.not_callable(name, binding.kind.article, expr.span))
+                return TRef(name, RefKind.FN, POISONED, expr.span)
+            case _:
+                assert_never(binding.kind)
+
+    def _pipeline_ref(self, expr: syntax.Ref) -> TRef:
+        """A use of a pipeline: this spec's, or another spec's that runs on this spec's state
+        (MCE028 for one whose state differs: outside ``local(state=f) …`` it would run on this one)."""
+        name = expr.name
+        sig = self.pipeline_sig(name)
+        used = self.declared.uses.get(name)
+        if used is not None and not used.own_state:
+            self.sink.add(
+                report.used_state_differs(
+                    name, used.spec, state_text(used.state), state_text(self.declared.state), expr.span
                 )
-                return TRef(name, kind, POISONED, expr.span)
-        return TRef(name, kind, sig, expr.span)
+            )
+            return TRef(name, RefKind.PIPELINE, POISONED, expr.span)
+        return TRef(name, RefKind.PIPELINE, sig, expr.span)
 
     # ------------------------------------------------------------ plans
 
@@ -294,7 +296,7 @@ class ExprChecker:
 
     # ------------------------------------------------------------ sub-agents
 
-    def _sub_agent(self, expr: syntax.Local, adapter: syntax.Name) -> TExpr:
+    def _sub_agent(self, expr: syntax.SubAgent, adapter: syntax.Name) -> TExpr:
         """``local(state=f) p`` (§11): ``f`` a ``fn`` from this spec's state to the state of
         ``p``'s spec, ``p`` a pipeline of another spec; MCE030 for any part that does not fit."""
         fn = self._adapter_fn(adapter)
@@ -314,10 +316,10 @@ class ExprChecker:
                         "to run an expression of this spec and keep this state, write `local e`",
                     )
                 )
-            return TLocal(TRef(adapter.text, "fn", POISONED, body.span), POISONED, expr.span)
+            return TLocal(TRef(adapter.text, RefKind.FN, POISONED, body.span), POISONED, expr.span)
         self.declared.env.lookup(body.name)  # counts as a use of the import
         sig = self.pipeline_sig(body.name)
-        ref = TRef(body.name, "pipeline", sig, body.span)
+        ref = TRef(body.name, RefKind.PIPELINE, sig, body.span)
         whole = Sig(sig.input, sig.output, sig.errors, False)
         if fn is None:
             return TLocal(ref, whole, expr.span)
@@ -343,8 +345,9 @@ class ExprChecker:
                     help=f"declare it `fn {adapter.text} : {state_text(ours)} -> {state_text(theirs)}`",
                 )
             )
-        adapter_ref = TRef(adapter.text, "fn", fn.sig, adapter.span) if fits else None
-        return TLocal(ref, whole, expr.span, adapter_ref)
+        if not fits:
+            return TLocal(ref, whole, expr.span)
+        return TSubAgent(TRef(adapter.text, RefKind.FN, fn.sig, adapter.span), ref, whole, expr.span)
 
     def _adapter_fn(self, adapter: syntax.Name) -> TFn | None:
         """The ``fn`` that ``local(state=NAME)`` names, or None after MCE030 (or the name's own report)."""

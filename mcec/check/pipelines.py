@@ -35,6 +35,7 @@ from mcec.check.typed import (
     TIdentity,
     TIf,
     TLocal,
+    TSubAgent,
     TLoop,
     TMatch,
     TOrElse,
@@ -367,7 +368,7 @@ def find_origin(expr: TExpr, error_type: Type) -> tuple[report.Origin, str, Span
                 if error_type not in expr.body.sig.errors:
                     return report.Origin.EACH, "", expr.span
                 expr = expr.body
-            case TLocal():
+            case TLocal() | TSubAgent():
                 expr = expr.body
             case TCatch():
                 expr = expr.handler if error_type in expr.handler.sig.errors else expr.body

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from mcec.diagnostics import Diagnostic, Label, error, warning
+from mcec.diagnostics import Code, Diagnostic, Label, error, warning
 from mcec.span import Span
 from mcec.check.types import Type, Union
 
@@ -23,7 +23,7 @@ class _Wording:
     """Templates for one situation; ``{a}`` is the actual type, ``{e}`` the expected
     type, ``{p}`` the producer's description, ``{c}`` the consumer's."""
 
-    code: str
+    code: Code
     message: str
     producer_label: str
     consumer_label: str
@@ -190,7 +190,7 @@ def _quoted(names: list[str] | tuple[str, ...]) -> str:
 # ---------------------------------------------------------------- names
 
 
-def unknown(message: str, span: Span, help: str | None, *, code: str = "MCE002") -> Diagnostic:
+def unknown(message: str, span: Span, help: str | None, *, code: Code = "MCE002") -> Diagnostic:
     """MCE002 (a name) or MCE017 (a type) that did not resolve; prose from resolution."""
     return error(code, message, span, (), help)
 

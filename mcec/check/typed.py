@@ -10,7 +10,8 @@ old ones. Only a program without errors is ever turned into a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, assert_never
 
 from mcec.span import Span
@@ -76,7 +77,21 @@ TImport: TypeAlias = TFromImport | TModuleImport
 
 # ---------------------------------------------------------------- declarations
 
-DeclKind = Literal["step", "fn", "tool", "llm", "pipeline"]
+class RefKind(enum.Enum):
+    """Which kind of declaration a :class:`TRef` uses. Every question about it is a ``match`` that
+    ends in ``assert_never`` (mypy's strict equality rejects a comparison with a string), so a new
+    kind is a type error wherever a reference is run, drawn or emitted."""
+
+    STEP = "step"
+    FN = "fn"
+    TOOL = "tool"
+    LLM = "llm"
+    PIPELINE = "pipeline"
+
+    @property
+    def word(self) -> str:
+        """The keyword that declares this kind, as messages and drawings name it."""
+        return self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +198,7 @@ class TRef:
     """A use of a declaration by name; ``kind`` says which table holds it."""
 
     name: str
-    kind: DeclKind
+    kind: RefKind
     sig: Sig
     span: Span
 
@@ -232,13 +247,23 @@ class TEach:
 
 @dataclass(frozen=True, slots=True)
 class TLocal:
-    """``local e``; with ``adapter`` (a reference to a ``fn`` from this spec's state to the
-    body's), ``local(state=f) p``: ``p`` runs from the state ``f`` makes (§11)."""
+    """``local e``: ``e`` runs, and the input state is given back."""
 
     body: TExpr
     sig: Sig
     span: Span
-    adapter: TRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TSubAgent:
+    """``local(state=f) p`` (§11): ``adapter`` (a reference to a ``fn`` from this spec's state to
+    the body's) makes the state that ``body`` (a pipeline of another spec) runs from; the input
+    state is given back."""
+
+    adapter: TRef
+    body: TRef
+    sig: Sig
+    span: Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +417,7 @@ TExpr: TypeAlias = (
     | TPar
     | TEach
     | TLocal
+    | TSubAgent
     | TCatch
     | TOrElse
     | TIdentity
@@ -410,6 +436,9 @@ def children(expr: TExpr) -> tuple[TExpr, ...]:
     match expr:
         case TRef() | TIdentity():
             return ()
+        case TSubAgent(body=body):
+            # the adapter is not a child: it runs on the state, not as a part of the value's flow
+            return (body,)
         case TBind(parts=parts):
             return parts
         case TPar(branches=branches):
@@ -466,31 +495,83 @@ class TToolbox:
     span: Span
 
 
+#: A checked declaration. :class:`Program` holds one tuple of them; each phase that reads a
+#: program dispatches over this union (a ``match`` that ends in ``assert_never``), so a new kind
+#: of declaration is a type error wherever one must be handled.
+TDecl: TypeAlias = (
+    TFromImport | TModuleImport | TStep | TFn | TServer | TTool | TModel | TLlm | TUsed | TToolbox | TPipeline
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Program:
     """A checked `.mce` file, ready for code generation or interpretation.
 
     ``state`` is None when the file declares no state (S is then ``None``);
-    ``merge`` is the custom merge of ``state T merge m.f``. Declarations keep
-    source order; ``pipelines`` are ordered so that a pipeline comes after every
-    pipeline it uses (the checker rejects cycles).
+    ``merge`` is the custom merge of ``state T merge m.f``. ``decls`` holds every
+    other declaration: each kind in source order, and the pipelines last, ordered
+    so that a pipeline comes after every pipeline it uses (the checker rejects
+    cycles). ``source`` is the spec's text (a module with a toolbox holds it:
+    plans are checked against it at run time).
+
+    The per-kind tuples (``steps``, ``pipelines``, …) are views of ``decls``,
+    made once by :meth:`__post_init__`.
     """
 
     path: str
     source_sha256: str
-    imports: tuple[TImport, ...]
     state: Type | None
     merge: PyRef | None
-    steps: tuple[TStep, ...]
-    fns: tuple[TFn, ...]
-    servers: tuple[TServer, ...]
-    tools: tuple[TTool, ...]
-    pipelines: tuple[TPipeline, ...]
-    models: tuple[TModel, ...] = ()
-    llms: tuple[TLlm, ...] = ()
-    #: The pipelines of other specs this one uses, in source order.
-    uses: tuple[TUsed, ...] = ()
-    #: The toolboxes plans are checked against (§12), in source order.
-    toolboxes: tuple[TToolbox, ...] = ()
-    #: The spec's text (a module with a toolbox holds it: plans are checked against it at run time).
+    decls: tuple[TDecl, ...]
     source: str = ""
+    imports: tuple[TImport, ...] = field(init=False)
+    steps: tuple[TStep, ...] = field(init=False)
+    fns: tuple[TFn, ...] = field(init=False)
+    servers: tuple[TServer, ...] = field(init=False)
+    tools: tuple[TTool, ...] = field(init=False)
+    models: tuple[TModel, ...] = field(init=False)
+    llms: tuple[TLlm, ...] = field(init=False)
+    #: The pipelines of other specs this one uses, in source order.
+    uses: tuple[TUsed, ...] = field(init=False)
+    #: The toolboxes plans are checked against (§12), in source order.
+    toolboxes: tuple[TToolbox, ...] = field(init=False)
+    pipelines: tuple[TPipeline, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        views: dict[str, list[TDecl]] = {name: [] for name in _VIEWS}
+        for decl in self.decls:
+            views[_view(decl)].append(decl)
+        for name, found in views.items():
+            # a frozen dataclass sets its own derived fields through object.__setattr__
+            object.__setattr__(self, name, tuple(found))
+
+
+#: The per-kind views of a :class:`Program`, by field name.
+_VIEWS = ("imports", "steps", "fns", "servers", "tools", "models", "llms", "uses", "toolboxes", "pipelines")
+
+
+def _view(decl: TDecl) -> str:
+    """Which per-kind view of a :class:`Program` holds ``decl``."""
+    match decl:
+        case TFromImport() | TModuleImport():
+            return "imports"
+        case TStep():
+            return "steps"
+        case TFn():
+            return "fns"
+        case TServer():
+            return "servers"
+        case TTool():
+            return "tools"
+        case TModel():
+            return "models"
+        case TLlm():
+            return "llms"
+        case TUsed():
+            return "uses"
+        case TToolbox():
+            return "toolboxes"
+        case TPipeline():
+            return "pipelines"
+        case _:
+            assert_never(decl)

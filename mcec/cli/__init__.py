@@ -50,7 +50,7 @@ def _commands() -> list[Callable[[Subparsers[argparse.ArgumentParser]], None]]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with every sub-command of :data:`COMMAND_MODULES`."""
-    from mcec import __version__
+    from mcec.version import __version__
 
     parser = argparse.ArgumentParser(prog="mcec", description="The Monadic Context Engineering compiler.")
     parser.add_argument("--version", action="version", version=f"mcec {__version__}")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcec import __version__
+from mcec.version import __version__
 from mcec.cli.output import remove_stale_temporaries, replace_atomically
 
 STATE_DIR = Path(".mcec")

@@ -11,7 +11,7 @@ from typing import TextIO
 
 from mcec import syntax
 from mcec.check.env import suggest
-from mcec.check.plans import check_plan, plan_scopes
+from mcec.plans.check import check_plan, plan_scopes
 from mcec.check.pyindex import PythonIndex
 from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Reporter, Subparsers, color_wanted, load_source
 from mcec.compiler import check_source
@@ -161,7 +161,7 @@ def _run_plan_graph(args: argparse.Namespace, out: TextIO) -> int:
         reporter.add([problem] if problem is not None else [], source)
         reporter.flush()
         return EXIT_USAGE if problem is None or problem.code == "MCE005" else EXIT_ERRORS
-    # the spec is read as `mcec check` and the run-time plan engine read it (mcec.run.plans.engine)
+    # the spec is read as `mcec check` and the run-time plan engine read it (mcec.plans.engine.engine)
     parsed = syntax.parse(source)
     if parsed.module is None or any(d.is_error for d in parsed.diagnostics):
         reporter.add(parsed.diagnostics, source)
@@ -183,7 +183,7 @@ def _run_plan_graph(args: argparse.Namespace, out: TextIO) -> int:
         missing = [_no_such_toolbox(source, name, sorted(scopes))]
         sys.stderr.write(render_text(missing, {}, color=reporter.color) + render_summary(missing, color=reporter.color))
         return EXIT_ERRORS
-    from mcec.run.plans import plan_file  # the runtime's engine (imports agentmonad): only here
+    from mcec.plans.engine import plan_file  # the runtime's engine (imports agentmonad): only here
 
     plan_source = SourceFile(plan_file(scope.name), text)
     checked = check_plan(scope, plan_source)

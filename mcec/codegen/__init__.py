@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mcec import __version__
+from mcec.version import __version__
 from mcec.check.typed import Program
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ with the runtime's side, in docs/DESIGN.md and tests/runtime/control_shapes.py.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any, TypeAlias, assert_never, get_args
 
 import libcst as cst
 
@@ -41,8 +41,9 @@ RUNTIME = "agentmonad"
 #: ``loop``, the last part of a chain) their statements are written inline there
 #: instead of in a helper of their own: one call and one check fewer per run. A
 #: ``match`` is written inline in the middle of a chain too (``match_inline``).
-Control = t.TMatch | t.TIf | t.TLoop | t.TRetry | t.TTimeout
-CONTROL_NODES = (t.TMatch, t.TIf, t.TLoop, t.TRetry, t.TTimeout)
+Control: TypeAlias = t.TMatch | t.TIf | t.TLoop | t.TRetry | t.TTimeout
+#: The classes of :data:`Control`, for ``isinstance`` (derived: one list to keep).
+CONTROL_NODES: tuple[type[Control], ...] = get_args(Control)
 
 
 class ControlEmitter:
@@ -246,7 +247,7 @@ class ControlEmitter:
     ) -> list[cst.BaseStatement]:
         """``result = `` one run of ``body``: a step's call inline (its exception turned into an
         ``Err`` or a Defect, its ``Err`` given its site), anything else through its helper."""
-        if isinstance(body, t.TRef) and body.kind in ("step", "tool"):
+        if isinstance(body, t.TRef) and _inline_attempt(body.kind):
             return self.e.step_attempt(body, state, value, result, scope)
         callee = self.e.function_of(body, owner)
         statement = c.assign(result, c.await_(c.call(callee, c.name(state), c.name(value))))
@@ -443,3 +444,15 @@ class _ReturnThrough(cst.CSTTransformer):
         if result is not original_node and isinstance(result, cst.CSTNode) and id(original_node) in self.e.spans:
             self.e.record(result, self.e.spans[id(original_node)], self.e.hints.get(id(original_node)))
         return result
+
+
+def _inline_attempt(kind: t.RefKind) -> bool:
+    """Is one attempt of a reference of this kind written inline (a step's or tool's call), rather
+    than a call of its function (an llm step, a fn, a pipeline)?"""
+    match kind:
+        case t.RefKind.STEP | t.RefKind.TOOL:
+            return True
+        case t.RefKind.LLM | t.RefKind.FN | t.RefKind.PIPELINE:
+            return False
+        case _:
+            assert_never(kind)

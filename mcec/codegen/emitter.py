@@ -319,7 +319,7 @@ class Emitter:
 
     def function_of(self, expr: t.TExpr, owner: str) -> cst.BaseExpression:
         """An async callable ``(state, value) -> Outcome`` computing ``expr``."""
-        if isinstance(expr, t.TRef) and expr.kind == "pipeline":
+        if isinstance(expr, t.TRef) and expr.kind is t.RefKind.PIPELINE:
             return c.name(expr.name)
         helper = self.names.fresh(f"_{owner.lstrip('_')}_{_label(expr)}")
         # Helpers are named after the groups they sit in (`_main_par_catch`), up to
@@ -395,7 +395,7 @@ class Emitter:
         span = parts[0].span.cover(parts[-1].span)
         helper = self.names.fresh(f"_{owner.lstrip('_')}_steps")
         self.chain_function(helper, sig, parts, span, None)
-        return t.TRef(helper, "pipeline", sig, span)
+        return t.TRef(helper, t.RefKind.PIPELINE, sig, span)
 
     def _chain_part(
         self,
@@ -412,10 +412,16 @@ class Emitter:
             if last:
                 body.append(c.return_(c.call(self.runtime("Ok"), c.name(value), c.name(state))))
             return value
-        if isinstance(part, t.TRef) and part.kind == "fn":
-            return self._fn_call(body, scope, part, state, value, last)
-        if isinstance(part, t.TRef) and part.kind in ("step", "tool", "llm"):
-            return self._step_call(body, scope, part, state, value, last)
+        if isinstance(part, t.TRef):
+            match part.kind:
+                case t.RefKind.FN:
+                    return self._fn_call(body, scope, part, state, value, last)
+                case t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM:
+                    return self._step_call(body, scope, part, state, value, last)
+                case t.RefKind.PIPELINE:
+                    pass  # called through its function, as any other part below
+                case _:
+                    assert_never(part.kind)
         if last and isinstance(part, CONTROL_NODES):
             body.extend(self.control.body(part, state, value, scope, owner))
             return value
@@ -461,11 +467,10 @@ class Emitter:
         # the state the step received, for the Defect when it returned a non-Outcome
         stop = stop.with_changes(args=[*stop.args, c.keyword_arg("state", c.name(state))])
         failed = c.return_(stop)
-        kind = part.kind if part.kind in ("tool", "llm") else "step"
         self.record(
             failed,
             part.span,
-            f"{kind} `{part.name}` may fail with {render_errors(part.sig.errors)}; "
+            f"{part.kind.word} `{part.name}` may fail with {render_errors(part.sig.errors)}; "
             "each of these must be among the errors the enclosing pipeline declares after `!`",
         )
         body.append(c.if_(c.not_(self.is_ok(result)), [failed]))
@@ -503,7 +508,7 @@ class Emitter:
         self.record(
             stopped,
             part.span,
-            f"{part.kind} `{part.name}` may fail with {render_errors(part.sig.errors)}; "
+            f"{part.kind.word} `{part.name}` may fail with {render_errors(part.sig.errors)}; "
             "each of these must be among the errors the enclosing pipeline declares after `!`",
         )
         return [guarded, c.if_(c.not_(self.is_ok(result)), [stopped])]
@@ -571,7 +576,15 @@ class Emitter:
         return output
 
     def _is_async(self, part: t.TRef) -> bool:
-        return part.kind in ("tool", "llm") or part.name in self.async_steps
+        match part.kind:
+            case t.RefKind.TOOL | t.RefKind.LLM:
+                return True
+            case t.RefKind.STEP:
+                return part.name in self.async_steps
+            case t.RefKind.FN | t.RefKind.PIPELINE:
+                return False
+            case _:
+                assert_never(part.kind)
 
     # ------------------------------------------------------------ groups
 
@@ -590,7 +603,7 @@ class Emitter:
                 body = self._catch_body(expr, state, value, scope, owner)
             case t.TOrElse():
                 body = self._orelse_body(expr, state, value, scope, owner)
-            case t.TLocal():
+            case t.TLocal() | t.TSubAgent():
                 body = self._local_body(expr, state, value, scope, owner)
             case t.TIdentity():
                 body = self._identity_body(expr, state, value, scope, owner)
@@ -717,16 +730,20 @@ class Emitter:
         return [first, c.if_(is_err, [retry]), c.return_(c.name(result))]
 
     def _local_body(
-        self, expr: t.TLocal, state: str, value: str, scope: NameAllocator, owner: str
+        self, expr: t.TLocal | t.TSubAgent, state: str, value: str, scope: NameAllocator, owner: str
     ) -> list[cst.BaseStatement]:
         body = self.function_of(expr.body, owner)
         result = scope.fresh("result")
         made: list[cst.BaseStatement] = []
-        start = state
-        if expr.adapter is not None:
-            # a sub-agent (§11): its state is the adapter fn's value on this one, called as
-            # any fn is (an exception is a Defect at the fn's site, with this state)
-            start = self._fn_call(made, scope, expr.adapter, state, state, False)
+        match expr:
+            case t.TLocal():
+                start = state
+            case t.TSubAgent():
+                # a sub-agent (§11): its state is the adapter fn's value on this one, called as
+                # any fn is (an exception is a Defect at the fn's site, with this state)
+                start = self._fn_call(made, scope, expr.adapter, state, state, False)
+            case _:
+                assert_never(expr)
         first: cst.BaseStatement = c.assign(result, c.await_(c.call(body, c.name(start), c.name(value))))
         self.record(first, expr.span)
         if self.timed:
@@ -774,7 +791,7 @@ class Emitter:
                 [
                     cst.DictElement(c.string(ref.name), c.name(ref.name))
                     for ref in toolbox.entries
-                    if ref.kind in ("pipeline", "llm")
+                    if _planned(ref.kind)
                 ]
             )
             made = c.call(
@@ -861,18 +878,18 @@ class Emitter:
 def _spec_names(program: t.Program) -> set[str]:
     """Every name the spec binds at module level (they are all reserved)."""
     names: set[str] = set()
-    for spec_import in program.imports:
-        if isinstance(spec_import, t.TFromImport):
-            names.update(alias or name for name, alias in spec_import.names)
-        else:
-            names.add(spec_import.alias or spec_import.module.split(".")[0])
-    names.update(s.name for s in program.steps)
-    names.update(f.name for f in program.fns)
-    names.update(s.name for s in program.servers)
-    names.update(tool.name for tool in program.tools)
-    names.update(m.name for m in program.models)
-    names.update(llm.name for llm in program.llms)
-    names.update(p.name for p in program.pipelines)
+    for decl in program.decls:
+        match decl:
+            case t.TFromImport():
+                names.update(alias or name for name, alias in decl.names)
+            case t.TModuleImport():
+                names.add(decl.alias or decl.module.split(".")[0])
+            case t.TStep() | t.TFn() | t.TServer() | t.TTool() | t.TModel() | t.TLlm() | t.TPipeline():
+                names.add(decl.name)
+            case t.TUsed() | t.TToolbox():
+                pass  # bound by its import / no Python name: a toolbox is a constant named fresh
+            case _:
+                assert_never(decl)
     names.add("annotations")  # from __future__ import annotations binds it
     return names
 
@@ -887,8 +904,7 @@ def _tool_users(program: t.Program) -> set[str]:
     for pipeline in program.pipelines:
         refs = t.references(pipeline.body)
         if any(
-            r.kind == "tool" or (r.kind == "pipeline" and r.name in users) or (r.kind == "step" and r.name in async_steps)
-            for r in refs
+            _reaches(r, users, async_steps, needs=t.RefKind.TOOL) for r in refs
         ):
             users.add(pipeline.name)
     return users
@@ -899,7 +915,7 @@ def _llm_users(program: t.Program) -> set[str]:
     bodies run inside ``llm_scope()`` (``program.pipelines`` lists callees before callers)."""
     users: set[str] = set()
     for pipeline in program.pipelines:
-        if any(r.kind == "llm" or (r.kind == "pipeline" and r.name in users) for r in t.references(pipeline.body)):
+        if any(_reaches(r, users, set(), needs=t.RefKind.LLM) for r in t.references(pipeline.body)):
             users.add(pipeline.name)
     return users
 
@@ -912,15 +928,42 @@ def _timed_pipelines(program: t.Program) -> set[str]:
     for pipeline in program.pipelines:
         for node in _descendants(pipeline.body):
             if isinstance(node, (t.TTimeout, t.TBudget)):
-                pending.extend(r.name for r in t.references(node.body) if r.kind == "pipeline")
+                pending.extend(r.name for r in t.references(node.body) if r.kind is t.RefKind.PIPELINE)
     timed: set[str] = set()
     while pending:
         name = pending.pop()
         if name in timed or name not in bodies:
             continue
         timed.add(name)
-        pending.extend(r.name for r in t.references(bodies[name]) if r.kind == "pipeline")
+        pending.extend(r.name for r in t.references(bodies[name]) if r.kind is t.RefKind.PIPELINE)
     return timed
+
+
+def _planned(kind: t.RefKind) -> bool:
+    """Does a plan over a toolbox run an entry of this kind as a compiled callable (a pipeline, an
+    ``llm`` step) rather than through the interpreter (a step, fn or tool, §12)?"""
+    match kind:
+        case t.RefKind.PIPELINE | t.RefKind.LLM:
+            return True
+        case t.RefKind.STEP | t.RefKind.FN | t.RefKind.TOOL:
+            return False
+        case _:
+            assert_never(kind)
+
+
+def _reaches(ref: t.TRef, users: set[str], async_steps: set[str], *, needs: t.RefKind) -> bool:
+    """Does a run of ``ref`` reach a reference of kind ``needs`` (a tool, an llm step): it is one, it
+    is a pipeline among ``users`` (those that reach one), or an async step when the scope it opens
+    serves steps too (``async_steps``)?"""
+    match ref.kind:
+        case t.RefKind.PIPELINE:
+            return ref.name in users
+        case t.RefKind.STEP:
+            return ref.kind is needs or ref.name in async_steps
+        case t.RefKind.TOOL | t.RefKind.LLM | t.RefKind.FN:
+            return ref.kind is needs
+        case _:
+            assert_never(ref.kind)
 
 
 def _descendants(expr: t.TExpr) -> list[t.TExpr]:
@@ -962,7 +1005,7 @@ def _label(expr: t.TExpr) -> str:
             return "catch"
         case t.TOrElse():
             return "orelse"
-        case t.TLocal():
+        case t.TLocal() | t.TSubAgent():
             return "local"
         case t.TBind() | t.TIdentity():
             return "steps"

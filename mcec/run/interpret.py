@@ -43,22 +43,50 @@ class Interpreter:
         self.program = program
         self.file = os.path.basename(program.path)
         self.overrides = dict(overrides or {})
-        self.steps = {s.name: s for s in program.steps}
-        self.fns = {f.name: f for f in program.fns}
-        self.pipelines = {p.name: p for p in program.pipelines}
-        self.tools = {tool.name: tool for tool in program.tools}
-        self.servers = {server.name: server for server in program.servers}
-        self.models = {model.name: _model(model) for model in program.models}
-        self.llms = {llm.name: llm for llm in program.llms}
+        self.steps: dict[str, t.TStep] = {}
+        self.fns: dict[str, t.TFn] = {}
+        self.pipelines: dict[str, t.TPipeline] = {}
+        self.tools: dict[str, t.TTool] = {}
+        self.servers: dict[str, t.TServer] = {}
+        self.models: dict[str, Model] = {}
+        self.llms: dict[str, t.TLlm] = {}
+        #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
+        self.uses: dict[str, t.TUsed] = {}
+        for decl in program.decls:
+            self._declare(decl)
         self._llm_steps: dict[str, Callable[..., Any]] = {}
         self._pipeline_arrows: dict[str, Arrow] = {}
-        #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
-        self.uses = {used.name: used for used in program.uses}
         self._others: dict[str, Interpreter] = {}
         self._toolboxes: dict[str, Toolbox[Any, Any, Any, Any]] = {}
         self.declared: Callable[[Any, Any], Any] | None = None
         if program.merge is not None:
             self.declared = resolve_path(program.merge.path)  # type: ignore[assignment]
+
+    def _declare(self, decl: t.TDecl) -> None:
+        """Index one declaration by name, in the table of its kind."""
+        match decl:
+            case t.TFromImport() | t.TModuleImport():
+                pass  # the implementations are imported by their resolved paths
+            case t.TStep():
+                self.steps[decl.name] = decl
+            case t.TFn():
+                self.fns[decl.name] = decl
+            case t.TPipeline():
+                self.pipelines[decl.name] = decl
+            case t.TTool():
+                self.tools[decl.name] = decl
+            case t.TServer():
+                self.servers[decl.name] = decl
+            case t.TModel():
+                self.models[decl.name] = _model(decl)
+            case t.TLlm():
+                self.llms[decl.name] = decl
+            case t.TUsed():
+                self.uses[decl.name] = decl
+            case t.TToolbox():
+                pass  # made at its first spawn (toolbox())
+            case _:
+                assert_never(decl)
 
     async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         """Run one pipeline from ``state`` on ``value``; Defects propagate.
@@ -128,13 +156,13 @@ class Interpreter:
                 return lambda vs: AgentMonad.each(vs, each_body, limit=limit, merge=each_merge, site=each_site)
             case t.TLocal():
                 inner = self.arrow(expr.body)
-                if expr.adapter is None:
-                    return lambda v: inner(v).local()
+                return lambda v: inner(v).local()
+            case t.TSubAgent():
                 # a sub-agent (§11): the fn makes its state from the caller's (a Defect there has
                 # the fn's site and the caller's state), and the `local` gives the caller's back
-                make = self.arrow(expr.adapter)
+                agent, make = self.arrow(expr.body), self.arrow(expr.adapter)
                 start: AgentMonad[Any, Any, Any] = AgentMonad.get()
-                return lambda v: start.then(make).then(AgentMonad.put).then(lambda _: inner(v)).local()
+                return lambda v: start.then(make).then(AgentMonad.put).then(lambda _: agent(v)).local()
             case t.TCatch():
                 body, handler = self.arrow(expr.body), self.arrow(expr.handler)
                 caught = error_classes(frozenset(expr.errors))
@@ -189,9 +217,9 @@ class Interpreter:
         if made is None:
             declared = next(toolbox for toolbox in self.program.toolboxes if toolbox.name == name)
             pipelines: dict[str, Callable[..., Any]] = {
-                ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind == "pipeline"
+                ref.name: self._pipeline_runner(ref.name) for ref in declared.entries if ref.kind is t.RefKind.PIPELINE
             }
-            pipelines.update((ref.name, self._llm(ref.name)) for ref in declared.entries if ref.kind == "llm")
+            pipelines.update((ref.name, self._llm(ref.name)) for ref in declared.entries if ref.kind is t.RefKind.LLM)
             made = Toolbox[Any, Any, Any, Any](
                 name, self.file, self.program.source, "", pipelines, path=self.program.path
             )
@@ -258,33 +286,35 @@ class Interpreter:
 
     def _ref(self, ref: t.TRef) -> Arrow:
         site = self.site(ref.name, ref.span)
-        if ref.kind == "step":
-            step = self.steps[ref.name]
-            impl = self.implementation(step.name, step.impl.path)
-            errors = error_classes(step.sig.errors)
-            return lift_step(impl, name=step.name, errors=errors, site=site, is_async=step.is_async)
-        if ref.kind == "fn":
-            fn = self.fns[ref.name]
-            return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
-        if ref.kind == "pipeline" and ref.name in self.overrides:
-            # a plan's use of a toolbox pipeline (§12): the compiled function, as a step
-            errors = error_classes(ref.sig.errors)
-            return lift_step(self.overrides[ref.name], name=ref.name, errors=errors, site=site, is_async=True)
-        if ref.kind == "pipeline":
-            return self._pipeline(ref.name)
-        if ref.kind == "tool":
-            decl = self.tools[ref.name]
-            if decl.name in self.overrides:
-                impl = self.overrides[decl.name]
-            else:
-                server = self.servers[decl.server]
-                impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
-            errors = error_classes(decl.sig.errors)
-            return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
-        if ref.kind == "llm":
-            errors = error_classes(self.llms[ref.name].sig.errors)
-            return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
-        assert_never(ref.kind)
+        match ref.kind:
+            case t.RefKind.STEP:
+                step = self.steps[ref.name]
+                impl = self.implementation(step.name, step.impl.path)
+                errors = error_classes(step.sig.errors)
+                return lift_step(impl, name=step.name, errors=errors, site=site, is_async=step.is_async)
+            case t.RefKind.FN:
+                fn = self.fns[ref.name]
+                return lift_fn(self.implementation(fn.name, fn.impl.path), name=fn.name, site=site)
+            case t.RefKind.PIPELINE if ref.name in self.overrides:
+                # a plan's use of a toolbox pipeline (§12): the compiled function, as a step
+                errors = error_classes(ref.sig.errors)
+                return lift_step(self.overrides[ref.name], name=ref.name, errors=errors, site=site, is_async=True)
+            case t.RefKind.PIPELINE:
+                return self._pipeline(ref.name)
+            case t.RefKind.TOOL:
+                decl = self.tools[ref.name]
+                if decl.name in self.overrides:
+                    impl = self.overrides[decl.name]
+                else:
+                    server = self.servers[decl.server]
+                    impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
+                errors = error_classes(decl.sig.errors)
+                return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
+            case t.RefKind.LLM:
+                errors = error_classes(self.llms[ref.name].sig.errors)
+                return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
+            case _:
+                assert_never(ref.kind)
 
 
 def _has_llms(program: t.Program) -> bool:

@@ -16,7 +16,7 @@ import sys
 import traceback
 import types as pytypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
@@ -25,7 +25,7 @@ from agentmonad import Defect, Err, Ok, Outcome
 from agentmonad.llm import LLMConfig, llm_config, parse_model_option, usage
 
 from mcec.codegen import Generated, module_name_for
-from mcec.diagnostics import Diagnostic, error
+from mcec.diagnostics import Code, Diagnostic, error
 from mcec.run.pyobjects import ResolveError, python_type
 from mcec.span import Span
 from mcec.check.typed import Program, TUsed
@@ -48,7 +48,7 @@ class LoadError(RunError):
 #: The code of a spec whose Python side does not load: a module or attribute it
 #: names does not exist, or importing a module it names raised. (The reference's
 #: MCE002, "unknown name", is the closest registered code; see docs/language.md §8.)
-LOAD_FAILED_CODE = "MCE007"
+LOAD_FAILED_CODE: Final[Code] = "MCE007"
 
 
 @dataclass(frozen=True, slots=True)

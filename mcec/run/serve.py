@@ -45,7 +45,7 @@ from agentmonad import Defect, Err, Ok, Outcome, to_tool_result
 
 from mcec.run.pyobjects import ResolveError, python_type
 from mcec.span import SourceFile
-from mcec.check.typed import Program, TPipeline, TRef
+from mcec.check.typed import Program, RefKind, TPipeline, TRef
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
@@ -185,7 +185,7 @@ def _pipeline_refs(pipeline: TPipeline) -> set[str]:
     while stack:  # iterative: bodies may nest deeply
         node = stack.pop()
         if isinstance(node, TRef):
-            if node.kind == "pipeline":
+            if node.kind is RefKind.PIPELINE:
                 used.add(node.name)
         elif isinstance(node, tuple | list):
             stack.extend(node)
@@ -356,7 +356,7 @@ async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
     from agentmonad.tools import tool_scope
     from mcp.types import CallToolRequestParams, ListToolsResult, PaginatedRequestParams, Tool
 
-    from mcec import __version__
+    from mcec.version import __version__
 
     by_name = {t.name: t for t in tools}
     listing = ListToolsResult(tools=[_tool_entry(Tool, t) for t in tools])

@@ -514,11 +514,11 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
             )
         )
 
-    def local(self, c: list[_Child]) -> s.Local:
-        # LOCAL term, or LOCAL ( STATE = name ) term
+    def local(self, c: list[_Child]) -> s.Local | s.SubAgent:
+        # LOCAL term, or LOCAL ( STATE = name ) term: a sub-agent adapter (§11)
         if len(c) == 2:
-            return s.Local(c[1], None, self.span(c[0]), self.span(c[0], c[1]))
-        return s.Local(c[6], c[4], self.span(c[0]), self.span(c[0], c[6]))
+            return s.Local(c[1], self.span(c[0]), self.span(c[0], c[1]))
+        return s.SubAgent(c[4], c[6], self.span(c[0]), self.span(c[0], c[6]))
 
     # -- v2 control flow
 
@@ -855,9 +855,15 @@ def _too_deep(root: s.Expr | s.TypeExpr) -> s.Expr | s.TypeExpr | None:
                 children = s.type_children(node)
             case s.Catch():
                 children = (node.body, *node.errors, node.handler)
-            case s.Retry() if node.on is not None:
-                children = (*node.on, node.body)
+            case s.Retry():
+                children = (*(node.on or ()), node.body)
+            case (
+                s.Ref() | s.Bind() | s.Par() | s.Each() | s.Local() | s.SubAgent() | s.OrElse() | s.Match()
+                | s.IfElse() | s.Loop() | s.Timeout() | s.Budget() | s.Spawn()
+            ):
+                children = s.expr_children(node)  # no type written inside: only expressions nest
             case _:
-                children = s.expr_children(node)
+                # a new node kind must say which of its parts nest (types too, as a catch's do)
+                assert_never(node)
         stack.extend((child, depth + 1) for child in reversed(children))
     return None

@@ -61,6 +61,7 @@ __all__ = [
     "Retry",
     "Spawn",
     "ServerDecl",
+    "SubAgent",
     "StateDecl",
     "Template",
     "Statement",
@@ -239,13 +240,25 @@ class Each(KeywordNode):
 
 @dataclass(frozen=True, slots=True)
 class Local(KeywordNode):
-    """``local e``: run ``e`` and give back the input state; ``local(state=f) p`` when
-    ``adapter`` is set: run ``p`` from the state ``f`` makes (a sub-agent adapter, §11)."""
+    """``local e``: run ``e`` and give back the input state."""
 
     KEYWORD: ClassVar[str] = "local"
 
     body: Expr
-    adapter: Name | None
+    keyword: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgent(KeywordNode):
+    """``local(state=f) p``: run ``p`` from the state ``f`` makes, and give back the input state
+    (a sub-agent adapter, §11). Its own node, not an option of :class:`Local`, so that every phase
+    must say what it does with one."""
+
+    KEYWORD: ClassVar[str] = "local"
+
+    adapter: Name
+    body: Expr
     keyword: Span
     span: Span
 
@@ -387,7 +400,21 @@ class Spawn(KeywordNode):
 
 
 Expr: TypeAlias = (
-    Ref | Bind | Par | Each | Local | Catch | OrElse | Match | IfElse | Loop | Retry | Timeout | Budget | Spawn
+    Ref
+    | Bind
+    | Par
+    | Each
+    | Local
+    | SubAgent
+    | Catch
+    | OrElse
+    | Match
+    | IfElse
+    | Loop
+    | Retry
+    | Timeout
+    | Budget
+    | Spawn
 )
 
 
@@ -400,7 +427,7 @@ def expr_children(expr: Expr) -> tuple[Expr, ...]:
             return parts
         case Par(branches=branches):
             return branches
-        case Each(body=body) | Local(body=body):
+        case Each(body=body) | Local(body=body) | SubAgent(body=body):
             return (body,)
         case Catch(body=body, handler=handler):
             return (body, handler)

@@ -342,7 +342,7 @@ class _Formatter:
                 text = " >>= ".join(self.flat_term(p) for p in e.parts)
             case s.Par():
                 text = "par <" + ", ".join(self.flat(b) for b in e.branches) + ">"
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
+            case s.Each() | s.Local() | s.SubAgent() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
                 text = self.prefix(e) + self.flat_term(e.body)
             case s.Catch():
                 text = f"{self.flat_catch_body(e.body)} {self.catch_clause(e)}{self.flat_term(e.handler)}"
@@ -395,7 +395,9 @@ class _Formatter:
             case s.Each():
                 return "each " if e.limit is None else f"each(limit={e.limit}) "
             case s.Local():
-                return "local " if e.adapter is None else f"local(state={e.adapter.text}) "
+                return "local "
+            case s.SubAgent():
+                return f"local(state={e.adapter.text}) "
             case s.Loop():
                 return f"loop({e.bound}) "
             case s.Retry():
@@ -449,7 +451,7 @@ class _Formatter:
                 result = any(self.must_break(b) for b in e.branches) or any(
                     self.has_comment(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)
                 )
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
+            case s.Each() | s.Local() | s.SubAgent() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
                 result = self.must_break(e.body)
             case s.Match():
                 bounds = [e.keyword.end, *(x for a in e.arms for x in (a.start, a.end)), e.end]
@@ -545,7 +547,7 @@ class _Formatter:
                     lines.extend(branch_lines)
                 lines.append(_Line(indent, ">", e.end - 1, e.end, kind="close"))
                 return lines
-            case s.Each() | s.Local() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
+            case s.Each() | s.Local() | s.SubAgent() | s.Loop() | s.Retry() | s.Timeout() | s.Budget() | s.Spawn():
                 prefix = self.prefix(e)
                 lines = self.layout_term(e.body, indent, column + len(prefix), tail)
                 lines[0].text = prefix + lines[0].text
@@ -908,7 +910,7 @@ class _Formatter:
 
 
 #: The combinators written as a keyword (with its arguments) before the one term that is their body.
-_Prefixed: TypeAlias = s.Each | s.Local | s.Loop | s.Retry | s.Timeout | s.Budget | s.Spawn
+_Prefixed: TypeAlias = s.Each | s.Local | s.SubAgent | s.Loop | s.Retry | s.Timeout | s.Budget | s.Spawn
 
 
 def _needs_term_parens(e: s.Expr) -> bool:
@@ -919,7 +921,7 @@ def _needs_term_parens(e: s.Expr) -> bool:
         case s.Bind() | s.Catch() | s.OrElse():
             return True
         case (
-            s.Ref() | s.Par() | s.Each() | s.Local() | s.Match() | s.IfElse() | s.Loop() | s.Retry() | s.Timeout()
+            s.Ref() | s.Par() | s.Each() | s.Local() | s.SubAgent() | s.Match() | s.IfElse() | s.Loop() | s.Retry() | s.Timeout()
             | s.Budget() | s.Spawn()
         ):
             return False

@@ -73,6 +73,23 @@ NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "llm", "p
 EdgeKind = Literal["flow", "loop", "recover", "fail"]
 
 
+def _ref_shape(kind: t.RefKind) -> NodeKind:
+    """The node a reference is drawn as: one shape per kind of declaration."""
+    match kind:
+        case t.RefKind.STEP:
+            return "step"
+        case t.RefKind.FN:
+            return "fn"
+        case t.RefKind.TOOL:
+            return "tool"
+        case t.RefKind.LLM:
+            return "llm"
+        case t.RefKind.PIPELINE:
+            return "pipeline"
+        case _:
+            assert_never(kind)
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A node: its id (unique in the graph), kind and label lines."""
@@ -178,12 +195,12 @@ class _Builder:
     def draw(self, e: t.TExpr) -> _Frag:
         """Draw ``e``; dispatch by node type."""
         match e:
-            case t.TRef() if e.kind == "pipeline" and e.name in self.uses:
+            case t.TRef() if e.kind is t.RefKind.PIPELINE and e.name in self.uses:
                 used = self.uses[e.name]
-                ref = self.node(e.kind, e.name, f"pipeline {used.pipeline} of {used.spec}", str(e.sig))
+                ref = self.node(_ref_shape(e.kind), e.name, f"pipeline {used.pipeline} of {used.spec}", str(e.sig))
                 return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
             case t.TRef():
-                ref = self.node(e.kind, e.name, str(e.sig))
+                ref = self.node(_ref_shape(e.kind), e.name, str(e.sig))
                 return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
             case t.TBind():
                 parts = [self.draw(p) for p in e.parts]
@@ -193,11 +210,11 @@ class _Builder:
             case t.TPar() | t.TEach():
                 return self.draw_group(e)
             case t.TLocal():
-                if e.adapter is not None:
-                    # a sub-agent (§11): the box names the fn that makes its state
-                    label = f"local(state={e.adapter.name}): its own state, this one restored"
-                    return self.draw_boxed(label, e.body)[1]
                 return self.draw_boxed("local: state restored", e.body)[1]
+            case t.TSubAgent():
+                # a sub-agent (§11): the box names the fn that makes its state
+                label = f"local(state={e.adapter.name}): its own state, this one restored"
+                return self.draw_boxed(label, e.body)[1]
             case t.TCatch():
                 body = self.draw(e.body)
                 handler = self.draw(e.handler)
@@ -365,7 +382,7 @@ def build_plan_graph(program: t.Program, toolbox: t.TToolbox, body: t.TExpr) -> 
     ``plan over toolbox t : A -> B ! E``; its failure node names the errors the
     plan itself may fail with. ``program`` is the toolbox's spec (it says which
     entries are pipelines of other specs); ``body`` is
-    :attr:`~mcec.check.plans.PlanCheck.body`.
+    :attr:`~mcec.plans.check.PlanCheck.body`.
     """
     plan = t.TPipeline("plan", toolbox.sig, body, body.span)
     title = f"plan over toolbox {toolbox.name} : {toolbox.sig}"

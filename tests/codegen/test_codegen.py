@@ -367,14 +367,9 @@ def test_mypy_sees_the_errors_of_each_par_branch(tmp_path: Path) -> None:
     program = Program(
         path="undeclared.mce",
         source_sha256="0" * 64,
-        imports=tuple(declared.imports),
         state=declared.state,
         merge=None,
-        steps=tuple(declared.steps.values()),
-        fns=tuple(declared.fns.values()),
-        servers=(),
-        tools=(),
-        pipelines=(forced,),
+        decls=(*declared.imports, *declared.steps.values(), *declared.fns.values(), forced),
     )
     module = tmp_path / "undeclared_mce.py"
     module.write_text(generate_program(program).code, encoding="utf-8")

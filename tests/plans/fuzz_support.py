@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from agentmonad.plans import PlanRejected
 from mcec.check.env import CALLABLE_KINDS
-from mcec.check.plans import check_plan
+from mcec.plans.check import check_plan
 from mcec.check.typed import references
 from mcec.compiler import compile_source
 from mcec.diagnostics import CODES
-from mcec.run.plans import AcceptedPlan, CheckedToolbox
+from mcec.plans.engine import AcceptedPlan, CheckedToolbox
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
 

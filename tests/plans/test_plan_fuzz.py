@@ -34,8 +34,8 @@ from hypothesis import strategies as st
 
 from agentmonad import Defect, Err, MergeConflict, Ok
 from agentmonad.plans import PlanRejected
-from mcec.check.plans import MAX_PLAN_CHARS, MAX_PLAN_DEPTH, MAX_PLAN_NAMES
-from mcec.run.plans import AcceptedPlan
+from mcec.plans.check import MAX_PLAN_CHARS, MAX_PLAN_DEPTH, MAX_PLAN_NAMES
+from mcec.plans.engine import AcceptedPlan
 from planbox import impl
 from plan_support import compiled_box
 from spec_gen import mutate

@@ -22,7 +22,7 @@ import pytest
 from agentmonad import PlanRejected
 from mcec.diagnostics import CODES
 from mcec.render import DEFAULT_LIMIT
-from mcec.run.plans import AcceptedPlan, CheckedToolbox
+from mcec.plans.engine import AcceptedPlan, CheckedToolbox
 
 from plan_support import compiled_box
 
@@ -124,7 +124,7 @@ def test_a_rejection_shows_at_most_mcec_checks_number_of_diagnostics() -> None:
 
 def test_a_bounded_rejection_shows_errors_before_warnings() -> None:
     from mcec.diagnostics import Diagnostic, Severity
-    from mcec.run.plans import shown
+    from mcec.plans.engine import shown
     from mcec.span import SourceFile
 
     plan = SourceFile("<plan research>", "x" * 200)
@@ -134,3 +134,13 @@ def test_a_bounded_rejection_shows_errors_before_warnings() -> None:
     assert more == 103 - DEFAULT_LIMIT and len(kept) == DEFAULT_LIMIT
     assert [d.code for d in kept].count("MCE010") == 3
     assert list(kept) == sorted(kept, key=Diagnostic.sort_key)
+
+
+def test_a_retry_over_its_bound_still_may_not_name_a_python_path() -> None:
+    """The confinement walk matched a too-big ``retry`` first and stopped there, so the Python path
+    in its ``on=`` went unreported (each node kind now has one case that says all of it)."""
+    verdict = research().check("retry(1000, on=impl.Bad) shout")
+    assert isinstance(verdict, PlanRejected)
+    found = {(d["code"], d["message"].split(":")[0]) for d in verdict.errors}
+    assert ("MCE032", "`retry(1000)` in a plan") in found, verdict.text
+    assert ("MCE031", "a plan cannot name a Python path") in found, verdict.text

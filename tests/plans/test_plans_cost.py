@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from mcec.run.plans import AcceptedPlan, CheckedToolbox
+from mcec.plans.engine import AcceptedPlan, CheckedToolbox
 
 from calls import per_step, python_calls
 from planbox.impl import Notes

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from agentmonad import Defect, Err, Ok, PlanRejected
 from mcec.run.interpret import interpret
-from mcec.run.plans import AcceptedPlan, CheckedToolbox
+from mcec.plans.engine import AcceptedPlan, CheckedToolbox
 
 from edgebox import impl
 from plan_support import compiled_edge
@@ -170,7 +170,7 @@ def test_a_spawn_gives_only_its_toolboxs_type(plan: str, value: int) -> None:
 
 def test_the_guard_takes_what_flows_into_the_toolboxs_output() -> None:
     from mcec.check.types import Builtin, Generic, Lit, union
-    from mcec.run.plans import _instance_test
+    from mcec.plans.engine import _instance_test
 
     is_float = _instance_test(Builtin("float"))
     assert is_float is not None and is_float(1.5) and is_float(3) and is_float(True) and not is_float("3")

@@ -4,9 +4,9 @@ tests/plans/edgebox/spin.mce's toolbox has two entries, ``same : int -> int | st
 and ``tick : int -> int``, which give their input back: ``loop(N) same`` runs it N times and fails with
 ``LoopExhausted``, which a ``retry(N, on=LoopExhausted)`` around it retries. The
 bounds of nested loops and retries multiply (MCE032 past
-:data:`~mcec.check.plans.MAX_PLAN_WORK` step runs), and the worst plan still
+:data:`~mcec.plans.check.MAX_PLAN_WORK` step runs), and the worst plan still
 accepted is stopped by a ``timeout`` around its spawn: sync steps never suspend,
-so the plan runner pauses every so often (``mcec.run.plans.PACE``).
+so the plan runner pauses every so often (``mcec.plans.engine.PACE``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Iterator
 import pytest
 
 from agentmonad import Err, LoopExhausted, PlanRejected, Timeout
-from mcec.check.plans import MAX_PLAN_WORK
+from mcec.plans.check import MAX_PLAN_WORK
 from mcec.run.interpret import interpret
-from mcec.run.plans import AcceptedPlan, CheckedToolbox
+from mcec.plans.engine import AcceptedPlan, CheckedToolbox
 
 from edgebox import impl
 from plan_support import compiled_edge
@@ -80,7 +80,7 @@ def test_a_plan_over_the_work_bound_is_mce032(plan: str, work: int) -> None:
     ],
 )
 def test_plan_work_counts_step_runs(plan: str, work: int) -> None:
-    from mcec.check.plans import check_plan, plan_work
+    from mcec.plans.check import check_plan, plan_work
     from mcec.span import SourceFile
 
     from plan_support import compiled_box

@@ -258,12 +258,13 @@ def test_a_literal_pattern_cannot_inject_structure() -> None:
     source = program.pipelines[0].span.source
     nowhere = Span(source, 0, 0)
     text = Builtin("str")
-    say = t.TRef("say", "fn", t.Sig(text, text, frozenset(), False), nowhere)
+    say = t.TRef("say", t.RefKind.FN, t.Sig(text, text, frozenset(), False), nowhere)
 
     def graph(literal: str) -> Graph:
         arms = (t.TArm(t.PLiteral(literal), say, text, nowhere), t.TArm(t.PWildcard(), say, text, nowhere))
         pipeline = t.TPipeline("p", say.sig, t.TMatch(arms, say.sig, nowhere), nowhere)
-        return build_graph(dataclasses.replace(program, pipelines=(pipeline,)))
+        others = tuple(decl for decl in program.decls if not isinstance(decl, t.TPipeline))
+        return build_graph(dataclasses.replace(program, decls=(*others, pipeline)))
 
     mermaid = to_mermaid(graph(evil))
     assert len(mermaid.splitlines()) == len(to_mermaid(graph("x")).splitlines())  # nothing injected
@@ -290,9 +291,9 @@ PLAN = "split >>= each(limit=2) (look_up orelse slow) >>= join >>= shout"
 
 def _plan_graph(text: str) -> Graph:
     from mcec import syntax
-    from mcec.check.plans import check_plan, plan_scopes
+    from mcec.plans.check import check_plan, plan_scopes
     from mcec.check.pyindex import PythonIndex
-    from mcec.run.plans import plan_file
+    from mcec.plans.engine import plan_file
     from mcec.tools.graph import build_plan_graph
 
     source = SourceFile(str(BOX.relative_to(ROOT)), BOX.read_text(encoding="utf-8"))

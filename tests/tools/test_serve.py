@@ -376,7 +376,7 @@ def test_entry_pipelines_see_uses_inside_v2_control_flow() -> None:
     sig = t.Sig(text_type, text_type, frozenset(), False)
 
     def use(name: str) -> t.TRef:
-        return t.TRef(name, "pipeline", sig, nowhere)
+        return t.TRef(name, t.RefKind.PIPELINE, sig, nowhere)
 
     arms = (t.TArm(t.PLiteral("a"), use("in_arm"), text_type, nowhere), t.TArm(t.PWildcard(), use("in_wildcard"), text_type, nowhere))
     body = t.TLoop(
@@ -396,7 +396,7 @@ def test_entry_pipelines_see_uses_inside_v2_control_flow() -> None:
     helpers = ["in_arm", "in_wildcard", "in_condition", "in_else"]
     pipelines = [t.TPipeline("main", sig, body, Span(source, 0, 1))]
     pipelines += [t.TPipeline(name, sig, t.TIdentity(sig, nowhere), Span(source, i + 1, i + 2)) for i, name in enumerate(helpers)]
-    program = t.Program("v2.mce", "", (), None, None, (), (), (), (), tuple(pipelines))
+    program = t.Program("v2.mce", "", None, None, tuple(pipelines))
     assert entry_pipelines(program) == ["main"]
 
 

@@ -213,8 +213,6 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
         node, depth = stack.pop()
         if depth > MAX_PLAN_DEPTH and deepest is None:
             deepest = node
-        if isinstance(node, (syntax.Loop, syntax.Retry)):
-            repeats = True
         match node:
             case syntax.Ref():
                 names += 1
@@ -228,30 +226,36 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
                             help=help,
                         )
                     )
-            case syntax.Local() if node.adapter is not None and node.adapter.text not in entries:
-                found.append(
-                    report.outside_toolbox(
-                        f"adapter `{node.adapter.text}` is not in toolbox `{scope.name}`",
-                        node.adapter.span,
-                        help=help,
+            case syntax.SubAgent():
+                if node.adapter.text not in entries:
+                    found.append(
+                        report.outside_toolbox(
+                            f"adapter `{node.adapter.text}` is not in toolbox `{scope.name}`",
+                            node.adapter.span,
+                            help=help,
+                        )
                     )
-                )
-            case syntax.Loop() if node.bound > MAX_PLAN_ROUNDS:
-                found.append(
-                    report.plan_too_big(
-                        f"`loop({node.bound})` in a plan: a plan's loop may run at most {MAX_PLAN_ROUNDS:,} rounds",
-                        node.bound_span,
-                        help=f"write `loop({MAX_PLAN_ROUNDS})` or fewer",
+            case syntax.Loop():
+                repeats = True
+                if node.bound > MAX_PLAN_ROUNDS:
+                    found.append(
+                        report.plan_too_big(
+                            f"`loop({node.bound})` in a plan: a plan's loop may run at most {MAX_PLAN_ROUNDS:,} rounds",
+                            node.bound_span,
+                            help=f"write `loop({MAX_PLAN_ROUNDS})` or fewer",
+                        )
                     )
-                )
-            case syntax.Retry() if node.attempts > MAX_PLAN_ATTEMPTS:
-                found.append(
-                    report.plan_too_big(
-                        f"`retry({node.attempts})` in a plan: a plan's retry may make at most {MAX_PLAN_ATTEMPTS} attempts",
-                        node.attempts_span,
-                        help=f"write `retry({MAX_PLAN_ATTEMPTS})` or fewer",
+            case syntax.Retry():
+                repeats = True
+                if node.attempts > MAX_PLAN_ATTEMPTS:
+                    found.append(
+                        report.plan_too_big(
+                            f"`retry({node.attempts})` in a plan: a plan's retry may make at most {MAX_PLAN_ATTEMPTS} attempts",
+                            node.attempts_span,
+                            help=f"write `retry({MAX_PLAN_ATTEMPTS})` or fewer",
+                        )
                     )
-                )
+                found.extend(_python_paths(node.on or ()))
             case syntax.Spawn():
                 found.append(
                     report.outside_toolbox(
@@ -260,15 +264,8 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
                         help=help,
                     )
                 )
-            case syntax.Catch() | syntax.Retry():
-                for path in _dotted(node.errors if isinstance(node, syntax.Catch) else node.on or ()):
-                    found.append(
-                        report.outside_toolbox(
-                            "a plan cannot name a Python path: an error is a type the spec declares or imports",
-                            path.span,
-                            help="write the error by the name the spec declares it as",
-                        )
-                    )
+            case syntax.Catch():
+                found.extend(_python_paths(node.errors))
             case syntax.Match():
                 for arm in node.arms:
                     pattern = arm.pattern
@@ -280,8 +277,14 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
                                 help="write the class by the name the spec imports it as",
                             )
                         )
+            case (
+                syntax.Bind() | syntax.Par() | syntax.Each() | syntax.Local() | syntax.OrElse() | syntax.IfElse()
+                | syntax.Timeout() | syntax.Budget()
+            ):
+                pass  # no name or bound of its own: its parts are walked below
             case _:
-                pass
+                # a new node kind must say here what a plan may do with it
+                assert_never(node)
         stack.extend((child, depth + 1) for child in syntax.expr_children(node))
     if names > MAX_PLAN_NAMES:
         found.append(
@@ -300,6 +303,18 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
             )
         )
     return found, repeats
+
+
+def _python_paths(errors: tuple[syntax.TypeExpr, ...]) -> list[Diagnostic]:
+    """MCE031 for every dotted Python path among the error types a ``catch`` or ``retry`` names."""
+    return [
+        report.outside_toolbox(
+            "a plan cannot name a Python path: an error is a type the spec declares or imports",
+            path.span,
+            help="write the error by the name the spec declares it as",
+        )
+        for path in _dotted(errors)
+    ]
 
 
 def _dotted(types: tuple[syntax.TypeExpr, ...]) -> list[syntax.QualName]:
@@ -425,7 +440,7 @@ def _unproved_in(scope: PlanScope, node: TExpr) -> list[Diagnostic]:
             _ask(found, Situation.IF_CONDITION, condition.sig.output, BOOL, condition, condition)
             for branch in (node.then, node.otherwise):
                 _ask(found, Situation.IF_BRANCH, given, branch.sig.input, ("the `if`", node.span), branch)
-        case t.TLocal(adapter=adapter, body=body) if adapter is not None and isinstance(body, t.TRef):
+        case t.TSubAgent(adapter=adapter, body=body):
             found.extend(_adapter_unproved(scope, adapter, body))
         case t.TLocal() | t.TRef() | t.TIdentity() | t.TEach() | t.TLoop() | t.TRetry() | t.TTimeout() | t.TBudget():
             pass  # nothing passes between parts here (a loop's round is tested at run time)
@@ -498,7 +513,7 @@ def _describe_typed(expr: TExpr) -> str:
             return "the `par` group"
         case t.TEach():
             return "the `each`"
-        case t.TLocal():
+        case t.TLocal() | t.TSubAgent():
             return "the `local`"
         case t.TCatch():
             return "the `catch`"
@@ -582,7 +597,9 @@ def _work(node: TExpr, inner: list[int], repeats: bool) -> int:
         case t.TRetry():
             return node.attempts * inner[0] if repeats else 0
         case t.TLocal():
-            return sum(inner) + (node.adapter is not None)
+            return sum(inner)
+        case t.TSubAgent():
+            return sum(inner) + 1  # the adapter fn's run
         case t.TSpawn():
             return sum(inner) + 1
         case t.TBind() | t.TPar() | t.TEach() | t.TCatch() | t.TOrElse() | t.TTimeout() | t.TBudget():

@@ -3,7 +3,7 @@
 :func:`engine` reads a :class:`agentmonad.plans.Toolbox` once: it checks the
 spec text the toolbox holds, exactly as ``mcec check`` does (reading the
 Python classes it names), and keeps the toolbox's :class:`PlanScope`. Each plan
-is then parsed and checked against that scope (:func:`mcec.check.plans.check_plan`);
+is then parsed and checked against that scope (:func:`mcec.plans.check.check_plan`);
 a rejected plan becomes a :class:`~agentmonad.plans.PlanRejected` with its
 diagnostics as the JSON objects of §8, an accepted one runs on the reference
 interpreter's combinators, with the toolbox's pipelines called as compiled.
@@ -28,7 +28,7 @@ from agentmonad.plans import PlanRejected, Toolbox
 
 from mcec import syntax
 from mcec.check import typed as t
-from mcec.check.plans import PlanScope, check_plan, plan_scopes, plan_work
+from mcec.plans.check import PlanScope, check_plan, plan_scopes, plan_work
 from mcec.check.pyindex import PythonIndex
 from mcec.check.typed import Program, Sig, TExpr, TToolbox
 from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union, members, render_errors
@@ -284,7 +284,7 @@ class _PlanInterpreter(Interpreter):
                 return super().arrow(expr)
 
     def _paced(self, body: t.TExpr, site: Site) -> Arrow:
-        """``body``'s arrow, counting its work (:func:`~mcec.check.plans.plan_work`, up to the loops
+        """``body``'s arrow, counting its work (:func:`~mcec.plans.check.plan_work`, up to the loops
         and retries inside it, which count their own) at each call, and pausing first once the
         count reaches :data:`PACE`."""
         inner = self.arrow(body)
