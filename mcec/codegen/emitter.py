@@ -216,7 +216,7 @@ class Emitter:
         """Servers as ``StdioServer`` constants and tools as typed async steps
         (``web_search: AsyncStep[S, A, B, E] = tool(search, "web_search", B)``)."""
         lines: list[cst.SimpleStatementLine] = []
-        tools_module = f"{RUNTIME}.tools"
+        tools_module = f"{RUNTIME}.mcp"
         used_servers = {tool.server for tool in self.program.tools}
         for server in self.program.servers:
             if server.name not in used_servers:
@@ -291,7 +291,7 @@ class Emitter:
         self.timed = pipeline.name in self.timed_pipelines
         scopes: list[cst.WithItem] = []
         if pipeline.name in self.tool_users:
-            scopes.append(cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools"))))
+            scopes.append(cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.mcp"))))
         if pipeline.name in self.llm_users:
             # docs/language.md §10: one client per model for the run, its usage counted
             scopes.append(cst.WithItem(item=c.call(self.runtime("llm_scope", f"{RUNTIME}.llm"))))
@@ -881,7 +881,7 @@ def _tool_users(program: t.Program) -> set[str]:
     """The pipelines that call an MCP tool, directly or through other pipelines
     (``program.pipelines`` lists callees before callers). In a spec that
     declares a server, an async step counts too: it may call a tool chosen at
-    run time (``agentmonad.tools.call_tool``), which should share the run's session."""
+    run time (``agentmonad.mcp.call_tool``), which should share the run's session."""
     users: set[str] = set()
     async_steps = {s.name for s in program.steps if s.is_async} if program.servers else set()
     for pipeline in program.pipelines:

@@ -20,7 +20,7 @@ from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_stat
 from agentmonad.compiled import declared_merge
 from agentmonad.llm import Model, llm_scope, llm_step
 from agentmonad.plans import Toolbox
-from agentmonad.tools import StdioServer, tool, tool_scope
+from agentmonad.mcp import StdioServer, tool, tool_scope
 
 from mcec.check import typed as t
 from mcec.run.pyobjects import error_classes, python_type, resolve_path, value_test

@@ -76,8 +76,8 @@ from .concurrency import run_group
 from .contract import fn_defect, raised, stop
 from .control import Deadline, Failure, forget_failure, remember_failure, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
-from .llm.errors import BudgetExceeded
-from .llm.usage import Budget
+from .errors import BudgetExceeded
+from .usage import Budget
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
 

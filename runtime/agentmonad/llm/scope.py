@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from .config import LLMConfig, Model, Resolved, _CONFIG, resolve
 from .openai_backend import OpenAIBackend
-from .usage import _METERS, Usage
+from ..usage import _METERS, Usage
 from .wire import Backend
 
 __all__ = ["LLMRun", "llm_scope", "current_run"]

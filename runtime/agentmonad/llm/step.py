@@ -22,7 +22,7 @@ from .errors import LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind
 from .output import Invalid, Shape, output_shape
 from .prompt import Prompt
 from .scope import _SCOPE, llm_scope
-from .usage import budget_checkpoint, record_usage
+from ..usage import budget_checkpoint, record_usage
 from .wire import Backend, LLMReply, LLMRequest, reply_problem
 
 __all__ = ["LLMStep", "llm_step"]
