@@ -283,3 +283,20 @@ def test_the_runtime_core_imports_neither_subpackage() -> None:
                 else:
                     queue.append(target)
     assert not problems, "the core reaches a subpackage:\n" + "\n".join(problems)
+
+
+def test_the_runtime_has_one_context_variable() -> None:
+    """A run's own state is one ``RunContext`` in one ``ContextVar`` (``agentmonad.context``):
+    a capability that wants to see a run (a journal, an event sink) attaches there, not in a
+    variable of its own that a ``par`` branch or a resumed run could miss."""
+    made = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((RUNTIME / "agentmonad").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "ContextVar")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "ContextVar")
+        )
+    ]
+    assert len(made) == 1 and made[0].startswith("runtime/agentmonad/context.py:"), made

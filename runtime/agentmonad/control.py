@@ -63,10 +63,14 @@ import contextlib
 import math
 import random as _random
 from collections.abc import Awaitable, Callable, Iterator
-from contextvars import ContextVar, Token
+from contextvars import Token
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeVar, cast, final
+
+from .context import Failure as Failure  # defined beside the run context that holds one
+from .context import RetryClock as RetryClock
+from .context import RunContext, current_run_context, reset_run_context, set_run_context
 
 __all__ = [
     "MAX_DELAY",
@@ -116,26 +120,13 @@ def note_reached(cancelled: BaseException, state: object) -> None:
     setattr(cancelled, _REACHED, state)
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class RetryClock:
-    """Where retry pauses sleep and where their jitter comes from.
-
-    ``sleep(seconds)`` is awaited for each pause (default ``asyncio.sleep``);
-    ``random()`` gives the jitter draw, a number in ``[0, 1]`` (default
-    ``random.random``). Install one with :func:`use_retry_clock`.
-    """
-
-    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
-    random: Callable[[], float] = _random.random
-
-
-_CLOCK: ContextVar[RetryClock] = ContextVar("agentmonad_retry_clock", default=RetryClock())
+#: The real clock, used where no block installed another.
+_REAL_CLOCK = RetryClock()
 
 
 def retry_clock() -> RetryClock:
     """The :class:`RetryClock` in effect here (the real one unless a block installed another)."""
-    return _CLOCK.get()
+    return current_run_context().clock or _REAL_CLOCK
 
 
 @contextlib.contextmanager
@@ -146,11 +137,11 @@ def use_retry_clock(clock: RetryClock) -> Iterator[RetryClock]:
     the tasks it starts (``par`` branches, ``asyncio.run`` inside the block),
     and never leaks into other tasks or threads.
     """
-    token = _CLOCK.set(clock)
+    token = set_run_context(current_run_context().with_clock(clock))
     try:
         yield clock
     finally:
-        _CLOCK.reset(token)
+        reset_run_context(token)
 
 
 @contextlib.contextmanager
@@ -220,18 +211,6 @@ async def retry_pause(attempt: int, backoff: float, state: object = _UNNOTED) ->
             raise
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """The error attempt ``attempt`` of the innermost running ``retry`` failed with."""
-
-    error: object
-    attempt: int
-
-
-_PREVIOUS: ContextVar[Failure | None] = ContextVar("agentmonad_previous_failure", default=None)
-
-
 def previous_failure() -> Failure | None:
     """Inside attempt k > 1 of a ``retry``, how attempt k−1 failed; None elsewhere.
 
@@ -239,29 +218,25 @@ def previous_failure() -> Failure | None:
     this way (docs/language.md §12). Tasks started inside the attempt (``par``
     branches) see it too: they copy the context they start in.
     """
-    return _PREVIOUS.get()
+    return current_run_context().failure
 
 
-def remember_failure(error: object, attempt: int, first: Token[Failure | None] | None) -> Token[Failure | None]:
+def remember_failure(error: object, attempt: int, first: Token[RunContext] | None) -> Token[RunContext]:
     """Before the next attempt of a ``retry``: attempt ``attempt`` failed with ``error``.
 
     Returns the token that :func:`forget_failure` undoes when the ``retry``
     ends: ``first``, the token of the retry's first remembered failure, when
     there is one (so the retry leaves the context as it found it).
     """
-    token = _PREVIOUS.set(Failure(error, attempt))
+    token = set_run_context(current_run_context().with_failure(Failure(error, attempt)))
     return token if first is None else first
 
 
-def forget_failure(token: Token[Failure | None] | None) -> None:
+def forget_failure(token: Token[RunContext] | None) -> None:
     """A ``retry`` ended: the failures it remembered are forgotten (see :func:`remember_failure`);
     ``None``: it remembered none (its first attempt did not fail)."""
-    if token is None:
-        return
-    try:
-        _PREVIOUS.reset(token)
-    except ValueError:  # made in another context (a run resumed elsewhere): leave it
-        pass
+    if token is not None:
+        reset_run_context(token)  # one made in another context (a run resumed elsewhere) is left
 
 
 @final
@@ -299,7 +274,7 @@ class Deadline:
         self._timeout: asyncio.Timeout | None = None
         self._expired = False
         self._reached: BaseException | None = None
-        self._token: Token[tuple[Deadline, ...]] | None = None
+        self._token: Token[RunContext] | None = None
         #: How many holders hold it now (:func:`deadlines_held`), and the seconds it had left.
         self._holds = 0
         self._left = 0.0
@@ -323,7 +298,7 @@ class Deadline:
             raise RuntimeError("a Deadline can be entered only once")
         self._timeout = asyncio.timeout(self.seconds)
         await self._timeout.__aenter__()
-        self._token = _ACTIVE.set((*_ACTIVE.get(), self))
+        self._token = set_run_context(current_run_context().with_deadline(self))
         return self
 
     async def __aexit__(
@@ -336,8 +311,7 @@ class Deadline:
         if timeout is None:
             raise RuntimeError("Deadline exited without being entered")
         if self._token is not None:
-            with contextlib.suppress(ValueError):  # left in another context: that one is gone
-                _ACTIVE.reset(self._token)
+            reset_run_context(self._token)  # one left in another context is ignored: that one is gone
             self._token = None
         try:
             await timeout.__aexit__(exc_type, exc, tb)
@@ -377,10 +351,6 @@ class Deadline:
         return f"<Deadline {self.seconds} s ({state})>"
 
 
-#: The deadlines the current code runs under, outermost first (``par`` branches inherit them).
-_ACTIVE: ContextVar[tuple[Deadline, ...]] = ContextVar("agentmonad_deadlines", default=())
-
-
 @contextlib.contextmanager
 def deadlines_held() -> Iterator[None]:
     """Stop the clocks of every :class:`Deadline` around the current code while inside.
@@ -394,7 +364,7 @@ def deadlines_held() -> Iterator[None]:
     cancellations (a losing ``par`` branch, a caller's cancel) are not affected.
     Must be entered in a task running on an event loop.
     """
-    held = [d for d in _ACTIVE.get() if d._hold()]
+    held = [d for d in current_run_context().deadlines if d._hold()]
     try:
         yield
     finally:

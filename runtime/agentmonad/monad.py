@@ -74,7 +74,8 @@ from typing import Any, Generic, Never, TypeAlias, TypeVar, assert_never, cast, 
 from ._show import callable_name, short_repr
 from .concurrency import run_group
 from .contract import fn_defect, raised, stop
-from .control import Deadline, Failure, forget_failure, remember_failure, retry_pause
+from .context import RunContext
+from .control import Deadline, forget_failure, remember_failure, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
 from .errors import BudgetExceeded
 from .usage import Budget
@@ -762,7 +763,7 @@ class _Attempt:
         self.retry = retry
         self.attempt = attempt
         #: undoes the failures this retry showed its later attempts (``control.remember_failure``)
-        self.remembered: Token[Failure | None] | None = None
+        self.remembered: Token[RunContext] | None = None
 
 
 @final

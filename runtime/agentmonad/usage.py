@@ -7,7 +7,7 @@ language that the combinators run, and the core imports neither subpackage
 Every model call adds its prompt and completion tokens to each *meter* open
 around it: the run's :class:`Usage` (``llm_scope``'s, and any ``with usage()``
 a caller opened) and every :class:`Budget` it runs inside. The meters live in
-a ``ContextVar`` holding a tuple of shared objects, so ``par``/``each``
+the run context (:mod:`agentmonad.context`) as a tuple of shared objects, so ``par``/``each``
 branches (whose tasks copy the context) add to the same meters as the code
 that started them.
 
@@ -46,12 +46,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Token
 from dataclasses import dataclass
 from types import TracebackType
 
 from typing import Any, TypeVar
 
+from .context import RunContext, current_run_context, reset_run_context, set_run_context
 from .control import noted_state
 from .outcome import Err, Ok
 from .errors import BudgetExceeded
@@ -137,9 +138,6 @@ class Usage:
         )
 
 
-_METERS: ContextVar[tuple[Usage | Budget, ...]] = ContextVar("agentmonad_llm_meters", default=())
-
-
 @contextmanager
 def usage() -> Iterator[Usage]:
     """A :class:`Usage` counting every model call inside (also in tasks started inside).
@@ -151,16 +149,16 @@ def usage() -> Iterator[Usage]:
         print(u.total_tokens)
     """
     meter = Usage()
-    token = _METERS.set((*_METERS.get(), meter))
+    token = set_run_context(current_run_context().with_meter(meter))
     try:
         yield meter
     finally:
-        _METERS.reset(token)
+        reset_run_context(token)
 
 
 def current_usage() -> Usage | None:
     """The innermost :class:`Usage` open here (``llm_scope``'s or a ``usage()``), if any."""
-    for meter in reversed(_METERS.get()):
+    for meter in reversed(current_run_context().meters):
         if isinstance(meter, Usage):
             return meter
     return None
@@ -176,7 +174,7 @@ def record_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None
     for label, count in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
         if not is_token_count(count):
             raise ValueError(f"{label} must be a token count (an int ≥ 0), not {count!r}")
-    for meter in _METERS.get():
+    for meter in current_run_context().meters:
         meter.add(model, prompt_tokens, completion_tokens)
 
 
@@ -198,7 +196,7 @@ class Budget:
         self._cancelling = 0
         self._handle: asyncio.Handle | None = None
         self._cancelled = False
-        self._token: object = None
+        self._token: Token[RunContext] | None = None
         self._closed: asyncio.Event | None = None
         self._ending: Ok[Any, Any] | Err[Any, Any] | None = None
         self._reached: BaseException | None = None  # the cancellation that ended the body
@@ -229,7 +227,7 @@ class Budget:
         self._loop = asyncio.get_running_loop()
         self._cancelling = task.cancelling()
         self._closed = asyncio.Event()
-        self._token = _METERS.set((*_METERS.get(), self))
+        self._token = set_run_context(current_run_context().with_meter(self))
         return self
 
     async def __aexit__(
@@ -237,10 +235,8 @@ class Budget:
     ) -> bool | None:
         assert self._task is not None and self._closed is not None
         self._closed.set()
-        try:
-            _METERS.reset(self._token)  # type: ignore[arg-type]
-        except ValueError:
-            pass  # left from another context
+        if self._token is not None:
+            reset_run_context(self._token)  # one left from another context is ignored
         if self._handle is not None:  # exceeded, but the body ended before the cancellation came
             self._handle.cancel()
             self._handle = None
@@ -294,7 +290,7 @@ async def budget_checkpoint() -> None:
     """
     while True:
         spent = next(
-            (m for m in reversed(_METERS.get()) if type(m) is Budget and m.exceeded and m._closed is not None and not m._closed.is_set()),
+            (m for m in reversed(current_run_context().meters) if type(m) is Budget and m.exceeded and m._closed is not None and not m._closed.is_set()),
             None,
         )
         if spent is None:

@@ -33,10 +33,11 @@ import os
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Token
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from ..context import RunContext, current_run_context, reset_run_context, set_run_context
 from .wire import Backend
 
 __all__ = [
@@ -270,27 +271,32 @@ class LLMConfig:
 
 
 _EMPTY = LLMConfig()
-_CONFIG: ContextVar[LLMConfig] = ContextVar("agentmonad_llm_config", default=_EMPTY)
 
 
 def current_config() -> LLMConfig:
-    """The configuration in force here (an empty one if none was installed)."""
-    return _CONFIG.get()
+    """The configuration in force here (an empty one if none was installed): kept in the
+    run context (:mod:`agentmonad.context`) under the class ``LLMConfig``."""
+    return current_run_context().part(LLMConfig) or _EMPTY
+
+
+def set_config(config: LLMConfig) -> Token[RunContext]:
+    """Install ``config`` laid over the one in force, until ``reset_run_context(token)``."""
+    context = current_run_context()
+    return set_run_context(context.with_part(LLMConfig, config.over(context.part(LLMConfig) or _EMPTY)))
 
 
 @contextmanager
 def llm_config(config: LLMConfig) -> Iterator[LLMConfig]:
     """Install ``config`` for the code inside (laid over any outer one); yields the result.
 
-    A ``ContextVar``: ``asyncio.run`` and the tasks of ``par`` branches started
-    inside see it, so it may wrap a synchronous ``asyncio.run(pipeline(…))``.
+    Kept in the run context, a ``ContextVar``: ``asyncio.run`` and the tasks of ``par``
+    branches started inside see it, so it may wrap a synchronous ``asyncio.run(pipeline(…))``.
     """
-    effective = config.over(_CONFIG.get())
-    token = _CONFIG.set(effective)
+    token = set_config(config)
     try:
-        yield effective
+        yield current_config()
     finally:
-        _CONFIG.reset(token)
+        reset_run_context(token)
 
 
 class Misconfigured(Exception):

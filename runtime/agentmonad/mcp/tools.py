@@ -18,9 +18,9 @@ path such as ``/usr/bin/python3``, is looked up and run as written.
 
 Scopes, sessions and cleanup
 ----------------------------
-The *outermost* ``tool_scope()`` of a run owns the MCP sessions (a
-``ContextVar`` holds it, so concurrent ``par`` branches, which copy the
-context, see the same scope; nested scopes are no-ops). A server starts at its
+The *outermost* ``tool_scope()`` of a run owns the MCP sessions (the
+run context, :mod:`agentmonad.context`, holds it, so concurrent ``par`` branches, which
+copy the context, see the same scope; nested scopes are no-ops). A server starts at its
 first use in the scope: the process is spawned in the current working
 directory with the current environment, in a session (process group) of its
 own, then ``initialize`` and ``tools/list`` run. Each server gets one
@@ -89,11 +89,11 @@ import shlex
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from .._show import exception_text, safe_str, type_name
+from ..context import Scope, current_run_context, reset_run_context, set_run_context
 from ..control import deadlines_held
 from ..errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
 from ._tail import Tail
@@ -380,9 +380,10 @@ async def _list_tool_names(session: ClientSession) -> tuple[str, ...]:
 # ---------------------------------------------------------------- scopes
 
 
-@dataclass
-class _Scope:
-    """The sessions of one run (the outermost ``tool_scope``)."""
+@dataclass(eq=False)
+class _Scope(Scope):
+    """The sessions of one run (the outermost ``tool_scope``), kept in the run context
+    under this class."""
 
     timeout: float | None
     start_timeout: float | None
@@ -414,24 +415,15 @@ class _Scope:
         for connection in [*self.connections.values(), *self.retired]:
             connection.close()
 
-    async def close(self) -> None:
-        """Stop every server and wait until each is gone, even if cancelled meanwhile."""
+    def closing(self) -> list[Awaitable[object]]:
+        """Tell every server to stop; their owner tasks (the shared :meth:`Scope.close` waits for them)."""
         self.abandon()
-        pending = {c.task for c in [*self.connections.values(), *self.retired]}
-        cancelled = False
-        while pending:
-            try:
-                # asyncio.wait never cancels what it waits for: a second cancellation
-                # of this task must not cut the servers' shutdown short.
-                await asyncio.wait(pending)
-            except asyncio.CancelledError:
-                cancelled = True
-            pending = {t for t in pending if not t.done()}
-        if cancelled:
-            raise asyncio.CancelledError
+        return [c.task for c in [*self.connections.values(), *self.retired]]
 
 
-_SCOPE: ContextVar[_Scope | None] = ContextVar("agentmonad_tool_scope", default=None)
+def _current() -> _Scope | None:
+    """The tool scope open here, if any."""
+    return current_run_context().part(_Scope)
 
 
 @asynccontextmanager
@@ -450,14 +442,14 @@ async def tool_scope(
     failed for the scope's life); the failed process is still stopped and
     awaited when the scope exits.
     """
-    if _SCOPE.get() is not None:
+    if current_run_context().part(_Scope) is not None:
         yield
         return
     for value in (timeout, start_timeout):
         if value is not None and not value > 0:
             raise ValueError(f"tool_scope timeouts must be positive, got {value!r}")
     scope = _Scope(timeout, start_timeout, restart_failed)
-    token = _SCOPE.set(scope)
+    token = set_run_context(current_run_context().with_part(_Scope, scope))
     abandoned = False
     try:
         yield
@@ -465,10 +457,7 @@ async def tool_scope(
         abandoned = True
         raise
     finally:
-        try:
-            _SCOPE.reset(token)
-        except ValueError:
-            pass  # closed from another context, which never saw this scope
+        reset_run_context(token)  # one closed from another context, which never saw this scope, is ignored
         if abandoned:
             # The run's coroutine was dropped and is being closed (e.g. garbage
             # collected): it may not await any more, so the servers are only told to stop.
@@ -484,7 +473,7 @@ async def _call(
     server: StdioServer, name: str, arguments: dict[str, Any], timeout: float | None
 ) -> CallToolResult:
     """One ``tools/call`` on the current scope's session; ``_Unavailable`` when there is no answer."""
-    scope = _SCOPE.get()
+    scope = _current()
     if scope is None:
         # Outside any run: a scope for this one call, so the server does not leak.
         async with tool_scope():

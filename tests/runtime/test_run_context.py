@@ -1,0 +1,106 @@
+"""The run context (``agentmonad.context``): one object per run in one ``ContextVar``, what the
+scopes, meters, deadlines and a retry's failure are kept in, and where hooks attach."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agentmonad import Ok
+from agentmonad.context import EMPTY, Scope, current_run_context
+from agentmonad.control import Deadline, previous_failure, remember_failure, forget_failure, use_retry_clock, RetryClock
+from agentmonad.llm import LLMConfig, ModelSettings, budget, current_usage, llm_config, llm_scope, usage
+from agentmonad.mcp import tool_scope
+
+
+def test_outside_a_run_nothing_is_open_and_no_hook_is_attached() -> None:
+    context = current_run_context()
+    assert context is EMPTY
+    assert (context.journal, context.events, context.human) == (None, None, None)
+    assert context.meters == () and context.deadlines == () and context.failure is None
+
+
+def test_every_construct_keeps_its_state_in_the_one_run_context() -> None:
+    """Scopes, config, meters, deadlines, a retry's failure and the clock all land in the one
+    context, and each is gone again once its block is left."""
+    seen: dict[str, Any] = {}
+
+    async def go() -> None:
+        async with tool_scope(), llm_scope(LLMConfig(models={"*": ModelSettings(temperature=0.5)})) as run:
+            with usage() as meter:
+                async with Deadline(5.0) as deadline, budget(100) as spending:
+                    with use_retry_clock(RetryClock()):
+                        token = remember_failure("nope", 1, None)
+                        context = current_run_context()
+                        seen["parts"] = sorted(k.__name__ for k in context.parts)
+                        seen["meters"] = context.meters
+                        seen["deadlines"] = context.deadlines
+                        seen["failure"] = previous_failure()
+                        seen["clock"] = context.clock
+                        forget_failure(token)
+                        assert previous_failure() is None
+                    spending.ending(Ok(None, None))
+            seen["usage"] = run.usage
+            seen["meter"], seen["deadline"], seen["budget"] = meter, deadline, spending
+        assert current_run_context() is EMPTY
+
+    asyncio.run(go())
+    assert seen["parts"] == ["LLMConfig", "_Scope", "_Scope"]  # the config, the model scope, the tool scope
+    assert seen["meters"] == (seen["usage"], seen["meter"], seen["budget"])
+    assert seen["deadlines"] == (seen["deadline"],)
+    assert seen["failure"].error == "nope" and seen["failure"].attempt == 1
+    assert seen["clock"] is not None
+
+
+def test_a_par_branch_sees_what_was_open_where_it_started_not_what_a_sibling_opens() -> None:
+    async def sibling(ready: asyncio.Event) -> int:
+        with usage():
+            ready.set()
+            await asyncio.sleep(0.01)
+        return 0
+
+    async def other(ready: asyncio.Event) -> int:
+        await ready.wait()
+        return len(current_run_context().meters)
+
+    async def go() -> tuple[int, int]:
+        with usage():
+            ready = asyncio.Event()
+            a, b = await asyncio.gather(sibling(ready), other(ready))
+            return a, b
+
+    assert asyncio.run(go()) == (0, 1)
+
+
+def test_the_shared_scope_close_waits_for_everything_even_when_cancelled_again() -> None:
+    closed: list[int] = []
+
+    class Owned(Scope):
+        def closing(self) -> list[asyncio.Future[None] | Any]:
+            async def one(i: int) -> None:
+                await asyncio.sleep(0.02)
+                closed.append(i)
+
+            return [one(1), one(2)]
+
+    async def go() -> None:
+        task = asyncio.ensure_future(Owned().close())
+        await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.sleep(0.005)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        assert sorted(closed) == [1, 2]  # both closed before the cancellation came out
+
+    asyncio.run(go())
+
+
+def test_the_llm_config_is_laid_over_the_one_in_force() -> None:
+    with llm_config(LLMConfig(models={"a": ModelSettings(temperature=0.1)})):
+        with llm_config(LLMConfig(models={"b": ModelSettings(temperature=0.2)})) as both:
+            assert set(both.models) == {"a", "b"}
+            assert current_usage() is None
+    assert current_run_context() is EMPTY
