@@ -200,7 +200,6 @@ class ControlEmitter:
             return body
         attempt = scope.fresh("attempt")
         result = scope.fresh("r")
-        remembered = scope.fresh("remembered")
         inside = self._attempt(expr.body, state, value, result, scope, owner)
         inside.append(c.if_(self.e.is_ok(result), [cst.SimpleStatementLine([cst.Break()])]))
         inside.append(c.assign(state, c.attr(c.name(result), "state")))
@@ -221,7 +220,16 @@ class ControlEmitter:
         arguments: list[cst.BaseExpression] = [c.name(attempt), cst.Float(repr(expr.backoff))]
         if self.e.timed:  # a deadline landing in the pause reports the failed attempt's state
             arguments.append(c.name(state))
-        # the next attempt sees how this one failed (a planner its last rejection, §12)
+        pause = c.line(cst.Expr(c.await_(c.call(self.e.runtime("retry_pause", COMPILED), *arguments))))
+        attempts = c.call(self.e.builtin("range"), c.integer(1), c.integer(expr.attempts + 1))
+        if not self.e.reaches_spawn(expr.body):
+            # no planner inside to show the last failure to: nothing to remember
+            inside.append(pause)
+            loop = cst.For(target=c.name(attempt), iter=attempts, body=cst.IndentedBlock(body=inside))
+            self.e.record(loop, expr.span)
+            return [loop, c.return_(c.name(result))]
+        # the next attempt's planner sees how this one failed (its last rejection, §12)
+        remembered = scope.fresh("remembered")
         remember = c.call(
             self.e.runtime("remember_failure", COMPILED),
             c.attr(c.name(result), "error"),
@@ -229,9 +237,7 @@ class ControlEmitter:
             c.name(remembered),
         )
         inside.append(c.assign(remembered, remember))
-        pause = c.line(cst.Expr(c.await_(c.call(self.e.runtime("retry_pause", COMPILED), *arguments))))
         inside.append(pause)
-        attempts = c.call(self.e.builtin("range"), c.integer(1), c.integer(expr.attempts + 1))
         loop = cst.For(target=c.name(attempt), iter=attempts, body=cst.IndentedBlock(body=inside))
         self.e.record(loop, expr.span)
         forget = c.line(cst.Expr(c.call(self.e.runtime("forget_failure", COMPILED), c.name(remembered))))

@@ -21,7 +21,7 @@ Shape of the output (docs/language.md §7, docs/DESIGN.md):
 Inside a ``timeout``'s body (and in every pipeline such a body calls, and
 their helpers: the *timed* code) each await a deadline can interrupt says
 which state it started from: an async step's ``try`` has a second handler,
-``except CancelledError as cancelled: note_reached(cancelled, state); raise``,
+``except CancelledError: note_reached(state); raise``,
 a ``local`` notes its start state the same way, a retry pause is given the
 state, and groups note theirs in the runtime. The timeout reports the last
 note (``deadline.reached(state)``), so the state of the last completed step
@@ -83,6 +83,7 @@ class Emitter:
         self.llm_users = _llm_users(program)
         self.async_steps = {step.name for step in program.steps if step.is_async}
         self.timed_pipelines = _timed_pipelines(program)
+        self.spawn_users = _spawn_users(program)
         #: whether the code being written runs inside a ``timeout`` (see the module docstring)
         self.timed = False
         self.control = ControlEmitter(self)
@@ -546,15 +547,18 @@ class Emitter:
             return guarded
         return guarded.with_changes(handlers=[*guarded.handlers, self.note_handler(scope, state)])
 
+    def reaches_spawn(self, expr: t.TExpr) -> bool:
+        """Whether running ``expr`` may run a ``spawn`` (see :func:`reaches_spawn`)."""
+        return reaches_spawn(expr, self.spawn_users)
+
     def note_handler(self, scope: NameAllocator, state: str) -> cst.ExceptHandler:
-        """``except CancelledError as cancelled: note_reached(cancelled, state); raise``: the
-        state a timeout around this await reports if it ends the run here."""
-        cancelled = scope.shared("cancelled")
-        note = c.call(self.runtime("note_reached", COMPILED), c.name(cancelled), c.name(state))
+        """``except CancelledError: note_reached(state); raise``: the state a timeout (or
+        budget) around this await reports if it ends the run here, told to it through the
+        run context (``agentmonad.control.note_reached``)."""
+        note = c.call(self.runtime("note_reached", COMPILED), c.name(state))
         return cst.ExceptHandler(
             body=cst.IndentedBlock(body=[c.line(cst.Expr(note)), cst.SimpleStatementLine([cst.Raise()])]),
             type=self.runtime("CancelledError", "asyncio"),
-            name=cst.AsName(name=c.name(cancelled)),
         )
 
     def is_ok(self, result: str) -> cst.Call:
@@ -900,6 +904,26 @@ def _llm_users(program: t.Program) -> set[str]:
     users: set[str] = set()
     for pipeline in program.pipelines:
         if any(r.kind == "llm" or (r.kind == "pipeline" and r.name in users) for r in t.references(pipeline.body)):
+            users.add(pipeline.name)
+    return users
+
+
+def reaches_spawn(expr: t.TExpr, spawn_users: set[str]) -> bool:
+    """Whether running ``expr`` may run a ``spawn``: one inside it, or in a pipeline it calls
+    (``spawn_users``, from :func:`_spawn_users`). Only a retry around one tells its attempts
+    how the last one failed (the planner's rejection, §12)."""
+    return any(
+        isinstance(node, t.TSpawn) or (isinstance(node, t.TRef) and node.kind == "pipeline" and node.name in spawn_users)
+        for node in _descendants(expr)
+    )
+
+
+def _spawn_users(program: t.Program) -> set[str]:
+    """The pipelines that run a ``spawn``, directly or through other pipelines
+    (``program.pipelines`` lists callees before callers)."""
+    users: set[str] = set()
+    for pipeline in program.pipelines:
+        if reaches_spawn(pipeline.body, users):
             users.add(pipeline.name)
     return users
 

@@ -10,7 +10,7 @@ parallel groups (:func:`group` for ``par``, :func:`each`), which share
 ``retry`` ends with ``forget_failure``)
 and ``async with Deadline(S)`` for a ``timeout`` (both from
 :mod:`agentmonad.control`, which ``AgentMonad.retry``/``timeout`` use too),
-and inside a timed body ``note_reached(cancelled, state)`` where a
+and inside a timed body ``note_reached(state)`` where a
 cancellation leaves an async step or a ``local``, so that the timeout reports
 the state the body had reached however deep in helpers it was interrupted.
 

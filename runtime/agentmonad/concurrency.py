@@ -157,7 +157,7 @@ async def run_group(
         if others:
             raise _first_with_others(others)
         # a group in progress has not completed: a timeout reports the state before it
-        note_reached(cancelled, state)
+        note_reached(state)
         raise
     if failure is None and defect is None and fatal is None:
         return merge_outcome(state, values, states, merge, site)
@@ -173,7 +173,7 @@ async def run_group(
         raise defect
     if cancelled_again:
         again = asyncio.CancelledError()
-        note_reached(again, state)
+        note_reached(state)
         raise again
     assert failure is not None
     return failure

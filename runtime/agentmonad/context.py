@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Meter",
-    "Clocked",
+    "Guard",
+    "Budgeted",
     "Failure",
     "RetryClock",
     "RunContext",
@@ -65,12 +66,25 @@ class Meter(Protocol):
         ...
 
 
-class Clocked(Protocol):
-    """A running deadline (``agentmonad.control.Deadline``), as :func:`~agentmonad.control.deadlines_held` stops it."""
+class Guard(Protocol):
+    """What bounds a body and may cancel it: a ``Deadline`` (``agentmonad.control``) or a
+    ``Budget`` (``agentmonad.usage``). While its cancellation unwinds the body, each await it
+    interrupts notes the state it started from (:meth:`_note`, innermost first, each
+    replacing the last): the state the guard reports."""
 
-    def _hold(self) -> bool: ...
+    def _note(self, state: object) -> None:
+        """An await of the body was interrupted, starting from ``state`` (kept only while
+        this guard's own cancellation is on its way)."""
+        ...
 
-    def _release(self) -> None: ...
+    def _hold(self) -> bool:
+        """Stop the clock (:func:`~agentmonad.control.deadlines_held`); False if it has none
+        or it already ran out."""
+        ...
+
+    def _release(self) -> None:
+        """Undo one :meth:`_hold` that returned True."""
+        ...
 
 
 @final
@@ -94,6 +108,10 @@ class Failure:
 
     error: object
     attempt: int
+
+
+class Budgeted(Guard, Meter, Protocol):
+    """A guard that counts tokens too: a ``Budget`` (``agentmonad.usage``)."""
 
 
 class Journal(Protocol):
@@ -159,13 +177,13 @@ class RunContext:
     """What one run holds while it runs (see the module docstring). Immutable: the
     ``with_…`` methods make a changed copy, which the caller sets."""
 
-    __slots__ = ("parts", "meters", "deadlines", "failure", "clock", "journal", "events", "human")
+    __slots__ = ("parts", "meters", "guards", "failure", "clock", "journal", "events", "human")
 
     def __init__(
         self,
         parts: Mapping[type, object],
         meters: tuple[Meter, ...],
-        deadlines: tuple[Clocked, ...],
+        guards: tuple[Guard, ...],
         failure: Failure | None,
         clock: RetryClock | None,
         journal: Journal | None = None,
@@ -176,8 +194,8 @@ class RunContext:
         self.parts = parts
         #: The token meters open here, outermost first: every model call adds to each.
         self.meters = meters
-        #: The ``Deadline``s the current code runs under, outermost first.
-        self.deadlines = deadlines
+        #: The deadlines and budgets the current code runs under, outermost first.
+        self.guards = guards
         #: Inside attempt k > 1 of a ``retry``: how attempt k−1 failed.
         self.failure = failure
         #: The retry clock installed here (``None``: the real one).
@@ -189,7 +207,7 @@ class RunContext:
 
     def _copy(self) -> RunContext:
         return RunContext(
-            self.parts, self.meters, self.deadlines, self.failure, self.clock, self.journal, self.events, self.human
+            self.parts, self.meters, self.guards, self.failure, self.clock, self.journal, self.events, self.human
         )
 
     def part(self, key: type[_T]) -> _T | None:
@@ -213,10 +231,17 @@ class RunContext:
         new.meters = (*self.meters, meter)
         return new
 
-    def with_deadline(self, deadline: Clocked) -> RunContext:
+    def with_guard(self, guard: Guard) -> RunContext:
         """This context under one more deadline, innermost."""
         new = self._copy()
-        new.deadlines = (*self.deadlines, deadline)
+        new.guards = (*self.guards, guard)
+        return new
+
+    def with_budget(self, budget: Budgeted) -> RunContext:
+        """This context under one more budget: a guard that is a meter too."""
+        new = self._copy()
+        new.guards = (*self.guards, budget)
+        new.meters = (*self.meters, budget)
         return new
 
     def with_failure(self, failure: Failure | None) -> RunContext:
@@ -244,7 +269,7 @@ class RunContext:
     def __repr__(self) -> str:
         return (
             f"<RunContext parts={[k.__name__ for k in self.parts]} meters={len(self.meters)}"
-            f" deadlines={len(self.deadlines)} failure={self.failure!r}>"
+            f" guards={len(self.guards)} failure={self.failure!r}>"
         )
 
 

@@ -47,13 +47,17 @@ that state in a local variable of whichever function the interrupted step
 runs in — often a helper several calls below the ``timeout`` (a pipeline, a
 ``catch``, a ``loop`` in mid-chain). So the cancellation carries it out: each
 await inside a timed body that a deadline can interrupt (an async step, a
-``par``/``each`` group, a retry pause) notes on the ``CancelledError`` the
-state it started from (:func:`note_reached`), a ``local`` on the way out
-replaces it with its own start state (it gives that back on any failure), and
-the deadline that turns the cancellation into its timeout reads the last note
-(:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so
-the success path pays nothing; a note is an attribute of one exception object,
-so a ``par`` branch's notes (other tasks, other exceptions) never reach it.
+``par``/``each`` group, a retry pause) notes the state it started from
+(:func:`note_reached`) to the guards of the run context (:mod:`agentmonad.context`:
+the deadlines and budgets around it), a ``local`` on the way out replaces it
+with its own start state (it gives that back on any failure), and the deadline
+that turns the cancellation into its timeout reads the last note
+(:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so the
+success path pays nothing. A guard keeps a note only while its *own*
+cancellation unwinds the body (another cancellation — a losing ``par`` branch,
+a caller's cancel — leaves no stale note behind), and a ``par`` group notes its
+start state after it has cancelled and awaited every branch, so whatever its
+branches noted is replaced, as the innermost-first order wants.
 """
 
 from __future__ import annotations
@@ -83,7 +87,6 @@ __all__ = [
     "Deadline",
     "deadlines_held",
     "note_reached",
-    "noted_state",
     "Failure",
     "previous_failure",
     "remember_failure",
@@ -95,29 +98,22 @@ _S = TypeVar("_S")
 #: The longest pause between two attempts, in seconds (before jitter).
 MAX_DELAY = 30.0
 
-#: The attribute of a ``CancelledError`` that holds the state noted by :func:`note_reached`.
-_REACHED = "_agentmonad_reached"
 #: "No state": a stateless spec's state is None, so None cannot say it.
 _UNNOTED: object = object()
 
 
-def noted_state(cancelled: BaseException | None, state: _S) -> _S:
-    """The state last noted on ``cancelled`` (:func:`note_reached`), else ``state``: what a
-    deadline or a budget that ended its body with ``cancelled`` reports."""
-    noted = getattr(cancelled, _REACHED, _UNNOTED)
-    # the note came from an await of the same body, in the body's state type
-    return state if noted is _UNNOTED else cast(_S, noted)
-
-
-def note_reached(cancelled: BaseException, state: object) -> None:
-    """Note on ``cancelled`` (a cancellation leaving an await of a timed body) the state
-    that await started from, replacing any earlier note (see the module docstring).
+def note_reached(state: object) -> None:
+    """An await of a timed body was interrupted by a cancellation, starting from ``state``:
+    tell every guard (``Deadline``, ``Budget``) around the current code, through the run
+    context. A guard keeps the note only while its own cancellation is on its way, and a
+    later note replaces an earlier one (see the module docstring).
 
     Replacing, not keeping the first: notes are written innermost first, and whatever
     ran below the await (a step's own code, which may run other compiled pipelines)
     is not the spec's; an outer ``local`` replaces the note with its start state in turn.
     """
-    setattr(cancelled, _REACHED, state)
+    for guard in current_run_context().guards:
+        guard._note(state)
 
 
 #: The real clock, used where no block installed another.
@@ -205,9 +201,9 @@ async def retry_pause(attempt: int, backoff: float, state: object = _UNNOTED) ->
     if delay > 0:
         try:
             await retry_clock().sleep(delay)
-        except asyncio.CancelledError as cancelled:
+        except asyncio.CancelledError:
             if state is not _UNNOTED:
-                note_reached(cancelled, state)
+                note_reached(state)
             raise
 
 
@@ -265,7 +261,7 @@ class Deadline:
     A ``Deadline`` is entered at most once.
     """
 
-    __slots__ = ("seconds", "_timeout", "_expired", "_reached", "_token", "_holds", "_left")
+    __slots__ = ("seconds", "_timeout", "_expired", "_noted", "_token", "_holds", "_left")
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
@@ -273,7 +269,8 @@ class Deadline:
         self.seconds = seconds
         self._timeout: asyncio.Timeout | None = None
         self._expired = False
-        self._reached: BaseException | None = None
+        #: The state the last interrupted await noted while this deadline's cancellation unwound.
+        self._noted: object = _UNNOTED
         self._token: Token[RunContext] | None = None
         #: How many holders hold it now (:func:`deadlines_held`), and the seconds it had left.
         self._holds = 0
@@ -281,10 +278,18 @@ class Deadline:
 
     def reached(self, state: _S) -> _S:
         """The state the timed body had reached when this deadline ended it: the last
-        one noted on its cancellation (:func:`note_reached`), else ``state`` (the
+        one noted while its cancellation unwound (:func:`note_reached`), else ``state`` (the
         state of the function the ``timeout`` is written in, when the interrupted
         await was there and noted nothing)."""
-        return noted_state(self._reached, state)
+        noted = self._noted
+        # the note came from an await of the same body, in the body's state type
+        return state if noted is _UNNOTED else cast(_S, noted)
+
+    def _note(self, state: object) -> None:
+        """Keep ``state`` if this deadline's own cancellation is unwinding the body."""
+        timeout = self._timeout
+        if timeout is not None and timeout.expired():
+            self._noted = state
 
     def expired(self) -> bool:
         """True when this deadline ended the block: its cancellation became the
@@ -298,7 +303,7 @@ class Deadline:
             raise RuntimeError("a Deadline can be entered only once")
         self._timeout = asyncio.timeout(self.seconds)
         await self._timeout.__aenter__()
-        self._token = set_run_context(current_run_context().with_deadline(self))
+        self._token = set_run_context(current_run_context().with_guard(self))
         return self
 
     async def __aexit__(
@@ -320,7 +325,6 @@ class Deadline:
             # this timeout's own (it counts cancel requests, so a nested or an
             # outer one is told apart): the block timed out.
             self._expired = True
-            self._reached = exc
             raise
 
     def _hold(self) -> bool:
@@ -364,7 +368,7 @@ def deadlines_held() -> Iterator[None]:
     cancellations (a losing ``par`` branch, a caller's cancel) are not affected.
     Must be entered in a task running on an event loop.
     """
-    held = [d for d in current_run_context().deadlines if d._hold()]
+    held = [d for d in current_run_context().guards if d._hold()]
     try:
         yield
     finally:

@@ -50,10 +50,10 @@ from contextvars import Token
 from dataclasses import dataclass
 from types import TracebackType
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .context import RunContext, current_run_context, reset_run_context, set_run_context
-from .control import noted_state
+from .control import _UNNOTED
 from .outcome import Err, Ok
 from .errors import BudgetExceeded
 
@@ -183,7 +183,7 @@ class Budget:
 
     __slots__ = (
         "limit", "used", "_task", "_cancelling", "_handle", "_cancelled", "_token", "_loop", "_closed", "_ending",
-        "_reached",
+        "_noted",
     )
 
     def __init__(self, limit: int) -> None:
@@ -199,7 +199,7 @@ class Budget:
         self._token: Token[RunContext] | None = None
         self._closed: asyncio.Event | None = None
         self._ending: Ok[Any, Any] | Err[Any, Any] | None = None
-        self._reached: BaseException | None = None  # the cancellation that ended the body
+        self._noted: object = _UNNOTED  # what the await its cancellation interrupted noted
 
     @property
     def exceeded(self) -> bool:
@@ -227,7 +227,7 @@ class Budget:
         self._loop = asyncio.get_running_loop()
         self._cancelling = task.cancelling()
         self._closed = asyncio.Event()
-        self._token = set_run_context(current_run_context().with_meter(self))
+        self._token = set_run_context(current_run_context().with_budget(self))
         return self
 
     async def __aexit__(
@@ -243,7 +243,6 @@ class Budget:
         if self._cancelled:
             self._cancelled = False
             if self._task.uncancel() <= self._cancelling and exc_type in (None, asyncio.CancelledError):
-                self._reached = exc
                 raise BudgetExceeded(self.limit, self.used) from None
             return None
         if self.exceeded and exc_type is None:
@@ -272,7 +271,21 @@ class Budget:
         """
         if self._ending is not None:
             return self._ending.state  # type: ignore[no-any-return]
-        return noted_state(self._reached, state)
+        noted = self._noted
+        # the note came from an await of the same body, in the body's state type
+        return state if noted is _UNNOTED else cast(_T, noted)
+
+    def _note(self, state: object) -> None:
+        """Keep ``state`` if this budget's own cancellation is unwinding the body."""
+        if self._cancelled:
+            self._noted = state
+
+    def _hold(self) -> bool:
+        """A budget has no clock to stop (``deadlines_held`` passes it by)."""
+        return False
+
+    def _release(self) -> None:
+        """Never called: :meth:`_hold` holds nothing."""
 
     def __repr__(self) -> str:
         return f"Budget(limit={self.limit}, used={self.used})"

@@ -110,8 +110,8 @@ async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, i
                 r1 = await first(state, value)
             except Exception as exc:
                 return raised(exc, SITE_FIRST, state, (Flaky, Fatal))
-            except CancelledError as cancelled:
-                note_reached(cancelled, state)
+            except CancelledError:
+                note_reached(state)
                 raise
             if not isinstance(r1, Ok):
                 return stop(r1, SITE_FIRST, (Flaky, Fatal), state=state)
@@ -120,8 +120,8 @@ async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, i
                 r2 = await second(state, v1)
             except Exception as exc:
                 return raised(exc, SITE_SECOND, state, (Flaky, Fatal))
-            except CancelledError as cancelled:
-                note_reached(cancelled, state)
+            except CancelledError:
+                note_reached(state)
                 raise
             if not isinstance(r2, Ok):
                 return stop(r2, SITE_SECOND, (Flaky, Fatal), state=state)

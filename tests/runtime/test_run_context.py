@@ -17,7 +17,7 @@ def test_outside_a_run_nothing_is_open_and_no_hook_is_attached() -> None:
     context = current_run_context()
     assert context is EMPTY
     assert (context.journal, context.events, context.human) == (None, None, None)
-    assert context.meters == () and context.deadlines == () and context.failure is None
+    assert context.meters == () and context.guards == () and context.failure is None
 
 
 def test_every_construct_keeps_its_state_in_the_one_run_context() -> None:
@@ -34,7 +34,7 @@ def test_every_construct_keeps_its_state_in_the_one_run_context() -> None:
                         context = current_run_context()
                         seen["parts"] = sorted(k.__name__ for k in context.parts)
                         seen["meters"] = context.meters
-                        seen["deadlines"] = context.deadlines
+                        seen["guards"] = context.guards
                         seen["failure"] = previous_failure()
                         seen["clock"] = context.clock
                         forget_failure(token)
@@ -47,7 +47,7 @@ def test_every_construct_keeps_its_state_in_the_one_run_context() -> None:
     asyncio.run(go())
     assert seen["parts"] == ["LLMConfig", "_Scope", "_Scope"]  # the config, the model scope, the tool scope
     assert seen["meters"] == (seen["usage"], seen["meter"], seen["budget"])
-    assert seen["deadlines"] == (seen["deadline"],)
+    assert seen["guards"] == (seen["deadline"], seen["budget"])
     assert seen["failure"].error == "nope" and seen["failure"].attempt == 1
     assert seen["clock"] is not None
 
@@ -104,3 +104,52 @@ def test_the_llm_config_is_laid_over_the_one_in_force() -> None:
             assert set(both.models) == {"a", "b"}
             assert current_usage() is None
     assert current_run_context() is EMPTY
+
+
+def test_a_deadline_learns_the_state_reached_through_the_run_context_not_the_exception() -> None:
+    """``note_reached(state)`` takes no exception: the deadline whose cancellation is unwinding
+    keeps the last note, and a note made while no guard's own cancellation unwinds is dropped
+    (a stale one must not outlive the cancellation that made it)."""
+    from agentmonad.control import note_reached
+
+    async def go() -> tuple[object, object]:
+        deadline = Deadline(0.01)
+        try:
+            async with deadline:
+                note_reached("too early")  # not this deadline's cancellation: dropped
+                try:
+                    await asyncio.sleep(1)
+                except asyncio.CancelledError:
+                    note_reached("inner")
+                    note_reached("outer")  # innermost first, each replacing the last
+                    raise
+        except TimeoutError:
+            assert deadline.expired()
+        calm = Deadline(5.0)
+        async with calm:
+            note_reached("nothing is being cancelled")
+        return deadline.reached("fallback"), calm.reached("fallback")
+
+    assert asyncio.run(go()) == ("outer", "fallback")
+
+
+def test_a_budget_learns_the_state_reached_through_the_run_context() -> None:
+    from agentmonad import BudgetExceeded
+    from agentmonad.control import note_reached
+    from agentmonad.llm import record_usage
+
+    async def go() -> object:
+        spending = budget(1)
+        try:
+            async with spending:
+                record_usage("m", 5, 0)
+                try:
+                    await asyncio.sleep(1)
+                except asyncio.CancelledError:
+                    note_reached("reached")
+                    raise
+        except BudgetExceeded:
+            return spending.state_after("fallback")
+        raise AssertionError("the budget did not fail")
+
+    assert asyncio.run(go()) == "reached"
