@@ -280,10 +280,10 @@ class Interpreter:
                 server = self.servers[decl.server]
                 impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
             errors = error_classes(decl.sig.errors)
-            return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
+            return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True, kind="tool")
         if ref.kind == "llm":
             errors = error_classes(self.llms[ref.name].sig.errors)
-            return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
+            return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True, kind="model")
         assert_never(ref.kind)
 
 

@@ -30,16 +30,19 @@ not run state, so they stay where they are.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random as _random
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, final
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, final
 
 if TYPE_CHECKING:
     from .outcome import Site
 
 __all__ = [
+    "Effect",
+    "EffectKind",
     "Meter",
     "Guard",
     "Budgeted",
@@ -51,6 +54,7 @@ __all__ = [
     "EventSink",
     "HumanInput",
     "current_run_context",
+    "hooks",
     "set_run_context",
     "reset_run_context",
 ]
@@ -114,13 +118,29 @@ class Budgeted(Guard, Meter, Protocol):
     """A guard that counts tokens too: a ``Budget`` (``agentmonad.usage``)."""
 
 
+#: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model.
+EffectKind = Literal["step", "fn", "tool", "model"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One effect of a run, as hooks see it (:mod:`agentmonad.effects`): its ``kind``, its
+    ``site`` in the spec (``None`` for a step built without one), and ``index``, the element
+    indices of the ``each``/``par`` branches it runs in, outermost first (``()`` outside any)."""
+
+    kind: EffectKind
+    site: Site | None
+    index: tuple[int, ...]
+
+
 class Journal(Protocol):
     """Where a durable run records each effect it performs (the durable-runs issue attaches one).
 
     ``None`` in :attr:`RunContext.journal` (the default): nothing is recorded."""
 
-    def record(self, site: Site, index: tuple[int, ...], value: object) -> None:
-        """Record that the effect at ``site`` (element ``index`` inside ``each``/``par``) gave ``value``."""
+    def record(self, effect: Effect, result: object) -> None:
+        """Record that ``effect`` gave ``result``."""
         ...
 
 
@@ -129,8 +149,8 @@ class EventSink(Protocol):
 
     ``None`` in :attr:`RunContext.events` (the default): no event is made."""
 
-    def emit(self, kind: str, site: Site, index: tuple[int, ...], detail: object) -> None:
-        """One event of ``kind`` (a step started, ended…) at ``site``, element ``index``."""
+    def emit(self, event: Literal["started", "ended", "failed"], effect: Effect, detail: object) -> None:
+        """``effect`` started (``detail`` None), ended (its result) or failed (the exception)."""
         ...
 
 
@@ -177,7 +197,7 @@ class RunContext:
     """What one run holds while it runs (see the module docstring). Immutable: the
     ``with_…`` methods make a changed copy, which the caller sets."""
 
-    __slots__ = ("parts", "meters", "guards", "failure", "clock", "journal", "events", "human")
+    __slots__ = ("parts", "meters", "guards", "failure", "clock", "journal", "events", "human", "index", "hooked")
 
     def __init__(
         self,
@@ -189,6 +209,7 @@ class RunContext:
         journal: Journal | None = None,
         events: EventSink | None = None,
         human: HumanInput | None = None,
+        index: tuple[int, ...] = (),
     ) -> None:
         #: What subpackages keep for the run, keyed by a class of their own (open scopes, settings).
         self.parts = parts
@@ -204,10 +225,24 @@ class RunContext:
         self.journal = journal
         self.events = events
         self.human = human
+        #: Whether any hook is attached: the one test a caller makes before an effect; false,
+        #: it makes the plain call; true, it goes through :mod:`agentmonad.effects`.
+        self.hooked = journal is not None or events is not None or human is not None
+        #: The element indices of the ``each``/``par`` branches the current code runs in,
+        #: outermost first; kept only while hooked (no hook, no one reads it).
+        self.index = index
 
     def _copy(self) -> RunContext:
         return RunContext(
-            self.parts, self.meters, self.guards, self.failure, self.clock, self.journal, self.events, self.human
+            self.parts,
+            self.meters,
+            self.guards,
+            self.failure,
+            self.clock,
+            self.journal,
+            self.events,
+            self.human,
+            self.index,
         )
 
     def part(self, key: type[_T]) -> _T | None:
@@ -256,6 +291,12 @@ class RunContext:
         new.clock = clock
         return new
 
+    def with_index(self, index: int) -> RunContext:
+        """This context inside element ``index`` of an ``each``/``par`` group."""
+        new = self._copy()
+        new.index = (*self.index, index)
+        return new
+
     def with_hooks(
         self, *, journal: Journal | None = None, events: EventSink | None = None, human: HumanInput | None = None
     ) -> RunContext:
@@ -264,6 +305,7 @@ class RunContext:
         new.journal = journal if journal is not None else self.journal
         new.events = events if events is not None else self.events
         new.human = human if human is not None else self.human
+        new.hooked = new.journal is not None or new.events is not None or new.human is not None
         return new
 
     def __repr__(self) -> str:
@@ -288,6 +330,19 @@ def current_run_context() -> RunContext:
 def set_run_context(context: RunContext) -> Token[RunContext]:
     """Make ``context`` the run context of the current code, until :func:`reset_run_context`."""
     return _RUN.set(context)
+
+
+@contextlib.contextmanager
+def hooks(
+    *, journal: Journal | None = None, events: EventSink | None = None, human: HumanInput | None = None
+) -> Iterator[RunContext]:
+    """Attach hooks to the runs started inside the ``with`` block (and the tasks they start):
+    every effect then goes through :mod:`agentmonad.effects`."""
+    token = set_run_context(current_run_context().with_hooks(journal=journal, events=events, human=human))
+    try:
+        yield current_run_context()
+    finally:
+        reset_run_context(token)
 
 
 def reset_run_context(token: Token[RunContext]) -> None:

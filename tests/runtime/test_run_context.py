@@ -153,3 +153,65 @@ def test_a_budget_learns_the_state_reached_through_the_run_context() -> None:
         raise AssertionError("the budget did not fail")
 
     assert asyncio.run(go()) == "reached"
+
+
+# ---------------------------------------------------------------- the effect seam
+
+
+class Recorder:
+    """A journal and an event sink at once: what a durable or traced run would attach."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, int, tuple[int, ...], object]] = []
+        self.journal: list[tuple[str, str, tuple[int, ...], object]] = []
+
+    def emit(self, event: str, effect: Any, detail: object) -> None:
+        site = effect.site
+        self.events.append((event, effect.kind, site.step, site.line, effect.index, detail))
+
+    def record(self, effect: Any, result: object) -> None:
+        self.journal.append((effect.kind, effect.site.step, effect.index, result))
+
+
+def _interpreted_program() -> Any:
+    """``add >>= par(double, each(tool_like))``, built as the interpreter builds a spec."""
+    from agentmonad import AgentMonad, Ok, Site, lift_fn, lift_step
+
+    def add(state: int, value: int) -> Any:
+        return Ok(value + 1, state + 1)
+
+    async def tool_like(state: int, value: int) -> Any:
+        await asyncio.sleep(0)
+        return Ok(value * 100, state)
+
+    add_k = lift_step(add, name="add", errors=(), site=Site("add", "s.mce", 3, 1))
+    tool_k = lift_step(tool_like, name="look", errors=(), site=Site("look", "s.mce", 4, 9), is_async=True, kind="tool")
+    double_k = lift_fn(lambda v: v * 2, name="double", site=Site("double", "s.mce", 4, 1))
+    return add_k(1).then(
+        lambda v: AgentMonad.par(
+            [double_k(v), AgentMonad.each([v, v + 1], tool_k, merge=None).map(tuple)], merge=None
+        )
+    )
+
+
+def test_with_a_hook_attached_every_effect_of_an_interpreted_run_goes_through_the_seam() -> None:
+    from agentmonad.context import hooks
+
+    recorder = Recorder()
+    with hooks(journal=recorder, events=recorder):
+        outcome = asyncio.run(_interpreted_program().run(0))
+    assert outcome.value == (4, (200, 300))
+    kinds = sorted((kind, step, index) for kind, step, index, _ in recorder.journal)
+    assert kinds == [("fn", "double", (0,)), ("step", "add", ()), ("tool", "look", (1, 0)), ("tool", "look", (1, 1))]
+    assert ("fn", "double", (0,), 4) in recorder.journal  # each effect's result is recorded
+    started = [e for e in recorder.events if e[0] == "started"]
+    ended = [e for e in recorder.events if e[0] == "ended"]
+    assert len(started) == len(ended) == 4
+    assert ("started", "tool", "look", 4, (1, 1), None) in recorder.events  # its site and element index
+
+
+def test_with_no_hook_nothing_goes_through_the_seam() -> None:
+    recorder = Recorder()
+    outcome = asyncio.run(_interpreted_program().run(0))
+    assert outcome.value == (4, (200, 300))
+    assert current_run_context().hooked is False and recorder.events == []
