@@ -192,6 +192,9 @@ class Scope:
             raise asyncio.CancelledError
 
 
+_new_context = object.__new__
+
+
 @final
 class RunContext:
     """What one run holds while it runs (see the module docstring). Immutable: the
@@ -233,17 +236,20 @@ class RunContext:
         self.index = index
 
     def _copy(self) -> RunContext:
-        return RunContext(
-            self.parts,
-            self.meters,
-            self.guards,
-            self.failure,
-            self.clock,
-            self.journal,
-            self.events,
-            self.human,
-            self.index,
-        )
+        # slot by slot, not through __init__: a copy is made at every deadline, budget and
+        # meter entered, and this is a third of the cost of the call with keywords
+        new = _new_context(RunContext)
+        new.parts = self.parts
+        new.meters = self.meters
+        new.guards = self.guards
+        new.failure = self.failure
+        new.clock = self.clock
+        new.journal = self.journal
+        new.events = self.events
+        new.human = self.human
+        new.index = self.index
+        new.hooked = self.hooked
+        return new
 
     def part(self, key: type[_T]) -> _T | None:
         """What was kept under ``key`` (see :meth:`with_part`), or ``None``."""

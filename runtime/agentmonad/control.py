@@ -27,9 +27,11 @@ the pauses it is asked for and returns at once:
 >>> retry_delay(1, 0.5, jitter=0.0), retry_delay(1, 0.5, jitter=1.0), retry_delay(40, 0.5, jitter=1.0)
 (0.25, 0.5, 30.0)
 
-**Deadlines.** :class:`Deadline` is ``asyncio.timeout`` with the one extra fact
+**Deadlines.** :class:`Deadline` behaves as ``asyncio.timeout``, with the one extra fact
 generated code needs: whether the ``TimeoutError`` leaving the block is this
-deadline's own (:meth:`Deadline.expired`). Cancellation is asyncio's: at the
+deadline's own (:meth:`Deadline.expired`). It is cheaper: the deadlines of a
+task share one timer, armed lazily (``_TaskClock``), where ``asyncio.timeout``
+makes, arms and cancels one per entry. Cancellation is asyncio's: at the
 deadline the running task is cancelled, so whatever the body is awaiting — a
 ``par``/``each`` group (which cancels *and awaits* every branch), an MCP tool
 call, a retry pause — is cancelled as a losing ``par`` branch is. A sync step
@@ -74,7 +76,7 @@ from typing import TypeVar, cast, final
 
 from .context import Failure as Failure  # defined beside the run context that holds one
 from .context import RetryClock as RetryClock
-from .context import RunContext, current_run_context, reset_run_context, set_run_context
+from .context import _RUN, RunContext, current_run_context, reset_run_context, set_run_context
 
 __all__ = [
     "MAX_DELAY",
@@ -235,10 +237,82 @@ def forget_failure(token: Token[RunContext] | None) -> None:
         reset_run_context(token)  # one made in another context (a run resumed elsewhere) is left
 
 
+#: A Deadline's life: made, running (entered), its cancellation on its way, ended by it, left.
+_NEW, _RUNNING, _EXPIRING, _EXPIRED, _DONE = "new", "running", "expiring", "expired", "done"
+
+
+@final
+class _TaskClock:
+    """The one timer of a task's deadlines, armed lazily (issue 30): entering a deadline arms
+    it only when nothing is armed to fire by then, and leaving one disarms nothing — a timer
+    that fires finds what is due among the deadlines still active, cancels the task for the
+    outermost of them, and arms itself again for the next. ``asyncio.timeout`` makes, arms and
+    cancels a timer per entry; here a ``timeout`` run over and over in one task arms one timer
+    per ``seconds``, not per entry, and allocates nothing but the deadline itself (which also
+    keeps the garbage collector's allocation count, and so its collections, down)."""
+
+    __slots__ = ("task", "loop", "active", "handle", "armed")
+
+    def __init__(self, task: asyncio.Task[object]) -> None:
+        self.task = task
+        self.loop = task.get_loop()
+        #: The deadlines entered in this task and not yet left, outermost first.
+        self.active: list[Deadline] = []
+        self.handle: asyncio.TimerHandle | None = None
+        #: When the armed timer fires (``inf``: none armed).
+        self.armed = math.inf
+        task.add_done_callback(_forget_clock)
+
+    def arm(self, when: float) -> None:
+        """Make sure the timer fires at ``when`` or before."""
+        if when < self.armed:
+            if self.handle is not None:
+                self.handle.cancel()
+            self.armed = when
+            self.handle = self.loop.call_at(when, self.fire)
+
+    def leave(self, deadline: Deadline) -> None:
+        """``deadline`` is left (innermost first, in one task); the timer stays as armed."""
+        active = self.active
+        if active and active[-1] is deadline:
+            active.pop()
+        else:
+            with contextlib.suppress(ValueError):
+                active.remove(deadline)
+
+    def fire(self) -> None:
+        """The timer is up: expire the outermost due deadline (those inside it end with it),
+        and arm again for the next of those around it, or of all when none was due."""
+        self.handle = None
+        self.armed = math.inf
+        now = self.loop.time()
+        following = math.inf
+        for deadline in self.active:  # outermost first
+            if deadline._state is not _RUNNING:
+                continue
+            if deadline._when <= now:
+                deadline._expire()
+                break
+            following = min(following, deadline._when)
+        if following < math.inf:
+            self.arm(following)
+
+
+#: Each task's clock, while the task lives (a done task's is dropped).
+_CLOCKS: dict[asyncio.Task[object], _TaskClock] = {}
+
+
+def _forget_clock(task: asyncio.Task[object]) -> None:
+    clock = _CLOCKS.pop(task, None)
+    if clock is not None and clock.handle is not None:
+        clock.handle.cancel()
+
+
 @final
 class Deadline:
-    """``async with Deadline(seconds):`` — ``asyncio.timeout(seconds)`` that knows
-    whether the ``TimeoutError`` it raises is its own.
+    """``async with Deadline(seconds):`` (or ``with``: entering and leaving never wait) —
+    ``asyncio.timeout(seconds)`` that knows whether the ``TimeoutError`` it raises is its
+    own, on the task's shared timer.
 
     The clock starts when the block is entered. At the deadline the task running
     the block is cancelled; when that cancellation leaves the block, it becomes
@@ -250,7 +324,7 @@ class Deadline:
 
         deadline = Deadline(S)
         try:
-            async with deadline:
+            with deadline:
                 ...  # e's steps, inline, each updating `state`
                 return Ok(v, state)
         except TimeoutError:
@@ -261,14 +335,19 @@ class Deadline:
     A ``Deadline`` is entered at most once.
     """
 
-    __slots__ = ("seconds", "_timeout", "_expired", "_noted", "_token", "_holds", "_left")
+    __slots__ = ("seconds", "_when", "_task", "_clock", "_cancelling", "_state", "_noted", "_token", "_holds", "_left")
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
             raise ValueError(f"Deadline: seconds must be > 0, got {seconds}")
         self.seconds = seconds
-        self._timeout: asyncio.Timeout | None = None
-        self._expired = False
+        #: When it runs out, on the loop's clock (``inf`` while held).
+        self._when = math.inf
+        self._task: asyncio.Task[object] | None = None
+        self._clock: _TaskClock | None = None
+        #: The task's cancel requests when entered: what tells its own cancellation apart.
+        self._cancelling = 0
+        self._state = _NEW
         #: The state the last interrupted await noted while this deadline's cancellation unwound.
         self._noted: object = _UNNOTED
         self._token: Token[RunContext] | None = None
@@ -287,8 +366,7 @@ class Deadline:
 
     def _note(self, state: object) -> None:
         """Keep ``state`` if this deadline's own cancellation is unwinding the body."""
-        timeout = self._timeout
-        if timeout is not None and timeout.expired():
+        if self._state is _EXPIRING:
             self._noted = state
 
     def expired(self) -> bool:
@@ -296,15 +374,58 @@ class Deadline:
         ``TimeoutError`` that left it. False before, on time, and when the block
         ended some other way (a Defect, an outer cancellation) even if the time
         had run out meanwhile."""
-        return self._expired
+        return self._state is _EXPIRED
+
+    def __enter__(self) -> Deadline:
+        if self._state is not _NEW:
+            raise RuntimeError("a Deadline can be entered only once")
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a Deadline must be entered in a task")
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._state = _RUNNING
+        clock = _CLOCKS.get(task)
+        if clock is None:
+            clock = _CLOCKS[task] = _TaskClock(task)
+        self._clock = clock
+        self._when = when = clock.loop.time() + self.seconds
+        clock.active.append(self)
+        if when < clock.armed:  # else the timer fires first, and finds this one then
+            clock.arm(when)
+        self._token = _RUN.set(_RUN.get().with_guard(self))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        clock, task = self._clock, self._task
+        if clock is None or task is None:
+            raise RuntimeError("Deadline exited without being entered")
+        if self._token is not None:
+            reset_run_context(self._token)  # one left in another context is ignored: that one is gone
+            self._token = None
+        active = clock.active
+        if active and active[-1] is self:  # left innermost first, as blocks nest
+            active.pop()
+        else:
+            clock.leave(self)
+        if self._state is _EXPIRING:
+            self._state = _EXPIRED
+            # as asyncio.timeout: the cancellation leaving the block is this deadline's own
+            # when taking back its request leaves no more than the task had on entry
+            # (cancel requests are counted, so a nested or an outer one is told apart)
+            if task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
+                raise TimeoutError from exc
+            self._state = _DONE  # its time ran out, but something else ended the block
+        else:
+            self._state = _DONE
 
     async def __aenter__(self) -> Deadline:
-        if self._timeout is not None:
-            raise RuntimeError("a Deadline can be entered only once")
-        self._timeout = asyncio.timeout(self.seconds)
-        await self._timeout.__aenter__()
-        self._token = set_run_context(current_run_context().with_guard(self))
-        return self
+        return self.__enter__()
 
     async def __aexit__(
         self,
@@ -312,46 +433,36 @@ class Deadline:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        timeout = self._timeout
-        if timeout is None:
-            raise RuntimeError("Deadline exited without being entered")
-        if self._token is not None:
-            reset_run_context(self._token)  # one left in another context is ignored: that one is gone
-            self._token = None
-        try:
-            await timeout.__aexit__(exc_type, exc, tb)
-        except TimeoutError:
-            # asyncio raises it only when the cancellation leaving the block is
-            # this timeout's own (it counts cancel requests, so a nested or an
-            # outer one is told apart): the block timed out.
-            self._expired = True
-            raise
+        self.__exit__(exc_type, exc, tb)
+
+    def _expire(self) -> None:
+        """The time is up (the task's clock found it due): cancel the task running the block."""
+        assert self._task is not None
+        self._state = _EXPIRING
+        self._task.cancel()
 
     def _hold(self) -> bool:
         """Stop the clock (nested holds count); False when it has already run out."""
-        timeout = self._timeout
-        if timeout is None or self._token is None or timeout.expired():
+        clock = self._clock
+        if clock is None or self._state is not _RUNNING:
             # not running (a task that outlived the block still sees it), or its
             # cancellation is on its way, which a hold cannot take back
             return False
         if self._holds == 0:
-            when = timeout.when()
-            self._left = math.inf if when is None else when - asyncio.get_running_loop().time()
-            timeout.reschedule(None)
+            self._left = self._when - clock.loop.time()
+            self._when = math.inf
         self._holds += 1
         return True
 
     def _release(self) -> None:
         """Undo one :meth:`_hold`; the last one restarts the clock with the time it had left."""
         self._holds -= 1
-        timeout = self._timeout
-        running = timeout is not None and self._token is not None and not timeout.expired()
-        if self._holds == 0 and running and math.isfinite(self._left):
-            assert timeout is not None
-            timeout.reschedule(asyncio.get_running_loop().time() + self._left)
-
+        clock = self._clock
+        if self._holds == 0 and clock is not None and self._state is _RUNNING:
+            self._when = when = clock.loop.time() + self._left
+            clock.arm(when)
     def __repr__(self) -> str:
-        state = "expired" if self._expired else "entered" if self._timeout is not None else "new"
+        state = "expired" if self._state is _EXPIRED else "new" if self._state is _NEW else "entered"
         return f"<Deadline {self.seconds} s ({state})>"
 
 
