@@ -144,7 +144,7 @@ async def mcec_agent(url: str) -> AsyncIterator[Run]:
     """The compiled spec, with its MCP server and model client kept up across runs (one scope each)."""
     from agentmonad import Ok
     from agentmonad.llm import LLMConfig, ModelSettings, llm_config, llm_scope
-    from agentmonad.tools import tool_scope
+    from agentmonad.mcp import tool_scope
     from benchmarks.react.impl import Notes
     from mcec.compiler import compile_source
     from mcec.run.runner import load_module

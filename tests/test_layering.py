@@ -147,3 +147,182 @@ def test_the_runtime_never_imports_the_compiler() -> None:
         if imported == "mcec" or imported.startswith("mcec.")
     ]
     assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- the runtime's own layers
+
+RUNTIME = ROOT / "runtime"
+#: The runtime's core: the combinators, the interpreter loop, what compiled code calls. It runs
+#: every construct of the language and so imports neither optional part above it.
+RUNTIME_CORE = (
+    "agentmonad.monad",
+    "agentmonad.outcome",
+    "agentmonad.concurrency",
+    "agentmonad.control",
+    "agentmonad.compiled",
+    "agentmonad.contract",
+    "agentmonad.errors",
+    "agentmonad.merge",
+    "agentmonad.steps",
+    "agentmonad.plans",
+    "agentmonad.usage",
+    "agentmonad.freshness",
+    "agentmonad._show",
+)
+#: The subpackages above the core: models, and MCP tools.
+RUNTIME_SUBPACKAGES = ("agentmonad.llm", "agentmonad.mcp")
+
+
+def _runtime_module(path: Path) -> str:
+    parts = list(path.relative_to(RUNTIME).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _runtime_modules() -> dict[str, Path]:
+    return {_runtime_module(p): p for p in sorted((RUNTIME / "agentmonad").rglob("*.py"))}
+
+
+def _runtime_imports(path: Path, modules: dict[str, Path]) -> list[tuple[int, str]]:
+    """The agentmonad modules ``path`` imports, with the line: ``from X import name`` counts as
+    an import of ``X.name`` when that is a module, and lazy and ``TYPE_CHECKING`` imports count
+    (each is a dependency all the same)."""
+    module = _runtime_module(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found.append((node.lineno, target))
+            found.extend((node.lineno, f"{target}.{a.name}") for a in node.names if f"{target}.{a.name}" in modules)
+    return [(line, name) for line, name in found if name in modules]
+
+
+def _runtime_graph() -> dict[str, dict[str, int]]:
+    """Each agentmonad module to the modules its import runs, with the line that imports each.
+
+    Importing ``agentmonad.llm.config`` runs ``agentmonad/llm/__init__.py`` first, so an import
+    depends on the packages above the module as well — all but the top package ``agentmonad``,
+    the facade that re-exports everything and that no module inside imports (checked below)."""
+    modules = _runtime_modules()
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in modules.items():
+        edges: dict[str, int] = {}
+        for line, imported in _runtime_imports(path, modules):
+            parts = imported.split(".")
+            for end in range(2, len(parts) + 1):
+                target = ".".join(parts[:end])
+                if target != name and target in modules and not name.startswith(target + "."):
+                    edges.setdefault(target, line)
+        graph[name] = edges
+    return graph
+
+
+def _cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
+    """One import cycle of ``graph`` (its modules in order, the first repeated at the end), or
+    ``None``: a depth-first search that stops at the first edge back onto its own path."""
+    done: set[str] = set()
+    for root in sorted(graph):
+        if root in done:
+            continue
+        path = [root]
+        stack = [iter(sorted(graph[root]))]
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:  # every import of path[-1] explored: no cycle through it
+                stack.pop()
+                done.add(path.pop())
+            elif child in path:
+                return [*path[path.index(child) :], child]
+            elif child not in done:
+                path.append(child)
+                stack.append(iter(sorted(graph[child])))
+    return None
+
+
+def _show_cycle(cycle: list[str], graph: dict[str, dict[str, int]]) -> str:
+    return " -> ".join(
+        f"{a} (line {graph[a][b]})" for a, b in zip(cycle, cycle[1:])
+    ) + f" -> {cycle[-1]}"
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    """The search below is itself tested: it finds a circle of three and none in a chain."""
+    assert _cycle({"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 1}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b": 1, "c": 1}, "b": {"c": 2}, "c": {}}) is None
+
+
+def test_the_runtime_has_no_import_cycles() -> None:
+    graph = _runtime_graph()
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle among agentmonad modules: " + _show_cycle(cycle, graph)
+
+
+def test_no_runtime_module_imports_the_facade() -> None:
+    """``agentmonad/__init__.py`` re-exports the core and both subpackages: a module inside that
+    imported a name from it (``from agentmonad import Ok``, ``from .. import testing``) would
+    depend on everything, and the graph above leaves the facade out."""
+    modules = _runtime_modules()
+    problems = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            target = (f"{base}.{node.module}" if node.module else base) if node.level else node.module
+            if target == "agentmonad":
+                names = [a.name for a in node.names if f"agentmonad.{a.name}" not in modules]
+                if names:
+                    problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name} imports {names} from the facade")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_runtime_core_imports_neither_subpackage() -> None:
+    """What every run needs never imports the models (``agentmonad.llm``) or the MCP tools
+    (``agentmonad.mcp``): they register what they need in the run context instead."""
+    graph = _runtime_graph()
+    missing = [m for m in RUNTIME_CORE if m not in graph]
+    assert not missing, f"RUNTIME_CORE names modules that do not exist: {missing}"
+    problems = []
+    for start in RUNTIME_CORE:
+        came_from: dict[str, str] = {start: start}
+        queue = [start]
+        while queue:  # breadth first: the shortest chain of imports to each module reached
+            module = queue.pop(0)
+            for target in graph[module]:
+                if target in came_from:
+                    continue
+                came_from[target] = module
+                if any(target == sub or target.startswith(sub + ".") for sub in RUNTIME_SUBPACKAGES):
+                    chain = [target]
+                    while chain[-1] != start:
+                        chain.append(came_from[chain[-1]])
+                    problems.append(" -> ".join(reversed(chain)))
+                else:
+                    queue.append(target)
+    assert not problems, "the core reaches a subpackage:\n" + "\n".join(problems)
+
+
+def test_the_runtime_has_one_context_variable() -> None:
+    """A run's own state is one ``RunContext`` in one ``ContextVar`` (``agentmonad.context``):
+    a capability that wants to see a run (a journal, an event sink) attaches there, not in a
+    variable of its own that a ``par`` branch or a resumed run could miss."""
+    made = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((RUNTIME / "agentmonad").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "ContextVar")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "ContextVar")
+        )
+    ]
+    assert len(made) == 1 and made[0].startswith("runtime/agentmonad/context.py:"), made

@@ -21,7 +21,7 @@ Shape of the output (docs/language.md §7, docs/DESIGN.md):
 Inside a ``timeout``'s body (and in every pipeline such a body calls, and
 their helpers: the *timed* code) each await a deadline can interrupt says
 which state it started from: an async step's ``try`` has a second handler,
-``except CancelledError as cancelled: note_reached(cancelled, state); raise``,
+``except CancelledError: note_reached(state); raise``,
 a ``local`` notes its start state the same way, a retry pause is given the
 state, and groups note theirs in the runtime. The timeout reports the last
 note (``deadline.reached(state)``), so the state of the last completed step
@@ -83,6 +83,7 @@ class Emitter:
         self.llm_users = _llm_users(program)
         self.async_steps = {step.name for step in program.steps if step.is_async}
         self.timed_pipelines = _timed_pipelines(program)
+        self.spawn_users = _spawn_users(program)
         #: whether the code being written runs inside a ``timeout`` (see the module docstring)
         self.timed = False
         self.control = ControlEmitter(self)
@@ -216,7 +217,7 @@ class Emitter:
         """Servers as ``StdioServer`` constants and tools as typed async steps
         (``web_search: AsyncStep[S, A, B, E] = tool(search, "web_search", B)``)."""
         lines: list[cst.SimpleStatementLine] = []
-        tools_module = f"{RUNTIME}.tools"
+        tools_module = f"{RUNTIME}.mcp"
         used_servers = {tool.server for tool in self.program.tools}
         for server in self.program.servers:
             if server.name not in used_servers:
@@ -291,7 +292,7 @@ class Emitter:
         self.timed = pipeline.name in self.timed_pipelines
         scopes: list[cst.WithItem] = []
         if pipeline.name in self.tool_users:
-            scopes.append(cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.tools"))))
+            scopes.append(cst.WithItem(item=c.call(self.runtime("tool_scope", f"{RUNTIME}.mcp"))))
         if pipeline.name in self.llm_users:
             # docs/language.md §10: one client per model for the run, its usage counted
             scopes.append(cst.WithItem(item=c.call(self.runtime("llm_scope", f"{RUNTIME}.llm"))))
@@ -551,15 +552,18 @@ class Emitter:
             return guarded
         return guarded.with_changes(handlers=[*guarded.handlers, self.note_handler(scope, state)])
 
+    def reaches_spawn(self, expr: t.TExpr) -> bool:
+        """Whether running ``expr`` may run a ``spawn`` (see :func:`reaches_spawn`)."""
+        return reaches_spawn(expr, self.spawn_users)
+
     def note_handler(self, scope: NameAllocator, state: str) -> cst.ExceptHandler:
-        """``except CancelledError as cancelled: note_reached(cancelled, state); raise``: the
-        state a timeout around this await reports if it ends the run here."""
-        cancelled = scope.shared("cancelled")
-        note = c.call(self.runtime("note_reached", COMPILED), c.name(cancelled), c.name(state))
+        """``except CancelledError: note_reached(state); raise``: the state a timeout (or
+        budget) around this await reports if it ends the run here, told to it through the
+        run context (``agentmonad.control.note_reached``)."""
+        note = c.call(self.runtime("note_reached", COMPILED), c.name(state))
         return cst.ExceptHandler(
             body=cst.IndentedBlock(body=[c.line(cst.Expr(note)), cst.SimpleStatementLine([cst.Raise()])]),
             type=self.runtime("CancelledError", "asyncio"),
-            name=cst.AsName(name=c.name(cancelled)),
         )
 
     def is_ok(self, result: str) -> cst.Call:
@@ -898,7 +902,7 @@ def _tool_users(program: t.Program) -> set[str]:
     """The pipelines that call an MCP tool, directly or through other pipelines
     (``program.pipelines`` lists callees before callers). In a spec that
     declares a server, an async step counts too: it may call a tool chosen at
-    run time (``agentmonad.tools.call_tool``), which should share the run's session."""
+    run time (``agentmonad.mcp.call_tool``), which should share the run's session."""
     users: set[str] = set()
     async_steps = {s.name for s in program.steps if s.is_async} if program.servers else set()
     for pipeline in program.pipelines:
@@ -916,6 +920,26 @@ def _llm_users(program: t.Program) -> set[str]:
     users: set[str] = set()
     for pipeline in program.pipelines:
         if any(_reaches(r, users, set(), needs=t.RefKind.LLM) for r in t.references(pipeline.body)):
+            users.add(pipeline.name)
+    return users
+
+
+def reaches_spawn(expr: t.TExpr, spawn_users: set[str]) -> bool:
+    """Whether running ``expr`` may run a ``spawn``: one inside it, or in a pipeline it calls
+    (``spawn_users``, from :func:`_spawn_users`). Only a retry around one tells its attempts
+    how the last one failed (the planner's rejection, §12)."""
+    return any(
+        isinstance(node, t.TSpawn) or (isinstance(node, t.TRef) and node.kind is t.RefKind.PIPELINE and node.name in spawn_users)
+        for node in _descendants(expr)
+    )
+
+
+def _spawn_users(program: t.Program) -> set[str]:
+    """The pipelines that run a ``spawn``, directly or through other pipelines
+    (``program.pipelines`` lists callees before callers)."""
+    users: set[str] = set()
+    for pipeline in program.pipelines:
+        if reaches_spawn(pipeline.body, users):
             users.add(pipeline.name)
     return users
 

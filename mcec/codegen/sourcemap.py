@@ -98,7 +98,7 @@ def _cst_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.CSTNode]:
 def _ast_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     for statement in body:
         yield statement
-        if isinstance(statement, ast.AsyncFunctionDef | ast.FunctionDef | ast.If | ast.AsyncWith):
+        if isinstance(statement, ast.AsyncFunctionDef | ast.FunctionDef | ast.If | ast.AsyncWith | ast.With):
             yield from _ast_statements(statement.body)
         elif isinstance(statement, ast.Try):
             yield from _ast_statements(statement.body)

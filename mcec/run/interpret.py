@@ -20,7 +20,7 @@ from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_stat
 from agentmonad.compiled import declared_merge
 from agentmonad.llm import Model, llm_scope, llm_step
 from agentmonad.plans import Toolbox
-from agentmonad.tools import StdioServer, tool, tool_scope
+from agentmonad.mcp import StdioServer, tool, tool_scope
 
 from mcec.check import typed as t
 from mcec.run.pyobjects import error_classes, python_type, resolve_path, value_test
@@ -309,10 +309,10 @@ class Interpreter:
                     server = self.servers[decl.server]
                     impl = tool(StdioServer(server.name, server.command), decl.tool_name, python_type(decl.sig.output))
                 errors = error_classes(decl.sig.errors)
-                return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True)
+                return lift_step(impl, name=decl.name, errors=errors, site=site, is_async=True, kind="tool")
             case t.RefKind.LLM:
                 errors = error_classes(self.llms[ref.name].sig.errors)
-                return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True)
+                return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True, kind="model")
             case _:
                 assert_never(ref.kind)
 

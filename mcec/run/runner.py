@@ -22,7 +22,8 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from agentmonad import Defect, Err, Ok, Outcome
-from agentmonad.llm import LLMConfig, llm_config, parse_model_option, usage
+from agentmonad.llm import LLMConfig, llm_config, usage
+from agentmonad.llm.options import parse_model_option
 
 from mcec.codegen import Generated, module_name_for
 from mcec.diagnostics import Code, Diagnostic, error

@@ -353,7 +353,7 @@ async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
-    from agentmonad.tools import tool_scope
+    from agentmonad.mcp import tool_scope
     from mcp.types import CallToolRequestParams, ListToolsResult, PaginatedRequestParams, Tool
 
     from mcec.version import __version__

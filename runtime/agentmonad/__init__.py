@@ -27,7 +27,7 @@ from .errors import (
     ToolUnavailableKind,
 )
 from .llm.errors import BudgetExceeded, LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind
-from .mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
+from .mcp.mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
 from .merge import Append, Merge, Reducer, Sum, merge_states
 from .monad import AgentMonad
 from .outcome import Err, Ok, Outcome, Site

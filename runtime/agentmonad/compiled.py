@@ -6,13 +6,27 @@ did not return ``Ok`` (``stop``), when a step raised (``raised``), and for
 parallel groups (:func:`group` for ``par``, :func:`each`), which share
 ``run_group`` with ``AgentMonad.par``/``each``, and for v2 control flow:
 ``await retry_pause(attempt, backoff)`` between the attempts of a ``retry``
-(after ``remember_failure``, which shows the next attempt how this one failed; the
-``retry`` ends with ``forget_failure``)
-and ``async with Deadline(S)`` for a ``timeout`` (both from
+(and, in a ``retry`` whose body can reach a ``spawn``, ``remember_failure``, which
+shows the next attempt's planner how this one failed; that ``retry`` ends with
+``forget_failure``)
+and ``with Deadline(S)`` for a ``timeout`` (both from
 :mod:`agentmonad.control`, which ``AgentMonad.retry``/``timeout`` use too),
-and inside a timed body ``note_reached(cancelled, state)`` where a
+and inside a timed body ``note_reached(state)`` where a
 cancellation leaves an async step or a ``local``, so that the timeout reports
 the state the body had reached however deep in helpers it was interrupted.
+
+**The run context and the effect seam.** Everything a run holds besides the
+spec's state — open model and tool scopes, token meters and budgets, the
+deadlines and budgets (*guards*) around the current code, a retry's last
+failure, and the hooks (journal, event sink, human input) — is one
+``RunContext`` in one ``ContextVar`` (:mod:`agentmonad.context`). A ``Deadline``
+or a ``budget`` entered here pushes itself as a guard; ``note_reached(state)``
+tells the guards whose own cancellation is unwinding which state the
+interrupted await started from, so nothing rides on the exception. With a hook
+attached (``RunContext.hooked``) an effect goes through
+:mod:`agentmonad.effects` with its site and its ``each``/``par`` element index;
+the interpreter does so today, generated code does not yet: it makes plain
+calls, which is what it would do with no hook attached anyway.
 
 Everything here is typed so that mypy, checking a generated module, sees every
 value type and error set as the checker computed it: a ``par`` group is built

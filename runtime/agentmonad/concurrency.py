@@ -17,11 +17,13 @@ Both ``AgentMonad.par``/``each`` and ``agentmonad.compiled.par``/``each`` call i
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from ._show import short_repr
+from .context import current_run_context, set_run_context
 from .control import note_reached
 from .errors import Defect, MergeConflict
 from .outcome import Err, Ok, Outcome, Site
@@ -95,8 +97,15 @@ async def run_group(
         if not w.done():
             w.set_result(None)
 
+    run = current_run_context()
+
     def launch(i: int) -> None:
-        task = loop.create_task(start(i))
+        if run.hooked:  # the branch's effects carry its element index (agentmonad.effects)
+            branch = contextvars.copy_context()
+            branch.run(set_run_context, run.with_index(i))
+            task = loop.create_task(start(i), context=branch)
+        else:
+            task = loop.create_task(start(i))
         running[task] = i
         task.add_done_callback(on_done)
 
@@ -157,7 +166,7 @@ async def run_group(
         if others:
             raise _first_with_others(others)
         # a group in progress has not completed: a timeout reports the state before it
-        note_reached(cancelled, state)
+        note_reached(state)
         raise
     if failure is None and defect is None and fatal is None:
         return merge_outcome(state, values, states, merge, site)
@@ -173,7 +182,7 @@ async def run_group(
         raise defect
     if cancelled_again:
         again = asyncio.CancelledError()
-        note_reached(again, state)
+        note_reached(state)
         raise again
     assert failure is not None
     return failure

@@ -27,9 +27,11 @@ the pauses it is asked for and returns at once:
 >>> retry_delay(1, 0.5, jitter=0.0), retry_delay(1, 0.5, jitter=1.0), retry_delay(40, 0.5, jitter=1.0)
 (0.25, 0.5, 30.0)
 
-**Deadlines.** :class:`Deadline` is ``asyncio.timeout`` with the one extra fact
+**Deadlines.** :class:`Deadline` behaves as ``asyncio.timeout``, with the one extra fact
 generated code needs: whether the ``TimeoutError`` leaving the block is this
-deadline's own (:meth:`Deadline.expired`). Cancellation is asyncio's: at the
+deadline's own (:meth:`Deadline.expired`). It is cheaper: the deadlines of a
+task share one timer, armed lazily (``_TaskClock``), where ``asyncio.timeout``
+makes, arms and cancels one per entry. Cancellation is asyncio's: at the
 deadline the running task is cancelled, so whatever the body is awaiting — a
 ``par``/``each`` group (which cancels *and awaits* every branch), an MCP tool
 call, a retry pause — is cancelled as a losing ``par`` branch is. A sync step
@@ -47,13 +49,17 @@ that state in a local variable of whichever function the interrupted step
 runs in — often a helper several calls below the ``timeout`` (a pipeline, a
 ``catch``, a ``loop`` in mid-chain). So the cancellation carries it out: each
 await inside a timed body that a deadline can interrupt (an async step, a
-``par``/``each`` group, a retry pause) notes on the ``CancelledError`` the
-state it started from (:func:`note_reached`), a ``local`` on the way out
-replaces it with its own start state (it gives that back on any failure), and
-the deadline that turns the cancellation into its timeout reads the last note
-(:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so
-the success path pays nothing; a note is an attribute of one exception object,
-so a ``par`` branch's notes (other tasks, other exceptions) never reach it.
+``par``/``each`` group, a retry pause) notes the state it started from
+(:func:`note_reached`) to the guards of the run context (:mod:`agentmonad.context`:
+the deadlines and budgets around it), a ``local`` on the way out replaces it
+with its own start state (it gives that back on any failure), and the deadline
+that turns the cancellation into its timeout reads the last note
+(:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so the
+success path pays nothing. A guard keeps a note only while its *own*
+cancellation unwinds the body (another cancellation — a losing ``par`` branch,
+a caller's cancel — leaves no stale note behind), and a ``par`` group notes its
+start state after it has cancelled and awaited every branch, so whatever its
+branches noted is replaced, as the innermost-first order wants.
 """
 
 from __future__ import annotations
@@ -63,10 +69,14 @@ import contextlib
 import math
 import random as _random
 from collections.abc import Awaitable, Callable, Iterator
-from contextvars import ContextVar, Token
+from contextvars import Token
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeVar, cast, final
+
+from .context import Failure as Failure  # defined beside the run context that holds one
+from .context import RetryClock as RetryClock
+from .context import _RUN, RunContext, current_run_context, reset_run_context, set_run_context
 
 __all__ = [
     "MAX_DELAY",
@@ -79,7 +89,6 @@ __all__ = [
     "Deadline",
     "deadlines_held",
     "note_reached",
-    "noted_state",
     "Failure",
     "previous_failure",
     "remember_failure",
@@ -91,51 +100,31 @@ _S = TypeVar("_S")
 #: The longest pause between two attempts, in seconds (before jitter).
 MAX_DELAY = 30.0
 
-#: The attribute of a ``CancelledError`` that holds the state noted by :func:`note_reached`.
-_REACHED = "_agentmonad_reached"
 #: "No state": a stateless spec's state is None, so None cannot say it.
 _UNNOTED: object = object()
 
 
-def noted_state(cancelled: BaseException | None, state: _S) -> _S:
-    """The state last noted on ``cancelled`` (:func:`note_reached`), else ``state``: what a
-    deadline or a budget that ended its body with ``cancelled`` reports."""
-    noted = getattr(cancelled, _REACHED, _UNNOTED)
-    # the note came from an await of the same body, in the body's state type
-    return state if noted is _UNNOTED else cast(_S, noted)
-
-
-def note_reached(cancelled: BaseException, state: object) -> None:
-    """Note on ``cancelled`` (a cancellation leaving an await of a timed body) the state
-    that await started from, replacing any earlier note (see the module docstring).
+def note_reached(state: object) -> None:
+    """An await of a timed body was interrupted by a cancellation, starting from ``state``:
+    tell every guard (``Deadline``, ``Budget``) around the current code, through the run
+    context. A guard keeps the note only while its own cancellation is on its way, and a
+    later note replaces an earlier one (see the module docstring).
 
     Replacing, not keeping the first: notes are written innermost first, and whatever
     ran below the await (a step's own code, which may run other compiled pipelines)
     is not the spec's; an outer ``local`` replaces the note with its start state in turn.
     """
-    setattr(cancelled, _REACHED, state)
+    for guard in current_run_context().guards:
+        guard._note(state)
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class RetryClock:
-    """Where retry pauses sleep and where their jitter comes from.
-
-    ``sleep(seconds)`` is awaited for each pause (default ``asyncio.sleep``);
-    ``random()`` gives the jitter draw, a number in ``[0, 1]`` (default
-    ``random.random``). Install one with :func:`use_retry_clock`.
-    """
-
-    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
-    random: Callable[[], float] = _random.random
-
-
-_CLOCK: ContextVar[RetryClock] = ContextVar("agentmonad_retry_clock", default=RetryClock())
+#: The real clock, used where no block installed another.
+_REAL_CLOCK = RetryClock()
 
 
 def retry_clock() -> RetryClock:
     """The :class:`RetryClock` in effect here (the real one unless a block installed another)."""
-    return _CLOCK.get()
+    return current_run_context().clock or _REAL_CLOCK
 
 
 @contextlib.contextmanager
@@ -146,11 +135,11 @@ def use_retry_clock(clock: RetryClock) -> Iterator[RetryClock]:
     the tasks it starts (``par`` branches, ``asyncio.run`` inside the block),
     and never leaks into other tasks or threads.
     """
-    token = _CLOCK.set(clock)
+    token = set_run_context(current_run_context().with_clock(clock))
     try:
         yield clock
     finally:
-        _CLOCK.reset(token)
+        reset_run_context(token)
 
 
 @contextlib.contextmanager
@@ -214,22 +203,10 @@ async def retry_pause(attempt: int, backoff: float, state: object = _UNNOTED) ->
     if delay > 0:
         try:
             await retry_clock().sleep(delay)
-        except asyncio.CancelledError as cancelled:
+        except asyncio.CancelledError:
             if state is not _UNNOTED:
-                note_reached(cancelled, state)
+                note_reached(state)
             raise
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """The error attempt ``attempt`` of the innermost running ``retry`` failed with."""
-
-    error: object
-    attempt: int
-
-
-_PREVIOUS: ContextVar[Failure | None] = ContextVar("agentmonad_previous_failure", default=None)
 
 
 def previous_failure() -> Failure | None:
@@ -239,35 +216,103 @@ def previous_failure() -> Failure | None:
     this way (docs/language.md §12). Tasks started inside the attempt (``par``
     branches) see it too: they copy the context they start in.
     """
-    return _PREVIOUS.get()
+    return current_run_context().failure
 
 
-def remember_failure(error: object, attempt: int, first: Token[Failure | None] | None) -> Token[Failure | None]:
+def remember_failure(error: object, attempt: int, first: Token[RunContext] | None) -> Token[RunContext]:
     """Before the next attempt of a ``retry``: attempt ``attempt`` failed with ``error``.
 
     Returns the token that :func:`forget_failure` undoes when the ``retry``
     ends: ``first``, the token of the retry's first remembered failure, when
     there is one (so the retry leaves the context as it found it).
     """
-    token = _PREVIOUS.set(Failure(error, attempt))
+    token = set_run_context(current_run_context().with_failure(Failure(error, attempt)))
     return token if first is None else first
 
 
-def forget_failure(token: Token[Failure | None] | None) -> None:
+def forget_failure(token: Token[RunContext] | None) -> None:
     """A ``retry`` ended: the failures it remembered are forgotten (see :func:`remember_failure`);
     ``None``: it remembered none (its first attempt did not fail)."""
-    if token is None:
-        return
-    try:
-        _PREVIOUS.reset(token)
-    except ValueError:  # made in another context (a run resumed elsewhere): leave it
-        pass
+    if token is not None:
+        reset_run_context(token)  # one made in another context (a run resumed elsewhere) is left
+
+
+#: A Deadline's life: made, running (entered), its cancellation on its way, ended by it, left.
+_NEW, _RUNNING, _EXPIRING, _EXPIRED, _DONE = "new", "running", "expiring", "expired", "done"
+
+
+@final
+class _TaskClock:
+    """The one timer of a task's deadlines, armed lazily (issue 30): entering a deadline arms
+    it only when nothing is armed to fire by then, and leaving one disarms nothing — a timer
+    that fires finds what is due among the deadlines still active, cancels the task for the
+    outermost of them, and arms itself again for the next. ``asyncio.timeout`` makes, arms and
+    cancels a timer per entry; here a ``timeout`` run over and over in one task arms one timer
+    per ``seconds``, not per entry, and allocates nothing but the deadline itself (which also
+    keeps the garbage collector's allocation count, and so its collections, down)."""
+
+    __slots__ = ("task", "loop", "active", "handle", "armed")
+
+    def __init__(self, task: asyncio.Task[object]) -> None:
+        self.task = task
+        self.loop = task.get_loop()
+        #: The deadlines entered in this task and not yet left, outermost first.
+        self.active: list[Deadline] = []
+        self.handle: asyncio.TimerHandle | None = None
+        #: When the armed timer fires (``inf``: none armed).
+        self.armed = math.inf
+        task.add_done_callback(_forget_clock)
+
+    def arm(self, when: float) -> None:
+        """Make sure the timer fires at ``when`` or before."""
+        if when < self.armed:
+            if self.handle is not None:
+                self.handle.cancel()
+            self.armed = when
+            self.handle = self.loop.call_at(when, self.fire)
+
+    def leave(self, deadline: Deadline) -> None:
+        """``deadline`` is left (innermost first, in one task); the timer stays as armed."""
+        active = self.active
+        if active and active[-1] is deadline:
+            active.pop()
+        else:
+            with contextlib.suppress(ValueError):
+                active.remove(deadline)
+
+    def fire(self) -> None:
+        """The timer is up: expire the outermost due deadline (those inside it end with it),
+        and arm again for the next of those around it, or of all when none was due."""
+        self.handle = None
+        self.armed = math.inf
+        now = self.loop.time()
+        following = math.inf
+        for deadline in self.active:  # outermost first
+            if deadline._state is not _RUNNING:
+                continue
+            if deadline._when <= now:
+                deadline._expire()
+                break
+            following = min(following, deadline._when)
+        if following < math.inf:
+            self.arm(following)
+
+
+#: Each task's clock, while the task lives (a done task's is dropped).
+_CLOCKS: dict[asyncio.Task[object], _TaskClock] = {}
+
+
+def _forget_clock(task: asyncio.Task[object]) -> None:
+    clock = _CLOCKS.pop(task, None)
+    if clock is not None and clock.handle is not None:
+        clock.handle.cancel()
 
 
 @final
 class Deadline:
-    """``async with Deadline(seconds):`` — ``asyncio.timeout(seconds)`` that knows
-    whether the ``TimeoutError`` it raises is its own.
+    """``async with Deadline(seconds):`` (or ``with``: entering and leaving never wait) —
+    ``asyncio.timeout(seconds)`` that knows whether the ``TimeoutError`` it raises is its
+    own, on the task's shared timer.
 
     The clock starts when the block is entered. At the deadline the task running
     the block is cancelled; when that cancellation leaves the block, it becomes
@@ -279,7 +324,7 @@ class Deadline:
 
         deadline = Deadline(S)
         try:
-            async with deadline:
+            with deadline:
                 ...  # e's steps, inline, each updating `state`
                 return Ok(v, state)
         except TimeoutError:
@@ -290,41 +335,97 @@ class Deadline:
     A ``Deadline`` is entered at most once.
     """
 
-    __slots__ = ("seconds", "_timeout", "_expired", "_reached", "_token", "_holds", "_left")
+    __slots__ = ("seconds", "_when", "_task", "_clock", "_cancelling", "_state", "_noted", "_token", "_holds", "_left")
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
             raise ValueError(f"Deadline: seconds must be > 0, got {seconds}")
         self.seconds = seconds
-        self._timeout: asyncio.Timeout | None = None
-        self._expired = False
-        self._reached: BaseException | None = None
-        self._token: Token[tuple[Deadline, ...]] | None = None
+        #: When it runs out, on the loop's clock (``inf`` while held).
+        self._when = math.inf
+        self._task: asyncio.Task[object] | None = None
+        self._clock: _TaskClock | None = None
+        #: The task's cancel requests when entered: what tells its own cancellation apart.
+        self._cancelling = 0
+        self._state = _NEW
+        #: The state the last interrupted await noted while this deadline's cancellation unwound.
+        self._noted: object = _UNNOTED
+        self._token: Token[RunContext] | None = None
         #: How many holders hold it now (:func:`deadlines_held`), and the seconds it had left.
         self._holds = 0
         self._left = 0.0
 
     def reached(self, state: _S) -> _S:
         """The state the timed body had reached when this deadline ended it: the last
-        one noted on its cancellation (:func:`note_reached`), else ``state`` (the
+        one noted while its cancellation unwound (:func:`note_reached`), else ``state`` (the
         state of the function the ``timeout`` is written in, when the interrupted
         await was there and noted nothing)."""
-        return noted_state(self._reached, state)
+        noted = self._noted
+        # the note came from an await of the same body, in the body's state type
+        return state if noted is _UNNOTED else cast(_S, noted)
+
+    def _note(self, state: object) -> None:
+        """Keep ``state`` if this deadline's own cancellation is unwinding the body."""
+        if self._state is _EXPIRING:
+            self._noted = state
 
     def expired(self) -> bool:
         """True when this deadline ended the block: its cancellation became the
         ``TimeoutError`` that left it. False before, on time, and when the block
         ended some other way (a Defect, an outer cancellation) even if the time
         had run out meanwhile."""
-        return self._expired
+        return self._state is _EXPIRED
+
+    def __enter__(self) -> Deadline:
+        if self._state is not _NEW:
+            raise RuntimeError("a Deadline can be entered only once")
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a Deadline must be entered in a task")
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._state = _RUNNING
+        clock = _CLOCKS.get(task)
+        if clock is None:
+            clock = _CLOCKS[task] = _TaskClock(task)
+        self._clock = clock
+        self._when = when = clock.loop.time() + self.seconds
+        clock.active.append(self)
+        if when < clock.armed:  # else the timer fires first, and finds this one then
+            clock.arm(when)
+        self._token = _RUN.set(_RUN.get().with_guard(self))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        clock, task = self._clock, self._task
+        if clock is None or task is None:
+            raise RuntimeError("Deadline exited without being entered")
+        if self._token is not None:
+            reset_run_context(self._token)  # one left in another context is ignored: that one is gone
+            self._token = None
+        active = clock.active
+        if active and active[-1] is self:  # left innermost first, as blocks nest
+            active.pop()
+        else:
+            clock.leave(self)
+        if self._state is _EXPIRING:
+            self._state = _EXPIRED
+            # as asyncio.timeout: the cancellation leaving the block is this deadline's own
+            # when taking back its request leaves no more than the task had on entry
+            # (cancel requests are counted, so a nested or an outer one is told apart)
+            if task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
+                raise TimeoutError from exc
+            self._state = _DONE  # its time ran out, but something else ended the block
+        else:
+            self._state = _DONE
 
     async def __aenter__(self) -> Deadline:
-        if self._timeout is not None:
-            raise RuntimeError("a Deadline can be entered only once")
-        self._timeout = asyncio.timeout(self.seconds)
-        await self._timeout.__aenter__()
-        self._token = _ACTIVE.set((*_ACTIVE.get(), self))
-        return self
+        return self.__enter__()
 
     async def __aexit__(
         self,
@@ -332,53 +433,37 @@ class Deadline:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        timeout = self._timeout
-        if timeout is None:
-            raise RuntimeError("Deadline exited without being entered")
-        if self._token is not None:
-            with contextlib.suppress(ValueError):  # left in another context: that one is gone
-                _ACTIVE.reset(self._token)
-            self._token = None
-        try:
-            await timeout.__aexit__(exc_type, exc, tb)
-        except TimeoutError:
-            # asyncio raises it only when the cancellation leaving the block is
-            # this timeout's own (it counts cancel requests, so a nested or an
-            # outer one is told apart): the block timed out.
-            self._expired = True
-            self._reached = exc
-            raise
+        self.__exit__(exc_type, exc, tb)
+
+    def _expire(self) -> None:
+        """The time is up (the task's clock found it due): cancel the task running the block."""
+        assert self._task is not None
+        self._state = _EXPIRING
+        self._task.cancel()
 
     def _hold(self) -> bool:
         """Stop the clock (nested holds count); False when it has already run out."""
-        timeout = self._timeout
-        if timeout is None or self._token is None or timeout.expired():
+        clock = self._clock
+        if clock is None or self._state is not _RUNNING:
             # not running (a task that outlived the block still sees it), or its
             # cancellation is on its way, which a hold cannot take back
             return False
         if self._holds == 0:
-            when = timeout.when()
-            self._left = math.inf if when is None else when - asyncio.get_running_loop().time()
-            timeout.reschedule(None)
+            self._left = self._when - clock.loop.time()
+            self._when = math.inf
         self._holds += 1
         return True
 
     def _release(self) -> None:
         """Undo one :meth:`_hold`; the last one restarts the clock with the time it had left."""
         self._holds -= 1
-        timeout = self._timeout
-        running = timeout is not None and self._token is not None and not timeout.expired()
-        if self._holds == 0 and running and math.isfinite(self._left):
-            assert timeout is not None
-            timeout.reschedule(asyncio.get_running_loop().time() + self._left)
-
+        clock = self._clock
+        if self._holds == 0 and clock is not None and self._state is _RUNNING:
+            self._when = when = clock.loop.time() + self._left
+            clock.arm(when)
     def __repr__(self) -> str:
-        state = "expired" if self._expired else "entered" if self._timeout is not None else "new"
+        state = "expired" if self._state is _EXPIRED else "new" if self._state is _NEW else "entered"
         return f"<Deadline {self.seconds} s ({state})>"
-
-
-#: The deadlines the current code runs under, outermost first (``par`` branches inherit them).
-_ACTIVE: ContextVar[tuple[Deadline, ...]] = ContextVar("agentmonad_deadlines", default=())
 
 
 @contextlib.contextmanager
@@ -394,7 +479,7 @@ def deadlines_held() -> Iterator[None]:
     cancellations (a losing ``par`` branch, a caller's cancel) are not affected.
     Must be entered in a task running on an event loop.
     """
-    held = [d for d in _ACTIVE.get() if d._hold()]
+    held = [d for d in current_run_context().guards if d._hold()]
     try:
         yield
     finally:

@@ -33,6 +33,7 @@ __all__ = [
     "ToolUnavailableKind",
     "LoopExhausted",
     "Timeout",
+    "BudgetExceeded",
 ]
 
 
@@ -241,6 +242,29 @@ class Timeout(_ValueError):
 
 #: How many sibling Defects ``str(defect)`` quotes before "… and N more".
 _OTHERS_SHOWN = 5
+
+
+class BudgetExceeded(_ValueError):
+    """``budget(N) e``: the model tokens used inside ``e`` passed ``limit``.
+
+    ``used`` is the count when the budget was found exceeded (prompt plus
+    completion tokens of every call inside the budget).
+
+    >>> str(BudgetExceeded(1000, 1042))
+    'token budget of 1000 exceeded: 1042 used'
+    >>> BudgetExceeded(1000, 1042) == BudgetExceeded(1000, 1042)
+    True
+    """
+
+    _fields = ("limit", "used")
+
+    def __init__(self, limit: int, used: int) -> None:
+        self.limit = limit
+        self.used = used
+        super().__init__(limit, used)
+
+    def __str__(self) -> str:
+        return f"token budget of {safe_str(self.limit)} exceeded: {safe_str(self.used)} used"
 
 
 class Defect(Exception):

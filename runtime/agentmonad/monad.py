@@ -68,16 +68,18 @@ from __future__ import annotations
 import asyncio
 import math
 from contextvars import Token
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, Never, TypeAlias, TypeVar, assert_never, cast, final
 
 from ._show import callable_name, short_repr
 from .concurrency import run_group
 from .contract import fn_defect, raised, stop
-from .control import Deadline, Failure, forget_failure, remember_failure, retry_pause
+from .context import EffectKind, RunContext, current_run_context
+from .effects import perform, perform_sync
+from .control import Deadline, forget_failure, remember_failure, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
-from .llm.errors import BudgetExceeded
-from .llm.usage import Budget
+from .errors import BudgetExceeded
+from .usage import Budget
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
 
@@ -465,7 +467,7 @@ class StepSpec(Generic[_S, _A, _E, _B]):
     is checked when it runs (docs/language.md §3, ``contract.stop``).
     """
 
-    __slots__ = ("impl", "name", "errors", "site", "is_async", "__weakref__")
+    __slots__ = ("impl", "name", "errors", "site", "is_async", "kind", "__weakref__")
 
     def __init__(
         self,
@@ -474,12 +476,15 @@ class StepSpec(Generic[_S, _A, _E, _B]):
         errors: tuple[type, ...],
         site: Site,
         is_async: bool,
+        kind: EffectKind = "step",
     ) -> None:
         self.impl = impl
         self.name = name
         self.errors = errors
         self.site = site
         self.is_async = is_async
+        #: What effect a call is, for the hooks (:mod:`agentmonad.effects`): a user step, a tool, a model.
+        self.kind: EffectKind = kind
 
     def __call__(self, value: _A) -> AgentMonad[_S, _E, _B]:
         return _Step(self, value)
@@ -762,7 +767,7 @@ class _Attempt:
         self.retry = retry
         self.attempt = attempt
         #: undoes the failures this retry showed its later attempts (``control.remember_failure``)
-        self.remembered: Token[Failure | None] | None = None
+        self.remembered: Token[RunContext] | None = None
 
 
 @final
@@ -880,6 +885,9 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
     hand-written floor (benchmarks/README.md, "The interpreter's per-step cost").
     """
     stack: list[_Frame] = []
+    # read once: with no hook attached (the default) each step is a plain call
+    run = current_run_context()
+    hooked = run.hooked
     node: _Node | StepSpec[Any, Any, Any, Any] = _as_node(program)
     arg: Any = None  # the input of the step to run, when ``node`` is a StepSpec
     while True:
@@ -890,10 +898,14 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                 arg = node.value
                 node = node.spec
             if type(node) is StepSpec:
+                result: Any
                 try:
-                    result: Any = node.impl(state, arg)
-                    if node.is_async:
-                        result = await result
+                    if hooked:  # every effect goes through the seam, with its site
+                        result = await _through_seam(run, node, state, arg)
+                    else:
+                        result = node.impl(state, arg)
+                        if node.is_async:
+                            result = await result
                 except Exception as exc:
                     # the step contract (docs/language.md §3): a declared error is an Err
                     # with the state the step received; anything else, a Defect
@@ -919,7 +931,11 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                         outcome = Ok(node.value, state)
                     case _FnCall():
                         try:
-                            outcome = Ok(node.spec.impl(node.value), state)
+                            if hooked:
+                                spec, given = node.spec, node.value
+                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given)), state)
+                            else:
+                                outcome = Ok(node.spec.impl(node.value), state)
                         except Exception as exc:
                             fn_defect(exc, node.spec.site, state)
                     case _Local():
@@ -1123,6 +1139,13 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
             case _:
                 assert_never(frame)
     return exc
+
+
+async def _through_seam(run: RunContext, spec: StepSpec[Any, Any, Any, Any], state: Any, arg: Any) -> Any:
+    """A step's call through the effect seam (:mod:`agentmonad.effects`): a hook is attached."""
+    if spec.is_async:
+        return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)))
+    return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg))
 
 
 async def _run_par(node: _Par[Any, Any, Any], state: Any) -> Outcome[Any, Any, tuple[Any, ...]]:

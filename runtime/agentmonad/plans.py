@@ -245,7 +245,7 @@ class Toolbox(Generic[_S, _A, _B, _E]):
             # the plan checked against this toolbox's type: it gives a B, or fails with an E
             return cast(Outcome[_S, _E, _B], await plan.run(planned, value))
         except asyncio.CancelledError as cancelled:
-            note_reached(cancelled, planned)  # a deadline keeps the state the plan started from
+            note_reached(planned)  # a deadline keeps the state the plan started from
             raise
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Never, TypeVar
 
+from .context import EffectKind
 from .monad import AgentMonad, FnSpec, StepSpec
 from .outcome import Ok, Outcome, Site
 
@@ -40,15 +41,18 @@ def lift_step(
     errors: Sequence[type[_E]] | Sequence[type],
     site: Site | None = None,
     is_async: bool = False,
+    kind: EffectKind = "step",
 ) -> Callable[[_A], AgentMonad[_S, _E, _B]]:
     """Turn a ``step`` implementation ``f(state, value) -> Outcome`` (an
     ``async def`` when ``is_async``) into a Kleisli arrow.
 
     The step contract (docs/language.md §3) is enforced when it runs: raising one of
     ``errors`` is ``Err(exc, state_received, site)``; an ``Err`` of another type,
-    a non-``Outcome`` return, or any other exception is a ``Defect``.
+    a non-``Outcome`` return, or any other exception is a ``Defect``. ``kind`` is what
+    its calls are to hooks attached to a run (:mod:`agentmonad.effects`): a user
+    ``step``, an MCP ``tool``, a ``model``.
     """
-    return StepSpec(impl, name, tuple(errors), _site(name, site), is_async)
+    return StepSpec(impl, name, tuple(errors), _site(name, site), is_async, kind)
 
 
 def lift_fn(

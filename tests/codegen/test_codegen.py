@@ -382,3 +382,16 @@ def test_mypy_sees_the_errors_of_each_par_branch(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert completed.returncode == 1 and "Odd" in completed.stdout, completed.stdout
+
+
+def test_a_retry_remembers_its_failure_only_when_a_planner_can_see_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``remember_failure``/``forget_failure`` (a run-context write per failed attempt and a
+    ``try``/``finally`` per retry) are written only for a retry whose body can reach a
+    ``spawn``: no other code reads the failure (§12)."""
+    cases = Path(__file__).parent / "cases"
+    plans = Path(__file__).parent.parent / "plans" / "planbox"
+    plain = generate(cases / "control.mce")
+    monkeypatch.syspath_prepend(str(plans.parent))
+    planned = generate(plans / "box.mce")
+    assert "retry_pause" in plain and "remember_failure" not in plain and "forget_failure" not in plain
+    assert "remember_failure" in planned and "forget_failure" in planned

@@ -2,7 +2,7 @@
 
 Each function below is what ``mcec compile`` is meant to emit for the spec in
 its docstring (docs/language.md §7: ``retry``/``loop`` become ``for`` loops,
-``timeout`` an ``async with Deadline`` block, straight-line, no closure per
+``timeout`` a ``with Deadline`` block, straight-line, no closure per
 step), calling only ``agentmonad`` and ``agentmonad.compiled``. The runtime
 tests run them next to the interpreter's ``AgentMonad.retry``/``timeout``/
 ``loop``, and ``test_control_flow.test_shapes_pass_mypy_strict`` checks them
@@ -105,13 +105,13 @@ async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, i
     """
     deadline = Deadline(0.2)
     try:
-        async with deadline:
+        with deadline:
             try:
                 r1 = await first(state, value)
             except Exception as exc:
                 return raised(exc, SITE_FIRST, state, (Flaky, Fatal))
-            except CancelledError as cancelled:
-                note_reached(cancelled, state)
+            except CancelledError:
+                note_reached(state)
                 raise
             if not isinstance(r1, Ok):
                 return stop(r1, SITE_FIRST, (Flaky, Fatal), state=state)
@@ -120,8 +120,8 @@ async def timed(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeout, i
                 r2 = await second(state, v1)
             except Exception as exc:
                 return raised(exc, SITE_SECOND, state, (Flaky, Fatal))
-            except CancelledError as cancelled:
-                note_reached(cancelled, state)
+            except CancelledError:
+                note_reached(state)
                 raise
             if not isinstance(r2, Ok):
                 return stop(r2, SITE_SECOND, (Flaky, Fatal), state=state)
@@ -160,7 +160,7 @@ async def timed_par(state: St, value: int) -> Outcome[St, Flaky | Fatal | Timeou
     """
     deadline = Deadline(0.2)
     try:
-        async with deadline:
+        with deadline:
             r = await group(_par_branch_first).also(_par_branch_second).run_merged(state, value, _keep, SITE_PAR)
             if not isinstance(r, Ok):
                 return r
@@ -202,7 +202,7 @@ async def timed_tool(state: None, value: dict[str, Any]) -> Outcome[None, ToolFa
     """``pipeline timed_tool : dict[str, Any] -> str = timeout(0.5) call;`` (``call`` an MCP tool)."""
     deadline = Deadline(0.5)
     try:
-        async with deadline:
+        with deadline:
             try:
                 r = await call(state, value)
             except Exception as exc:

@@ -49,11 +49,11 @@ from agentmonad.llm import (
     llm_scope,
     llm_step,
     output_problem,
-    parse_model_option,
     record_usage,
     template_variables,
     usage,
 )
+from agentmonad.llm.options import parse_model_option
 from agentmonad.testing import (
     FunctionModel,
     ScriptedModel,
@@ -613,7 +613,8 @@ def test_model_options_are_checked() -> None:
 @pytest.mark.parametrize(
     "module",
     ["agentmonad.llm.errors", "agentmonad.llm.config", "agentmonad.llm.prompt", "agentmonad.llm.output",
-     "agentmonad.llm.usage", "agentmonad.llm.wire", "agentmonad.llm.openai_backend", "agentmonad.testing"],
+     "agentmonad.usage", "agentmonad.llm.wire", "agentmonad.llm.openai_backend", "agentmonad.llm.options",
+     "agentmonad.testing"],
 )
 def test_doctests(module: str) -> None:
     failures, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -24,7 +24,7 @@ import pytest
 
 from agentmonad import AgentMonad, Err, Ok, ToolFailed, ToolUnavailable, lift_step
 from agentmonad import ToolUnavailableKind as Kind
-from agentmonad.tools import _SCOPE, StdioServer, call_tool, tool, tool_scope
+from agentmonad.mcp.tools import StdioServer, _current, call_tool, tool, tool_scope
 from mcp_servers.pipelines import Hits
 from test_mcp_tools import alive, assert_all_gone, box_command, server_pids
 
@@ -37,7 +37,7 @@ def box(folder: Path) -> StdioServer:
 
 
 def connection_of(server: StdioServer) -> Any:
-    scope = _SCOPE.get()
+    scope = _current()
     assert scope is not None
     return scope.connections[server]
 

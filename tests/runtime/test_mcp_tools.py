@@ -217,7 +217,7 @@ def test_a_scope_with_restart_failed_starts_a_crashed_server_again(tmp_path: Pat
 
 def test_a_server_that_keeps_crashing_does_not_pile_up_in_a_long_lived_scope(tmp_path: Path) -> None:
     """Under ``restart_failed`` a crashed connection is kept only until its process is gone."""
-    from agentmonad.tools import _SCOPE
+    from agentmonad.mcp.tools import _current
 
     _program, module = compile_spec(tmp_path)
 
@@ -228,7 +228,7 @@ def test_a_server_that_keeps_crashing_does_not_pile_up_in_a_long_lived_scope(tmp
                 results.append(await module.say(None, EchoArgs(text=f"up {n}")))
                 results.append(await module.dies(None, {}))
             results.append(await module.say(None, EchoArgs(text="last")))
-            scope = _SCOPE.get()
+            scope = _current()
             assert scope is not None
             return results, len(scope.retired)
 

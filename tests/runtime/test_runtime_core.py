@@ -326,7 +326,7 @@ def test_mcp_accepts_objects_with_attributes() -> None:
     "module",
     [
         "outcome", "errors", "merge", "contract", "monad", "steps", "compiled",
-        "mcp_result", "concurrency", "_show", "tools", "_stdio",
+        "mcp.mcp_result", "concurrency", "_show", "mcp.tools", "mcp._stdio", "mcp._tail",
     ],
 )
 def test_doctests(module: str) -> None:

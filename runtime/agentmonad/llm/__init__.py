@@ -19,18 +19,21 @@ The parts:
 
 - :mod:`~agentmonad.llm.config` — :class:`Model`, the run's configuration
   (:class:`LLMConfig`, :class:`ModelSettings`, :func:`llm_config`), keys as
-  :class:`Secret`, ``mcec run --model`` options (:func:`parse_model_option`);
+  :class:`Secret`;
+- :mod:`~agentmonad.llm.options` — ``mcec run --model`` options
+  (``parse_model_option``; not imported here: it imports :mod:`agentmonad.testing`,
+  which imports this package);
 - :mod:`~agentmonad.llm.prompt` — templates (:class:`Prompt`) and, for the
   checker, :func:`template_variables` (MCE023);
 - :mod:`~agentmonad.llm.output` — output types, and for the checker
   :func:`output_problem` (MCE024);
 - :mod:`~agentmonad.llm.scope` — :func:`llm_scope`, :class:`LLMRun`;
 - :mod:`~agentmonad.llm.usage` — :class:`Usage`, :func:`usage`,
-  :func:`budget`, :func:`record_usage`;
+  :func:`budget`, :func:`record_usage` (defined in the core, :mod:`agentmonad.usage`);
 - :mod:`~agentmonad.llm.wire` — :class:`LLMRequest`, :class:`LLMReply`,
   the :class:`Backend` protocol (what scripted models implement);
 - :mod:`~agentmonad.llm.errors` — :class:`LLMFailed`, :class:`LLMUnavailable`,
-  :class:`BudgetExceeded`, :class:`PromptError`.
+  :class:`BudgetExceeded` (defined in the core, :mod:`agentmonad.errors`), :class:`PromptError`.
 
 Importing this package needs only the standard library: ``jinja2`` and
 ``pydantic`` are imported when the first step is built, ``openai`` when a
@@ -44,7 +47,6 @@ from .config import (
     Secret,
     current_config,
     llm_config,
-    parse_model_option,
 )
 from .errors import BudgetExceeded, LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind, PromptError
 from .output import output_problem
@@ -61,7 +63,6 @@ __all__ = [
     "Secret",
     "llm_config",
     "current_config",
-    "parse_model_option",
     "llm_step",
     "LLMStep",
     "llm_scope",

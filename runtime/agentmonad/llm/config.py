@@ -33,10 +33,11 @@ import os
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Token
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from ..context import RunContext, current_run_context, reset_run_context, set_run_context
 from .wire import Backend
 
 __all__ = [
@@ -46,7 +47,6 @@ __all__ = [
     "LLMConfig",
     "llm_config",
     "current_config",
-    "parse_model_option",
     "DEFAULT_TIMEOUT",
     "DEFAULT_MAX_REPAIRS",
     "DEFAULT_MAX_RETRIES",
@@ -271,27 +271,32 @@ class LLMConfig:
 
 
 _EMPTY = LLMConfig()
-_CONFIG: ContextVar[LLMConfig] = ContextVar("agentmonad_llm_config", default=_EMPTY)
 
 
 def current_config() -> LLMConfig:
-    """The configuration in force here (an empty one if none was installed)."""
-    return _CONFIG.get()
+    """The configuration in force here (an empty one if none was installed): kept in the
+    run context (:mod:`agentmonad.context`) under the class ``LLMConfig``."""
+    return current_run_context().part(LLMConfig) or _EMPTY
+
+
+def set_config(config: LLMConfig) -> Token[RunContext]:
+    """Install ``config`` laid over the one in force, until ``reset_run_context(token)``."""
+    context = current_run_context()
+    return set_run_context(context.with_part(LLMConfig, config.over(context.part(LLMConfig) or _EMPTY)))
 
 
 @contextmanager
 def llm_config(config: LLMConfig) -> Iterator[LLMConfig]:
     """Install ``config`` for the code inside (laid over any outer one); yields the result.
 
-    A ``ContextVar``: ``asyncio.run`` and the tasks of ``par`` branches started
-    inside see it, so it may wrap a synchronous ``asyncio.run(pipeline(…))``.
+    Kept in the run context, a ``ContextVar``: ``asyncio.run`` and the tasks of ``par``
+    branches started inside see it, so it may wrap a synchronous ``asyncio.run(pipeline(…))``.
     """
-    effective = config.over(_CONFIG.get())
-    token = _CONFIG.set(effective)
+    token = set_config(config)
     try:
-        yield effective
+        yield current_config()
     finally:
-        _CONFIG.reset(token)
+        reset_run_context(token)
 
 
 class Misconfigured(Exception):
@@ -431,34 +436,3 @@ def resolve(model: Model, settings: ModelSettings, *, need_endpoint: bool = True
         system=s.system,
         params=params,
     )
-
-
-def parse_model_option(text: str) -> tuple[str, Entry]:
-    """``NAME=VALUE`` (``mcec run --model``) as a :class:`LLMConfig` entry.
-
-    ``VALUE`` is one of:
-
-    - ``test``: a ``TestModel`` (valid answers made up from the output's schema, no network);
-    - ``script:PATH``: a ``ScriptedModel`` replaying the replies in the JSON file
-      ``PATH`` (see ``agentmonad.testing.replies_from_json``);
-    - ``py:MODULE:ATTR``: the backend ``MODULE.ATTR`` (a backend class is made with
-      no arguments; a function of the request becomes a ``FunctionModel``);
-    - ``MODEL_ID`` or ``MODEL_ID@BASE_URL``: the real endpoint with that model id.
-
-    ``NAME`` may be ``*`` (every model).
-
-    >>> parse_model_option("fast=gpt-4o@http://127.0.0.1:8000/v1")
-    ('fast', ModelSettings(model_id='gpt-4o', base_url='http://127.0.0.1:8000/v1', api_key=None, api_key_env=None, temperature=None, max_tokens=None, max_repairs=None, timeout=None, max_retries=None, system=None, params={}))
-    """
-    name, sep, value = text.partition("=")
-    name, value = name.strip(), value.strip()
-    if not sep or not name or not value:
-        raise ValueError(f"expected NAME=VALUE (e.g. fast=test or fast=gpt-4o-mini), not {text!r}")
-    if value == "test" or value.startswith(("script:", "py:")):
-        from .. import testing
-
-        return name, testing.backend_from_option(value)
-    model_id, at, base_url = value.partition("@")
-    if at and not base_url:
-        raise ValueError(f"expected MODEL_ID@BASE_URL, not {value!r}")
-    return name, ModelSettings(model_id=model_id or None, base_url=base_url or None)

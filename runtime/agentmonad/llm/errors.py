@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any, assert_never
 
 from .._show import bounded_list, safe_str, short_repr, truncate
+from ..errors import BudgetExceeded as BudgetExceeded  # defined in the core: `budget` is a core construct
 from ..errors import _ValueError
 
 __all__ = [
@@ -224,29 +225,6 @@ def sealed(error: LLMFailed | LLMUnavailable, secrets: Sequence[str]) -> LLMFail
             )
         case _:
             assert_never(error)
-
-
-class BudgetExceeded(_ValueError):
-    """``budget(N) e``: the model tokens used inside ``e`` passed ``limit``.
-
-    ``used`` is the count when the budget was found exceeded (prompt plus
-    completion tokens of every call inside the budget).
-
-    >>> str(BudgetExceeded(1000, 1042))
-    'token budget of 1000 exceeded: 1042 used'
-    >>> BudgetExceeded(1000, 1042) == BudgetExceeded(1000, 1042)
-    True
-    """
-
-    _fields = ("limit", "used")
-
-    def __init__(self, limit: int, used: int) -> None:
-        self.limit = limit
-        self.used = used
-        super().__init__(limit, used)
-
-    def __str__(self) -> str:
-        return f"token budget of {safe_str(self.limit)} exceeded: {safe_str(self.used)} used"
 
 
 class PromptError(Exception):

@@ -1,7 +1,7 @@
 """The run scope of LLM steps: one client per model, closed when the run ends.
 
-The *outermost* ``llm_scope()`` of a run owns the clients (a ``ContextVar``
-holds it, so ``par`` branches share it; nested scopes own nothing). A
+The *outermost* ``llm_scope()`` of a run owns the clients (the run context,
+:mod:`agentmonad.context`, holds it, so ``par`` branches share it; nested scopes own nothing). A
 model's client is made at its first call in the scope — with the settings
 in force there (:mod:`agentmonad.llm.config`) — and every later call of that
 model with the same endpoint settings reuses it, so concurrent calls share
@@ -20,14 +20,14 @@ one) for the code inside, at any depth.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from .config import LLMConfig, Model, Resolved, _CONFIG, resolve
+from ..context import Scope, current_run_context, reset_run_context, set_run_context
+from .config import LLMConfig, Model, Resolved, resolve, set_config
 from .openai_backend import OpenAIBackend
-from .usage import _METERS, Usage
+from ..usage import Usage
 from .wire import Backend
 
 __all__ = ["LLMRun", "llm_scope", "current_run"]
@@ -40,8 +40,9 @@ class LLMRun:
     usage: Usage = field(default_factory=Usage)
 
 
-class _Scope:
-    """The clients of one run (the outermost ``llm_scope``)."""
+class _Scope(Scope):
+    """The clients of one run (the outermost ``llm_scope``), kept in the run context
+    under this class."""
 
     __slots__ = ("run", "clients", "_resolved")
 
@@ -74,48 +75,36 @@ class _Scope:
         self._resolved[key] = (model, config, resolved, backend)
         return resolved, backend
 
-    async def close(self) -> None:
-        """Close every client and wait until each is closed, even if cancelled meanwhile."""
+    def closing(self) -> list[Awaitable[object]]:
+        """Start closing every client (the shared :meth:`Scope.close` waits for them)."""
         clients = list(self.clients.values())
         self.clients.clear()
         self._resolved.clear()
-        if not clients:
-            return
-        pending = {asyncio.ensure_future(c.close()) for c in clients}
-        cancelled = False
-        while pending:
-            try:
-                # asyncio.wait never cancels what it waits for: a second cancellation
-                # of this task must not leave a client open.
-                await asyncio.wait(pending)
-            except asyncio.CancelledError:
-                cancelled = True
-            pending = {t for t in pending if not t.done()}
-        if cancelled:
-            raise asyncio.CancelledError
+        return [c.close() for c in clients]
 
 
-_SCOPE: ContextVar[_Scope | None] = ContextVar("agentmonad_llm_scope", default=None)
+def current_scope() -> _Scope | None:
+    """The model scope open here, if any."""
+    return current_run_context().part(_Scope)
 
 
 def current_run() -> LLMRun | None:
     """The run of the scope open here, if any."""
-    scope = _SCOPE.get()
+    scope = current_run_context().part(_Scope)
     return scope.run if scope is not None else None
 
 
 @asynccontextmanager
 async def llm_scope(config: LLMConfig | None = None) -> AsyncIterator[LLMRun]:
     """The run scope of model clients (see the module docstring); yields the :class:`LLMRun`."""
-    config_token = _CONFIG.set(config.over(_CONFIG.get())) if config is not None else None
+    config_token = set_config(config) if config is not None else None
     try:
-        outer = _SCOPE.get()
+        outer = current_run_context().part(_Scope)
         if outer is not None:
             yield outer.run
             return
         scope = _Scope()
-        token = _SCOPE.set(scope)
-        meters = _METERS.set((*_METERS.get(), scope.run.usage))
+        token = set_run_context(current_run_context().with_part(_Scope, scope).with_meter(scope.run.usage))
         abandoned = False
         try:
             yield scope.run
@@ -123,17 +112,10 @@ async def llm_scope(config: LLMConfig | None = None) -> AsyncIterator[LLMRun]:
             abandoned = True
             raise
         finally:
-            for var, tok in ((_METERS, meters), (_SCOPE, token)):
-                try:
-                    var.reset(tok)  # type: ignore[arg-type]
-                except ValueError:
-                    pass  # closed from another context, which never saw this scope
+            reset_run_context(token)  # one closed from another context, which never saw this scope, is ignored
             # A dropped run's coroutine (being garbage collected) may not await any more.
             if not abandoned:
                 await scope.close()
     finally:
         if config_token is not None:
-            try:
-                _CONFIG.reset(config_token)
-            except ValueError:
-                pass
+            reset_run_context(config_token)

@@ -21,8 +21,8 @@ from .config import Misconfigured, Model, Resolved, current_config
 from .errors import LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind, sealed
 from .output import Invalid, Shape, output_shape
 from .prompt import Prompt
-from .scope import _SCOPE, llm_scope
-from .usage import budget_checkpoint, record_usage
+from .scope import current_scope, llm_scope
+from ..usage import budget_checkpoint, record_usage
 from .wire import Backend, LLMReply, LLMRequest, reply_problem
 
 __all__ = ["LLMStep", "llm_step"]
@@ -60,7 +60,7 @@ class _Answer:
 
 
 async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -> Ok[_S, Any] | Err[_S, LLMFailed | LLMUnavailable]:
-    scope = _SCOPE.get()
+    scope = current_scope()
     if scope is None:
         # Outside any run: a scope for this one call, so its client is closed.
         async with llm_scope():

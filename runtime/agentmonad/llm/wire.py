@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .._show import safe_str
+from ..usage import is_token_count as is_token_count  # the core counts tokens for `budget`
 
 __all__ = ["ToolSpec", "ToolCall", "LLMRequest", "LLMReply", "Backend", "reply_problem", "json_kind", "is_token_count"]
 
@@ -168,11 +169,6 @@ def json_kind(value: object) -> str:
 
 def _not_text(value: object) -> bool:
     return value is not None and not isinstance(value, str)
-
-
-def is_token_count(value: object) -> bool:
-    """A token count is a whole number ≥ 0 (an ``int``; ``True`` is no count)."""
-    return type(value) is int and value >= 0
 
 
 def reply_problem(reply: object) -> str | None:

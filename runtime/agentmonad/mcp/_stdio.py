@@ -65,10 +65,8 @@ from mcp.types import (
     jsonrpc_message_adapter,
 )
 
-from ._show import exception_text, truncate
-
-if TYPE_CHECKING:
-    from .tools import Tail
+from .._show import exception_text, truncate
+from ._tail import Tail
 
 __all__ = ["Link", "open_stdio", "UNPARSED"]
 

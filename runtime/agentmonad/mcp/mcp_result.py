@@ -21,9 +21,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, TypeVar
 
-from ._show import exception_text, safe_str, short_repr, truncate
-from .errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
-from .outcome import Err, Ok, Outcome
+from .._show import exception_text, safe_str, short_repr, truncate
+from ..errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
+from ..outcome import Err, Ok, Outcome
 
 __all__ = ["ToolResult", "TextContent", "to_tool_result", "from_tool_result", "to_jsonable"]
 

@@ -1,0 +1,360 @@
+"""The run context: everything a run holds while it runs, in one ``ContextVar``.
+
+A run's state that is not the spec's state — the scopes it has open (model
+clients, MCP sessions), the meters counting its tokens (usage and budgets), the
+deadlines it runs under, the failure a ``retry`` shows its planner, the retry
+clock, and the hooks later capabilities attach (a journal of effects, an event
+sink, a human-input handler) — is one :class:`RunContext`, held in one
+``ContextVar``.
+
+A ``RunContext`` is never changed in place: a construct that opens something
+(``llm_scope``, a ``Deadline``, ``budget``) sets a *new* context made with one of
+the ``with_…`` methods, and resets the variable when it closes. So a ``par``
+branch (its task copies the ``contextvars`` context when it starts) sees what
+was open where it started and nothing its siblings open later, exactly as with
+one variable per field; what the fields hold may be shared and mutable (the run's
+``Usage`` is one object every branch adds to).
+
+The core imports neither ``agentmonad.llm`` nor ``agentmonad.mcp``: a subpackage
+keeps what it needs in :attr:`RunContext.parts`, keyed by a class of its own
+(``agentmonad.llm`` keys its scope by its scope class and its configuration by
+``LLMConfig``), read back with :meth:`RunContext.part`. Open scopes share one
+base, :class:`Scope`, whose :meth:`Scope.close` waits, shielded, until
+everything the scope owned is closed.
+
+Module-level globals elsewhere (the openai create parameters, the jinja
+environment, the plan engine) are caches of things that do not depend on the run,
+not run state, so they stay where they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random as _random
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, final
+
+if TYPE_CHECKING:
+    from .outcome import Site
+
+__all__ = [
+    "Effect",
+    "EffectKind",
+    "Meter",
+    "Guard",
+    "Budgeted",
+    "Failure",
+    "RetryClock",
+    "RunContext",
+    "Scope",
+    "Journal",
+    "EventSink",
+    "HumanInput",
+    "current_run_context",
+    "hooks",
+    "set_run_context",
+    "reset_run_context",
+]
+
+_T = TypeVar("_T")
+
+
+class Meter(Protocol):
+    """What counts tokens (``agentmonad.usage``: a run's ``Usage``, a ``Budget``)."""
+
+    def add(self, model: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """Count one model call's tokens."""
+        ...
+
+
+class Guard(Protocol):
+    """What bounds a body and may cancel it: a ``Deadline`` (``agentmonad.control``) or a
+    ``Budget`` (``agentmonad.usage``). While its cancellation unwinds the body, each await it
+    interrupts notes the state it started from (:meth:`_note`, innermost first, each
+    replacing the last): the state the guard reports."""
+
+    def _note(self, state: object) -> None:
+        """An await of the body was interrupted, starting from ``state`` (kept only while
+        this guard's own cancellation is on its way)."""
+        ...
+
+    def _hold(self) -> bool:
+        """Stop the clock (:func:`~agentmonad.control.deadlines_held`); False if it has none
+        or it already ran out."""
+        ...
+
+    def _release(self) -> None:
+        """Undo one :meth:`_hold` that returned True."""
+        ...
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RetryClock:
+    """Where retry pauses sleep and where their jitter comes from.
+
+    ``sleep(seconds)`` is awaited for each pause (default ``asyncio.sleep``);
+    ``random()`` gives the jitter draw, a number in ``[0, 1]`` (default
+    ``random.random``). Install one with :func:`use_retry_clock`.
+    """
+
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+    random: Callable[[], float] = _random.random
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The error attempt ``attempt`` of the innermost running ``retry`` failed with."""
+
+    error: object
+    attempt: int
+
+
+class Budgeted(Guard, Meter, Protocol):
+    """A guard that counts tokens too: a ``Budget`` (``agentmonad.usage``)."""
+
+
+#: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model.
+EffectKind = Literal["step", "fn", "tool", "model"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One effect of a run, as hooks see it (:mod:`agentmonad.effects`): its ``kind``, its
+    ``site`` in the spec (``None`` for a step built without one), and ``index``, the element
+    indices of the ``each``/``par`` branches it runs in, outermost first (``()`` outside any)."""
+
+    kind: EffectKind
+    site: Site | None
+    index: tuple[int, ...]
+
+
+class Journal(Protocol):
+    """Where a durable run records each effect it performs (the durable-runs issue attaches one).
+
+    ``None`` in :attr:`RunContext.journal` (the default): nothing is recorded."""
+
+    def record(self, effect: Effect, result: object) -> None:
+        """Record that ``effect`` gave ``result``."""
+        ...
+
+
+class EventSink(Protocol):
+    """Where a traced or streamed run sends what it does (the run-events issue attaches one).
+
+    ``None`` in :attr:`RunContext.events` (the default): no event is made."""
+
+    def emit(self, event: Literal["started", "ended", "failed"], effect: Effect, detail: object) -> None:
+        """``effect`` started (``detail`` None), ended (its result) or failed (the exception)."""
+        ...
+
+
+class HumanInput(Protocol):
+    """Who answers when a run asks a person (the human-input issue attaches one).
+
+    ``None`` in :attr:`RunContext.human` (the default): a run cannot ask."""
+
+    def ask(self, site: Site, question: object) -> Awaitable[object]:
+        """The person's answer to ``question``, asked at ``site``."""
+        ...
+
+
+class Scope:
+    """An open run scope: what it owns (clients, sessions) lives until the outermost
+    scope of its kind closes. Subclasses say what closing starts (:meth:`closing`);
+    :meth:`close` waits for all of it."""
+
+    __slots__ = ()
+
+    def closing(self) -> Collection[Awaitable[object]]:
+        """Start closing everything this scope owns, without waiting; what to wait for."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Close everything this scope owns and wait until each is closed, even if this
+        task is cancelled meanwhile (the cancellation is raised once all are closed)."""
+        pending = {asyncio.ensure_future(a) for a in self.closing()}
+        cancelled = False
+        while pending:
+            try:
+                # asyncio.wait never cancels what it waits for: a second cancellation
+                # of this task must not leave anything half closed.
+                await asyncio.wait(pending)
+            except asyncio.CancelledError:
+                cancelled = True
+            pending = {t for t in pending if not t.done()}
+        if cancelled:
+            raise asyncio.CancelledError
+
+
+_new_context = object.__new__
+
+
+@final
+class RunContext:
+    """What one run holds while it runs (see the module docstring). Immutable: the
+    ``with_…`` methods make a changed copy, which the caller sets."""
+
+    __slots__ = ("parts", "meters", "guards", "failure", "clock", "journal", "events", "human", "index", "hooked")
+
+    def __init__(
+        self,
+        parts: Mapping[type, object],
+        meters: tuple[Meter, ...],
+        guards: tuple[Guard, ...],
+        failure: Failure | None,
+        clock: RetryClock | None,
+        journal: Journal | None = None,
+        events: EventSink | None = None,
+        human: HumanInput | None = None,
+        index: tuple[int, ...] = (),
+    ) -> None:
+        #: What subpackages keep for the run, keyed by a class of their own (open scopes, settings).
+        self.parts = parts
+        #: The token meters open here, outermost first: every model call adds to each.
+        self.meters = meters
+        #: The deadlines and budgets the current code runs under, outermost first.
+        self.guards = guards
+        #: Inside attempt k > 1 of a ``retry``: how attempt k−1 failed.
+        self.failure = failure
+        #: The retry clock installed here (``None``: the real one).
+        self.clock = clock
+        #: Hooks the next capabilities attach; ``None``: nothing attached, the fast path.
+        self.journal = journal
+        self.events = events
+        self.human = human
+        #: Whether any hook is attached: the one test a caller makes before an effect; false,
+        #: it makes the plain call; true, it goes through :mod:`agentmonad.effects`.
+        self.hooked = journal is not None or events is not None or human is not None
+        #: The element indices of the ``each``/``par`` branches the current code runs in,
+        #: outermost first; kept only while hooked (no hook, no one reads it).
+        self.index = index
+
+    def _copy(self) -> RunContext:
+        # slot by slot, not through __init__: a copy is made at every deadline, budget and
+        # meter entered, and this is a third of the cost of the call with keywords
+        new = _new_context(RunContext)
+        new.parts = self.parts
+        new.meters = self.meters
+        new.guards = self.guards
+        new.failure = self.failure
+        new.clock = self.clock
+        new.journal = self.journal
+        new.events = self.events
+        new.human = self.human
+        new.index = self.index
+        new.hooked = self.hooked
+        return new
+
+    def part(self, key: type[_T]) -> _T | None:
+        """What was kept under ``key`` (see :meth:`with_part`), or ``None``."""
+        return cast("_T | None", self.parts.get(key))
+
+    def with_part(self, key: type[_T], value: _T | None) -> RunContext:
+        """This context with ``value`` kept under ``key`` (``None``: removed)."""
+        new = self._copy()
+        parts: dict[type, Any] = dict(self.parts)
+        if value is None:
+            parts.pop(key, None)
+        else:
+            parts[key] = value
+        new.parts = parts
+        return new
+
+    def with_meter(self, meter: Meter) -> RunContext:
+        """This context with ``meter`` counting the tokens of every model call inside."""
+        new = self._copy()
+        new.meters = (*self.meters, meter)
+        return new
+
+    def with_guard(self, guard: Guard) -> RunContext:
+        """This context under one more deadline, innermost."""
+        new = self._copy()
+        new.guards = (*self.guards, guard)
+        return new
+
+    def with_budget(self, budget: Budgeted) -> RunContext:
+        """This context under one more budget: a guard that is a meter too."""
+        new = self._copy()
+        new.guards = (*self.guards, budget)
+        new.meters = (*self.meters, budget)
+        return new
+
+    def with_failure(self, failure: Failure | None) -> RunContext:
+        """This context inside a ``retry`` attempt that follows ``failure``."""
+        new = self._copy()
+        new.failure = failure
+        return new
+
+    def with_clock(self, clock: RetryClock) -> RunContext:
+        """This context with ``clock`` for every retry pause inside."""
+        new = self._copy()
+        new.clock = clock
+        return new
+
+    def with_index(self, index: int) -> RunContext:
+        """This context inside element ``index`` of an ``each``/``par`` group."""
+        new = self._copy()
+        new.index = (*self.index, index)
+        return new
+
+    def with_hooks(
+        self, *, journal: Journal | None = None, events: EventSink | None = None, human: HumanInput | None = None
+    ) -> RunContext:
+        """This context with the given hooks attached (the others as they were)."""
+        new = self._copy()
+        new.journal = journal if journal is not None else self.journal
+        new.events = events if events is not None else self.events
+        new.human = human if human is not None else self.human
+        new.hooked = new.journal is not None or new.events is not None or new.human is not None
+        return new
+
+    def __repr__(self) -> str:
+        return (
+            f"<RunContext parts={[k.__name__ for k in self.parts]} meters={len(self.meters)}"
+            f" guards={len(self.guards)} failure={self.failure!r}>"
+        )
+
+
+#: Outside any run: nothing open, nothing attached.
+EMPTY = RunContext({}, (), (), None, None)
+
+#: The one run-scoped variable of the runtime.
+_RUN: ContextVar[RunContext] = ContextVar("agentmonad_run", default=EMPTY)
+
+
+def current_run_context() -> RunContext:
+    """The run context in effect here (:data:`EMPTY` outside any run)."""
+    return _RUN.get()
+
+
+def set_run_context(context: RunContext) -> Token[RunContext]:
+    """Make ``context`` the run context of the current code, until :func:`reset_run_context`."""
+    return _RUN.set(context)
+
+
+@contextlib.contextmanager
+def hooks(
+    *, journal: Journal | None = None, events: EventSink | None = None, human: HumanInput | None = None
+) -> Iterator[RunContext]:
+    """Attach hooks to the runs started inside the ``with`` block (and the tasks they start):
+    every effect then goes through :mod:`agentmonad.effects`."""
+    token = set_run_context(current_run_context().with_hooks(journal=journal, events=events, human=human))
+    try:
+        yield current_run_context()
+    finally:
+        reset_run_context(token)
+
+
+def reset_run_context(token: Token[RunContext]) -> None:
+    """Undo the :func:`set_run_context` that gave ``token``. A token made in another context
+    (a scope closed from a task that never saw it opened) is ignored: that context is gone."""
+    try:
+        _RUN.reset(token)
+    except ValueError:
+        pass

@@ -1,0 +1,78 @@
+"""The effect seam: the one place an effect of a run goes through when a hook is attached.
+
+An *effect* is what a run does outside its own code: a user step's call, an MCP
+tool's call, a model's call (and, with the human-input issue, a person's
+answer). Durable runs (a journal), tracing and streaming (an event sink) and
+human input each need to see every effect with its site, in one place: that
+place is :func:`perform` (and :func:`perform_sync` for a sync step).
+
+With nothing attached (``RunContext.hooked`` false, the default) a caller makes
+the plain call itself: one attribute test of a run context it read once is the
+whole cost, so a run without hooks stays at the floor. With a hook attached the
+caller hands the call to the seam, which tells the event sink that the effect
+starts, runs it, records its result in the journal, and tells the sink how it
+ended.
+
+Which callers go through here today: the interpreter (``AgentMonad.run``, so
+checked plans and ``mcec run --interpret``) for every step, tool and model call,
+with the step's site and the element index inside ``each``/``par``
+(``RunContext.index``). Compiled code does not yet (see docs/DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from .context import Effect as Effect
+from .context import EffectKind as EffectKind
+from .context import RunContext
+from .outcome import Site
+
+__all__ = ["EffectKind", "Effect", "perform", "perform_sync"]
+
+_T = TypeVar("_T")
+
+def _started(context: RunContext, effect: Effect) -> None:
+    if context.events is not None:
+        context.events.emit("started", effect, None)
+
+
+def _ended(context: RunContext, effect: Effect, result: object) -> None:
+    if context.journal is not None:
+        context.journal.record(effect, result)
+    if context.events is not None:
+        context.events.emit("ended", effect, result)
+
+
+def _failed(context: RunContext, effect: Effect, exc: BaseException) -> None:
+    if context.events is not None:
+        context.events.emit("failed", effect, exc)
+
+
+async def perform(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], Awaitable[_T]]) -> _T:
+    """Run ``call()`` (an async effect of ``kind`` at ``site``) with the hooks of ``context``
+    told: the sink before and after, the journal of its result. An exception (a step's
+    raised error, a cancellation) is told to the sink and propagates unchanged."""
+    effect = Effect(kind, site, context.index)
+    _started(context, effect)
+    try:
+        result = await call()
+    except BaseException as exc:
+        _failed(context, effect, exc)
+        raise
+    _ended(context, effect, result)
+    return result
+
+
+def perform_sync(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], _T]) -> _T:
+    """:func:`perform` for a sync effect (a sync step, a ``fn``)."""
+    effect = Effect(kind, site, context.index)
+    _started(context, effect)
+    try:
+        result = call()
+    except BaseException as exc:
+        _failed(context, effect, exc)
+        raise
+    _ended(context, effect, result)
+    return result
