@@ -556,7 +556,7 @@ def completions(analysis: Analysis, offset: int, index: PythonIndex, tree: s.Mod
     if module is None:
         return _keywords(DECLARATION_WORDS) if re.fullmatch(r"\w*", before) else []
     if _TEMPLATE_OPEN.search(before) and re.match(r"\s*llm\b", text[line_start:]) or _in_template(module, offset):
-        return _template_variables(module, offset, index)
+        return _template_variables(module, text, offset, index)
     if re.fullmatch(r"\w*", before):
         return _keywords(DECLARATION_WORDS)
     if _SIGNATURE_START.match(before) and "=" not in before.split(":", 1)[1]:
@@ -644,33 +644,34 @@ def _in_template(module: s.Module, offset: int) -> bool:
     return False
 
 
-def _template_variables(module: s.Module, offset: int, index: PythonIndex) -> list[lsp.CompletionItem]:
-    """The variables a template sees: its input's fields (or ``value``) and ``state``."""
-    llm = next((d for d in module.decls if isinstance(d, s.LlmDecl) and d.start <= offset <= d.end + 1), None)
-    if llm is None:
-        llm = next((d for d in reversed(module.decls) if isinstance(d, s.LlmDecl) and d.start <= offset), None)
-    if llm is None:
+_LLM_HEAD = re.compile(r"\s*llm\s+(\w+)\s*:\s*([\w.]+)\s*->")
+
+
+def _template_variables(module: s.Module, text: str, offset: int, index: PythonIndex) -> list[lsp.CompletionItem]:
+    """The variables the template being written at ``offset`` sees, from the head of its ``llm``
+    (read from the text: while a template is typed the spec seldom parses)."""
+    head_start = text.rfind("\nllm", 0, offset) + 1
+    head = _LLM_HEAD.match(text, head_start)
+    if head is None:
         return []
-    return template_variables(module, llm, index)
+    return template_variables(module, head.group(1), head.group(2), index)
 
 
-def template_variables(module: s.Module, llm: s.LlmDecl, index: PythonIndex) -> list[lsp.CompletionItem]:
+def template_variables(module: s.Module, llm: str, input_type: str, index: PythonIndex) -> list[lsp.CompletionItem]:
     """The variables the template of ``llm`` may read: the fields of its input type when it is a
-    record (a pydantic model, a dataclass), else ``value``; and ``state``."""
+    record (a pydantic model, a dataclass), else ``value``; and ``state`` when there is one."""
     names = ["value"]
-    if isinstance(llm.input, s.Name | s.QualName):
-        spelled = llm.input.text if isinstance(llm.input, s.Name) else llm.input.dotted
-        path = python_path(module, spelled)
-        owner, _, attr = path.rpartition(".")
-        found = index.member(owner, attr) if owner else None
-        if isinstance(found, PyClass):
-            members = index.members(found.path)
-            if not isinstance(members, str) and members.record:
-                names = sorted(members.fields)
+    path = python_path(module, input_type)
+    owner, _, attr = path.rpartition(".")
+    found = index.member(owner, attr) if owner else None
+    if isinstance(found, PyClass):
+        members = index.members(found.path)
+        if not isinstance(members, str) and members.record:
+            names = sorted(members.fields)
     if any(isinstance(d, s.StateDecl) for d in module.decls):
         names.append("state")
     return [
-        lsp.CompletionItem(label=n, kind=lsp.CompletionItemKind.Variable, detail=f"template variable of {llm.name.text}")
+        lsp.CompletionItem(label=n, kind=lsp.CompletionItemKind.Variable, detail=f"template variable of {llm}")
         for n in names
     ]
 
