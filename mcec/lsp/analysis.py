@@ -65,8 +65,13 @@ class Analysis:
     module: s.Module | None
     #: Every diagnostic of ``mcec check --fast``, in source order.
     diagnostics: tuple[Diagnostic, ...]
-    #: The checked program; None while any error remains.
+    #: The checked program; None while any error remains (or when ``partial``).
     program: Program | None
+    #: True when the checker ran (the text parsed): ``diagnostics`` are then all of ``mcec check --fast``'s.
+    checked: bool = False
+    #: True when only the pipelines an edit affected were checked again (:mod:`mcec.lsp.incremental`):
+    #: the diagnostics are complete, the program was not built.
+    partial: bool = False
     #: The names of ``module``, in source order (made on first use).
     _occurrences: list[Occurrence] | None = field(default=None, repr=False)
 
@@ -85,16 +90,32 @@ class Analysis:
         return None
 
 
-def analyse(source: SourceFile, previous: s.Module | None, index: PythonIndex) -> Analysis:
-    """Parse ``source`` (reusing ``previous``, the tree of an earlier version) and check it."""
+def analyse(
+    source: SourceFile,
+    previous: s.Module | None,
+    index: PythonIndex,
+    last: Analysis | None = None,
+) -> Analysis:
+    """Parse ``source`` (reusing ``previous``, the tree of an earlier version) and check it.
+
+    With ``last``, the analysis of the previous version, an edit inside pipelines checks only
+    the pipelines it can change (:func:`mcec.lsp.incremental.recheck`); the diagnostics are
+    the same as a cold check's.
+    """
     with without_cycle_collection():  # as mcec.compiler does: the trees hold no cycles
         parsed = reparse(previous, source) if previous is not None else parse(source)
         diagnostics = list(parsed.diagnostics)
         if parsed.module is None or any(d.is_error for d in diagnostics):
             return Analysis(source, parsed.module, tuple(diagnostics), None)
+        if last is not None and last.checked and last.module is not None and not diagnostics:
+            from mcec.lsp.incremental import recheck
+
+            reused = recheck(last.module, last.diagnostics, parsed.module, source, index)
+            if reused is not None:
+                return Analysis(source, parsed.module, reused, None, checked=True, partial=True)
         checked = check(parsed.module, source, index)
         diagnostics.extend(checked.diagnostics)
-        return Analysis(source, parsed.module, tuple(diagnostics), checked.program)
+        return Analysis(source, parsed.module, tuple(diagnostics), checked.program, checked=True)
 
 
 # ---------------------------------------------------------------- declarations

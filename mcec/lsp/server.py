@@ -103,8 +103,7 @@ class McecLanguageServer(LanguageServer):
         """Parse and check the spec's current text and publish its diagnostics."""
         document = self.workspace.get_text_document(spec.uri)
         source = SourceFile(spec.path, document.source)
-        previous = spec.tree
-        analysis = analyse(source, previous, self.index_for(spec.path))
+        analysis = analyse(source, spec.tree, self.index_for(spec.path), last=spec.analysis)
         spec.analysis = analysis
         if analysis.module is not None:
             spec.tree = analysis.module
@@ -166,11 +165,16 @@ class McecLanguageServer(LanguageServer):
         except Exception:  # the client is gone: nothing to tell
             pass
 
-    def spec_at(self, uri: str) -> OpenSpec | None:
-        """The open spec at ``uri``, checked (when it was never checked, it is checked now)."""
+    def spec_at(self, uri: str, program: bool = False) -> OpenSpec | None:
+        """The open spec at ``uri``, checked (when it was never checked, it is checked now); with
+        ``program``, its checked program built too when the last check reused earlier results."""
         spec = self.specs.get(uri)
         if spec is not None and spec.analysis is None:
             self.refresh(spec)
+        if program and spec is not None and spec.analysis is not None and spec.analysis.partial:
+            last = spec.analysis
+            if not any(d.is_error for d in last.diagnostics):
+                spec.analysis = analyse(last.source, last.module, self.index_for(spec.path))
         return spec
 
 
@@ -245,7 +249,7 @@ def build_server() -> McecLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: McecLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
         def run() -> lsp.Hover | None:
-            spec = ls.spec_at(params.text_document.uri)
+            spec = ls.spec_at(params.text_document.uri, program=True)
             if spec is None or spec.analysis is None:
                 return None
             analysis = spec.analysis

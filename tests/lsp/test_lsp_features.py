@@ -316,3 +316,13 @@ async def test_semantic_tokens_mark_names_keywords_and_comments(client: Language
         decoded.append((lines[line][column : column + length], kind))
     assert ("pipeline", 0) in decoded and ("plan_action", 1) in decoded and ("ToolCall", 2) in decoded
     assert any(text.startswith("# research.mce") and kind == 6 for text, kind in decoded)
+
+
+@pytest.mark.asyncio
+async def test_hover_after_an_incremental_recheck_still_has_the_checked_types(client: LanguageClient) -> None:
+    await open_spec(client, RESEARCH)
+    edited = RESEARCH_TEXT.replace("= add_numbers;", "=  add_numbers;")
+    change(client, RESEARCH.resolve().as_uri(), 2, edited)
+    assert await diagnostics(client, RESEARCH.resolve().as_uri()) == []
+    text = await _hover(client, RESEARCH, position(edited, "match {", inside=1))
+    assert "match : AddArgs | Answer | SearchArgs -> str | Turn" in text
