@@ -99,10 +99,16 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {"check", "run", "load_average"} <= set(plans)
     assert plans["check"]["round_trip_us"] > 0 and plans["run"]["plans"]["chain_20"]["ratio_per_step"] > 0
 
+    lsp = figures["lsp"]["specs"]
+    assert {"research.mce", "decls.mce", "mixed.mce"} <= set(lsp)
+    for spec in lsp.values():
+        assert spec["cold_seconds"] > 0 and spec["recheck_over_cold"] > 0 and spec["keystroke_ms"] > 0
+    assert lsp["decls.mce"]["reused"] and lsp["decls.mce"]["lines"] > 1_000
+
     table = figures["table"]
     assert table.startswith("| benchmark | measure | value | target | met |")
     assert "## Summary" in text and table in text
-    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6", "check #20", "llm #22", "react #22", "plans #23"):
+    for label in ("runtime", "frontend", "checker", "codegen #5", "control #21", "peers #6", "check #20", "llm #22", "react #22", "plans #23", "lsp #34"):
         assert f"| {label} |" in table, label
     assert "/ Lark LALR parse" in table and "re-check after one edit" in table
     assert "hand-written for loop" in table and "timeout(30) around" in table

@@ -29,6 +29,8 @@ and the server checks the whole spec when a question needs the program.
 
 from __future__ import annotations
 
+import bisect
+import sys
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -132,7 +134,9 @@ def _stub(decl: s.PipelineDecl) -> s.PipelineDecl:
 
 
 def _inside(span: Span, ranges: list[tuple[int, int]]) -> bool:
-    return any(start <= span.start and span.end <= end for start, end in ranges)
+    """True when ``span`` lies in one of ``ranges`` (sorted, not overlapping: declarations)."""
+    at = bisect.bisect_right(ranges, (span.start, sys.maxsize)) - 1
+    return at >= 0 and ranges[at][0] <= span.start and span.end <= ranges[at][1]
 
 
 def _named(diagnostic: Diagnostic) -> str:
