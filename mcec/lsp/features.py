@@ -55,6 +55,7 @@ __all__ = [
     "definition",
     "document_symbols",
     "hover",
+    "keyword_spans",
     "references",
     "semantic_tokens",
     "to_lsp_diagnostic",
@@ -825,7 +826,7 @@ def semantic_tokens(analysis: Analysis) -> list[int]:
     source = analysis.source
     tokens: list[tuple[int, int, int]] = [(o.span.start, o.span.end, _TOKEN_OF_ROLE[o.role]) for o in analysis.names]
     tokens.extend((c.start, c.end, 6) for c in module.comments)
-    tokens.extend((start, end, 0) for start, end in _keyword_spans(module))
+    tokens.extend((start, end, 0) for start, end in keyword_spans(module))
     tokens.sort()
     data: list[int] = []
     previous_line, previous_column, last_end = 0, 0, -1
@@ -843,7 +844,7 @@ def semantic_tokens(analysis: Analysis) -> list[int]:
     return data
 
 
-def _keyword_spans(module: s.Module) -> Iterator[tuple[int, int]]:
+def keyword_spans(module: s.Module) -> Iterator[tuple[int, int]]:
     """The spans of the keywords the tree keeps: each declaration's first word(s), each keyword expression's."""
     text = module.span.source.text
     for decl in module.decls:
