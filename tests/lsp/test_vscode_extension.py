@@ -5,11 +5,11 @@ VS Code's engine does), it gives the parser's keywords, declared names and comme
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,11 @@ from mcec.span import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "editors" / "vscode"
-sys.path.insert(0, str(EXTENSION))
-import generate_grammar  # noqa: E402
+# the generator is a script of the extension, not a module of the project: loaded from its file
+_spec = importlib.util.spec_from_file_location("generate_grammar", EXTENSION / "generate_grammar.py")
+assert _spec is not None and _spec.loader is not None
+generate_grammar = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(generate_grammar)
 
 EXAMPLES = sorted((ROOT / "examples").rglob("*.mce"))
 GRAMMAR = json.loads((EXTENSION / "syntaxes" / "mce.tmLanguage.json").read_text(encoding="utf-8"))
