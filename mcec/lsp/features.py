@@ -12,6 +12,7 @@ hover, definition and completion keep working while the spec has errors.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,8 +90,10 @@ def to_lsp_diagnostic(diagnostic: Diagnostic) -> lsp.Diagnostic:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def uri_of(path: str) -> str:
-    """The ``file:`` URI of a path (relative paths are below the working directory)."""
+    """The ``file:`` URI of a path (relative paths are below the working directory); cached, since
+    every label of every diagnostic asks, and resolving a path asks the file system."""
     return Path(path).resolve().as_uri()
 
 

@@ -40,6 +40,7 @@ from pygls.lsp.server import LanguageServer
 from mcec import __version__
 from mcec.check.pyindex import PythonIndex, package_root
 from mcec.diagnostics import Diagnostic
+from mcec.gcpause import without_cycle_collection
 from mcec.lsp import features
 from mcec.lsp.analysis import Analysis, analyse
 from mcec.lsp.positions import offset_of, range_of
@@ -101,6 +102,13 @@ class McecLanguageServer(LanguageServer):
 
     def refresh(self, spec: OpenSpec) -> None:
         """Parse and check the spec's current text and publish its diagnostics."""
+        # The cycle collector stays off while the diagnostics are made and sent too, not only
+        # while the spec is checked (mcec.gcpause): the trees and analyses the server keeps alive
+        # are large, hold no cycles, and each full collection walked them all again.
+        with without_cycle_collection():
+            self._refresh(spec)
+
+    def _refresh(self, spec: OpenSpec) -> None:
         document = self.workspace.get_text_document(spec.uri)
         source = SourceFile(spec.path, document.source)
         analysis = analyse(source, spec.tree, self.index_for(spec.path), last=spec.analysis)
