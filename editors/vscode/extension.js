@@ -17,7 +17,11 @@ function activate(context) {
     "MCE language server",
     { run: server, debug: server },
     {
-      documentSelector: [{ scheme: "file", language: "mce" }],
+      // specs, and template files (`llm n : A -> B = m file "x.j2"`), where the server completes variables
+      documentSelector: [
+        { scheme: "file", language: "mce" },
+        { scheme: "file", pattern: "**/*.j2" },
+      ],
       // a spec reads the specs it uses and its Python modules from disk: tell the server when they change
       synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher("**/*.{mce,py,j2}") },
     }

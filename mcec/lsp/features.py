@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import assert_never
@@ -59,6 +59,7 @@ __all__ = [
     "keyword_spans",
     "references",
     "semantic_tokens",
+    "template_completions",
     "to_lsp_diagnostic",
     "SEMANTIC_TOKEN_TYPES",
 ]
@@ -678,6 +679,37 @@ def template_variables(module: s.Module, llm: str, input_type: str, index: Pytho
         lsp.CompletionItem(label=n, kind=lsp.CompletionItemKind.Variable, detail=f"template variable of {llm}")
         for n in names
     ]
+
+
+def template_completions(
+    text: str, offset: int, template: Path, specs: Iterable[s.Module], index: PythonIndex
+) -> list[lsp.CompletionItem]:
+    """Completion inside a template file (``file "decide.j2"``): after an open ``{{`` or ``{%``, the
+    variables of the ``llm`` whose template it is, found among ``specs`` (the open specs' trees,
+    then the specs beside the template)."""
+    if not _TEMPLATE_OPEN.search(text[max(0, offset - 200) : offset]):
+        return []
+    wanted = template.resolve()
+    for module in [*specs, *_specs_beside(template)]:
+        for decl in module.decls:
+            if not (isinstance(decl, s.LlmDecl) and decl.template.is_file):
+                continue
+            if (Path(module.path).parent / decl.template.text).resolve() != wanted:
+                continue
+            spelled = _written(decl.input)
+            return template_variables(module, decl.name.text, spelled, index)
+    return []
+
+
+def _specs_beside(template: Path) -> Iterator[s.Module]:
+    """The specs in the template's folder, parsed (those that parse)."""
+    for path in sorted(template.parent.glob("*.mce")):
+        try:
+            module = parse(SourceFile(str(path), path.read_text(encoding="utf-8"))).module
+        except (OSError, UnicodeDecodeError):
+            continue
+        if module is not None:
+            yield module
 
 
 # ---------------------------------------------------------------- code actions

@@ -82,6 +82,8 @@ class McecLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("mcec", __version__)
         self.specs: dict[str, OpenSpec] = {}
+        #: Open files that are not specs (an llm's template file): no diagnostics, completion only.
+        self.others: set[str] = set()
         self._indexes: dict[Path, PythonIndex] = {}
         #: mypy's findings by (path, text hash): a spec saved twice unchanged is not checked again.
         self._mypy_cache: dict[tuple[str, str], tuple[Diagnostic, ...]] = {}
@@ -215,6 +217,9 @@ def build_server() -> McecLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: McecLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
+        if not path_of(uri).endswith(".mce") and params.text_document.language_id != "mce":
+            ls.others.add(uri)  # a template file: its variables are completed, nothing is checked
+            return
         spec = ls.specs[uri] = OpenSpec(uri, path_of(uri))
         ls.guarded(lambda: ls.refresh(spec), None)
 
@@ -243,6 +248,7 @@ def build_server() -> McecLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: McecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.others.discard(params.text_document.uri)
         spec = ls.specs.pop(params.text_document.uri, None)
         if spec is not None and spec.pending is not None:
             spec.pending.cancel()
@@ -294,7 +300,10 @@ def build_server() -> McecLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[" ", ">", "{", "("]))
     def completion(ls: McecLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
         def run() -> lsp.CompletionList:
-            spec = ls.specs.get(params.text_document.uri)
+            uri = params.text_document.uri
+            if uri in ls.others:
+                return lsp.CompletionList(is_incomplete=False, items=_in_template(ls, uri, params.position))
+            spec = ls.specs.get(uri)
             if spec is None:
                 return lsp.CompletionList(is_incomplete=False, items=[])
             # the text as it is now (the debounced check may not have run yet)
@@ -362,6 +371,14 @@ def build_server() -> McecLanguageServer:
         return ls.guarded(run, lsp.SemanticTokens(data=[]))
 
     return server
+
+
+def _in_template(ls: McecLanguageServer, uri: str, at: lsp.Position) -> list[lsp.CompletionItem]:
+    """Completion in an open template file: the variables of the llm step it is the template of."""
+    path = path_of(uri)
+    source = SourceFile(path, ls.workspace.get_text_document(uri).source)
+    trees = [spec.tree for spec in ls.specs.values() if spec.tree is not None]
+    return features.template_completions(source.text, offset_of(source, at), Path(path), trees, ls.index_for(path))
 
 
 async def _debounced(ls: McecLanguageServer, spec: OpenSpec) -> None:

@@ -326,3 +326,25 @@ async def test_hover_after_an_incremental_recheck_still_has_the_checked_types(cl
     assert await diagnostics(client, RESEARCH.resolve().as_uri()) == []
     text = await _hover(client, RESEARCH, position(edited, "match {", inside=1))
     assert "match : AddArgs | Answer | SearchArgs -> str | Turn" in text
+
+
+@pytest.mark.asyncio
+async def test_completion_in_a_template_file_offers_the_variables_of_its_llm_step(
+    client: LanguageClient, project: Path
+) -> None:
+    spec = project / "agent.mce"
+    spec.write_text(AGENT + 'model m = openai "gpt"\nllm tell : Query -> str = m file "tell.j2"\n', encoding="utf-8")
+    template = project / "tell.j2"
+    text = "Tell me about {{ "
+    template.write_text(text, encoding="utf-8")
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=template.resolve().as_uri(), language_id="jinja", version=1, text=text)
+        )
+    )
+    found = await client.text_document_completion_async(
+        lsp.CompletionParams(text_document=_doc(template), position=lsp.Position(line=0, character=len(text)))
+    )
+    assert isinstance(found, lsp.CompletionList)
+    assert {i.label for i in found.items} == {"topic", "depth", "state"}
+    assert template.resolve().as_uri() not in client.diagnostics  # a template is not checked as a spec
