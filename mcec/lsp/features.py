@@ -58,6 +58,7 @@ __all__ = [
     "hover",
     "keyword_spans",
     "references",
+    "references_elsewhere",
     "semantic_tokens",
     "template_completions",
     "to_lsp_diagnostic",
@@ -529,6 +530,44 @@ def references(analysis: Analysis, offset: int, include_declaration: bool) -> li
         if other.role in (Role.DECL, Role.IMPORT) and not include_declaration:
             continue
         found.append(lsp.Location(uri=uri_of(other.span.path), range=range_of(other.span)))
+    return found
+
+
+def references_elsewhere(
+    analysis: Analysis, offset: int, others: Iterable[Analysis], index: PythonIndex, include_declaration: bool
+) -> list[lsp.Location]:
+    """The uses, in other open specs, of the pipeline under the cursor: a pipeline of this spec that
+    they import, or one this spec imports from another spec (then its declaration there too)."""
+    occurrence = analysis.at(offset)
+    module = analysis.module
+    if occurrence is None or module is None or occurrence.role in (Role.PYTHON, Role.TEMPLATE):
+        return []
+    name, spec = occurrence.text, Path(analysis.source.path).resolve()
+    found: list[lsp.Location] = []
+    bound = imports(module).get(name)
+    if bound is not None and bound.attr is not None:  # imported here: the pipeline lives in another spec
+        other = used_spec(index, bound.module)
+        if other is None:
+            return []
+        name, spec = bound.attr, other.resolve()
+        if include_declaration:
+            found.extend(_name_definition(module, occurrence, index))
+    elif not isinstance(declarations(module).get(name), s.PipelineDecl):
+        return []
+    for user in others:
+        if user.module is None or Path(user.source.path).resolve() == Path(analysis.source.path).resolve():
+            continue
+        for local, imported in imports(user.module).items():
+            if imported.attr != name:
+                continue
+            used = used_spec(index, imported.module)
+            if used is None or used.resolve() != spec:
+                continue
+            found.extend(
+                lsp.Location(uri=uri_of(o.span.path), range=range_of(o.span))
+                for o in user.names
+                if o.text == local and o.role in (Role.REF, Role.IMPORT)
+            )
     return found
 
 

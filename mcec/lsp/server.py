@@ -293,7 +293,11 @@ def build_server() -> McecLanguageServer:
                 return []
             analysis = spec.analysis
             offset = offset_of(analysis.source, params.position)
-            return features.references(analysis, offset, params.context.include_declaration)
+            include = params.context.include_declaration
+            others = [o.analysis for o in ls.specs.values() if o is not spec and o.analysis is not None]
+            here = features.references(analysis, offset, include)
+            elsewhere = features.references_elsewhere(analysis, offset, others, ls.index_for(spec.path), include)
+            return here + [location for location in elsewhere if location not in here]
 
         return ls.guarded(run, [])
 

@@ -348,3 +348,28 @@ async def test_completion_in_a_template_file_offers_the_variables_of_its_llm_ste
     assert isinstance(found, lsp.CompletionList)
     assert {i.label for i in found.items} == {"topic", "depth", "state"}
     assert template.resolve().as_uri() not in client.diagnostics  # a template is not checked as a spec
+
+
+@pytest.mark.asyncio
+async def test_references_of_a_pipeline_include_the_open_specs_that_use_it(client: LanguageClient) -> None:
+    meta = ROOT / "examples" / "meta" / "meta.mce"
+    specialists = ROOT / "examples" / "meta" / "specialists.mce"
+    meta_text, specialists_text = meta.read_text(encoding="utf-8"), specialists.read_text(encoding="utf-8")
+    await open_spec(client, meta)
+    await open_spec(client, specialists)
+
+    async def references(path: Path, at: lsp.Position) -> set[tuple[str, int]]:
+        found = await client.text_document_references_async(
+            lsp.ReferenceParams(text_document=_doc(path), position=at, context=lsp.ReferenceContext(include_declaration=True))
+        )
+        assert found is not None
+        return {(location.uri, location.range.start.line) for location in found}
+
+    uses_in_meta = {(meta.resolve().as_uri(), i) for i, line in enumerate(meta_text.splitlines()) if "investigate" in line and not line.startswith("#")}
+    declared = {(specialists.resolve().as_uri(), i) for i, line in enumerate(specialists_text.splitlines()) if line.startswith("pipeline investigate")}
+    assert uses_in_meta and declared
+    # from the declaration in specialists.mce, and from a use in meta.mce: the same places
+    from_declaration = await references(specialists, position(specialists_text, "pipeline investigate", inside=10))
+    from_use = await references(meta, position(meta_text, ") investigate", inside=3))
+    assert uses_in_meta | declared <= from_declaration
+    assert uses_in_meta | declared <= from_use
