@@ -23,7 +23,11 @@ from lsprotocol import types as lsp
 
 from mcec.check.pyindex import PyClass, PythonIndex
 from mcec.check.typed import (
+    PClass,
+    PLiteral,
     Program,
+    PWildcard,
+    TArm,
     TBind,
     TBudget,
     TCatch,
@@ -36,6 +40,7 @@ from mcec.check.typed import (
     TMatch,
     TOrElse,
     TPar,
+    TPattern,
     TRef,
     TRetry,
     TSpawn,
@@ -276,11 +281,11 @@ def hover(analysis: Analysis, offset: int, index: PythonIndex) -> str | None:
     """Markdown for the cursor: the diagnostics there (with their help and ``mcec explain`` text),
     then the type of the name or expression under it."""
     parts = [_diagnostic_hover(d) for d in analysis.diagnostics if _covers(d.span, offset, analysis.source)]
+    arm = _arm_hover(analysis.program, offset)
     about = _name_hover(analysis, offset, index)
-    if about is None:
+    if about is None and arm is None:
         about = _expression_hover(analysis.program, offset)
-    if about is not None:
-        parts.append(about)
+    parts.extend(part for part in (arm, about) if part is not None)
     return "\n\n---\n\n".join(parts) if parts else None
 
 
@@ -457,6 +462,48 @@ def _expression_hover(program: Program | None, offset: int) -> str | None:
                 stateful = " (may change the state)" if found.sig.stateful else ""
                 return _code(f"{_expression_kind(found)} : {found.sig}") + stateful
     return None
+
+
+def _arm_hover(program: Program | None, offset: int) -> str | None:
+    """For a cursor on a ``match`` arm's pattern: the type the arm receives (the match's input
+    narrowed by the pattern, less what earlier arms took) and what its body gives."""
+    if program is None:
+        return None
+    for pipeline in program.pipelines:
+        if pipeline.span.start <= offset <= pipeline.span.end:
+            arm = _arm_pattern_at(pipeline.body, offset)
+            if arm is not None:
+                return _code(f"{_pattern_text(arm.pattern)} => {arm.narrowed} -> {arm.body.sig.output}") + (
+                    f"\n\nthis arm receives `{arm.narrowed}`"
+                )
+    return None
+
+
+def _arm_pattern_at(expr: TExpr, offset: int) -> TArm | None:
+    """The ``match`` arm whose pattern (the text before its body) holds ``offset``."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if not node.span.start <= offset <= node.span.end:
+            continue
+        if isinstance(node, TMatch):
+            for arm in node.arms:
+                if arm.span.start <= offset < arm.body.span.start:
+                    return arm
+        stack.extend(children(node))
+    return None
+
+
+def _pattern_text(pattern: TPattern) -> str:
+    match pattern:
+        case PClass(type=type_):
+            return str(type_)
+        case PLiteral(value=value):
+            return repr(value) if isinstance(value, str) else str(value)
+        case PWildcard():
+            return "_"
+        case _:
+            assert_never(pattern)
 
 
 def _innermost(expr: TExpr, offset: int) -> TExpr | None:

@@ -373,3 +373,17 @@ async def test_references_of_a_pipeline_include_the_open_specs_that_use_it(clien
     from_use = await references(meta, position(meta_text, ") investigate", inside=3))
     assert uses_in_meta | declared <= from_declaration
     assert uses_in_meta | declared <= from_use
+
+
+@pytest.mark.asyncio
+async def test_hover_on_a_match_pattern_shows_what_the_arm_receives(client: LanguageClient, project: Path) -> None:
+    (project / "impl.py").write_text(
+        (project / "impl.py").read_text(encoding="utf-8") + "\n\ndef echo_query(query: Query) -> str:\n    return query.topic\n",
+        encoding="utf-8",
+    )
+    spec = project / "agent.mce"
+    text = AGENT + "fn count : Query -> str = impl.echo_query\npipeline pick : Query | Found -> str = match { Found => show, _ => count };\n"
+    spec.write_text(text, encoding="utf-8")
+    assert await open_spec(client, spec) == []
+    shown = await _hover(client, spec, position(text, "_ => count", inside=0))
+    assert "_ => Query -> str" in shown and "this arm receives `Query`" in shown
