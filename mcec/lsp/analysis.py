@@ -17,7 +17,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from mcec.check import check
 from mcec.check.pyindex import PythonIndex
 from mcec.check.typed import Program
 from mcec.diagnostics import Diagnostic
@@ -26,6 +25,7 @@ from mcec.span import SourceFile, Span
 from mcec.syntax import parse
 from mcec.syntax import tree as s
 from mcec.syntax.incremental import reparse
+from mcec.lsp.incremental import Header, check_recording, recheck
 
 __all__ = ["Analysis", "Occurrence", "Role", "analyse", "decl_kind", "decl_name", "occurrences", "signature_text"]
 
@@ -72,6 +72,9 @@ class Analysis:
     #: True when only the pipelines an edit affected were checked again (:mod:`mcec.lsp.incremental`):
     #: the diagnostics are complete, the program was not built.
     partial: bool = False
+    #: How the check signed the steps, fns, tools and llms, for the next re-check to replay
+    #: (:func:`mcec.lsp.incremental.check_recording`); None when the text was not checked.
+    header: Header | None = field(default=None, repr=False)
     #: The names of ``module``, in source order (made on first use).
     _occurrences: list[Occurrence] | None = field(default=None, repr=False)
 
@@ -108,14 +111,15 @@ def analyse(
         if parsed.module is None or any(d.is_error for d in diagnostics):
             return Analysis(source, parsed.module, tuple(diagnostics), None)
         if last is not None and last.checked and last.module is not None and not diagnostics:
-            from mcec.lsp.incremental import recheck
-
-            reused = recheck(last.module, last.diagnostics, parsed.module, source, index)
+            # the previous signing is replayed only here: recheck holds every declaration but
+            # the pipelines to the previous text, so what the signing read is the same
+            reused = recheck(last.module, last.diagnostics, parsed.module, source, index, last.header)
             if reused is not None:
-                return Analysis(source, parsed.module, reused, None, checked=True, partial=True)
-        checked = check(parsed.module, source, index)
+                found, signed = reused
+                return Analysis(source, parsed.module, found, None, checked=True, partial=True, header=signed)
+        checked, signed = check_recording(parsed.module, source, index)
         diagnostics.extend(checked.diagnostics)
-        return Analysis(source, parsed.module, tuple(diagnostics), checked.program, checked=True)
+        return Analysis(source, parsed.module, tuple(diagnostics), checked.program, checked=True, header=signed)
 
 
 # ---------------------------------------------------------------- declarations

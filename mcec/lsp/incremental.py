@@ -14,6 +14,12 @@ can change, and moves the previous results of the rest to their new places
   empty body (so names still resolve, duplicates and "did you mean" still see
   it); its diagnostics are the previous check's, moved with it; a W001 (unused)
   of the new check is dropped for a name such a pipeline uses.
+- the signing of the steps, fns, tools and llms (their types resolved, their
+  Python implementations read and held to them, an llm's template parsed: most
+  of a check of a small spec) is not done again for a declaration with the same
+  text at the same offset, the same Python index and (an llm) the same template
+  file's text: :func:`check_recording` replays what it did to the checker's
+  state, recorded by the check before (:class:`Header`).
 
 The result equals a cold check of the new text (``tests/lsp/test_lsp_incremental.py``
 compares them on random edits); when an edit is not of that kind (a declaration
@@ -30,24 +36,36 @@ and the server checks the whole spec when a question needs the program.
 from __future__ import annotations
 
 import bisect
+import itertools
 import sys
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
+from typing import assert_never
 
-from mcec.check import check
+from mcec.check import CheckResult, build_program
+from mcec.check.llm import TemplateSource, read_template
+from mcec.check.names import DeclarationChecker, unused_warnings
+from mcec.check.pipelines import PipelineChecker
 from mcec.check.pyindex import PythonIndex
-from mcec.diagnostics import Diagnostic, Label
+from mcec.check.types import counting_unknowns
+from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import SourceFile, Span
 from mcec.syntax import tree as s
 
-__all__ = ["recheck"]
+__all__ = ["Header", "check_recording", "recheck"]
 
 
 def recheck(
-    old_module: s.Module, old_diagnostics: tuple[Diagnostic, ...], module: s.Module, source: SourceFile, index: PythonIndex
-) -> tuple[Diagnostic, ...] | None:
+    old_module: s.Module,
+    old_diagnostics: tuple[Diagnostic, ...],
+    module: s.Module,
+    source: SourceFile,
+    index: PythonIndex,
+    header: Header | None = None,
+) -> tuple[tuple[Diagnostic, ...], Header] | None:
     """The diagnostics of a cold check of ``module`` (parsed without errors from ``source``), from
-    those of ``old_module`` and a check of what the edit can change; None when that cannot be done."""
+    those of ``old_module`` and a check of what the edit can change, and the header's signing for
+    the next re-check; None when that cannot be done. ``header`` is the previous check's."""
     if len(old_module.decls) != len(module.decls):
         return None
     old_text, text = old_module.span.source.text, source.text
@@ -75,7 +93,8 @@ def recheck(
         module.comments,
         module.span,
     )
-    fresh = check(stubbed, source, index).diagnostics
+    checked, signed = check_recording(stubbed, source, index, header)
+    fresh = checked.diagnostics
     moved = _moved(old_module, old_diagnostics, module, source, kept)
     if moved is None:
         return None
@@ -83,7 +102,7 @@ def recheck(
     used_by_kept = {name for d in module.decls if isinstance(d, s.PipelineDecl) and d.name.text in kept for name in _refs(d)}
     result = [d for d in fresh if not _inside(d.span, kept_spans) and not (d.code == "W001" and _named(d) in used_by_kept)]
     result.extend(moved)
-    return tuple(sorted(dict.fromkeys(result), key=Diagnostic.sort_key))
+    return tuple(sorted(dict.fromkeys(result), key=Diagnostic.sort_key)), signed
 
 
 def _affected(pipelines: dict[str, s.PipelineDecl], changed: set[str]) -> set[str]:
@@ -190,3 +209,212 @@ def _move(span: Span, old_path: str, shifts: list[tuple[int, int, int | None]], 
     if delta is None or not (start <= span.start and span.end <= end):
         return None
     return Span(source, span.start + delta, span.end + delta)
+
+
+# ---------------------------------------------------------------- the header, signed once
+
+# Signing a step, fn, tool or llm (the checker's pass 3: its types resolved, its Python
+# implementation read and held to them, its template parsed) is most of a check of a small spec,
+# and an edit inside a pipeline cannot change it. :func:`check_recording` checks as
+# :func:`mcec.check.check` does, and keeps what signing each such declaration did to the
+# checker's state (new entries of its tables and sets, diagnostics); the next check replays that
+# for a declaration with the same text at the same offset, against the same Python index.
+# A declaration that moved is signed again: its results hold absolute spans.
+
+#: A piece of the checker's state: its owner and the attribute's name.
+_Place = tuple[object, str]
+#: A declaration signed: its kind, offset and text, and the text of its template file (an llm's).
+_Key = tuple[str, int, str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Effects:
+    """What signing one declaration did: per piece of state, what it added (or its new value)."""
+
+    #: The source the declaration was signed in: its spans point into that text.
+    source: SourceFile
+    changes: tuple[tuple[str, object], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The signing of a check's steps, fns, tools and llms, by (kind, offset, text), for the next check."""
+
+    index: PythonIndex
+    effects: dict[_Key, _Effects]
+
+
+def check_recording(
+    module: s.Module, source: SourceFile, index: PythonIndex, header: Header | None = None
+) -> tuple[CheckResult, Header]:
+    """:func:`mcec.check.check` of ``module``, with the signing of the declarations ``header`` holds
+    replayed (when made with ``index``), and the signing of this check for the next one."""
+    reuse = header.effects if header is not None and header.index is index else {}
+    sink = DiagnosticSink()
+    with counting_unknowns() as unknowns:
+        declarations = _Replaying(module, sink, index, reuse)
+        declared = declarations.run()
+        checker = PipelineChecker(declared, declarations, sink)
+        pipelines = checker.run()
+    sink.extend(unused_warnings(module, declared))
+    diagnostics = sink.sorted()
+    if declarations.old_sources:
+        diagnostics = tuple(sorted(_rebased(diagnostics, source, declarations.old_sources), key=Diagnostic.sort_key))
+    signed = Header(index, declarations.recorded)
+    if any(d.is_error for d in diagnostics) or declarations.old_sources:
+        return CheckResult(None, diagnostics, unknowns.count), signed  # replayed spans: no program of them
+    program = build_program(module, source, declared, pipelines, checker.toolboxes)
+    return CheckResult(program, diagnostics, unknowns.count), signed
+
+
+class _Replaying(DeclarationChecker):
+    """A :class:`DeclarationChecker` that replays the signing of unchanged declarations and records the rest's."""
+
+    def __init__(self, module: s.Module, sink: DiagnosticSink, index: PythonIndex, reuse: dict[_Key, _Effects]) -> None:
+        super().__init__(module, sink, index)
+        self.reuse = reuse
+        self.recorded: dict[_Key, _Effects] = {}
+        #: The sources of the replayed signings (their spans are moved into the new one at the end).
+        self.old_sources: dict[int, SourceFile] = {}
+
+    def _sign(self, decl: s.Decl) -> None:
+        key = self._key(decl)
+        if key is None:
+            super()._sign(decl)
+            return
+        effects = self.reuse.get(key)
+        if effects is not None:
+            _replay(self._places(), effects)
+            self.recorded[key] = effects
+            if effects.source is not decl.span.source:
+                self.old_sources[id(effects.source)] = effects.source
+            return
+        places = self._places()
+        before = {name: _copy(getattr(owner, attr)) for name, (owner, attr) in places.items()}
+        super()._sign(decl)
+        changes = tuple(_changes(places, before))
+        if _self_contained(changes, decl):
+            self.recorded[key] = _Effects(decl.span.source, changes)
+
+    def _key(self, decl: s.Decl) -> _Key | None:
+        """What the signing of ``decl`` depends on besides the header (the same in a re-check);
+        None when it is not replayed."""
+        if not _replayable(decl) or self.declared.duplicated:
+            return None  # a name declared twice: which signing wins depends on the order
+        template = None
+        if isinstance(decl, s.LlmDecl) and decl.template.is_file:
+            read = read_template(decl, self.module.path)  # the file may have changed on disk
+            if not isinstance(read, TemplateSource):
+                return None
+            template = read.text
+        return (type(decl).__name__, decl.start, decl.span.source.text[decl.start : decl.end], template)
+
+    def _places(self) -> dict[str, _Place]:
+        """Every piece of state signing may change: the declared tables, the environment, the sink."""
+        declared, env = self.declared, self.declared.env
+        places: dict[str, _Place] = {f"declared.{f.name}": (declared, f.name) for f in fields(declared) if f.name != "env"}
+        places.update({f"env.{f.name}": (env, f.name) for f in fields(env) if f.name != "index"})
+        places["sink"] = (self.sink, "items")
+        places["pending"] = (self, "_pending")
+        return places
+
+
+def _replayable(decl: s.Decl) -> bool:
+    """Whether a declaration's signing reads only the header, the Python index and (an llm) its
+    template file, not pipelines or other specs."""
+    match decl:
+        case s.StepDecl() | s.FnDecl() | s.ToolDecl() | s.LlmDecl():
+            return True
+        case s.FromImport() | s.ModuleImport() | s.StateDecl() | s.ErrorDecl() | s.ServerDecl() | s.ModelDecl():
+            return False
+        case s.ToolboxDecl() | s.PipelineDecl():
+            return False
+        case _:
+            assert_never(decl)
+
+
+def _copy(value: object) -> object:
+    """What is needed to tell later what changed: a set's copy, a dict's or list's length (they only grow), or the value."""
+    match value:
+        case dict():
+            return len(value)  # signing adds entries (a name's, a memo's); a replaced memo entry is remade
+        case set():
+            return set(value)
+        case list():
+            return len(value)
+        case _:
+            return value
+
+
+def _changes(places: dict[str, _Place], before: dict[str, object]) -> Iterable[tuple[str, object]]:
+    """Per piece of state, what was added since ``before`` (entries, members, items) or its new value."""
+    for name, (owner, attr) in places.items():
+        now, then = getattr(owner, attr), before[name]
+        match now:
+            case dict():
+                assert isinstance(then, int)
+                if len(now) != then:
+                    yield name, dict(itertools.islice(now.items(), then, None))
+            case set():
+                assert isinstance(then, set)
+                if len(now) != len(then):
+                    yield name, now - then
+            case list():
+                assert isinstance(then, int)
+                if len(now) != then:
+                    yield name, tuple(itertools.islice(now, then, None))
+            case int() if isinstance(then, int) and not isinstance(now, bool):
+                if now != then:
+                    yield name, ("delta", now - then)  # a budget: spent again, from what is left
+            case _:
+                if now is not then:
+                    yield name, ("value", now)
+
+
+def _replay(places: dict[str, _Place], effects: _Effects) -> None:
+    """Do to the checker's state what :func:`_changes` recorded."""
+    for name, change in effects.changes:
+        owner, attr = places[name]
+        current = getattr(owner, attr)
+        match current:
+            case dict():
+                assert isinstance(change, dict)
+                current.update(change)
+            case set():
+                assert isinstance(change, set)
+                current |= change
+            case list():
+                assert isinstance(change, tuple)
+                current.extend(change)
+            case _:
+                assert isinstance(change, tuple)
+                how, value = change
+                setattr(owner, attr, current + value if how == "delta" else value)
+
+
+def _self_contained(changes: tuple[tuple[str, object], ...], decl: s.Decl) -> bool:
+    """Whether the diagnostics signing made point only into the declaration (so they hold while it
+    stays where it is); one pointing elsewhere, or a pending import, is not replayed."""
+    for name, change in changes:
+        if name == "pending":
+            return False
+        if name == "sink":
+            assert isinstance(change, tuple)
+            for diagnostic in change:
+                assert isinstance(diagnostic, Diagnostic)
+                for span in (diagnostic.span, *(label.span for label in diagnostic.labels)):
+                    if span.source is not decl.span.source or not (decl.start <= span.start and span.end <= decl.end):
+                        return False
+    return True
+
+
+def _rebased(diagnostics: Iterable[Diagnostic], source: SourceFile, old: dict[int, SourceFile]) -> Iterable[Diagnostic]:
+    """``diagnostics`` with the spans into an earlier text (of a replayed declaration, at the same
+    offset, with the same text) put into ``source``."""
+
+    def moved(span: Span) -> Span:
+        return Span(source, span.start, span.end) if old.get(id(span.source)) is span.source else span
+
+    for diagnostic in diagnostics:
+        labels = tuple(Label(moved(label.span), label.message) for label in diagnostic.labels)
+        yield replace(diagnostic, span=moved(diagnostic.span), labels=labels)
