@@ -6,9 +6,10 @@ every expression form, from frontend_bench), one edit inside one pipeline (a
 space typed at the start of the middle pipeline's body), medians of interleaved
 rounds, in this process (CPU time of the work, no interpreter start):
 
-- ``cold``: what ``mcec check --fast`` does for the spec, a fresh
+- ``cold``: what ``mcec check --fast`` does for the spec
+  (:func:`mcec.compiler.check_source`), a fresh
   :class:`~mcec.check.pyindex.PythonIndex` included (parse, read the spec's
-  Python modules, check);
+  Python modules, check) and no "did you mean" made yet (a fresh process);
 - ``full``: the server re-checking the edited spec without reuse: the tree
   re-parsed incrementally, the index warm, the whole spec checked;
 - ``recheck``: the server's path (:func:`mcec.lsp.analysis.analyse` given the
@@ -43,6 +44,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.frontend_bench import generate as mixed  # noqa: E402
 from benchmarks.scaling_bench import decls, impl_module  # noqa: E402
 from mcec.check.pyindex import PythonIndex, _close_matches  # noqa: E402
+from mcec.compiler import check_source  # noqa: E402
 from mcec.lsp.analysis import Analysis, analyse  # noqa: E402
 from mcec.span import SourceFile  # noqa: E402
 from mcec.syntax import tree as s  # noqa: E402
@@ -88,7 +90,7 @@ def measure(path: Path, rounds: int) -> dict[str, Any]:
     partial = False
     for _ in range(rounds):
         _close_matches.cache_clear()  # a `check --fast` is a fresh process: none of its suggestions made yet
-        cold, _ = _cpu(lambda: analyse(source, None, PythonIndex.for_directory(spec=path)))
+        cold, _ = _cpu(lambda: check_source(source, index=PythonIndex.for_directory(spec=path)))
         full, _ = _cpu(lambda: analyse(after, base.module, warm))
         recheck, again = _cpu(lambda: analyse(after, base.module, warm, last=base))
         partial = partial or again.partial
