@@ -14,10 +14,12 @@ references and semantic tokens are all questions about that list.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import assert_never
 
 from mcec.check.pyindex import PythonIndex
+from mcec.check.uses import Specs
 from mcec.check.typed import Program
 from mcec.diagnostics import Diagnostic
 from mcec.gcpause import without_cycle_collection
@@ -98,12 +100,14 @@ def analyse(
     previous: s.Module | None,
     index: PythonIndex,
     last: Analysis | None = None,
+    overlay: Mapping[str, str] | None = None,
 ) -> Analysis:
     """Parse ``source`` (reusing ``previous``, the tree of an earlier version) and check it.
 
     With ``last``, the analysis of the previous version, an edit inside pipelines checks only
     the pipelines it can change (:func:`mcec.lsp.incremental.recheck`); the diagnostics are
-    the same as a cold check's.
+    the same as a cold check's. ``overlay`` holds texts to read in place of the files of the
+    specs it uses, by real path (the unsaved specs open in the editor).
     """
     with without_cycle_collection():  # as mcec.compiler does: the trees hold no cycles
         parsed = reparse(previous, source) if previous is not None else parse(source)
@@ -113,11 +117,11 @@ def analyse(
         if last is not None and last.checked and last.module is not None and not diagnostics:
             # the previous signing is replayed only here: recheck holds every declaration but
             # the pipelines to the previous text, so what the signing read is the same
-            reused = recheck(last.module, last.diagnostics, parsed.module, source, index, last.header)
+            reused = recheck(last.module, last.diagnostics, parsed.module, source, index, last.header, Specs(index, overlay))
             if reused is not None:
                 found, signed = reused
                 return Analysis(source, parsed.module, found, None, checked=True, partial=True, header=signed)
-        checked, signed = check_recording(parsed.module, source, index)
+        checked, signed = check_recording(parsed.module, source, index, specs=Specs(index, overlay))
         diagnostics.extend(checked.diagnostics)
         return Analysis(source, parsed.module, tuple(diagnostics), checked.program, checked=True, header=signed)
 

@@ -48,6 +48,7 @@ from mcec.check.names import DeclarationChecker, unused_warnings
 from mcec.check.pipelines import PipelineChecker
 from mcec.check.pyindex import PythonIndex
 from mcec.check.types import counting_unknowns
+from mcec.check.uses import Specs
 from mcec.diagnostics import Diagnostic, DiagnosticSink, Label
 from mcec.span import SourceFile, Span
 from mcec.syntax import tree as s
@@ -62,10 +63,12 @@ def recheck(
     source: SourceFile,
     index: PythonIndex,
     header: Header | None = None,
+    specs: Specs | None = None,
 ) -> tuple[tuple[Diagnostic, ...], Header] | None:
     """The diagnostics of a cold check of ``module`` (parsed without errors from ``source``), from
     those of ``old_module`` and a check of what the edit can change, and the header's signing for
-    the next re-check; None when that cannot be done. ``header`` is the previous check's."""
+    the next re-check; None when that cannot be done. ``header`` is the previous check's;
+    ``specs`` reads the specs it uses (None: from disk)."""
     if len(old_module.decls) != len(module.decls):
         return None
     old_text, text = old_module.span.source.text, source.text
@@ -93,7 +96,7 @@ def recheck(
         module.comments,
         module.span,
     )
-    checked, signed = check_recording(stubbed, source, index, header)
+    checked, signed = check_recording(stubbed, source, index, header, specs)
     fresh = checked.diagnostics
     moved = _moved(old_module, old_diagnostics, module, source, kept)
     if moved is None:
@@ -245,14 +248,15 @@ class Header:
 
 
 def check_recording(
-    module: s.Module, source: SourceFile, index: PythonIndex, header: Header | None = None
+    module: s.Module, source: SourceFile, index: PythonIndex, header: Header | None = None, specs: Specs | None = None
 ) -> tuple[CheckResult, Header]:
     """:func:`mcec.check.check` of ``module``, with the signing of the declarations ``header`` holds
-    replayed (when made with ``index``), and the signing of this check for the next one."""
+    replayed (when made with ``index``), and the signing of this check for the next one; ``specs``
+    as for :func:`mcec.check.check`."""
     reuse = header.effects if header is not None and header.index is index else {}
     sink = DiagnosticSink()
     with counting_unknowns() as unknowns:
-        declarations = _Replaying(module, sink, index, reuse)
+        declarations = _Replaying(module, sink, index, reuse, specs)
         declared = declarations.run()
         checker = PipelineChecker(declared, declarations, sink)
         pipelines = checker.run()
@@ -270,8 +274,10 @@ def check_recording(
 class _Replaying(DeclarationChecker):
     """A :class:`DeclarationChecker` that replays the signing of unchanged declarations and records the rest's."""
 
-    def __init__(self, module: s.Module, sink: DiagnosticSink, index: PythonIndex, reuse: dict[_Key, _Effects]) -> None:
-        super().__init__(module, sink, index)
+    def __init__(
+        self, module: s.Module, sink: DiagnosticSink, index: PythonIndex, reuse: dict[_Key, _Effects], specs: Specs | None
+    ) -> None:
+        super().__init__(module, sink, index, specs)
         self.reuse = reuse
         self.recorded: dict[_Key, _Effects] = {}
         #: The sources of the replayed signings (their spans are moved into the new one at the end).

@@ -13,9 +13,12 @@ When diagnostics are published:
   --strict on it, cached in ``.mcec/``), in a worker thread so the server keeps
   answering; its MCE100 findings are kept with the text they were found in and
   shown again as long as the text is that text;
+- a spec reads the specs it uses (§11) as the editor holds them when they are
+  open, unsaved edits included (:meth:`McecLanguageServer.unsaved`), else from
+  disk; after an edit to an open spec, the open specs that use it are checked again;
 - after a spec is saved, or a file changes on disk (``workspace/didChangeWatchedFiles``),
-  every other open spec is checked again: a spec reads the specs it uses from
-  disk (§11), and the Python index is read afresh when a ``.py`` file changed.
+  every other open spec is checked again, and the Python index is read afresh
+  when a ``.py`` file changed.
 
 A request that fails inside the server (a bug) is logged to the client and
 answered with nothing, so one bad question never takes the server down.
@@ -27,6 +30,7 @@ import asyncio
 import functools
 import hashlib
 import logging
+import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +43,7 @@ from pygls.lsp.server import LanguageServer
 
 from mcec import __version__
 from mcec.check.pyindex import PythonIndex, package_root
+from mcec.check.uses import Specs
 from mcec.diagnostics import Diagnostic
 from mcec.gcpause import without_cycle_collection
 from mcec.lsp import features
@@ -113,7 +118,7 @@ class McecLanguageServer(LanguageServer):
     def _refresh(self, spec: OpenSpec) -> None:
         document = self.workspace.get_text_document(spec.uri)
         source = SourceFile(spec.path, document.source)
-        analysis = analyse(source, spec.tree, self.index_for(spec.path), last=spec.analysis)
+        analysis = analyse(source, spec.tree, self.index_for(spec.path), last=spec.analysis, overlay=self.unsaved())
         spec.analysis = analysis
         if analysis.module is not None:
             spec.tree = analysis.module
@@ -134,6 +139,26 @@ class McecLanguageServer(LanguageServer):
                 uri=spec.uri, version=version, diagnostics=[features.to_lsp_diagnostic(d) for d in mine]
             )
         )
+
+    def unsaved(self) -> dict[str, str]:
+        """The text of every open spec as the editor holds it, by real path: the checker reads a
+        spec it uses from here before the disk, so unsaved edits reach the specs using it."""
+        texts: dict[str, str] = {}
+        for spec in self.specs.values():
+            document = self.workspace.get_text_document(spec.uri)
+            texts[os.path.realpath(spec.path)] = document.source
+        return texts
+
+    def refresh_users(self, changed: OpenSpec) -> None:
+        """Check again the other open specs that use ``changed`` (directly or through other specs),
+        as its text in the editor now is."""
+        overlay = self.unsaved()
+        for uri, spec in list(self.specs.items()):
+            if uri == changed.uri:
+                continue
+            reach = Specs(self.index_for(spec.path), overlay)
+            if self.guarded(functools.partial(reach.path_back, spec.path, changed.path), None) is not None:
+                self.guarded(functools.partial(self.refresh, spec), None)
 
     def refresh_others(self, changed: str | None) -> None:
         """Check again every open spec but ``changed`` (a spec or Python file they may read changed)."""
@@ -184,7 +209,7 @@ class McecLanguageServer(LanguageServer):
         if program and spec is not None and spec.analysis is not None and spec.analysis.partial:
             last = spec.analysis
             if not any(d.is_error for d in last.diagnostics):
-                spec.analysis = analyse(last.source, last.module, self.index_for(spec.path))
+                spec.analysis = analyse(last.source, last.module, self.index_for(spec.path), overlay=self.unsaved())
         return spec
 
 
@@ -392,4 +417,5 @@ async def _debounced(ls: McecLanguageServer, spec: OpenSpec) -> None:
     except asyncio.CancelledError:
         return  # a newer change: its own check follows
     ls.guarded(lambda: ls.refresh(spec), None)
+    ls.refresh_users(spec)  # its unsaved text is what they use now
 

@@ -111,7 +111,8 @@ async def test_a_used_spec_changing_under_an_open_one_checks_it_again(client: La
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=_doc(other)))
     found = await diagnostics(client, user.resolve().as_uri(), lambda d: bool(d))
     assert [d.code for d in found] == ["MCE010"]
-    # and back, when the file changes outside the editor
+    # and back, when the file changes outside the editor (closed there: an open spec's text is the editor's)
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=_doc(other)))
     other.write_text(OTHER, encoding="utf-8")
     client.diagnostics.pop(user.resolve().as_uri(), None)
     client.workspace_did_change_watched_files(
@@ -119,4 +120,25 @@ async def test_a_used_spec_changing_under_an_open_one_checks_it_again(client: La
             changes=[lsp.FileEvent(uri=other.resolve().as_uri(), type=lsp.FileChangeType.Changed)]
         )
     )
+    assert await diagnostics(client, user.resolve().as_uri()) == []
+
+
+@pytest.mark.asyncio
+async def test_an_unsaved_used_spec_is_what_an_open_one_is_checked_against(client: LanguageClient, project: Path) -> None:
+    """A used spec open in the editor is read as the editor holds it: its unsaved edits reach the
+    specs using it without a save, and undoing them does too."""
+    other, user = project / "other.mce", project / "user.mce"
+    other.write_text(OTHER, encoding="utf-8")
+    user.write_text(USER, encoding="utf-8")
+    assert await open_spec(client, user) == []
+    assert await open_spec(client, other) == []
+    broken = OTHER.replace("pipeline asking : str -> Query = ask;", "fn echo : str -> str = impl.echo\npipeline asking : str -> str = echo;")
+    broken = broken.replace("fn ask : str -> Query = impl.ask\n", "")
+    client.diagnostics.pop(user.resolve().as_uri(), None)
+    change(client, other.resolve().as_uri(), 2, broken)  # not saved: the file on disk is as it was
+    found = await diagnostics(client, user.resolve().as_uri(), lambda d: bool(d))
+    assert [d.code for d in found] == ["MCE010"]
+    assert other.read_text(encoding="utf-8") == OTHER
+    client.diagnostics.pop(user.resolve().as_uri(), None)
+    change(client, other.resolve().as_uri(), 3, OTHER)
     assert await diagnostics(client, user.resolve().as_uri()) == []
