@@ -1,17 +1,33 @@
 """``mcec lsp``'s answers over stdio: hover, definition, references, completion, code actions,
-formatting, document symbols and semantic tokens, on the examples and on a test project."""
+formatting, document symbols and semantic tokens, on the examples and on a test project.
+
+The tests of this module share one server (a module-scoped client): starting one per test was
+most of the module's time. Each test works in its own project folder (or on an example, opened
+again), so what an earlier test left open does not change its answers.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_lsp
 from lsp_helpers import AGENT, ROOT, change, diagnostics, open_spec, position
 from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 RESEARCH = ROOT / "examples" / "research" / "research.mce"
 RESEARCH_TEXT = RESEARCH.read_text(encoding="utf-8")
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[sys.executable, "-m", "mcec", "lsp"]))
+async def client(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    """One ``mcec lsp`` for the tests of this module, initialised once."""
+    await lsp_client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities()))
+    yield
+    await lsp_client.shutdown_session()
 
 
 def _doc(path: Path) -> lsp.TextDocumentIdentifier:
@@ -33,7 +49,7 @@ async def _definition(client: LanguageClient, path: Path, at: lsp.Position) -> l
 # ---------------------------------------------------------------- hover
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_shows_a_steps_type_and_the_state(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     text = await _hover(client, RESEARCH, position(RESEARCH_TEXT, "step plan_action >>=", inside=6))
@@ -41,21 +57,21 @@ async def test_hover_shows_a_steps_type_and_the_state(client: LanguageClient) ->
     assert "state: `AgentState`" in text
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_shows_a_pipelines_checked_type(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     text = await _hover(client, RESEARCH, position(RESEARCH_TEXT, "pipeline lookup", inside=10))
     assert "pipeline lookup : SearchArgs -> str ! ToolFailed | ToolUnavailable" in text
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_shows_the_type_of_an_expression(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     text = await _hover(client, RESEARCH, position(RESEARCH_TEXT, "match {", inside=1))
     assert "match : AddArgs | Answer | SearchArgs -> str | Turn ! Timeout | ToolFailed | ToolUnavailable | LLMError" in text
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_on_a_diagnostic_gives_its_help_and_explanation(client: LanguageClient, project: Path) -> None:
     spec = project / "agent.mce"
     text = AGENT.replace("ask >>= look", "aks >>= look")
@@ -70,7 +86,7 @@ async def test_hover_on_a_diagnostic_gives_its_help_and_explanation(client: Lang
 # ---------------------------------------------------------------- definition and references
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_definition_of_a_step_is_its_declaration(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     [found] = await _definition(client, RESEARCH, position(RESEARCH_TEXT, ">>= execute_tool", inside=5))
@@ -78,7 +94,7 @@ async def test_definition_of_a_step_is_its_declaration(client: LanguageClient) -
     assert found.range.start == position(RESEARCH_TEXT, "execute_tool :", inside=0)
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_definition_of_an_implementation_is_the_python_function(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     [found] = await _definition(client, RESEARCH, position(RESEARCH_TEXT, "impl.plan_action", inside=7))
@@ -88,7 +104,7 @@ async def test_definition_of_an_implementation_is_the_python_function(client: La
     assert line.startswith("def plan_action(")
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_definition_of_an_imported_class_is_the_class(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     [found] = await _definition(client, RESEARCH, position(RESEARCH_TEXT, "-> ToolCall", inside=4))
@@ -97,14 +113,14 @@ async def test_definition_of_an_imported_class_is_the_class(client: LanguageClie
     assert impl.read_text(encoding="utf-8").splitlines()[found.range.start.line].startswith("class ToolCall")
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_definition_of_a_template_is_the_file(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     [found] = await _definition(client, RESEARCH, position(RESEARCH_TEXT, '"decide.j2"', inside=3))
     assert found.uri == (ROOT / "examples" / "research" / "decide.j2").resolve().as_uri()
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_definition_of_a_used_pipeline_is_in_the_other_spec(client: LanguageClient) -> None:
     meta = ROOT / "examples" / "meta" / "meta.mce"
     text = meta.read_text(encoding="utf-8")
@@ -116,7 +132,7 @@ async def test_definition_of_a_used_pipeline_is_in_the_other_spec(client: Langua
     assert "pipeline investigate" in other
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_references_list_every_use(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     found = await client.text_document_references_async(
@@ -141,7 +157,7 @@ async def _complete(client: LanguageClient, path: Path, text: str, at: lsp.Posit
     return found.items
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_completion_offers_the_steps_that_fit_first(client: LanguageClient, project: Path) -> None:
     spec = project / "agent.mce"
     await open_spec(client, spec)
@@ -154,7 +170,7 @@ async def test_completion_offers_the_steps_that_fit_first(client: LanguageClient
     assert {"par", "match", "retry", "catch"} <= set(by_label)
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_completion_at_the_start_of_a_line_offers_declaration_keywords(client: LanguageClient, project: Path) -> None:
     spec = project / "agent.mce"
     await open_spec(client, spec)
@@ -163,7 +179,7 @@ async def test_completion_at_the_start_of_a_line_offers_declaration_keywords(cli
     assert {"pipeline", "step", "fn", "llm", "toolbox"} <= {i.label for i in items}
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_completion_in_a_signature_offers_types(client: LanguageClient, project: Path) -> None:
     spec = project / "agent.mce"
     await open_spec(client, spec)
@@ -172,7 +188,7 @@ async def test_completion_in_a_signature_offers_types(client: LanguageClient, pr
     assert {"Found", "Query", "str", "list"} <= {i.label for i in items}
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_completion_in_a_template_offers_the_inputs_fields(client: LanguageClient, project: Path) -> None:
     spec = project / "agent.mce"
     await open_spec(client, spec)
@@ -181,7 +197,7 @@ async def test_completion_in_a_template_offers_the_inputs_fields(client: Languag
     assert {"topic", "depth", "state"} <= {i.label for i in items}
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_completion_in_spawn_offers_toolboxes(client: LanguageClient) -> None:
     meta = ROOT / "examples" / "meta" / "meta.mce"
     text = meta.read_text(encoding="utf-8")
@@ -231,7 +247,7 @@ async def _fixed_clean(client: LanguageClient, path: Path, text: str) -> None:
     assert [d for d in found if d.severity == lsp.DiagnosticSeverity.Error] == []
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_the_close_match_name_fixes_a_typo(client: LanguageClient, project: Path) -> None:
     spec = project / "agent.mce"
     await open_spec(client, spec)
@@ -241,7 +257,7 @@ async def test_the_close_match_name_fixes_a_typo(client: LanguageClient, project
     await _fixed_clean(client, spec, _apply(text, action, spec.resolve().as_uri()))
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_the_missing_error_is_added_to_the_pipelines_errors(client: LanguageClient, project: Path) -> None:
     spec = project / "agent.mce"
     await open_spec(client, spec)
@@ -258,7 +274,7 @@ pipeline pick : Query | Found -> str = match { Found => show };
 """
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_the_missing_match_arms_are_added(client: LanguageClient, project: Path) -> None:
     (project / "impl.py").write_text(
         (project / "impl.py").read_text(encoding="utf-8") + "\n\ndef echo_query(query: Query) -> str:\n    return query.topic\n",
@@ -275,7 +291,7 @@ async def test_the_missing_match_arms_are_added(client: LanguageClient, project:
 # ---------------------------------------------------------------- formatting, symbols, tokens
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_formatting_is_mcec_fmt(client: LanguageClient, project: Path) -> None:
     from mcec.span import SourceFile
     from mcec.tools.fmt import format_source
@@ -292,7 +308,7 @@ async def test_formatting_is_mcec_fmt(client: LanguageClient, project: Path) -> 
     assert edits[0].range.start == lsp.Position(line=0, character=0)
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_document_symbols_list_the_declarations(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     found = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(text_document=_doc(RESEARCH)))
@@ -301,7 +317,7 @@ async def test_document_symbols_list_the_declarations(client: LanguageClient) ->
     assert {"plan_action", "answer", "react", "decide", "planner", "search"} <= names
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_semantic_tokens_mark_names_keywords_and_comments(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     found = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(text_document=_doc(RESEARCH)))
@@ -318,7 +334,7 @@ async def test_semantic_tokens_mark_names_keywords_and_comments(client: Language
     assert any(text.startswith("# research.mce") and kind == 6 for text, kind in decoded)
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_after_an_incremental_recheck_still_has_the_checked_types(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     edited = RESEARCH_TEXT.replace("= add_numbers;", "=  add_numbers;")
@@ -328,7 +344,7 @@ async def test_hover_after_an_incremental_recheck_still_has_the_checked_types(cl
     assert "match : AddArgs | Answer | SearchArgs -> str | Turn" in text
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_completion_in_a_template_file_offers_the_variables_of_its_llm_step(
     client: LanguageClient, project: Path
 ) -> None:
@@ -350,7 +366,7 @@ async def test_completion_in_a_template_file_offers_the_variables_of_its_llm_ste
     assert template.resolve().as_uri() not in client.diagnostics  # a template is not checked as a spec
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_references_of_a_pipeline_include_the_open_specs_that_use_it(client: LanguageClient) -> None:
     meta = ROOT / "examples" / "meta" / "meta.mce"
     specialists = ROOT / "examples" / "meta" / "specialists.mce"
@@ -375,7 +391,7 @@ async def test_references_of_a_pipeline_include_the_open_specs_that_use_it(clien
     assert uses_in_meta | declared <= from_use
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_on_a_match_pattern_shows_what_the_arm_receives(client: LanguageClient, project: Path) -> None:
     (project / "impl.py").write_text(
         (project / "impl.py").read_text(encoding="utf-8") + "\n\ndef echo_query(query: Query) -> str:\n    return query.topic\n",
