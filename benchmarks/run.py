@@ -4,7 +4,7 @@
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``scaling_bench`` (issue 36), ``codegen_bench``
 (issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
-``react_bench`` (issue 22) and ``plan_bench`` (issue 23), prints each one's detail, then ONE
+``react_bench`` (issue 22), ``plan_bench`` (issue 23) and ``lsp_bench`` (issue 34), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "scaling", "codegen", "control", "peers", "check", "llm", "react", "plans")
+BENCHMARKS = ("runtime", "frontend", "checker", "scaling", "codegen", "control", "peers", "check", "llm", "react", "plans", "lsp")
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 #: The checker's sizes in the smoke run (the test suite's). The largest is wide enough that a
 #: recursion as deep as a shape is wide fails there (mcec never raises Python's limit of 1,000
@@ -305,6 +305,30 @@ def rows_check(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_lsp(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``lsp_bench`` (issue 34): per spec, a re-check after an edit inside one pipeline
+    over a cold ``check --fast``, and keystroke to diagnostics over stdio."""
+    rows: list[Row] = []
+    budget = r["budget"]["recheck_over_cold"]
+    for name, f in r["specs"].items():
+        rows.append((
+            "lsp #34",
+            f"{name} ({f['lines']} lines): re-check after an edit / cold check",
+            f"{f['recheck_over_cold']:.3f} ({f['recheck_seconds'] * 1000:.1f} / {f['cold_seconds'] * 1000:.1f} ms)",
+            f"≤ {budget}",
+            _mark(f["recheck_over_cold"] <= budget),
+        ))
+        if "keystroke_ms" in f:
+            rows.append((
+                "lsp #34",
+                f"{name}: keystroke to diagnostics over stdio, ms (after the debounce)",
+                f"{f['keystroke_ms']:.0f} ({f['after_debounce_ms']:.0f})",
+                "",
+                "",
+            ))
+    return rows
+
+
 def rows_llm(r: dict[str, Any]) -> list[Row]:
     """Summary rows of ``llm_bench`` (issue 22): an ``llm`` step over a direct ``AsyncOpenAI`` call."""
     rows: list[Row] = []
@@ -436,6 +460,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = plan_bench.main(quick=quick, smoke=smoke)
         plan_bench.print_detail(out)
         return out
+    if name == "lsp":
+        from benchmarks import lsp_bench
+
+        out = lsp_bench.main(quick=quick, smoke=smoke)
+        lsp_bench.print_detail(out)
+        return out
     raise ValueError(name)
 
 
@@ -451,6 +481,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "llm": rows_llm,
     "react": rows_react,
     "plans": rows_plans,
+    "lsp": rows_lsp,
 }
 
 

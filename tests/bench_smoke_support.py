@@ -25,6 +25,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "peers": ("peers",),
     "check": ("check",),
     "models": ("llm", "react", "plans"),
+    "lsp": ("lsp",),
 }
 
 #: Below this width a recursion as deep as a shape is wide can still pass (Python's limit is
@@ -124,6 +125,14 @@ def _checker(figures: dict[str, Any]) -> None:
         assert max(int(size) for size in rows["sizes"]) >= WIDE, (shape, list(rows["sizes"]))
 
 
+def _lsp(figures: dict[str, Any]) -> None:
+    lsp = figures["lsp"]["specs"]
+    assert {"research.mce", "decls.mce", "mixed.mce"} <= set(lsp)
+    for spec in lsp.values():
+        assert spec["cold_seconds"] > 0 and spec["recheck_over_cold"] > 0 and spec["keystroke_ms"] > 0
+    assert lsp["decls.mce"]["reused"] and lsp["decls.mce"]["lines"] > 1_000
+
+
 def _none(figures: dict[str, Any]) -> None:
     """No figure-level check beyond the harness's own (the benchmark ran without an error)."""
 
@@ -141,6 +150,7 @@ CHECKS: dict[str, tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]]
     "llm": ("llm #22", _llm, ()),
     "react": ("react #22", _react, ()),
     "plans": ("plans #23", _plans, ()),
+    "lsp": ("lsp #34", _lsp, ()),
 }
 
 

@@ -11,7 +11,8 @@ Layers, lowest first (docs/DESIGN.md):
 4. ``mcec.compiler`` (the phases chained), ``mcec.run`` (running what was built),
    ``mcec.plans`` (checked plans: the check of a plan and the engine that runs it);
 5. ``mcec.tools`` — the pure cores of fmt and graph;
-6. ``mcec.cli``, ``mcec.integrations`` — commands, file I/O, pytest and hatch.
+6. ``mcec.cli``, ``mcec.integrations``, ``mcec.lsp`` — commands, file I/O, pytest and hatch, the
+   language server.
 
 ``mcec`` itself (the facade) and ``mcec.__main__`` stand above all: no module
 of the compiler imports a name from the facade. Lark is
@@ -42,12 +43,16 @@ LAYERS: dict[str, int] = {
     "mcec.tools": 5,
     "mcec.cli": 6,
     "mcec.integrations": 6,
+    "mcec.lsp": 6,
 }
 #: Third-party packages only one part of the compiler may import.
 CONFINED: dict[str, tuple[str, ...]] = {
     "lark": ("mcec.syntax",),
     "libcst": ("mcec.codegen",),
     "black": ("mcec.codegen",),
+    # the language server's protocol: only `mcec lsp` loads it
+    "pygls": ("mcec.lsp",),
+    "lsprotocol": ("mcec.lsp",),
 }
 
 

@@ -19,7 +19,7 @@ Python will import the generated modules from when the importing module runs.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,8 +62,10 @@ class UsedSpec:
 class Specs:
     """The specs one check reads besides its own, each parsed and checked once."""
 
-    def __init__(self, index: PythonIndex) -> None:
+    def __init__(self, index: PythonIndex, overlay: Mapping[str, str] | None = None) -> None:
         self.index = index
+        #: Texts to read in place of files, by real path (an editor's unsaved specs, ``mcec lsp``).
+        self.overlay: Mapping[str, str] = overlay if overlay is not None else {}
         self._checked: dict[str, UsedSpec] = {}
         self._imports: dict[str, tuple[SpecImport, ...]] = {}
         self._keys: dict[str, str] = {}
@@ -90,7 +92,7 @@ class Specs:
             return known
         self._imports[key] = ()  # while reading: a spec importing itself finds no imports yet
         found: list[SpecImport] = []
-        parsed = _parse(spec)
+        parsed = _parse(spec, self.overlay.get(key))
         if parsed is not None:
             for decl in parsed.decls:
                 if isinstance(decl, syntax.FromImport):
@@ -184,7 +186,7 @@ class Specs:
         from mcec.check import check  # the checker is what uses this module
 
         try:
-            source = SourceFile(spec, Path(spec).read_text(encoding="utf-8"))
+            source = SourceFile(spec, _read(spec, self.overlay.get(key)))
         except (OSError, UnicodeDecodeError) as exc:
             from mcec.diagnostics import error
 
@@ -200,9 +202,14 @@ class Specs:
         self._checked[key] = used
 
 
-def _parse(spec: str) -> syntax.Module | None:
+def _read(spec: str, unsaved: str | None) -> str:
+    """The text of ``spec``: ``unsaved`` (the overlay's) when given, else the file's."""
+    return unsaved if unsaved is not None else Path(spec).read_text(encoding="utf-8")
+
+
+def _parse(spec: str, unsaved: str | None = None) -> syntax.Module | None:
     try:
-        source = SourceFile(spec, Path(spec).read_text(encoding="utf-8"))
+        source = SourceFile(spec, _read(spec, unsaved))
     except (OSError, UnicodeDecodeError):
         return None
     return syntax.parse(source).module

@@ -37,6 +37,7 @@ COMMAND_MODULES: list[str] = [
     "mcec.cli.graph",
     "mcec.cli.serve",
     "mcec.cli.explain",
+    "mcec.cli.lsp",
 ]
 
 

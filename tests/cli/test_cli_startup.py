@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("libcst", "black", "pydantic", "mypy")
+HEAVY = ("libcst", "black", "pydantic", "mypy", "pygls", "lsprotocol")
 
 PROBE = """
 import json, sys
