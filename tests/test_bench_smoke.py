@@ -79,6 +79,9 @@ def test_harness_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {"with_classes_ms", "without_classes_ms", "class_knowledge_ratio"} <= set(example)
     assert all(example[key] > 0 for key in ("check_seconds", "fast_seconds", "without_seconds", "mypy_seconds"))
     assert check["budget"] == 1.5 and isinstance(check["meets_budget"], bool)
+    [scaling] = check["mypy_scaling"].values()  # issue 36: mypy's part of `mcec check`, 10 steps
+    assert (scaling["warm_mypy_started"], scaling["warm_mypy_reused"]) == (0, 1)  # not a figure: behaviour
+    assert scaling["check_cold_cpu"] > 0 and scaling["mypy_cold_cpu"] > 0
 
     llm = figures["llm"]["cases"]
     assert set(llm) == {"text_c1", "text_c4", "object_c1", "object_c4"}
