@@ -137,8 +137,8 @@ USES_M = "import m\n\nfn f : str -> str = m.f\npipeline p : str -> str = f >>= f
 
 def _check_json(folder: Path, spec: str) -> tuple[list[dict[str, object]], dict[str, object]]:
     """``mcec check --format json SPEC`` in ``folder``: its diagnostics and its summary."""
+    # the session's mypy cache (tests/conftest.py), if any: a verdict is kept per working directory
     env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(folder))
-    env.pop("MYPY_CACHE_DIR", None)  # the cache of this folder alone: the first check is cold
     done = subprocess.run(
         [sys.executable, "-m", "mcec", "check", "--format", "json", spec],
         cwd=folder, env=env, capture_output=True, text=True, timeout=300,
