@@ -28,6 +28,15 @@ each run, as each ``mcec check`` builds its own) against the same check with
 ``index=False``. This ratio (``class_knowledge_ratio``) is the cost of reading
 the user's modules against a check of a few milliseconds; it has no target.
 
+And mypy's part at scale (issue 36, :func:`mypy_scaling`): for a chain of N steps (the
+scaling benchmark's spec), the CPU seconds (this process's children: the command and the mypy
+it starts) of ``mcec check`` against plain ``python -m mypy`` with mcec's flags on the same
+generated module, each cold (a fresh cache), warm (run again), and after an edit (a pipeline
+added to the spec: the generated module changes, everything it imports does not); plus
+``mcec compile --no-mypy`` (mcec's own part of a check: the front end and the generation) and
+``mcec check --fast``, for scale. CPU time, not wall clock: the machine is
+shared, and what issue 36 measured (cold ``check`` at 1.6x the CPU of cold mypy) is CPU.
+
 Run ``python benchmarks/check_bench.py [--quick]``; :func:`main` returns the figures.
 """
 
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -44,7 +54,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.workloads import CPU_CLOCK, interleaved
+from benchmarks import scaling_bench
+from benchmarks.workloads import interleaved
 from mcec.check.pyindex import PythonIndex, package_root
 from mcec.codegen.mypy_check import CACHE_DIR
 from mcec.compiler import check_source
@@ -145,11 +156,64 @@ def measure(workspace: Path, spec: Path, rounds: int, warmup: int = 1) -> dict[s
     return figures
 
 
+def _cpu(workspace: Path, *args: str, mypypath: Path | None = None) -> float:
+    """CPU seconds (user and system) of ``python ARGS`` in ``workspace`` and every process it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _run(workspace, *args, mypypath=mypypath)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2)
+
+
+#: What the edit of :func:`mypy_scaling` adds to the spec: the generated module changes, its imports do not.
+EDIT = "pipeline edited : int -> int ! E1 = a >>= b;\n"
+
+
+def mypy_scaling(size: int) -> dict[str, Any]:
+    """The CPU seconds of ``mcec check`` and of plain mypy on a chain of ``size`` steps, cold, warm
+    and after an edit (module docstring), and the ``mypy_started`` / ``mypy_reused`` counts
+    of ``check``'s JSON summary, which say whether the warm check started mypy."""
+    folder = scaling_bench.workspace(size)
+    try:
+        spec = folder / "bench" / "flow.mce"
+        spec.write_text(scaling_bench.chain(size), encoding="utf-8")
+        compile_cpu = _cpu(folder, "-m", "mcec", "compile", "--no-mypy", "-o", "plain", "bench/flow.mce")
+        spec.write_text(scaling_bench.chain(size) + EDIT, encoding="utf-8")
+        _run(folder, "-m", "mcec", "compile", "--no-mypy", "-o", "edited", "bench/flow.mce")
+        spec.write_text(scaling_bench.chain(size), encoding="utf-8")
+        plain = ("-m", "mypy", *MYPY_FLAGS, "--cache-dir", "plain-cache")
+        figures: dict[str, Any] = {
+            "compile_cpu": compile_cpu,
+            "mypy_cold_cpu": _cpu(folder, *plain, "plain/flow_mce.py", mypypath=folder),
+            "mypy_warm_cpu": _cpu(folder, *plain, "plain/flow_mce.py", mypypath=folder),
+            "mypy_edited_cpu": _cpu(folder, *plain, "edited/flow_mce.py", mypypath=folder),
+            "fast_cpu": _cpu(folder, "-m", "mcec", "check", "--fast", "bench/flow.mce"),
+            "check_cold_cpu": _cpu(folder, "-m", "mcec", "check", "bench/flow.mce"),
+        }
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        warm = _run(folder, "-m", "mcec", "check", "--format", "json", "bench/flow.mce")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        figures["check_warm_cpu"] = round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2)
+        summary = json.loads(warm.stdout.splitlines()[-1])["summary"]
+        figures["warm_mypy_started"], figures["warm_mypy_reused"] = summary["mypy_started"], summary["mypy_reused"]
+        spec.write_text(scaling_bench.chain(size) + EDIT, encoding="utf-8")
+        figures["check_edited_cpu"] = _cpu(folder, "-m", "mcec", "check", "bench/flow.mce")
+        figures["cold_check_over_mypy"] = round(figures["check_cold_cpu"] / figures["mypy_cold_cpu"], 2)
+        # mcec's own part of a check is the compile (front end and generation) without mypy
+        figures["cold_check_less_compile_over_mypy"] = round(
+            (figures["check_cold_cpu"] - compile_cpu) / figures["mypy_cold_cpu"], 2
+        )
+        return figures
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main(quick: bool = False, smoke: bool = False) -> dict[str, Any]:
     """Run the benchmark: every example (``smoke``: the smallest, greeter, not warmed up: its figures mean
-    nothing), 7 rounds (``quick``: 3; ``smoke``: 1).
+    nothing), 7 rounds (``quick``: 3; ``smoke``: 1); and mypy's part at 1,000 and 10,000 steps
+    (``quick``: 100 and 1,000; ``smoke``: 10), once each.
 
-    Returns ``{"examples": {spec: figures}, "rounds": …, "budget": …, "worst_fast_over_without": …, "meets_budget": …}``.
+    Returns ``{"examples": {spec: figures}, "rounds": …, "budget": …, "worst_fast_over_without": …, "meets_budget": …,
+    "mypy_scaling": {steps: figures}}``.
     """
     specs = [s for s in example_specs() if s.parent.name == "greeter"] if smoke else example_specs()
     rounds = 1 if smoke else 3 if quick else 7
@@ -159,12 +223,14 @@ def main(quick: bool = False, smoke: bool = False) -> dict[str, Any]:
         for spec in specs:
             examples[spec.as_posix()] = measure(workspace, spec, rounds, warmup=0 if smoke else 1)
     worst = max(e["fast_over_without"] for e in examples.values())
+    sizes = [10] if smoke else [100, 1_000] if quick else [1_000, 10_000]
     return {
         "examples": examples,
         "rounds": rounds,
         "budget": BUDGET_CLASS_KNOWLEDGE,
         "worst_fast_over_without": worst,
         "meets_budget": worst <= BUDGET_CLASS_KNOWLEDGE,
+        "mypy_scaling": {str(size): mypy_scaling(size) for size in sizes},
     }
 
 
@@ -181,6 +247,19 @@ def print_detail(figures: dict[str, Any]) -> None:
             f"| {spec} | {e['check_seconds']:.2f} | {e['fast_seconds']:.2f} | {e['without_seconds']:.2f} | "
             f"{e['mypy_seconds']:.2f} | {e['check_over_mypy']:.2f} | {e['fast_over_without']:.2f} | "
             f"{e['with_classes_ms']:.1f} / {e['without_classes_ms']:.1f} ({e['class_knowledge_ratio']:.2f}) |"
+        )
+    print("\nmypy's part at scale (issue 36), CPU seconds of the command and the mypy it starts, one run each\n")
+    print(
+        "| steps | check cold / plain mypy cold | check warm / mypy warm (mypy started, reused) "
+        "| check / mypy after an edit | compile --no-mypy | check --fast | (cold check - compile) / cold mypy |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for steps, m in figures["mypy_scaling"].items():
+        print(
+            f"| {int(steps):,} | {m['check_cold_cpu']:.2f} / {m['mypy_cold_cpu']:.2f} | "
+            f"{m['check_warm_cpu']:.2f} / {m['mypy_warm_cpu']:.2f} ({m['warm_mypy_started']}, {m['warm_mypy_reused']}) | "
+            f"{m['check_edited_cpu']:.2f} / {m['mypy_edited_cpu']:.2f} | {m['compile_cpu']:.2f} | {m['fast_cpu']:.2f} | "
+            f"{m['cold_check_less_compile_over_mypy']:.2f} |"
         )
 
 

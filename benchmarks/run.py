@@ -302,6 +302,29 @@ def rows_check(r: dict[str, Any]) -> list[Row]:
             "",
             "",
         ))
+    for steps, m in r.get("mypy_scaling", {}).items():
+        rows.append((
+            "check #36",
+            f"{int(steps):,} steps: CPU s, check / plain mypy: cold, warm, after an edit",
+            f"{m['check_cold_cpu']:.1f} / {m['mypy_cold_cpu']:.1f}, {m['check_warm_cpu']:.1f} / {m['mypy_warm_cpu']:.1f}, "
+            f"{m['check_edited_cpu']:.1f} / {m['mypy_edited_cpu']:.1f}",
+            "",
+            "",
+        ))
+        rows.append((
+            "check #36",
+            f"{int(steps):,} steps: cold check less compile --no-mypy / cold plain mypy, CPU",
+            f"{m['cold_check_less_compile_over_mypy']:.2f}",
+            "",
+            "",
+        ))
+        rows.append((
+            "check #36",
+            f"{int(steps):,} steps: a warm check of an unchanged spec starts mypy (times)",
+            f"{m['warm_mypy_started']}",
+            "0",
+            _mark(m["warm_mypy_started"] == 0),
+        ))
     return rows
 
 

@@ -92,6 +92,9 @@ def _check(figures: dict[str, Any]) -> None:
     assert {"with_classes_ms", "without_classes_ms", "class_knowledge_ratio"} <= set(example)
     assert all(example[key] > 0 for key in ("check_seconds", "fast_seconds", "without_seconds", "mypy_seconds"))
     assert check["budget"] == 1.5 and isinstance(check["meets_budget"], bool)
+    [scaling] = check["mypy_scaling"].values()  # issue 36: mypy's part of `mcec check`, 10 steps
+    assert (scaling["warm_mypy_started"], scaling["warm_mypy_reused"]) == (0, 1)  # not a figure: behaviour
+    assert scaling["check_cold_cpu"] > 0 and scaling["mypy_cold_cpu"] > 0
 
 
 def _llm(figures: dict[str, Any]) -> None:

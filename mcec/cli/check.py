@@ -18,7 +18,7 @@ from mcec.cli.common import (
     non_negative,
 )
 from mcec.check.pyindex import PythonIndex, package_root
-from mcec.codegen.mypy_check import CACHE_DIR, check_in_memory, used_modules
+from mcec.codegen.mypy_check import CACHE_DIR, MypyRuns, check_in_memory, used_modules
 from mcec.compiler import CompileResult, check_source, compile_source
 from mcec.render import DEFAULT_LIMIT
 
@@ -56,6 +56,7 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
     indexes: dict[Path, PythonIndex] = {}  # one per package root: modules are read once per run
     clean: list[tuple[Path, CompileResult]] = []
     unknown = 0
+    runs = MypyRuns()
     for path in files:
         source, problem = load_source(path)
         if problem is not None:
@@ -74,9 +75,10 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
         modules = [(str(path), r.generated.code, r.generated.source_map) for path, r in clean if r.generated is not None]
         roots = sorted({package_root(path) for path, _ in clean})
         used = {u.module: u for _, r in clean if r.program is not None for u in used_modules(r.program)}
-        reporter.add(check_in_memory(modules, CACHE_DIR, roots, [used[name] for name in sorted(used)]))
+        reporter.add(check_in_memory(modules, CACHE_DIR, roots, [used[name] for name in sorted(used)], runs))
         unknown = 0  # mypy settled them
-    reporter.flush(summary={"unknown_relations": unknown, "mypy": not args.fast})
+    summary: dict[str, object] = {"unknown_relations": unknown, "mypy": not args.fast, "mypy_started": runs.started, "mypy_reused": runs.reused}
+    reporter.flush(summary=summary)
     if io_failed:
         return EXIT_USAGE
     return EXIT_ERRORS if reporter.has_errors else EXIT_OK

@@ -8,19 +8,40 @@ the source map), said in the spec's terms (:func:`in_spec_terms`); mypy's own
 words, with the generated line, are kept as the diagnostic's note (shown with
 ``--verbose`` and in the JSON output).
 
-mypy runs in-process through ``mypy.api`` with a cache folder, so rebuilding
-unchanged modules is fast: ``.mcec/mypy_cache`` under the working directory (the
-project root for the build hook), or the folder ``MYPY_CACHE_DIR`` names when it
-is set, as for mypy itself, so CI jobs and test sessions can share one warm
-cache. Errors in the user's own modules are not reported
-(``--follow-imports=silent``): mcec reports on what it generated.
+mypy runs with a cache folder, so rebuilding unchanged modules is fast:
+``.mcec/mypy_cache`` under the working directory (the project root for the build
+hook), or the folder ``MYPY_CACHE_DIR`` names when it is set, as for mypy itself,
+so CI jobs and test sessions can share one warm cache. Errors in the user's own
+modules are not reported (``--follow-imports=silent``): mcec reports on what it
+generated.
+
+mypy runs in a child process (:data:`_CHILD`), not in ours: a mypy run leaves a
+heap of hundreds of MB of cyclic garbage (its ASTs, types and cache data) that an
+in-process run pays for twice, in a full collection and again in freeing it at
+exit, where ``python -m mypy`` leaves with ``os._exit``; in-process, a cold check
+of a 1,000-step spec cost 1.6x the CPU of plain mypy for that alone. The child
+exits the same way, and the caller's process (an editor's, pytest's, the build
+hook's) keeps neither the garbage nor mypy's garbage-collector thresholds.
+
+Each run's verdict is kept beside mypy's cache (``mcec-verdicts/``) with what it
+depended on: the generated code, mypy's version and flags, the search path, and
+the size and modification time of every file mypy read and of the folders they
+are in (a new module there could change what an import finds). A later run on
+the same input (a warm ``mcec check`` of an unchanged spec) reuses that verdict
+without starting mypy; any change starts mypy, which re-types the changed module
+and loads everything else from its incremental cache (the generated module is
+one module: mypy re-types a changed module whole).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
-from collections.abc import Callable, Sequence
+import subprocess
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +58,29 @@ _LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?:(?P<column>\d+):)? (?P<seve
 
 #: Where mcec keeps mypy's cache, relative to the working directory.
 CACHE_DIR = Path(".mcec") / "mypy_cache"
+
+#: The folder of mcec's kept verdicts inside mypy's cache folder (one file per set of modules checked).
+VERDICTS = "mcec-verdicts"
+
+#: The flags mcec runs mypy with, before the cache folder and the files.
+FLAGS = (
+    "--strict",
+    "--follow-imports=silent",
+    "--show-column-numbers",
+    "--no-error-summary",
+    "--no-pretty",
+    "--no-color-output",
+    "--hide-error-context",
+)
+
+
+@dataclass(slots=True)
+class MypyRuns:
+    """What became of a check's mypy runs: ``started`` mypy processes, ``reused`` verdicts kept
+    from an earlier run on the same input (``mcec check``'s JSON summary reports both)."""
+
+    started: int = 0
+    reused: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +175,7 @@ def check_in_memory(
     cache_dir: Path | None = None,
     roots: Sequence[Path] = (),
     used: Sequence[UsedModule] = (),
+    runs: MypyRuns | None = None,
 ) -> tuple[Diagnostic, ...]:
     """``mypy --strict`` on generated modules that are not on disk: ``(spec path, code, source
     map)`` each. They are written to a temporary folder for mypy to read (each in a folder of
@@ -153,7 +198,7 @@ def check_in_memory(
             files.append(GeneratedFile(target, spec, source_map, temporary=True))
         wanted = _cache_dir_for_run(cache_dir) if cache_dir is not None else None
         cache = wanted if wanted is not None and _writable(wanted) else Path(folder) / ".mypy_cache"
-        return run_mypy(files, cache, roots, used)
+        return run_mypy(files, cache, roots, used, runs)
 
 
 def _cache_dir_for_run(default: Path) -> Path:
@@ -176,6 +221,7 @@ def run_mypy(
     cache_dir: Path = CACHE_DIR,
     roots: Sequence[Path] = (),
     used: Sequence[UsedModule] = (),
+    runs: MypyRuns | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics.
 
@@ -185,13 +231,35 @@ def run_mypy(
     lines (the generated module orders its definitions otherwise). ``used`` are the modules of the
     specs they use, which mypy reads as they are now (:func:`overlay`), whatever is on disk: so
     ``mcec compile`` and ``mcec check`` judge a spec alike when a used spec's module is missing or
-    stale."""
+    stale. A run whose input is unchanged since a kept verdict is not started (module docstring);
+    ``runs`` counts what happened."""
     if used:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="mcec-used-") as folder:
             front = overlay(Path(folder), used)
-            return run_mypy(files, cache_dir, [front, *roots] if front is not None else roots)
+            scratch = _Scratch(Path(folder), tuple((u.module, u.code) for u in used))
+            return _run_batches(files, cache_dir, [front, *roots] if front is not None else roots, scratch, runs)
+    return _run_batches(files, cache_dir, roots, None, runs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scratch:
+    """The temporary folder of the used modules' overlay, and those modules (name, code): what
+    stands for the folder in a verdict's input, since its path differs on every run."""
+
+    folder: Path
+    modules: tuple[tuple[str, str], ...]
+
+
+def _run_batches(
+    files: Sequence[GeneratedFile],
+    cache_dir: Path,
+    roots: Sequence[Path],
+    scratch: _Scratch | None,
+    runs: MypyRuns | None,
+) -> tuple[Diagnostic, ...]:
+    """:func:`run_mypy` once the search path is settled: one run per batch of distinct names."""
     batches: list[list[GeneratedFile]] = []
     for generated in files:
         batch = next((b for b in batches if all(g.path.name != generated.path.name for g in b)), None)
@@ -200,54 +268,198 @@ def run_mypy(
         else:
             batch.append(generated)
     cache = _cache_dir_for_run(cache_dir)
-    found = [d for batch in batches for d in _run_once(batch, cache, roots)]
+    found = [d for batch in batches for d in _run_once(batch, cache, roots, scratch, runs or MypyRuns())]
     return tuple(sorted(found, key=lambda d: (d.span.path, d.span.start)))  # in spec order, not the module's
 
 
-def _run_once(files: Sequence[GeneratedFile], cache_dir: Path, roots: Sequence[Path]) -> list[Diagnostic]:
-    """One mypy run over ``files`` (of distinct names)."""
-    from mypy import api  # imported here: mypy is slow to import and only compile needs it
-
-    args = [
-        "--strict",
-        "--follow-imports=silent",
-        "--show-column-numbers",
-        "--no-error-summary",
-        "--no-pretty",
-        "--no-color-output",
-        "--hide-error-context",
-        "--cache-dir",
-        str(cache_dir),
-        *[str(f.path) for f in files],
-    ]
-    stdout, stderr, status = _run_with_roots(api.run, args, roots)
-    diagnostics = _translate(stdout, files)
-    if status == 2 or (status != 0 and not diagnostics):
+def _run_once(
+    files: Sequence[GeneratedFile], cache_dir: Path, roots: Sequence[Path], scratch: _Scratch | None, runs: MypyRuns
+) -> list[Diagnostic]:
+    """One mypy run over ``files`` (of distinct names), or its kept verdict when its input is unchanged."""
+    args = [*FLAGS, "--cache-dir", str(cache_dir), *[str(f.path) for f in files]]
+    search = [str(root) for root in roots if str(root) != os.getcwd()]
+    verdicts = _Verdicts(cache_dir, files, search, scratch)
+    outcome = verdicts.reuse()
+    if outcome is None:
+        outcome = _mypy_process(args, search)
+        runs.started += 1
+        verdicts.keep(outcome)
+    else:
+        runs.reused += 1
+    diagnostics = _translate(outcome.stdout, files)
+    if outcome.status == 2 or (outcome.status != 0 and not diagnostics):
         # mypy itself failed (bad configuration, crash): say so at the first spec
         first = files[0]
-        text = (stderr or stdout).strip().splitlines()
-        message = text[-1] if text else f"mypy exited with status {status}"
+        text = (outcome.stderr or outcome.stdout).strip().splitlines()
+        message = text[-1] if text else f"mypy exited with status {outcome.status}"
         span = Span.file_start(first.spec_path)
         diagnostics.append(error("MCE100", f"mypy could not check the generated code: {message}", span))
     return diagnostics
 
 
-def _run_with_roots(
-    run: Callable[[list[str]], tuple[str, str, int]], args: list[str], roots: Sequence[Path]
-) -> tuple[str, str, int]:
-    """mypy with ``roots`` on its module search path (MYPYPATH, for this call only)."""
-    extra = [str(root) for root in roots if str(root) != os.getcwd()]
-    if not extra:
-        return run(args)
-    previous = os.environ.get("MYPYPATH")
-    os.environ["MYPYPATH"] = os.pathsep.join([*extra, *([previous] if previous else [])])
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a mypy run printed (``stdout``: its findings; ``stderr``: why it could not run), its exit
+    status, the files it read (real paths, but for mypy's own typeshed; None when unknown) and the
+    files whose appearance could change what it reads (mypy's configuration files)."""
+
+    stdout: str
+    stderr: str
+    status: int
+    read: tuple[str, ...] | None = None
+    watched: tuple[str, ...] = ()
+
+
+#: The mypy child (``python -c``; argv: mypy's arguments): mypy's own ``main`` up to its build,
+#: which it runs itself to learn which files the build read (the graph ``mypy.main`` keeps to
+#: itself); prints one JSON object (:class:`_Outcome`'s fields) and leaves with ``os._exit``, as
+#: ``python -m mypy`` does, not freeing mypy's heap (module docstring).
+_CHILD = """
+import io, json, os, sys
+from mypy import build, defaults, util
+from mypy.errors import CompileError
+from mypy.fscache import FileSystemCache
+from mypy.main import process_options
+sys.setrecursionlimit(defaults.RECURSION_LIMIT)
+stdout, stderr, messages, read, status = io.StringIO(), io.StringIO(), [], [], 2
+watched = [os.path.abspath(name) for name in defaults.CONFIG_NAMES + defaults.SHARED_CONFIG_NAMES]
+watched += defaults.USER_CONFIG_FILES
+try:
+    fscache = FileSystemCache()
+    sources, options = process_options(sys.argv[1:], stdout=stdout, stderr=stderr, fscache=fscache)
+    if options.num_workers:
+        options.native_parser = True  # as mypy.main does
+    def flush(path, lines, serious):
+        messages.extend(lines)
+        (stderr if serious else stdout).write("".join(line + "\\n" for line in lines))
+    blockers = False
     try:
-        return run(args)
-    finally:
-        if previous is None:
-            del os.environ["MYPYPATH"]
-        else:
-            os.environ["MYPYPATH"] = previous
+        result = build.build(sources, options, None, flush, fscache, stdout, stderr)
+        read = [state.path for state in result.graph.values() if state.path]
+        result.manager.metastore.close()
+    except CompileError:
+        blockers = True
+    if options.config_file:
+        read.append(options.config_file)
+    _, notes, _ = util.count_stats(messages)
+    status = (2 if blockers else 1) if messages and notes < len(messages) else 0
+except SystemExit as exit:
+    status = exit.code if isinstance(exit.code, int) else 2
+except Exception as failure:
+    stderr.write(f"mypy crashed: {type(failure).__name__}: {failure}\\n")
+    status = 2
+import mypy
+own = os.path.dirname(os.path.realpath(mypy.__file__)) + os.sep  # typeshed: mypy's version stands for it
+read = [real for real in map(os.path.realpath, read) if not real.startswith(own)]
+out = {"stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "status": status, "read": read, "watched": watched}
+sys.stdout.write(json.dumps(out))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def _mypy_process(args: list[str], search: Sequence[str]) -> _Outcome:
+    """Run mypy on ``args`` in a child process (:data:`_CHILD`) with ``search`` at the front of its
+    module search path (MYPYPATH, for the child alone)."""
+    env = dict(os.environ)
+    previous = env.get("MYPYPATH")
+    if search:
+        env["MYPYPATH"] = os.pathsep.join([*search, *([previous] if previous else [])])
+    done = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True, check=False)
+    try:
+        reply = json.loads(done.stdout)
+        return _Outcome(
+            reply["stdout"], reply["stderr"], int(reply["status"]), tuple(reply["read"]), tuple(reply["watched"])
+        )
+    except (ValueError, KeyError, TypeError):
+        # the child died before it could answer (killed, out of memory, mypy not importable)
+        said = (done.stderr or done.stdout).strip() or f"the mypy process exited with status {done.returncode}"
+        return _Outcome("", said, 2)
+
+
+class _Verdicts:
+    """The kept verdict of one set of modules (module docstring): :meth:`reuse` gives it back when
+    nothing it depended on changed; :meth:`keep` records a new one. A verdict is one small JSON file
+    in ``cache_dir/mcec-verdicts/``, named by what the run checks (the working directory and the
+    generated files, by path, or by name when temporary), so it is replaced when the input changes
+    and the folder does not grow with every edit."""
+
+    def __init__(
+        self, cache_dir: Path, files: Sequence[GeneratedFile], search: Sequence[str], scratch: _Scratch | None
+    ) -> None:
+        from importlib.metadata import version
+
+        names = [f.path.name if f.temporary else str(f.path.resolve()) for f in files]
+        self._skip = [f.path.resolve() for f in files] + ([scratch.folder.resolve()] if scratch is not None else [])
+        slot = _digest([os.getcwd(), sys.executable, names])
+        self._path = cache_dir / VERDICTS / f"{slot}.json"
+        hidden = str(scratch.folder) if scratch is not None else None
+        self._input = _digest(
+            {
+                "mypy": version("mypy"),
+                "python": sys.version,
+                "flags": list(FLAGS),
+                "search": ["<used modules>" if s == hidden else s for s in search],
+                "mypypath": os.environ.get("MYPYPATH", ""),
+                "modules": [[name, _code_of(f.path)] for name, f in zip(names, files)],
+                "used": [list(m) for m in scratch.modules] if scratch is not None else [],
+            }
+        )
+
+    def reuse(self) -> _Outcome | None:
+        """The kept verdict, if there is one for this input and no file or folder it depended on
+        changed since."""
+        try:
+            kept = json.loads(self._path.read_text(encoding="utf-8"))
+            if kept["input"] != self._input or kept["stamps"] != _stamps(kept["stamps"]):
+                return None
+            return _Outcome(kept["stdout"], kept["stderr"], int(kept["status"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def keep(self, outcome: _Outcome) -> None:
+        """Record ``outcome`` as this input's verdict, unless it cannot be trusted to stay right:
+        mypy failed or learned nothing of what it read, or an import was not found (a module
+        installed later, anywhere on the path, would change the verdict)."""
+        if outcome.status == 2 or outcome.read is None or "[import-not-found]" in outcome.stdout:
+            return
+        read = {p for p in outcome.read if not any(Path(p).is_relative_to(skip) for skip in self._skip)}
+        folders = {os.path.dirname(p) for p in read} | {os.getcwd()}
+        stamps = _stamps({path: [] for path in sorted(read | folders | set(outcome.watched))})
+        kept = {"input": self._input, "stamps": stamps, **{k: getattr(outcome, k) for k in ("stdout", "stderr", "status")}}
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self._path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(json.dumps(kept), encoding="utf-8")
+            partial.replace(self._path)  # whole or not at all: a concurrent check reads one or the other
+        except OSError:
+            pass  # a read-only cache: the verdict is not kept, the check is right all the same
+
+
+def _stamps(paths: dict[str, list[int]]) -> dict[str, list[int]]:
+    """Each path's size and modification time in nanoseconds, as they are now (``[]``: no such file)."""
+    stamps: dict[str, list[int]] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            stamps[path] = []
+            continue
+        stamps[path] = [st.st_size, st.st_mtime_ns]
+    return stamps
+
+
+def _code_of(path: Path) -> str:
+    """The digest of a generated file's text (empty when it cannot be read: mypy will say why)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _digest(value: object) -> str:
+    """A short stable digest of a JSON-able ``value``."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def _translate(output: str, files: Sequence[GeneratedFile]) -> list[Diagnostic]:

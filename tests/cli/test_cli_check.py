@@ -62,7 +62,7 @@ def test_folder_recursion_sorted_json(tree: Path) -> None:
     *records, summary = lines
     assert summary == {"summary": {"errors": len([r for r in records if r["severity"] == "error"]),
                                    "warnings": len([r for r in records if r["severity"] == "warning"]),
-                                   "unknown_relations": 0, "mypy": True}}
+                                   "unknown_relations": 0, "mypy": True, "mypy_started": 0, "mypy_reused": 0}}
     files = [r["file"] for r in records if r["code"] == "MCE001"]
     assert files == sorted(files) and set(files) == {"a/b/bad.mce", "a/b/other.mce"}
     for record in records:
@@ -126,3 +126,65 @@ def test_mypy_cache_goes_where_mypy_cache_dir_says(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert any(shared.rglob("*")), "mypy wrote no cache where MYPY_CACHE_DIR says"
     assert not (tmp_path / ".mcec").exists()
+
+
+#: A module whose ``f`` the checker takes for ``str -> str`` (it does not read type aliases), and the
+#: same module where only mypy sees that ``f`` takes an int: the fault only mypy can find.
+FITS = "Text = str\n\n\ndef f(value: Text) -> str:\n    return value\n"
+MISFITS = "Text = int\n\n\ndef f(value: Text) -> str:\n    return str(value)\n"
+USES_M = "import m\n\nfn f : str -> str = m.f\npipeline p : str -> str = f >>= f;\n"
+
+
+def _check_json(folder: Path, spec: str) -> tuple[list[dict[str, object]], dict[str, object]]:
+    """``mcec check --format json SPEC`` in ``folder``: its diagnostics and its summary."""
+    # the session's mypy cache (tests/conftest.py), if any: a verdict is kept per working directory
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(folder))
+    done = subprocess.run(
+        [sys.executable, "-m", "mcec", "check", "--format", "json", spec],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stdout + done.stderr
+    *records, last = [json.loads(line) for line in done.stdout.splitlines()]
+    return records, last["summary"]
+
+
+def _started_reused(summary: dict[str, object]) -> tuple[object, object]:
+    return summary["mypy_started"], summary["mypy_reused"]
+
+
+def test_a_warm_check_of_an_unchanged_spec_reuses_mypys_verdict_and_a_change_runs_mypy_again(tmp_path: Path) -> None:
+    """Issue 36: a second ``mcec check`` of a spec whose generated module and imported modules are
+    unchanged does not start mypy (its kept verdict, findings included, is reused); a change to the
+    user's module, or to the spec, starts mypy again, which reports the new fault."""
+    (tmp_path / "m.py").write_text(FITS)
+    (tmp_path / "ok.mce").write_text(USES_M)
+    cold, summary = _check_json(tmp_path, "ok.mce")
+    assert cold == [] and _started_reused(summary) == (1, 0)
+    warm, summary = _check_json(tmp_path, "ok.mce")
+    assert warm == [] and _started_reused(summary) == (0, 1)
+
+    (tmp_path / "m.py").write_text(MISFITS)  # the spec is unchanged; what it imports is not
+    changed, summary = _check_json(tmp_path, "ok.mce")
+    assert _started_reused(summary) == (1, 0)
+    assert [(r["code"], r["line"]) for r in changed] == [("MCE100", 3)], changed
+    again, summary = _check_json(tmp_path, "ok.mce")  # the verdict kept says the same
+    assert again == changed and _started_reused(summary) == (0, 1)
+
+    (tmp_path / "ok.mce").write_text(USES_M.replace("f >>= f", "f"))
+    edited, summary = _check_json(tmp_path, "ok.mce")
+    assert _started_reused(summary) == (1, 0)
+    assert [(r["code"], r["line"]) for r in edited] == [("MCE100", 3)], edited
+
+
+def test_a_module_appearing_on_the_search_path_runs_mypy_again(tmp_path: Path) -> None:
+    """A verdict depends on what mypy's imports found: ``m.py`` replaced by a package ``m/`` (a
+    new file, no file mypy read changed) must not be judged by the verdict kept for ``m.py``."""
+    (tmp_path / "m.py").write_text(FITS)
+    (tmp_path / "ok.mce").write_text(USES_M)
+    _, summary = _check_json(tmp_path, "ok.mce")
+    assert _started_reused(summary) == (1, 0)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "__init__.py").write_text(MISFITS)  # a package wins over a module of its name
+    found, summary = _check_json(tmp_path, "ok.mce")
+    assert _started_reused(summary) == (1, 0)
+    assert [r["code"] for r in found] == ["MCE100"], found
