@@ -134,6 +134,11 @@ class MceItem(pytest.Item):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_marker("mce")
+        # A spec's item takes no fixtures. Some plugins' hook wrappers only run their item
+        # through when it has ``funcargs`` as test functions do (pytest-lsp 1.0's
+        # ``pytest_runtest_call`` returns before its ``yield`` otherwise, which fails the item
+        # with "did not yield"), so an empty one is there for them.
+        self.funcargs: dict[str, Any] = {}
 
     def runtest(self) -> None:
         """Check the spec; raise :class:`MceCheckFailed` with the rendered diagnostics
