@@ -47,6 +47,8 @@ EXPR_EXPECTED: dict[str, set[str]] = {
     "mcec/tools/fmt.py": {"flat", "must_break", "broken", "_needs_term_parens"},
     "mcec/plans/check.py": {"_confine", "_unproved_in", "_describe_typed", "_work"},
     "tests/spec_gen.py": {"construct"},
+    "mcec/lsp/analysis.py": {"_own_names"},
+    "mcec/lsp/features.py": {"_expression_kind"},
 }
 
 #: The functions that must fail when a new kind of type expression is added (same copy).
@@ -54,6 +56,7 @@ TYPE_EXPECTED: dict[str, set[str]] = {
     "mcec/syntax/tree.py": {"type_children"},
     "mcec/check/env.py": {"resolve_type"},
     "mcec/tools/fmt.py": {"_type"},
+    "mcec/lsp/analysis.py": {"_type_names"},
 }
 
 #: The functions that must fail to type-check when a new declaration is added, by file.
@@ -65,10 +68,14 @@ DECL_EXPECTED: dict[str, set[str]] = {
     "mcec/run/interpret.py": {"_declare"},
     "mcec/tools/fmt.py": {"declaration"},
     "tests/spec_gen.py": {"construct"},
+    "mcec/lsp/analysis.py": {"decl_name", "decl_kind", "signature_text", "_decl_names"},
+    "mcec/lsp/incremental.py": {"_replayable"},
 }
 
-#: The most files a construct may cost: the ones mypy names, and the grammar.
-MAX_FILES = 12
+#: The most files a construct may cost: the ones mypy names, and the grammar. Issue 30's goal
+#: was 12; the language server (issue 34) names and shows every construct, which is two files
+#: more for an expression (hover's names and labels) and for a declaration (symbols, replay).
+MAX_FILES = 14
 
 SCRATCH_SYNTAX = '''
 
