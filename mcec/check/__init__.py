@@ -51,9 +51,9 @@ def check(
     imported classes get definite answers and implementations are held to
     their declarations. Without it, every such question is left to mypy.
 
-    With an index, an import from another spec's generated module reads that
-    spec (§11); ``specs`` holds the specs already read by the check that reads
-    this one (None: a new set).
+    An import from another spec's generated module reads that spec (§11), with
+    an index or without (the spec is found by its path); ``specs`` holds the
+    specs already read by the check that reads this one (None: a new set).
     """
     sink = DiagnosticSink()
     with counting_unknowns() as unknowns:

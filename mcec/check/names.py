@@ -146,8 +146,8 @@ class DeclarationChecker:
         self.sink = sink
         #: What the spec's Python names are (None: no class knowledge, nothing read).
         self.index = index
-        #: The other specs this one may use (None: no index, so no spec is looked for).
-        self.specs = specs if specs is not None or index is None else Specs(index)
+        #: The other specs this one may use (read even without an index: see :class:`Specs`).
+        self.specs = specs if specs is not None else Specs(index, spec=module.path)
         #: Pipelines imported from other specs, typed in pass 3 (once the state is known).
         self._pending: list[tuple[syntax.ImportedName, TPipeline, UsedSpec, str]] = []
         self.declared = Declared(Env.with_builtins(index))
@@ -287,7 +287,7 @@ class DeclarationChecker:
         if module == "__future__":
             self._future_import(decl)
             return
-        spec = self.specs.spec_of(module) if self.specs is not None else None
+        spec = self.specs.spec_of(module)
         if spec is not None:
             self._bind_used(decl, spec)
             return
@@ -305,7 +305,6 @@ class DeclarationChecker:
         """``from agents.research_mce import research`` where ``agents/research.mce`` exists: the
         names are pipelines of that spec, read from it (§11); a cycle of specs is MCE015, a spec
         with errors MCE029 (its errors reported in it), a name it does not declare MCE002."""
-        assert self.specs is not None
         module = decl.module.dotted
         for item in decl.names:
             self._add(Binding(item.bound.text, Kind.PIPELINE, item.bound, f"{module}.{item.name.text}"))
@@ -334,7 +333,6 @@ class DeclarationChecker:
 
     def _spec_cycle(self, decl: syntax.FromImport, spec: str) -> bool:
         """Report (MCE015) and say whether ``spec`` uses, through specs it uses, this one."""
-        assert self.specs is not None
         own = self.module.path
         imported = ", ".join(f"`{item.name.text}`" for item in decl.names)
         if os.path.realpath(spec) == os.path.realpath(own):

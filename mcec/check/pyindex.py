@@ -61,6 +61,7 @@ from mcec.check.types import (
 __all__ = [
     "ClassMembers",
     "Missing",
+    "import_paths",
     "package_root",
     "PyClass",
     "PyField",
@@ -71,6 +72,7 @@ __all__ = [
     "PyValue",
     "PythonIndex",
     "StepReturn",
+    "spec_file_on",
 ]
 
 
@@ -264,9 +266,7 @@ class PythonIndex:
         """The index a run in ``directory`` (default: the working directory) would import from:
         that folder first, then the folder the spec's package starts in (:func:`package_root`),
         then ``PYTHONPATH`` and the interpreter's own paths."""
-        first = Path(directory) if directory is not None else Path(os.getcwd())
-        roots = [first] if spec is None else [first, package_root(spec)]
-        return cls([*roots, *[p for p in sys.path if p]])
+        return cls(import_paths(directory, spec))
 
     # ------------------------------------------------------------ modules
 
@@ -740,6 +740,28 @@ PYDANTIC_MODEL_ATTRIBUTES = frozenset(
         "parse_obj", "parse_raw", "schema", "schema_json", "update_forward_refs", "validate",
     }
 )
+
+
+def import_paths(directory: str | Path | None = None, spec: str | Path | None = None) -> list[Path]:
+    """Where a run in ``directory`` (default: the working directory) imports from: that folder
+    first, then the folder the spec's package starts in (:func:`package_root`), then
+    ``PYTHONPATH`` and the interpreter's own paths."""
+    first = Path(directory) if directory is not None else Path(os.getcwd())
+    roots = [first] if spec is None else [first, package_root(spec)]
+    return [*roots, *[Path(p) for p in sys.path if p]]
+
+
+def spec_file_on(module: str, search_paths: Sequence[Path]) -> Path | None:
+    """:meth:`PythonIndex.spec_file` without an index: the spec of generated module
+    ``agents.research_mce`` is ``agents/research.mce`` under the first of ``search_paths``
+    that has one. No Python is read (a check without class knowledge reads none): the
+    package's folders are taken to be its path under each search path, which is where
+    Python finds them unless a package's ``__init__.py`` moves its ``__path__``."""
+    parent_name, _, leaf = module.rpartition(".")
+    if not leaf.endswith("_mce") or leaf == "_mce":
+        return None
+    relative = Path(*parent_name.split("."), f"{leaf[: -len('_mce')]}.mce") if parent_name else Path(f"{leaf[: -len('_mce')]}.mce")
+    return next((root / relative for root in search_paths if (root / relative).is_file()), None)
 
 
 def package_root(spec: str | Path) -> Path:

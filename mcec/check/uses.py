@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcec import syntax
-from mcec.check.pyindex import PythonIndex
+from mcec.check.pyindex import PythonIndex, import_paths, spec_file_on
 from mcec.check.typed import Program
 from mcec.check.types import ClassRef, Generic, Type, Union, union
 from mcec.diagnostics import Diagnostic
@@ -62,8 +62,15 @@ class UsedSpec:
 class Specs:
     """The specs one check reads besides its own, each parsed and checked once."""
 
-    def __init__(self, index: PythonIndex, overlay: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, index: PythonIndex | None, overlay: Mapping[str, str] | None = None, *, spec: str | None = None
+    ) -> None:
+        #: The index the specs are checked with; None for a check without class knowledge,
+        #: which still reads the specs it uses: they are found by path (:func:`spec_file_on`,
+        #: from where ``spec`` would import), not by reading Python, so not knowing the user's
+        #: classes never turns another spec's pipeline into an unknown Python name.
         self.index = index
+        self._paths = import_paths(spec=spec) if index is None else []
         #: Texts to read in place of files, by real path (an editor's unsaved specs, ``mcec lsp``).
         self.overlay: Mapping[str, str] = overlay if overlay is not None else {}
         self._checked: dict[str, UsedSpec] = {}
@@ -80,7 +87,7 @@ class Specs:
 
     def spec_of(self, module: str) -> str | None:
         """The spec behind generated module ``module`` (as diagnostics name it), or None."""
-        found = self.index.spec_file(module)
+        found = self.index.spec_file(module) if self.index is not None else spec_file_on(module, self._paths)
         return None if found is None else display_path(found)
 
     def imports_of(self, spec: str) -> tuple[SpecImport, ...]:

@@ -11,6 +11,7 @@ a spec that uses a broken one, the broken spec's own).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,3 +69,34 @@ def test_a_sub_agent_compiles_straight_line(golden) -> None:  # type: ignore[no-
     golden(CASES / "ok_adapter.py.txt", code)
     assert "from specs.notes_mce import take_notes" in code
     assert ".local()" not in code and "AgentMonad" not in code  # no monadic program is built
+
+
+@pytest.mark.parametrize("spec", ["examples/meta/meta.mce", "tests/check/uses_cases/ok_adapter.mce"])
+def test_spec_uses_are_read_without_class_knowledge(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an index (``index=False``: no Python read, every class question left to mypy) an
+    import from another spec's generated module still names that spec's pipelines: the spec is
+    found by its path, not by reading Python. Before, each such name was a plain Python import,
+    and ``local(state=f) p`` reported a definite MCE030 ("not a pipeline of another spec") from
+    knowledge the check had merely not asked for (the check benchmark's "without" variant,
+    on examples/meta/meta.mce)."""
+    from mcec.compiler import check_source
+
+    monkeypatch.chdir(ROOT if spec.startswith("examples") else CASES)
+    path = ROOT / spec
+    relative = os.path.relpath(path)
+    result = check_source(SourceFile(relative, path.read_text(encoding="utf-8")), index=False)
+    assert result.ok, [f"{d.code} {d.message}" for d in result.diagnostics if d.is_error]
+    with_index = check_source(SourceFile(relative, path.read_text(encoding="utf-8")))
+    assert with_index.ok
+
+
+def test_a_sub_agent_on_another_state_needs_its_adapter_without_class_knowledge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the checker knows of a used spec without an index is what it knows with one: a
+    pipeline of another state used bare is still MCE028."""
+    from mcec.compiler import check_source
+
+    monkeypatch.chdir(ROOT)
+    spec = CASES / "mce028_used_state.mce"
+    relative = spec.relative_to(ROOT).as_posix()
+    without = check_source(SourceFile(relative, spec.read_text(encoding="utf-8")), index=False)
+    assert "MCE028" in {d.code for d in without.diagnostics if d.is_error}
