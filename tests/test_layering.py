@@ -56,11 +56,35 @@ CONFINED: dict[str, tuple[str, ...]] = {
 }
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _dotted(path: Path, root: Path) -> str:
+    """The module name of ``path`` under the import root ``root``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def _module_name(path: Path) -> str:
+    return _dotted(path, ROOT)
+
+
+def _import_statements(path: Path, module: str) -> list[tuple[int, str, list[str]]]:
+    """Every import in ``path`` (the module ``module``), lazy and ``TYPE_CHECKING`` ones included:
+    the line, the module it names (relative imports resolved) and, for ``from X import a, b``,
+    the names it takes."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found.append((node.lineno, target, [alias.name for alias in node.names]))
+    return found
 
 
 def _layer(module: str) -> int | None:
@@ -72,19 +96,10 @@ def _layer(module: str) -> int | None:
 
 def _imports(path: Path) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                module = f"{base}.{node.module}" if node.module else base
-            else:
-                module = node.module or ""
-            found.append((node.lineno, module))
-            if module == "mcec":  # `from mcec import syntax`: the submodules are what is imported
-                found.extend((node.lineno, f"mcec.{alias.name}") for alias in node.names)
+    for line, module, names in _import_statements(path, _module_name(path)):
+        found.append((line, module))
+        if module == "mcec":  # `from mcec import syntax`: the submodules are what is imported
+            found.extend((line, f"mcec.{name}") for name in names)
     return found
 
 
@@ -179,10 +194,7 @@ RUNTIME_SUBPACKAGES = ("agentmonad.llm", "agentmonad.mcp")
 
 
 def _runtime_module(path: Path) -> str:
-    parts = list(path.relative_to(RUNTIME).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+    return _dotted(path, RUNTIME)
 
 
 def _runtime_modules() -> dict[str, Path]:
@@ -193,20 +205,10 @@ def _runtime_imports(path: Path, modules: dict[str, Path]) -> list[tuple[int, st
     """The agentmonad modules ``path`` imports, with the line: ``from X import name`` counts as
     an import of ``X.name`` when that is a module, and lazy and ``TYPE_CHECKING`` imports count
     (each is a dependency all the same)."""
-    module = _runtime_module(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            found.append((node.lineno, target))
-            found.extend((node.lineno, f"{target}.{a.name}") for a in node.names if f"{target}.{a.name}" in modules)
+    for line, target, names in _import_statements(path, _runtime_module(path)):
+        found.append((line, target))
+        found.extend((line, f"{target}.{name}") for name in names if f"{target}.{name}" in modules)
     return [(line, name) for line, name in found if name in modules]
 
 
