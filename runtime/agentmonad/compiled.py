@@ -24,9 +24,20 @@ or a ``budget`` entered here pushes itself as a guard; ``note_reached(state)``
 tells the guards whose own cancellation is unwinding which state the
 interrupted await started from, so nothing rides on the exception. With a hook
 attached (``RunContext.hooked``) an effect goes through
-:mod:`agentmonad.effects` with its site and its ``each``/``par`` element index;
-the interpreter does so today, generated code does not yet: it makes plain
-calls, which is what it would do with no hook attached anyway.
+:mod:`agentmonad.effects` with its site and its ``each``/``par`` element index,
+as in the interpreter. A generated function that calls steps reads the run
+context once at entry, ``run = hooked_run()`` (``None`` with no hook attached,
+the default), and per step, ``fn``, tool or model call makes the plain call
+when ``run is None`` and otherwise hands it to :func:`step_effect`,
+:func:`async_step_effect` or :func:`fn_effect` with its kind and ``SITE_n``::
+
+    if run is None:
+        r = inc(state, value)
+    else:
+        r = step_effect(run, "step", SITE_1, inc, state, value)
+
+Each function reads it anew because an ``each``/``par`` branch runs in a task
+whose run context carries its element index (``run_group``).
 
 Everything here is typed so that mypy, checking a generated module, sees every
 value type and error set as the checker computed it: a ``par`` group is built
@@ -49,9 +60,11 @@ from typing import Any, Generic, TypeAlias, TypeVar, TypeVarTuple, Unpack, cast
 
 from ._show import callable_name
 from .concurrency import run_group
+from .context import EffectKind, RunContext, current_run_context
 from .contract import raised
 from .contract import stop as _stop
 from .control import Deadline, forget_failure, note_reached, remember_failure, retry_pause
+from .effects import perform, perform_sync
 from .errors import MergeConflict
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
@@ -77,6 +90,10 @@ __all__ = [
     "retry_pause",
     "remember_failure",
     "forget_failure",
+    "hooked_run",
+    "step_effect",
+    "async_step_effect",
+    "fn_effect",
 ]
 
 _S = TypeVar("_S")
@@ -85,6 +102,7 @@ _B = TypeVar("_B")
 _E = TypeVar("_E")
 _E2 = TypeVar("_E2")
 _Ts = TypeVarTuple("_Ts")
+_R = TypeVar("_R")
 
 # Spelled ``Ok[S, B] | Err[S, E]`` rather than ``Outcome[S, E, B]`` so that the
 # alias parameters appear in the documented order S, A, B, E (a generic alias
@@ -109,6 +127,32 @@ def stop(
     result, or an ``Err`` of an undeclared type, raises ``Defect``.
     """
     return _stop(result, site, errors, state=state)
+
+
+def hooked_run() -> RunContext | None:
+    """The run context when a hook is attached (every effect then goes through
+    :mod:`agentmonad.effects`), else ``None``: what a generated function reads once at entry."""
+    run = current_run_context()
+    return run if run.hooked else None
+
+
+def step_effect(
+    run: RunContext, kind: EffectKind, site: Site, step: Callable[[_S, _A], _R], state: _S, value: _A
+) -> _R:
+    """``step(state, value)`` (a sync step) through the effect seam, as an effect of ``kind`` at ``site``."""
+    return perform_sync(run, kind, site, lambda: step(state, value))
+
+
+async def async_step_effect(
+    run: RunContext, kind: EffectKind, site: Site, step: Callable[[_S, _A], Awaitable[_R]], state: _S, value: _A
+) -> _R:
+    """``await step(state, value)`` (an async step, a tool, a model) through the effect seam."""
+    return await perform(run, kind, site, lambda: step(state, value))
+
+
+def fn_effect(run: RunContext, site: Site, fn: Callable[[_A], _B], value: _A) -> _B:
+    """``fn(value)`` through the effect seam, as an effect of kind ``"fn"`` at ``site``."""
+    return perform_sync(run, "fn", site, lambda: fn(value))
 
 
 async def par(

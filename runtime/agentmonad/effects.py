@@ -16,7 +16,9 @@ ended.
 Which callers go through here today: the interpreter (``AgentMonad.run``, so
 checked plans and ``mcec run --interpret``) for every step, tool and model call,
 with the step's site and the element index inside ``each``/``par``
-(``RunContext.index``). Compiled code does not yet (see docs/DESIGN.md).
+(``RunContext.index``); and compiled code, through ``agentmonad.compiled``'s
+``step_effect``/``async_step_effect``/``fn_effect``, with the same effects for
+the same spec (see docs/DESIGN.md).
 """
 
 from __future__ import annotations

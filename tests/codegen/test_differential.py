@@ -20,6 +20,7 @@ from spec_gen import HEADER, specs
 from toolbox import TState
 
 from agentmonad import Defect, Err, Ok
+from agentmonad.context import hooks
 from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
 from mcec.run.interpret import Interpreter
@@ -103,3 +104,71 @@ def test_negative_literal_patterns_agree() -> None:
         values[value] = compiled[1]
     # -1: note(-1) + inc(-1); -2: double; 0: inc; the rest negated
     assert values == {-4: 4, -3: 3, -2: -4, -1: -1, 0: 1, 1: -1, 2: -2}
+
+
+# ---------------------------------------------------------------- the effect seam (issue 30)
+
+
+class EffectLog:
+    """A journal and an event sink at once (what a durable or traced run attaches): every
+    effect it hears of, as comparable data."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[Any, ...]] = []
+
+    def emit(self, event: str, effect: Any, detail: object) -> None:
+        shown = type(detail).__name__ if isinstance(detail, BaseException) else detail
+        self.heard.append((event, effect.kind, effect.site, effect.index, shown))
+
+    def record(self, effect: Any, result: object) -> None:
+        self.heard.append(("recorded", effect.kind, effect.site, effect.index, result))
+
+
+def _effects(run: Any) -> dict[tuple[int, ...], list[tuple[Any, ...]]]:
+    """The effects a hooked run reports, in order per ``each``/``par`` element index (branches
+    run concurrently, so only the order inside one branch is the spec's), and its observed result."""
+    log = EffectLog()
+    with hooks(journal=log, events=log):
+        observed = _observe(run())
+    by_index: dict[tuple[int, ...], list[tuple[Any, ...]]] = {}
+    for heard in log.heard:
+        by_index.setdefault(heard[3], []).append(heard)
+    by_index[("observed",)] = [observed]  # type: ignore[index]
+    return by_index
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs(), value=st.integers(-60, 60))
+def test_a_hooked_compiled_run_reports_the_effects_of_the_interpreted_one(spec: str, value: int) -> None:
+    """With a hook attached, every step, ``fn``, tool and model call of a compiled run goes through
+    the effect seam with the same kind, site (spec, line, column, step name) and element index as
+    the interpreted run of the same spec, and the sink hears the same starts, results and failures."""
+    program, module = compile_spec(spec)
+    interpreter = Interpreter(program)
+    compiled = _effects(lambda: module.main(TState(), value))
+    interpreted = _effects(lambda: interpreter.run("main", TState(), value))
+    assert compiled == interpreted, f"input {value}\n{spec}"
+
+
+def test_a_hooked_compiled_run_reports_every_step_fn_par_and_each_with_its_index() -> None:
+    spec = HEADER + (
+        "pipeline main : int -> int ! MergeConflict | Neg =\n"
+        "    inc >>= par<double, inc> >>= add_pair >>= spread >>= each(slow_inc) >>= total;\n"
+    )
+    program, module = compile_spec(spec)
+    compiled = _effects(lambda: module.main(TState(), 5))
+    assert compiled == _effects(lambda: Interpreter(program).run("main", TState(), 5))
+    assert compiled[("observed",)][0][0] == "ok"  # type: ignore[index]
+    started = sorted((h[1], h[2].step, h[3]) for heard in compiled.values() for h in heard if h[0] == "started")
+    spread = len(started) - 6
+    assert spread == 3, started  # 5 + 1 = 6; 12 + 7 = 19; 19 % 4 = 3 elements
+    assert started == [
+        ("fn", "add_pair", ()),
+        ("fn", "double", (0,)),
+        ("fn", "spread", ()),
+        ("fn", "total", ()),
+        ("step", "inc", ()),
+        ("step", "inc", (1,)),
+    ] + [("step", "slow_inc", (i,)) for i in range(spread)]
+    first = compiled[()][0][2]
+    assert (first.step, first.line, first.column) == ("inc", HEADER.count("\n") + 2, 5)  # the spec's own site
