@@ -560,13 +560,16 @@ class Emitter:
         return c.if_chain([(cst.Comparison(run, [cst.ComparisonTarget(cst.Is(), c.name("None"))]), [direct])], [through])
 
     def entered(self, body: list[cst.BaseStatement], scope: NameAllocator) -> list[cst.BaseStatement]:
-        """``body`` with ``run = hooked_run()`` first (after a docstring) when it calls a step:
-        the run context is read once per function, not per step, and anew in each function
+        """``body`` with ``run = hooked_run() if hooks_alive else None`` first (after a
+        docstring) when it calls a step: the run context is read once per function, not per
+        step, only while some hooked context exists in the process, and anew in each function
         because an ``each``/``par`` branch's context carries its element index."""
         run = scope.shared_as("run")
         if run is None:
             return body
-        read = c.assign(run, c.call(self.runtime("hooked_run", COMPILED)))
+        # the global test first: with no hook alive anywhere the entry reads no ContextVar
+        alive = self.runtime("hooks_alive", COMPILED)
+        read = c.assign(run, cst.IfExp(alive, c.call(self.runtime("hooked_run", COMPILED)), c.name("None")))
         at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and _is_docstring(body[0]) else 0
         return [*body[:at], read, *body[at:]]
 

@@ -26,8 +26,10 @@ interrupted await started from, so nothing rides on the exception. With a hook
 attached (``RunContext.hooked``) an effect goes through
 :mod:`agentmonad.effects` with its site and its ``each``/``par`` element index,
 as in the interpreter. A generated function that calls steps reads the run
-context once at entry, ``run = hooked_run()`` (``None`` with no hook attached,
-the default), and per step, ``fn``, tool or model call makes the plain call
+context once at entry, ``run = hooked_run() if hooks_alive else None``
+(``None`` with no hook attached, the default; :data:`hooks_alive` is empty
+while no hooked run context exists in the process, so a process that never
+attaches a hook does not read the ``ContextVar`` at all), and per step, ``fn``, tool or model call makes the plain call
 when ``run is None`` and otherwise hands it to :func:`step_effect`,
 :func:`async_step_effect` or :func:`fn_effect` with its kind and ``SITE_n``::
 
@@ -60,7 +62,7 @@ from typing import Any, Generic, TypeAlias, TypeVar, TypeVarTuple, Unpack, cast
 
 from ._show import callable_name
 from .concurrency import run_group
-from .context import EffectKind, RunContext, current_run_context
+from .context import HOOKS_ALIVE, EffectKind, RunContext, current_run_context
 from .contract import raised
 from .contract import stop as _stop
 from .control import Deadline, forget_failure, note_reached, remember_failure, retry_pause
@@ -90,6 +92,7 @@ __all__ = [
     "retry_pause",
     "remember_failure",
     "forget_failure",
+    "hooks_alive",
     "hooked_run",
     "step_effect",
     "async_step_effect",
@@ -129,9 +132,17 @@ def stop(
     return _stop(result, site, errors, state=state)
 
 
+#: Empty while no run context with a hook attached exists in the process
+#: (:data:`agentmonad.context.HOOKS_ALIVE`): a generated function tests it before it reads its
+#: run context, ``run = hooked_run() if hooks_alive else None``, so that with nothing attached
+#: its entry costs one global read and no ``ContextVar`` read.
+hooks_alive = HOOKS_ALIVE
+
+
 def hooked_run() -> RunContext | None:
     """The run context when a hook is attached (every effect then goes through
-    :mod:`agentmonad.effects`), else ``None``: what a generated function reads once at entry."""
+    :mod:`agentmonad.effects`), else ``None``: what a generated function reads once at entry,
+    when :data:`hooks_alive` is not empty (another run's hook makes it read, not go through)."""
     run = current_run_context()
     return run if run.hooked else None
 
