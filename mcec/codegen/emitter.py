@@ -527,14 +527,14 @@ class Emitter:
     def effect_call(
         self, part: t.TRef, site: cst.Name, state: str, value: str, target: str, scope: NameAllocator
     ) -> cst.If:
-        """One call of a step, ``fn``, tool or model into ``target``: the plain call when no hook
-        is attached to the run, else through the effect seam with its kind and site
-        (``agentmonad.effects``; ``run`` is read once at the function's entry, see :meth:`entered`)::
+        """One call of a step, ``fn``, tool or model into ``target``: through the effect seam
+        with its kind and site when a hook is attached to the run (``agentmonad.effects``;
+        ``run`` is read once at the function's entry, see :meth:`entered`), else the plain call::
 
-            if run is None:
-                r = step(state, value)
-            else:
+            if run is not None:
                 r = step_effect(run, "step", SITE, step, state, value)
+            else:
+                r = step(state, value)
         """
         run = c.name(scope.shared("run"))
         function = c.name(part.name)
@@ -557,7 +557,9 @@ class Emitter:
         direct, through = c.assign(target, plain), c.assign(target, seam)
         self.record(direct, part.span)
         self.record(through, part.span)
-        return c.if_chain([(cst.Comparison(run, [cst.ComparisonTarget(cst.Is(), c.name("None"))]), [direct])], [through])
+        # the plain call last: with no hook it is the fall-through, one test and no jump more
+        hooked = cst.Comparison(run, [cst.ComparisonTarget(cst.IsNot(), c.name("None"))])
+        return c.if_chain([(hooked, [through])], [direct])
 
     def entered(self, body: list[cst.BaseStatement], scope: NameAllocator) -> list[cst.BaseStatement]:
         """``body`` with ``run = hooked_run() if hooks_alive else None`` first (after a

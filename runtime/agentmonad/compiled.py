@@ -29,14 +29,16 @@ as in the interpreter. A generated function that calls steps reads the run
 context once at entry, ``run = hooked_run() if hooks_alive else None``
 (``None`` with no hook attached, the default; :data:`hooks_alive` is empty
 while no hooked run context exists in the process, so a process that never
-attaches a hook does not read the ``ContextVar`` at all), and per step, ``fn``, tool or model call makes the plain call
-when ``run is None`` and otherwise hands it to :func:`step_effect`,
-:func:`async_step_effect` or :func:`fn_effect` with its kind and ``SITE_n``::
+attaches a hook does not read the ``ContextVar`` at all), and per step,
+``fn``, tool or model call hands it to :func:`step_effect`,
+:func:`async_step_effect` or :func:`fn_effect` with its kind and ``SITE_n``
+when ``run`` is not ``None`` and otherwise makes the plain call (last, so
+that with no hook it is the fall-through)::
 
-    if run is None:
-        r = inc(state, value)
-    else:
+    if run is not None:
         r = step_effect(run, "step", SITE_1, inc, state, value)
+    else:
+        r = inc(state, value)
 
 Each function reads it anew because an ``each``/``par`` branch runs in a task
 whose run context carries its element index (``run_group``).
