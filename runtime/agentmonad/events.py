@@ -64,8 +64,10 @@ __all__ = [
     "Effect",
     "EffectKind",
     "EventSink",
+    "Fanout",
     "OpenSpan",
     "new_span_id",
+    "count_tokens",
     "outcome_kind",
     "failure_kind",
 ]
@@ -224,12 +226,14 @@ class EachProgress:
 @final
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """One request to model ``model`` answered, using ``prompt_tokens`` + ``completion_tokens``.
-    ``effect`` is the effect that made it (a model call, or a user step that counts its own
-    tokens with ``record_usage``), ``None`` outside any."""
+    """One request to model ``model`` (the spec's declaration name; ``model_id`` the model the
+    request named, e.g. ``gpt-4o-mini``, when known) answered, using ``prompt_tokens`` +
+    ``completion_tokens``. ``effect`` is the effect that made it (a model call, or a user step
+    that counts its own tokens with ``record_usage``), ``None`` outside any."""
 
     effect: Effect | None
     model: str
+    model_id: str | None
     prompt_tokens: int
     completion_tokens: int
     span: int | None = None
@@ -262,13 +266,15 @@ class PartialOutput:
 @final
 @dataclass(frozen=True, slots=True)
 class ToolCalled:
-    """The MCP tool ``tool`` of server ``server`` was called (by ``effect``, the tool step) and
-    answered; ``ok`` is false when it answered with an error result or the call failed."""
+    """The MCP tool ``tool`` of server ``server`` was called (by ``effect``: a spec's ``tool``
+    step, or a user step calling ``call_tool``) and answered after ``duration`` seconds; ``ok``
+    is false when it answered with an error result or the call failed."""
 
     effect: Effect | None
     tool: str
     server: str
     ok: bool
+    duration: float
     span: int | None = None
     at: float = field(default_factory=now)
 
@@ -315,6 +321,22 @@ class EventSink(Protocol):
 
 
 
+@final
+class Fanout:
+    """An event sink that hands every event to each of ``sinks``, in order (a timeline and a
+    progress display, say)."""
+
+    __slots__ = ("sinks",)
+
+    def __init__(self, *sinks: EventSink) -> None:
+        self.sinks = sinks
+
+    def emit(self, event: Event) -> None:
+        """Hand ``event`` to every sink."""
+        for sink in self.sinks:
+            sink.emit(event)
+
+
 def outcome_kind(result: object) -> OutcomeKind:
     """How a call that returned ``result`` ended: ``err`` for an ``Err``, else ``ok``."""
     return "err" if type(result) is Err else "ok"
@@ -330,3 +352,16 @@ def failure_kind(exc: BaseException) -> OutcomeKind:
     if isinstance(exc, Defect) or not isinstance(exc, Exception):
         return "defect"
     return "err"
+
+
+def count_tokens(
+    sink: EventSink, opened: OpenSpan | None, model: str, model_id: str | None, prompt_tokens: int, completion_tokens: int
+) -> None:
+    """A model request used these tokens, inside span ``opened`` (``record_usage`` calls this when
+    an event sink is attached): add them to that span's effect and emit :class:`ModelRequest`."""
+    if opened is not None:
+        opened.prompt_tokens += prompt_tokens
+        opened.completion_tokens += completion_tokens
+        sink.emit(ModelRequest(opened.effect, model, model_id, prompt_tokens, completion_tokens, opened.span))
+    else:
+        sink.emit(ModelRequest(None, model, model_id, prompt_tokens, completion_tokens))

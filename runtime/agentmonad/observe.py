@@ -4,8 +4,7 @@ The event types and what they mean are in :mod:`agentmonad.events`; this module 
 reads the run context (the sink attached where the code runs, ``RunContext.span`` the span
 open there): :func:`emit`; the spans the runtime opens — :class:`EffectSpan` (the effect
 seam), :class:`GroupSpan` (``run_group``), :func:`run_observed` (a run's
-``RunStarted``/``RunEnded``); :func:`count_tokens` (``record_usage``'s ``ModelRequest``);
-and :func:`observe`.
+``RunStarted``/``RunEnded``); and :func:`observe`.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from .events import (
     EventSink,
     GroupEnded,
     GroupStarted,
-    ModelRequest,
     OpenSpan,
     OutcomeKind,
     RunEnded,
@@ -44,7 +42,6 @@ __all__ = [
     "current_effect",
     "EffectSpan",
     "GroupSpan",
-    "count_tokens",
     "run_observed",
     "observe",
     "Observed",
@@ -60,22 +57,6 @@ def emit(event: Event) -> None:
     if sink is not None:
         sink.emit(event)
 
-
-
-def count_tokens(model: str, prompt_tokens: int, completion_tokens: int) -> None:
-    """A model request used these tokens (``record_usage`` calls this when an event sink is
-    attached): add them to the innermost open effect and emit :class:`ModelRequest`."""
-    sink = current_run_context().events
-    if sink is None:
-        return
-    opened = current_run_context().span
-    if opened is not None:
-        opened.prompt_tokens += prompt_tokens
-        opened.completion_tokens += completion_tokens
-    sink.emit(
-        ModelRequest(opened.effect if opened else None, model, prompt_tokens, completion_tokens,
-                     opened.span if opened else None)
-    )
 
 
 # ------------------------------------------------------------------------- spans
@@ -182,9 +163,12 @@ async def run_observed(
     pipeline: str, site: Site | None, call: Callable[[], Awaitable[Outcome[Any, Any, _A]]]
 ) -> Outcome[Any, Any, _A]:
     """``await call()`` (a run of ``pipeline``), told to the event sink attached here as
-    :class:`RunStarted`/:class:`RunEnded` around its events (just the call with none)."""
-    sink = current_run_context().events
-    if sink is None:
+    :class:`RunStarted`/:class:`RunEnded` around its events. Just the call with no sink, or
+    inside a span already (a run nested in a step, or one :func:`observe` already tells):
+    a run is told once, where it starts."""
+    run = current_run_context()
+    sink = run.events
+    if sink is None or run.span is not None:
         return await call()
     opened, parent, token = _enter(None)
     started = now()
