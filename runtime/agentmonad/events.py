@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, final
 
+from .errors import Defect
 from .outcome import Err, Site
 
 __all__ = [
@@ -72,10 +73,10 @@ __all__ = [
     "failure_kind",
 ]
 
-#: How something ended: ``ok`` (an ``Ok``, a value), ``err`` (an ``Err``, or an exception the
-#: step raised: the step contract then makes it an ``Err`` if the step declares it, else a
-#: Defect), ``defect`` (a ``Defect`` or another exception escaping), ``cancelled``
-#: (cancelled: a timeout, a failing sibling, the user).
+#: How something ended: ``ok`` (an ``Ok``, a value), ``err`` (an ``Err``, or an exception of a
+#: type the step declares — or any exception when the caller did not say which it declares),
+#: ``defect`` (a ``Defect``, an undeclared exception, anything not an ``Exception``),
+#: ``cancelled`` (cancelled: a timeout, a failing sibling, the user).
 OutcomeKind = Literal["ok", "err", "defect", "cancelled"]
 
 _spans = itertools.count(1)
@@ -342,15 +343,16 @@ def outcome_kind(result: object) -> OutcomeKind:
     return "err" if type(result) is Err else "ok"
 
 
-def failure_kind(exc: BaseException) -> OutcomeKind:
-    """How a call that raised ``exc`` ended: ``cancelled``, ``defect`` (a Defect, or not an
-    ``Exception``) or ``err`` (an exception a step raised: see :data:`OutcomeKind`)."""
-    from .errors import Defect
-
+def failure_kind(exc: BaseException, errors: tuple[type, ...] | None = None) -> OutcomeKind:
+    """How a call that raised ``exc`` ended: ``cancelled``; ``defect`` (a Defect, not an
+    ``Exception``, or not one of ``errors``, the step's declared error types, when known); or
+    ``err`` (see :data:`OutcomeKind`)."""
     if isinstance(exc, asyncio.CancelledError):
         return "cancelled"
     if isinstance(exc, Defect) or not isinstance(exc, Exception):
         return "defect"
+    if errors is not None and not isinstance(exc, errors):
+        return "defect"  # the step contract makes it a Defect
     return "err"
 
 

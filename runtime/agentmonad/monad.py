@@ -939,7 +939,7 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                         try:
                             if hooked:
                                 spec, given = node.spec, node.value
-                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given)), state)
+                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given), ()), state)
                             else:
                                 outcome = Ok(node.spec.impl(node.value), state)
                         except Exception as exc:
@@ -1150,8 +1150,8 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
 async def _through_seam(run: RunContext, spec: StepSpec[Any, Any, Any, Any], state: Any, arg: Any) -> Any:
     """A step's call through the effect seam (:mod:`agentmonad.effects`): a hook is attached."""
     if spec.is_async:
-        return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)))
-    return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg))
+        return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)), spec.errors)
+    return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg), spec.errors)
 
 
 async def _run_par(node: _Par[Any, Any, Any], state: Any) -> Outcome[Any, Any, tuple[Any, ...]]:
