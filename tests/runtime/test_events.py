@@ -300,3 +300,10 @@ def test_with_no_sink_attached_no_event_is_made_and_no_span_opened(monkeypatch: 
     with hooks(journal=Journal()):
         assert asyncio.run(_grouped().run(0)) == Ok((4, (200, 300, 400)), 1)
     assert made == [] and len(spans) == 5 and set(spans) == {None}
+
+
+def test_awaiting_an_observed_run_gives_its_outcome() -> None:
+    async def main() -> Any:
+        return await observe(lambda: _grouped().run(0))
+
+    assert asyncio.run(main()) == Ok((4, (200, 300, 400)), 1)
