@@ -9,7 +9,8 @@ Layers, lowest first (docs/DESIGN.md):
 2. ``mcec.check`` — tree to typed program;
 3. ``mcec.codegen`` — typed program to Python;
 4. ``mcec.compiler`` (the phases chained), ``mcec.run`` (running what was built),
-   ``mcec.plans`` (checked plans: the check of a plan and the engine that runs it);
+   ``mcec.plans`` (checked plans: the check of a plan and the engine that runs it),
+   ``mcec.fingerprint`` (what a durable run records of its spec);
 5. ``mcec.tools`` — the pure cores of fmt and graph;
 6. ``mcec.cli``, ``mcec.integrations``, ``mcec.lsp`` — commands, file I/O, pytest and hatch, the
    language server.
@@ -40,6 +41,7 @@ LAYERS: dict[str, int] = {
     "mcec.compiler": 4,
     "mcec.run": 4,
     "mcec.plans": 4,
+    "mcec.fingerprint": 4,
     "mcec.tools": 5,
     "mcec.cli": 6,
     "mcec.integrations": 6,
