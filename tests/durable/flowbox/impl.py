@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Annotated
 
-from agentmonad import Append, Ok, Outcome, Sum, Timeout
+from agentmonad import Append, Ok, Outcome, PlanRequest, Sum, Timeout
 from agentmonad.control import previous_failure
 
 
@@ -97,3 +97,26 @@ def describe(n: int) -> str:
 
 def words(text: str) -> str:
     return f"words:{text}"
+
+
+@dataclass(frozen=True)
+class Notes:
+    """The sub-agent's own state."""
+
+    written: tuple[str, ...] = ()
+
+
+async def jot(state: Notes, text: str) -> Outcome[Notes, None, str]:
+    await _pace()
+    _effect(f"jot {text}")
+    return Ok(f"{text}.", replace(state, written=state.written + (text,)))
+
+
+def notes_for(state: Log) -> Notes:
+    return Notes(written=state.lines[:1])
+
+
+def write_plan(state: Log, request: PlanRequest) -> Outcome[Log, Busy, str]:
+    """The scripted planner: a plan over the toolbox."""
+    _effect("plan")
+    return Ok("fetch >>= words", state)
