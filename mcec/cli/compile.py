@@ -392,6 +392,13 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
     add_model_option(command)
+    durable = command.add_argument_group("durable runs (docs/language.md §13)")
+    durable.add_argument("--durable", action="store_true", help="record every effect: a killed run resumes where it was")
+    durable.add_argument("--run-id", default=None, metavar="ID", help="the run's id (again: resume that run)")
+    durable.add_argument("--db", default=None, metavar="URL", help="the run database (default: $MCEC_DB, else .mcec/runs.sqlite)")
+    durable.add_argument(
+        "--allow-changed-spec", action="store_true", help="resume a run although its spec changed since it started"
+    )
     command.set_defaults(func=run_run)
 
 
@@ -462,6 +469,11 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     side does not load, 2 on bad input."""
     from mcec.run.runner import RunError, dumps, llm_run_config, prepare, run_pipeline
 
+    if args.durable:
+        return run_durable(args, out)
+    if args.run_id is not None or args.db is not None or args.allow_changed_spec:
+        print("mcec run: --run-id, --db and --allow-changed-spec go with --durable", file=sys.stderr)
+        return EXIT_USAGE
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
         return result
@@ -478,6 +490,31 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     report = run_pipeline(module, args.pipeline, state, value, llm)
     out.write(dumps(report.payload) + "\n")
     return report.status
+
+
+def run_durable(args: argparse.Namespace, out: TextIO) -> int:
+    """``mcec run --durable``: the Outcome JSON plus ``run_id``; a run that cannot start or resume is
+    a message on stderr and exit status 2."""
+    from mcec.durable import DurableError, run
+    from mcec.run.runner import dumps
+
+    ensure_importable(Path(args.file))
+    try:
+        payload = run(
+            args.file,
+            args.pipeline,
+            args.input,
+            state_json=args.state,
+            run_id=args.run_id,
+            db=args.db,
+            allow_changed_spec=args.allow_changed_spec,
+            models=args.model,
+        )
+    except DurableError as exc:
+        print(f"mcec run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out.write(dumps(payload) + "\n")
+    return 0 if payload.get("ok") else EXIT_ERRORS
 
 
 #: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).

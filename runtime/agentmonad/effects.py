@@ -39,8 +39,6 @@ def _started(context: RunContext, effect: Effect) -> None:
 
 
 def _ended(context: RunContext, effect: Effect, result: object) -> None:
-    if context.journal is not None:
-        context.journal.record(effect, result)
     if context.events is not None:
         context.events.emit("ended", effect, result)
 
@@ -52,12 +50,14 @@ def _failed(context: RunContext, effect: Effect, exc: BaseException) -> None:
 
 async def perform(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], Awaitable[_T]]) -> _T:
     """Run ``call()`` (an async effect of ``kind`` at ``site``) with the hooks of ``context``
-    told: the sink before and after, the journal of its result. An exception (a step's
+    told: the sink before and after; with a journal attached, the call runs only when the journal
+    has no recorded result for it. An exception (a step's
     raised error, a cancellation) is told to the sink and propagates unchanged."""
     effect = Effect(kind, site, context.index)
     _started(context, effect)
     try:
-        result = await call()
+        # a journal replays a recorded result, or runs the call and records it
+        result = await (call() if context.journal is None else context.journal.perform(effect, call))
     except BaseException as exc:
         _failed(context, effect, exc)
         raise
@@ -70,7 +70,7 @@ def perform_sync(context: RunContext, kind: EffectKind, site: Site | None, call:
     effect = Effect(kind, site, context.index)
     _started(context, effect)
     try:
-        result = call()
+        result = call() if context.journal is None else context.journal.perform_sync(effect, call)
     except BaseException as exc:
         _failed(context, effect, exc)
         raise

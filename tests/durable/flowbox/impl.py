@@ -1,0 +1,99 @@
+"""Steps for the durable-run tests: every step appends one line to the file named by
+``MCEC_EFFECTS`` (what a test counts to see that each completed effect ran once), and sleeps
+``MCEC_PACE`` seconds first (so a kill can land anywhere)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, replace
+from typing import Annotated
+
+from agentmonad import Append, Ok, Outcome, Sum, Timeout
+from agentmonad.control import previous_failure
+
+
+@dataclass(frozen=True)
+class Log:
+    """What the run did: one line per stateful step, and a count."""
+
+    lines: Annotated[tuple[str, ...], Append] = ()
+    total: Annotated[int, Sum] = 0
+
+
+class Busy(Exception):
+    """A source that asks to be asked again."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} is busy")
+        self.what = what
+
+
+def _effect(line: str) -> None:
+    path = os.environ.get("MCEC_EFFECTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+
+
+async def _pace() -> None:
+    await asyncio.sleep(float(os.environ.get("MCEC_PACE", "0")))
+
+
+async def fetch(state: Log, topic: str) -> Outcome[Log, Busy, str]:
+    await _pace()
+    _effect(f"fetch {topic}")
+    return Ok(f"<{topic}>", replace(state, lines=state.lines + (f"fetched {topic}",), total=state.total + 1))
+
+
+async def flaky(state: Log, topic: str) -> Outcome[Log, Busy, str]:
+    """Busy on its first attempt inside a retry; then the topic in capitals."""
+    await _pace()
+    _effect(f"flaky {topic}")
+    if previous_failure() is None:
+        raise Busy(topic)
+    return Ok(topic.upper(), state)
+
+
+async def slow(state: Log, topic: str) -> Outcome[Log, Busy, str]:
+    """Never in time for its timeout."""
+    await asyncio.sleep(30)
+    return Ok(topic, state)
+
+
+def measure(state: Log, text: str) -> Outcome[Log, Busy, int]:
+    _effect(f"measure {len(text)}")
+    return Ok(len(text), replace(state, total=state.total + len(text)))
+
+
+async def shrink(state: Log, n: int) -> Outcome[Log, Busy, int | str]:
+    """Halve n; below 4 the loop ends with a word."""
+    await _pace()
+    _effect(f"shrink {n}")
+    return Ok(n // 2 if n >= 4 else f"small {n}", state)
+
+
+def split(text: str) -> list[str]:
+    return [part for part in text.split(",") if part]
+
+
+def join(parts: list[str]) -> str:
+    return "+".join(parts)
+
+
+def gave_up(error: Timeout) -> str:
+    return "late"
+
+
+def pair(values: tuple[str, str]) -> str:
+    return "|".join(values)
+
+
+def describe(n: int) -> str:
+    return f"n={n}"
+
+
+def words(text: str) -> str:
+    return f"words:{text}"
