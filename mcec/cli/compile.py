@@ -43,6 +43,7 @@ from mcec.compiler import CompileResult, compile_source
 from mcec.codegen import template_hashes
 from mcec.diagnostics import Diagnostic, Label, error
 from mcec.codegen.mypy_check import GeneratedFile, UsedModule, run_mypy, used_modules
+from mcec.cli.durable_check import add_durable_arguments, durable_diagnostics
 from mcec.cli.output import OutputError, output_path, recorded_sha256, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
@@ -75,12 +76,13 @@ def _spec_modules(result: CompileResult) -> list[str]:
 
 
 def _compile_one(
-    spec: Path, out_dir: Path | None, reporter: Reporter
+    spec: Path, out_dir: Path | None, reporter: Reporter, durable: bool = False, pipelines: list[str] | None = None
 ) -> tuple[CompileResult | None, Path | None, bool]:
     """Compile one spec and write its module; returns (result, target, io_failed).
 
     A missing ``out_dir`` is created (with its parents) when the first module
-    is written into it.
+    is written into it. ``durable`` (``--durable``) adds the durable check's diagnostics
+    (MCE033) for ``pipelines`` (``--pipeline``; None: every pipeline).
     """
     source, problem = load_source(spec)
     if problem is not None:
@@ -89,6 +91,8 @@ def _compile_one(
     assert source is not None
     result = compile_source(source)
     reporter.add(result.diagnostics, source)
+    if durable and result.program is not None:
+        reporter.add(durable_diagnostics(spec, result.program, pipelines), source)
     if result.generated is None:
         return result, None, False
     target = output_path(spec, out_dir)
@@ -201,6 +205,7 @@ def add_compile(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="N",
         help=f"show at most N diagnostics (default {DEFAULT_LIMIT}; 0 = no limit), as `mcec check` does",
     )
+    add_durable_arguments(command)
     command.set_defaults(func=run_compile)
 
 
@@ -223,7 +228,7 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
     written: list[GeneratedFile] = []
     results: list[CompileResult] = []
     for spec in files:
-        result, target, failed = _compile_one(spec, out_dir, reporter)
+        result, target, failed = _compile_one(spec, out_dir, reporter, args.durable, args.pipeline)
         io_failed = io_failed or failed
         if result is not None and result.generated is not None and target is not None:
             written.append(GeneratedFile(target, str(spec), result.generated.source_map))
