@@ -20,7 +20,6 @@ run, an unreachable database, a spec changed since the run started).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import time
 import uuid
@@ -111,12 +110,10 @@ def _program(spec: str) -> Program:
 
 def _durable_problems(program: Program, pipeline: str) -> list[str]:
     """What stops ``pipeline`` from running durably, from the build-time check (values or state
-    that cannot be recorded)."""
-    try:
-        check = importlib.import_module("mcec.check.durable")
-    except ModuleNotFoundError:  # the check is not on this branch yet
-        return []
-    return [f"{d.code}: {d.message} ({d.span.path}:{d.span.line})" for d in check.check_durable(program, pipeline)]
+    that cannot be recorded as typed JSON)."""
+    from mcec.check.durable import check_durable
+
+    return [f"{d.code}: {d.message} ({d.span.path}:{d.span.line})" for d in check_durable(program, pipeline)]
 
 
 async def _execute(request: dict[str, Any], store: Store, records: dict[str, Record]) -> dict[str, Any]:

@@ -108,6 +108,8 @@ class Notes:
 
 async def jot(state: Notes, text: str) -> Outcome[Notes, None, str]:
     await _pace()
+    if os.environ.get("MCEC_DIE") == text:  # the process dies here (a crash, for the resume tests)
+        os._exit(9)
     _effect(f"jot {text}")
     return Ok(f"{text}.", replace(state, written=state.written + (text,)))
 
