@@ -21,12 +21,14 @@ class Log:
     total: Annotated[int, Sum] = 0
 
 
+@dataclass
 class Busy(Exception):
-    """A source that asks to be asked again."""
+    """A source that asks to be asked again (a dataclass: its fields are what a durable run records)."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(f"{what} is busy")
-        self.what = what
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.what} is busy"
 
 
 def _effect(line: str) -> None:
