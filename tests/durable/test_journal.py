@@ -203,3 +203,53 @@ def test_a_declared_error_is_recorded_and_raised_again(program: Program, effects
     assert raised and raised[0]["result"]["raised"]["type"] == "tests.durable.flowbox.impl.Busy"
     again, _, _ = _run(program, {r["key"]: r for r in raised})  # the first attempts replayed: their Busy again
     assert isinstance(again, Ok)
+
+
+def test_the_interpreter_and_the_compiled_code_record_the_same_effects(compiled: CompileResult, effects: Path) -> None:
+    program = compiled.program
+    assert program is not None and compiled.generated is not None
+    recorded = {}
+    for runner in ("interpreted", "compiled"):
+        RUNNERS[program] = runner
+        MODULES.setdefault(program, load_module(program, compiled.generated))
+        outcome, _, store = _run(program)
+        recorded[runner] = (outcome, [(r["key"], r["kind"], r["step"], r["result"]) for r in sorted(store.records, key=lambda r: r["key"])])
+    assert recorded["interpreted"] == recorded["compiled"]
+
+
+def test_a_replayed_model_call_counts_its_tokens_again() -> None:
+    """A model call's tokens are recorded with its result and counted again on replay, so a
+    ``budget`` or a run's usage decides as it did (the call itself does not run)."""
+    from agentmonad import Site, lift_step
+    from agentmonad.durable import SiteTypes, TypeTable
+    from agentmonad.usage import record_usage, usage
+
+    site = Site("ask", "m.mce", 1, 1)
+    calls: list[str] = []
+
+    async def ask(state: int, value: str) -> Outcome[int, Exception, str]:
+        calls.append(value)
+        record_usage("small", 7, 3)
+        return Ok(value + "!", state + 1)
+
+    table = TypeTable({str(site): SiteTypes(str, int, ())}, {})
+    program = lift_step(ask, name="ask", errors=(), site=site, is_async=True, kind="model")
+
+    def run(records: dict[str, Record]) -> tuple[Outcome[Any, Any, Any], int, MemoryStore]:
+        store = MemoryStore()
+
+        async def go() -> Outcome[Any, Any, Any]:
+            with hooks(journal=DurableJournal(store, table, records)):
+                outcome = await program("hi").run(0)
+            await store.flush()
+            return outcome
+
+        with usage() as used:
+            outcome = asyncio.run(go())
+        return outcome, used.total_tokens, store
+
+    first, tokens, store = run({})
+    assert (first, tokens, calls) == (Ok("hi!", 1), 10, ["hi"])
+    assert store.records[0]["usage"] == [["small", 7, 3]]
+    again, replayed_tokens, _ = run(_by_key(store))
+    assert (again, replayed_tokens, calls) == (Ok("hi!", 1), 10, ["hi"])
