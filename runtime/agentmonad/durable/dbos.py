@@ -64,15 +64,19 @@ class JsonSerializer(Serializer):
 
 @final
 class DBOSStore:
-    """A journal's :class:`~agentmonad.durable.journal.Store` in the running DBOS workflow."""
+    """A journal's :class:`~agentmonad.durable.journal.Store` in the running DBOS workflow. A record
+    left for later (a sync step's, a deadline's expiry) is written by a task started at once, so it
+    is kept by the run's next await, not only with the next async effect's."""
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_pending", "_writer")
 
     def __init__(self) -> None:
         self._pending: list[Record] = []
+        self._writer: asyncio.Task[None] | None = None
 
     async def step(self, key: str, body: Callable[[], Awaitable[Record]]) -> Record:
         await self.flush()
+
         async def run() -> Record:
             return await body()
 
@@ -81,8 +85,10 @@ class DBOSStore:
 
     def later(self, record: Record) -> None:
         self._pending.append(record)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write())
 
-    async def flush(self) -> None:
+    async def _write(self) -> None:
         while self._pending:
             record = self._pending.pop(0)
 
@@ -90,6 +96,11 @@ class DBOSStore:
                 return record
 
             await DBOS.run_step_async({"name": str(record["key"])}, kept)
+
+    async def flush(self) -> None:
+        await self._write()
+        if self._writer is not None:
+            await self._writer
 
 
 @final
