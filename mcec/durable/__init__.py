@@ -20,6 +20,7 @@ run, an unreachable database, a spec changed since the run started).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -236,8 +237,11 @@ def run(
     reference interpreter's (what ``mcec run --interpret`` runs)."""
     spec = str(spec)
     with _engine(db) as engine:
-        if run_id is not None and engine.run(run_id) is not None:
-            return _resume(engine, run_id, allow_changed_spec)
+        if run_id is not None:
+            existing = engine.run(run_id)
+            if existing is not None:
+                _same_run(existing, spec, pipeline, input_json)
+                return _resume(engine, run_id, allow_changed_spec)
         program = _program(spec)
         problems = _durable_problems(program, pipeline)
         if problems:
@@ -253,6 +257,24 @@ def run(
         chosen = run_id or uuid.uuid4().hex[:12]
         engine.launch(_execute)
         return _payload(chosen, asyncio.run(engine.start(chosen, request)))
+
+
+def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
+    """Running again with an existing run id resumes that run: refuse it when the command asks for
+    another spec, pipeline or input (the user meant a new run, or mistyped the id)."""
+    asked = {"spec": str(Path(spec).resolve()), "pipeline": pipeline}
+    differs = [f"{key} {info.request.get(key)!r}" for key, value in asked.items() if info.request.get(key) != value]
+    try:
+        same_input = json.loads(input_json) == json.loads(str(info.request.get("input")))
+    except ValueError:
+        same_input = False
+    if not same_input:
+        differs.append(f"input {info.request.get('input')}")
+    if differs:
+        raise DurableError(
+            f"run {info.run_id} exists with another {', '.join(differs)}: resume it with `mcec runs resume "
+            f"{info.run_id}`, or start a new run with another --run-id"
+        )
 
 
 def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = False) -> dict[str, Any]:
@@ -337,7 +359,10 @@ def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
     site, duration, outcome kind, and the state after it)."""
     with _engine(db) as engine:
         info = _known(engine, run_id)
-        effects = [_effect(record) for record in engine.steps(run_id)]
+        from agentmonad.durable.journal import whole_states
+
+        records = engine.steps(run_id)
+        effects = [_effect(record, state) for record, state in zip(records, whole_states(records))]
         return {
             "run_id": run_id,
             "spec": info.request.get("spec"),
@@ -350,7 +375,7 @@ def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
         }
 
 
-def _effect(record: Record) -> dict[str, Any]:
+def _effect(record: Record, state: object) -> dict[str, Any]:
     result = record.get("result", {})
     outcome = next((k for k in ("ok", "err", "raised", "value", "none", "timeout") if k in result), "?")
     return {
@@ -360,7 +385,7 @@ def _effect(record: Record) -> dict[str, Any]:
         "site": record.get("site"),
         "seconds": round(float(record.get("seconds", 0.0)), 6),
         "outcome": {"ok": "ok", "value": "ok", "none": "ok", "err": "err", "raised": "err", "timeout": "timeout"}.get(outcome, outcome),
-        "state": result.get("state"),
+        "state": state,
         "usage": record.get("usage") or None,
     }
 

@@ -57,6 +57,8 @@ def test_a_changed_spec_is_refused_unless_allowed(tmp_path: Path) -> None:
     assert (tmp_path / ".mcec" / "runs.sqlite").exists()  # the default database
     listed = _mcec(["runs", "list", "--format", "json"], tmp_path)
     assert [(r["run_id"], r["status"], r["last_step"]) for r in json.loads(listed.stdout)] == [("r1", "running", "jot")]
+    other = _mcec(["run", str(spec), "note", "--input", '"y"', "--durable", "--run-id", "r1"], tmp_path)
+    assert other.returncode == 2 and other.stderr.startswith('mcec run: run r1 exists with another input "x"'), other.stderr
     spec.write_text(spec.read_text(encoding="utf-8") + "pipeline again : str -> str = jot;\n", encoding="utf-8")
     refused = _mcec(["runs", "resume", "r1"], tmp_path)
     assert refused.returncode == 2 and refused.stdout == ""

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentmonad import Defect, Ok, Outcome
 from agentmonad.context import RetryClock, hooks
@@ -253,3 +255,58 @@ def test_a_replayed_model_call_counts_its_tokens_again() -> None:
     assert store.records[0]["usage"] == [["small", 7, 3]]
     again, replayed_tokens, _ = run(_by_key(store))
     assert (again, replayed_tokens, calls) == (Ok("hi!", 1), 10, ["hi"])
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=_json, after=_json, grown=st.lists(_json, max_size=3))
+def test_a_state_change_gives_back_the_state(before: object, after: object, grown: list[object]) -> None:
+    from agentmonad.durable.journal import apply_delta, state_delta
+
+    assert apply_delta(before, state_delta(before, after)) == after
+    if isinstance(before, list):  # a list that grows at its end records only what it grew by
+        assert state_delta(before, [*before, *grown]) == ({"extend": grown} if grown else {"same": True})
+
+
+def test_records_stay_the_same_size_as_the_state_grows() -> None:
+    """Each record keeps what its effect changed in the state, not the whole state: a chain of 300
+    steps that each append a note to the state records about the same bytes per step at the end
+    as at the start (the whole states, rebuilt, are what ``mcec runs show`` prints)."""
+    import json
+
+    from agentmonad import AgentMonad, Site, lift_step
+    from agentmonad.durable import SiteTypes, TypeTable
+    from agentmonad.durable.journal import whole_states
+
+    site = Site("note", "n.mce", 1, 1)
+
+    def note(state: tuple[str, ...], value: int) -> Outcome[tuple[str, ...], Exception, int]:
+        return Ok(value + 1, (*state, f"note {value} " + "x" * 40))
+
+    step = lift_step(note, name="note", errors=(), site=site)
+    table = TypeTable({str(site): SiteTypes(int, tuple[str, ...], ())}, {})
+    store = MemoryStore()
+
+    async def go() -> Outcome[Any, Any, Any]:
+        with hooks(journal=DurableJournal(store, table)):
+            outcome = await AgentMonad.chain([step] * 300)(0).run(())
+        await store.flush()
+        return outcome
+
+    outcome = asyncio.run(go())
+    sizes = [len(json.dumps(r["result"])) for r in store.records]
+    assert max(sizes[1:]) <= 2 * sizes[1], sizes[:3] + sizes[-3:]
+    assert whole_states(store.records)[-1] == list(outcome.state)
+    replayed = MemoryStore()
+
+    async def again() -> Outcome[Any, Any, Any]:
+        with hooks(journal=DurableJournal(replayed, table, _by_key(store))):
+            return await AgentMonad.chain([step] * 300)(0).run(())
+
+    assert asyncio.run(again()) == outcome and replayed.records == []

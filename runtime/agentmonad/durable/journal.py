@@ -30,7 +30,10 @@ from ..control import Deadline
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
-__all__ = ["DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError"]
+__all__ = [
+    "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError", "state_delta", "apply_delta",
+    "whole_states",
+]
 
 _T = TypeVar("_T")
 
@@ -129,6 +132,9 @@ class DurableJournal:
         self._counters: dict[tuple[str, ...], int] = {}
         self._deadlines: dict[int, str] = {}
         self._doomed: dict[int, Deadline] = {}
+        #: The state (JSON) of the last record of each branch that has one: a record keeps only
+        #: what changed since (:func:`state_delta`), so records stay small as the state grows.
+        self._states: dict[tuple[str, ...], object] = {}
         #: How many effects were replayed, and how many ran (tests and ``mcec runs show``).
         self.replayed = 0
         self.performed = 0
@@ -191,12 +197,12 @@ class DurableJournal:
             raise RecordError(f"no recorded types for the {effect.kind} at {effect.site}")
         return types
 
-    def _replay(self, record: Record, effect: Effect) -> object:
+    def _replay(self, path: tuple[str, ...], record: Record, effect: Effect) -> object:
         """The result ``record`` recorded (its tokens counted again, so budgets decide the same)."""
         self.replayed += 1
         for model, prompt, completion in record.get("usage", ()):
             record_usage(model, prompt, completion)
-        result = record["result"]
+        result = self._full_state(path, record["result"])
         if effect.kind == "pause":
             return None
         types = self._types(effect)
@@ -216,7 +222,28 @@ class DurableJournal:
             return None
         return {"raised": encode_error(exc)}
 
+    def _full_state(self, path: tuple[str, ...], result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with its state whole (a record keeps the change since its branch's last state)."""
+        if "delta" in result:
+            result = {k: v for k, v in result.items() if k != "delta"} | {"state": apply_delta(self._states.get(path), result["delta"])}
+        if "state" in result:
+            self._states[path] = result["state"]
+        return result
+
+    def _delta_state(self, path: tuple[str, ...], result: dict[str, object]) -> dict[str, object]:
+        """``result`` with its state as the change since its branch's last state, when there is one."""
+        if "state" not in result:
+            return result
+        state = result["state"]
+        before = self._states.get(path, _NO_STATE)
+        self._states[path] = state
+        if before is _NO_STATE:
+            return result
+        return {k: v for k, v in result.items() if k != "state"} | {"delta": state_delta(before, state)}
+
     def _record(self, key: str, effect: Effect, result: dict[str, object], usage: list[list[object]], started: float) -> Record:
+        path = tuple(key.split("/")[:-1])
+        result = self._delta_state(path, result)
         return {
             "key": key,
             "kind": effect.kind,
@@ -242,7 +269,7 @@ class DurableJournal:
         record = self._recorded.get(key)
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
-            return self._replay(record, effect)  # type: ignore[return-value]  # validated as the site's type
+            return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
         if self._doomed:
             await self._expire_doomed()
         self.performed += 1
@@ -278,7 +305,7 @@ class DurableJournal:
         record = self._recorded.get(key)
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
-            return self._replay(record, effect)  # type: ignore[return-value]
+            return self._replay(path, record, effect)  # type: ignore[return-value]
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         started = time.time()
@@ -294,3 +321,63 @@ class DurableJournal:
             reset_run_context(token)
         self.store.later(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
         return result
+
+
+_NO_STATE = object()
+
+
+def state_delta(before: object, after: object) -> dict[str, Any]:
+    """What changed from the state ``before`` to ``after`` (JSON both): ``{"same": true}``, a list
+    that grew at its end (``{"extend": [...]}``), an object with some fields changed
+    (``{"fields": {name: delta}, "removed": [...]}``), else the new value (``{"set": value}``). So an
+    effect that appends one note to a growing state records the note, not the whole state again."""
+    if before == after:
+        return {"same": True}
+    if isinstance(before, list) and isinstance(after, list) and len(after) > len(before) and after[: len(before)] == before:
+        return {"extend": after[len(before):]}
+    if isinstance(before, dict) and isinstance(after, dict):
+        fields = {k: state_delta(before[k], v) if k in before else {"set": v} for k, v in after.items()
+                  if k not in before or before[k] != v}
+        removed = [k for k in before if k not in after]
+        return {"fields": fields, "removed": removed} if removed else {"fields": fields}
+    return {"set": after}
+
+
+def apply_delta(before: object, delta: dict[str, Any]) -> object:
+    """The state :func:`state_delta` went to from ``before``."""
+    if "same" in delta:
+        return before
+    if "extend" in delta and isinstance(before, list):
+        return [*before, *delta["extend"]]
+    if "fields" in delta and isinstance(before, dict):
+        removed = set(delta.get("removed", ()))
+        after = {k: v for k, v in before.items() if k not in removed}
+        for name, change in delta["fields"].items():
+            after[name] = apply_delta(before.get(name), change)
+        return after
+    if "set" in delta:
+        return delta["set"]
+    raise RecordError(f"a recorded state change does not apply to the state before it: {delta}")
+
+
+def whole_states(records: list[Record]) -> list[object]:
+    """The state after each of ``records`` (None where a record has none), its changes applied in
+    each branch's order: what ``mcec runs show`` prints."""
+    states: dict[tuple[str, ...], object] = {}
+    whole: dict[str, object] = {}
+
+    def number(record: Record) -> tuple[tuple[str, ...], int]:
+        *path, n = str(record["key"]).split("/")
+        return tuple(path), int(n)
+
+    for record in sorted(records, key=number):
+        path, _ = number(record)
+        result = record.get("result", {})
+        if "delta" in result:
+            states[path] = apply_delta(states.get(path), result["delta"])
+        elif "state" in result:
+            states[path] = result["state"]
+        else:
+            continue
+        whole[str(record["key"])] = states[path]
+    return [whole.get(str(r["key"])) for r in records]
