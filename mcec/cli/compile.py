@@ -392,6 +392,9 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
     add_model_option(command)
+    command.add_argument(
+        "--interpret", action="store_true", help="run with the reference interpreter instead of the compiled code"
+    )
     durable = command.add_argument_group("durable runs (docs/language.md §13)")
     durable.add_argument("--durable", action="store_true", help="record every effect: a killed run resumes where it was")
     durable.add_argument("--run-id", default=None, metavar="ID", help="the run's id (again: resume that run)")
@@ -487,6 +490,11 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.interpret:  # the reference interpreter runs the checked program in the module's place
+        from mcec.run.interpret import interpret
+
+        program, pipeline = result.program, args.pipeline
+        module = pytypes.SimpleNamespace(**{pipeline: lambda s, v: interpret(program, pipeline, s, v)})  # type: ignore[assignment]
     report = run_pipeline(module, args.pipeline, state, value, llm)
     out.write(dumps(report.payload) + "\n")
     return report.status
@@ -509,6 +517,7 @@ def run_durable(args: argparse.Namespace, out: TextIO) -> int:
             db=args.db,
             allow_changed_spec=args.allow_changed_spec,
             models=args.model,
+            interpret=args.interpret,
         )
     except DurableError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)

@@ -20,8 +20,8 @@ run, an unreachable database, a spec changed since the run started).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from agentmonad.durable.journal import Record, Store
 
     from mcec.check.typed import Program
+    from mcec.compiler import CompileResult
 
 __all__ = ["DurableError", "RunSummary", "cancel", "database_url", "list_runs", "resume", "run", "show"]
 
@@ -95,28 +96,33 @@ def _first_line(exc: BaseException) -> str:
 
 def _program(spec: str) -> Program:
     """The checked program of ``spec`` (DurableError with its first diagnostic when it does not check)."""
+    program = _compiled(spec, generate=False).program
+    assert program is not None
+    return program
+
+
+def _compiled(spec: str, *, generate: bool) -> CompileResult:
+    """``spec`` checked (and, with ``generate``, compiled); DurableError when it does not check."""
     from mcec.cli.common import load_source
-    from mcec.compiler import check_source
+    from mcec.compiler import check_source, compile_source
 
     source, problem = load_source(Path(spec))
     if problem is not None or source is None:
         raise DurableError(problem.message if problem is not None else f"cannot read {spec}")
-    result = check_source(source)
+    result = compile_source(source) if generate else check_source(source)
     if result.program is None:
         first = next((d for d in result.diagnostics if d.is_error), None)
         detail = f"{first.code}: {first.message}" if first is not None else "it does not check"
         raise DurableError(f"{spec} does not check ({detail}); run `mcec check {spec}`")
-    return result.program
+    return result
 
 
 def _durable_problems(program: Program, pipeline: str) -> list[str]:
     """What stops ``pipeline`` from running durably, from the build-time check (values or state
-    that cannot be recorded)."""
-    try:
-        check = importlib.import_module("mcec.check.durable")
-    except ModuleNotFoundError:  # the check is not on this branch yet
-        return []
-    return [f"{d.code}: {d.message} ({d.span.path}:{d.span.line})" for d in check.check_durable(program, pipeline)]
+    that cannot be recorded as typed JSON)."""
+    from mcec.check.durable import check_durable
+
+    return [f"{d.code}: {d.message} ({d.span.path}:{d.span.line})" for d in check_durable(program, pipeline)]
 
 
 async def _execute(request: dict[str, Any], store: Store, records: dict[str, Record]) -> dict[str, Any]:
@@ -128,18 +134,27 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
 
     from mcec.durable.types import type_table
     from mcec.run.interpret import interpret
-    from mcec.run.runner import RunError, describe_error, llm_run_config, prepare, report, safe_text, shown
+    from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
 
+    if request.get("cwd") and request["cwd"] not in sys.path:  # the spec's modules import as they did
+        sys.path.insert(0, request["cwd"])
+    pipeline = request["pipeline"]
     try:
-        program = _program(request["spec"])
-        value, state = prepare(program, request["pipeline"], request["input"], request.get("state"))
+        compiled = _compiled(request["spec"], generate=not request.get("interpret"))
+        program = compiled.program
+        assert program is not None
+        value, state = prepare(program, pipeline, request["input"], request.get("state"))
         llm = llm_run_config(program, list(request.get("models", [])))
         journal = DurableJournal(store, type_table(program), records)
+        module = load_module(program, compiled.generated) if compiled.generated is not None else None
     except (DurableError, RunError) as exc:
         return {"ok": False, "failed": str(exc)}
     try:
         with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
-            outcome = await interpret(program, request["pipeline"], state, value)
+            if module is None:  # the reference interpreter
+                outcome = await interpret(program, pipeline, state, value)
+            else:  # the compiled pipeline: every effect goes through the seam too
+                outcome = await getattr(module, pipeline)(state, value)
         await store.flush()
     except Defect as defect:
         cause = defect.cause
@@ -213,10 +228,12 @@ def run(
     db: str | None = None,
     allow_changed_spec: bool = False,
     models: Sequence[str] = (),
+    interpret: bool = False,
 ) -> dict[str, Any]:
     """Run ``pipeline`` of ``spec`` on ``input_json`` durably; the Outcome as ``mcec run`` prints
     it, plus ``run_id``. With the ``run_id`` of an earlier run: resume it (its own input), or give
-    its recorded outcome when it finished."""
+    its recorded outcome when it finished. The run is the compiled pipeline; ``interpret``: the
+    reference interpreter's (what ``mcec run --interpret`` runs)."""
     spec = str(spec)
     with _engine(db) as engine:
         if run_id is not None and engine.run(run_id) is not None:
@@ -232,7 +249,7 @@ def run(
             llm_run_config(program, list(models))
         except RunError as exc:
             raise DurableError(str(exc)) from exc
-        request = _request(program, spec, pipeline, input_json, state_json, models)
+        request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret}
         chosen = run_id or uuid.uuid4().hex[:12]
         engine.launch(_execute)
         return _payload(chosen, asyncio.run(engine.start(chosen, request)))

@@ -8,7 +8,9 @@ place is :func:`perform` (and :func:`perform_sync` for a sync step).
 
 With nothing attached (``RunContext.hooked`` false, the default) a caller makes
 the plain call itself: one attribute test of a run context it read once is the
-whole cost, so a run without hooks stays at the floor. With a hook attached the
+whole cost (compiled code does not even read the context while no hooked one
+exists in the process: ``agentmonad.context.HOOKS_ALIVE``, one global test per
+generated function), so a run without hooks stays at the floor. With a hook attached the
 caller hands the call to the seam, which tells the event sink that the effect
 starts, runs it, records its result in the journal, and tells the sink how it
 ended.
@@ -16,7 +18,9 @@ ended.
 Which callers go through here today: the interpreter (``AgentMonad.run``, so
 checked plans and ``mcec run --interpret``) for every step, tool and model call,
 with the step's site and the element index inside ``each``/``par``
-(``RunContext.index``). Compiled code does not yet (see docs/DESIGN.md).
+(``RunContext.index``); and compiled code, through ``agentmonad.compiled``'s
+``step_effect``/``async_step_effect``/``fn_effect``, with the same effects for
+the same spec (tests/codegen/test_differential.py; see docs/DESIGN.md).
 """
 
 from __future__ import annotations

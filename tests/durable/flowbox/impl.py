@@ -9,8 +9,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Annotated
 
-from agentmonad import Append, Ok, Outcome, Sum, Timeout
-from agentmonad.control import previous_failure
+from agentmonad import Append, Ok, Outcome, PlanRequest, Sum, Timeout
 
 
 @dataclass(frozen=True)
@@ -21,12 +20,14 @@ class Log:
     total: Annotated[int, Sum] = 0
 
 
+@dataclass
 class Busy(Exception):
-    """A source that asks to be asked again."""
+    """A source that asks to be asked again (a dataclass: its fields are what a durable run records)."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(f"{what} is busy")
-        self.what = what
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.what} is busy"
 
 
 def _effect(line: str) -> None:
@@ -49,10 +50,11 @@ async def fetch(state: Log, topic: str) -> Outcome[Log, Busy, str]:
 
 
 async def flaky(state: Log, topic: str) -> Outcome[Log, Busy, str]:
-    """Busy on its first attempt inside a retry; then the topic in capitals."""
+    """Busy until the element has fetched twice (a retry's next attempt starts from the state the
+    failed one reached); then the topic in capitals."""
     await _pace()
     _effect(f"flaky {topic}")
-    if previous_failure() is None:
+    if state.total < 2:
         raise Busy(topic)
     return Ok(topic.upper(), state)
 
@@ -97,3 +99,28 @@ def describe(n: int) -> str:
 
 def words(text: str) -> str:
     return f"words:{text}"
+
+
+@dataclass(frozen=True)
+class Notes:
+    """The sub-agent's own state."""
+
+    written: tuple[str, ...] = ()
+
+
+async def jot(state: Notes, text: str) -> Outcome[Notes, None, str]:
+    await _pace()
+    if os.environ.get("MCEC_DIE") == text:  # the process dies here (a crash, for the resume tests)
+        os._exit(9)
+    _effect(f"jot {text}")
+    return Ok(f"{text}.", replace(state, written=state.written + (text,)))
+
+
+def notes_for(state: Log) -> Notes:
+    return Notes(written=state.lines[:1])
+
+
+def write_plan(state: Log, request: PlanRequest) -> Outcome[Log, Busy, str]:
+    """The scripted planner: a plan over the toolbox."""
+    _effect("plan")
+    return Ok("fetch >>= words", state)
