@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcec.compiler import check_source
 from mcec.fingerprint import SpecFingerprint, describe_change, fingerprint
@@ -181,6 +183,26 @@ def test_mcec_fmt_keeps_the_digest(package: Package) -> None:
     assert formatted.text is not None
     path.write_text(formatted.text, encoding="utf-8")
     assert package.fingerprint() == before
+
+
+#: What a space between two tokens of SPEC may become: more spaces, line breaks, a comment.
+LAYOUTS = st.sampled_from([" ", "  ", "\n", " \n    ", "\t", "  # a comment\n", "\n\n# another\n  "])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_layout_keeps_the_digest(package: Package, data: st.DataObject) -> None:
+    """Every space outside a comment replaced by random layout: the same fingerprint."""
+    baseline = package.fingerprint()
+    lines = []
+    for line in SPEC.replace("PKG", package.name).splitlines():
+        if line.startswith("#"):
+            lines.append(line)
+            continue
+        words = line.split(" ")
+        lines.append(words[0] + "".join(data.draw(LAYOUTS) + word for word in words[1:]))
+    (package.folder / "batch.mce").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert package.fingerprint() == baseline
 
 
 def test_a_docstring_or_a_method_is_not_a_change_of_type(package: Package) -> None:
