@@ -125,11 +125,12 @@ class Package:
         assert old.replace("PKG", self.name) in text, old
         path.write_text(text.replace(old.replace("PKG", self.name), new.replace("PKG", self.name)), encoding="utf-8")
 
-    def fingerprint(self) -> SpecFingerprint:
+    def fingerprint(self, path: Path | None = None) -> SpecFingerprint:
+        """The fingerprint of the spec, checked from ``path`` (default: its absolute path)."""
         for module in [m for m in sys.modules if m == self.name or m.startswith(self.name + ".")]:
             del sys.modules[module]
         importlib.invalidate_caches()
-        path = self.folder / "batch.mce"
+        path = path if path is not None else self.folder / "batch.mce"
         result = check_source(SourceFile(str(path), path.read_text(encoding="utf-8")))
         assert result.program is not None, result.diagnostics
         return fingerprint(result.program)
@@ -157,6 +158,18 @@ def test_the_fingerprint_is_stable_and_names_every_part(package: Package) -> Non
         assert f"type:{package.name}.impl.{cls}" in names  # Page only through Doc's field
     assert f"field:{package.name}.impl.Doc.pages" in names
     assert describe_change(first, second) == ""
+
+
+def test_the_working_directory_and_the_path_as_written_do_not_count(package: Package, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run resumed from another folder, its spec named another way, has the same fingerprint."""
+    here = package.fingerprint()
+    assert f"spec:{package.name}/batch.mce" in dict(here.parts)  # from the folder its package starts in
+    relative = package.fingerprint(Path(package.name) / "batch.mce")
+    monkeypatch.chdir(package.folder)
+    inside = package.fingerprint(Path("batch.mce"))
+    monkeypatch.chdir("/")
+    elsewhere = package.fingerprint(package.folder / "batch.mce")
+    assert here == relative == inside == elsewhere
 
 
 FORMATTING_EDITS: list[tuple[str, str, str]] = [
