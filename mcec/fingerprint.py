@@ -7,7 +7,8 @@ differs, naming what changed in the spec's terms (:func:`describe_change`).
 The fingerprint is a list of named *parts*, one per thing that matters:
 
 - ``spec:PATH`` — each spec: the one run, and every spec it uses (§11),
-  transitively. Its value is the digest of the *checked* program with every
+  transitively; PATH is relative to the folder the run's spec's package starts in
+  (``examples/batch/batch.mce``), whatever the working directory. Its value is the digest of the *checked* program with every
   span left out and the declarations in a canonical order, so an edit that only
   changes layout, comments or the order of declarations keeps it, and any
   edit the checker sees (a type, a step's implementation, a template's text, a
@@ -30,12 +31,12 @@ import dataclasses
 import enum
 import hashlib
 import json
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcec.check.pyindex import package_root
 from mcec.check.pyclasses import annotation_text, class_fields, class_kind, classes_in, python_type
 from mcec.check.typed import Program, TDecl, TFromImport, TModuleImport, TPipeline, TUsed
 from mcec.check.types import ClassRef, Generic, Type, Union
@@ -80,8 +81,9 @@ class SpecFingerprint:
 def fingerprint(program: Program) -> SpecFingerprint:
     """The fingerprint of ``program``: its spec, the specs it uses, and its recorded types."""
     parts: dict[str, str] = {}
+    base = package_root(program.path)
     for spec in _specs(program):
-        parts[f"spec:{_spec_name(spec.path)}"] = _sha(_canonical(_program_shape(spec)))
+        parts[f"spec:{_spec_name(spec.path, base)}"] = _sha(_canonical(_program_shape(spec, base)))
     for cls in _recorded_classes(program):
         path = _class_path(cls)
         fields = class_fields(cls)
@@ -134,22 +136,23 @@ def _specs(program: Program) -> Iterator[Program]:
         stack.extend(used.program for used in spec.uses)
 
 
-def _spec_name(path: str) -> str:
-    """A spec's path as parts name it: relative to the working directory when under it, with
-    ``/`` separators, so the same spec has the same name wherever a run is resumed from."""
+def _spec_name(path: str, base: Path) -> str:
+    """A spec's path as parts name it: relative to ``base`` (the folder the run's spec's package
+    starts in: where its imports start) when under it, with ``/`` separators, so that the same
+    spec has the same name whatever the working directory and however its path was written."""
+    resolved = Path(path).resolve()
     try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return Path(path).as_posix()
-    return Path(path if relative.startswith("..") else relative).as_posix()
+        return resolved.relative_to(base).as_posix()
+    except ValueError:
+        return resolved.as_posix()
 
 
-def _program_shape(program: Program) -> object:
+def _program_shape(program: Program, base: Path) -> object:
     """What of a checked program a run depends on: every declaration without its spans, in a
     canonical order (imports by text, the others by kind and name); a used spec is named, not
     walked (it has its own part)."""
-    decls = sorted((_canonical(_shape(decl)) for decl in program.decls), key=lambda text: (_decl_rank(text), text))
-    return {"state": _shape(program.state), "merge": _shape(program.merge), "decls": decls}
+    decls = sorted((_canonical(_shape(decl, base)) for decl in program.decls), key=lambda text: (_decl_rank(text), text))
+    return {"state": _shape(program.state, base), "merge": _shape(program.merge, base), "decls": decls}
 
 
 def _decl_rank(text: str) -> int:
@@ -158,26 +161,27 @@ def _decl_rank(text: str) -> int:
     return 0 if text.startswith(('["TFromImport"', '["TModuleImport"')) else 1
 
 
-def _shape(node: object) -> object:
+def _shape(node: object, base: Path) -> object:
     """``node`` as JSON-able data: dataclasses as ``[class, {field: …}]`` over the fields that
     take part in equality, spans and the spec's text left out, sets sorted."""
     match node:
         case Span():
             return None
         case TUsed():
-            fields = {"name": node.name, "module": node.module, "pipeline": node.pipeline, "spec": _spec_name(node.spec)}
-            return ["TUsed", fields | {"sig": _shape(node.sig), "state": _shape(node.state), "own_state": node.own_state}]
+            fields = {"name": node.name, "module": node.module, "pipeline": node.pipeline, "spec": _spec_name(node.spec, base)}
+            rest = {"sig": _shape(node.sig, base), "state": _shape(node.state, base), "own_state": node.own_state}
+            return ["TUsed", fields | rest]
         case enum.Enum():
             return node.value
         case str() | int() | float() | bool() | None:
             return node
         case tuple() | list():
-            return [_shape(item) for item in node]
+            return [_shape(item, base) for item in node]
         case frozenset() | set():
-            return sorted((_shape(item) for item in node), key=_canonical)
+            return sorted((_shape(item, base) for item in node), key=_canonical)
         case _ if dataclasses.is_dataclass(node) and not isinstance(node, type):
             shaped: dict[str, object] = {
-                f.name: _shape(getattr(node, f.name)) for f in dataclasses.fields(node) if f.compare and f.name != "span"
+                f.name: _shape(getattr(node, f.name), base) for f in dataclasses.fields(node) if f.compare and f.name != "span"
             }
             return [type(node).__name__, shaped]
         case _:

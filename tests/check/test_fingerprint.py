@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcec.compiler import check_source
 from mcec.fingerprint import SpecFingerprint, describe_change, fingerprint
@@ -123,11 +125,12 @@ class Package:
         assert old.replace("PKG", self.name) in text, old
         path.write_text(text.replace(old.replace("PKG", self.name), new.replace("PKG", self.name)), encoding="utf-8")
 
-    def fingerprint(self) -> SpecFingerprint:
+    def fingerprint(self, path: Path | None = None) -> SpecFingerprint:
+        """The fingerprint of the spec, checked from ``path`` (default: its absolute path)."""
         for module in [m for m in sys.modules if m == self.name or m.startswith(self.name + ".")]:
             del sys.modules[module]
         importlib.invalidate_caches()
-        path = self.folder / "batch.mce"
+        path = path if path is not None else self.folder / "batch.mce"
         result = check_source(SourceFile(str(path), path.read_text(encoding="utf-8")))
         assert result.program is not None, result.diagnostics
         return fingerprint(result.program)
@@ -157,6 +160,18 @@ def test_the_fingerprint_is_stable_and_names_every_part(package: Package) -> Non
     assert describe_change(first, second) == ""
 
 
+def test_the_working_directory_and_the_path_as_written_do_not_count(package: Package, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run resumed from another folder, its spec named another way, has the same fingerprint."""
+    here = package.fingerprint()
+    assert f"spec:{package.name}/batch.mce" in dict(here.parts)  # from the folder its package starts in
+    relative = package.fingerprint(Path(package.name) / "batch.mce")
+    monkeypatch.chdir(package.folder)
+    inside = package.fingerprint(Path("batch.mce"))
+    monkeypatch.chdir("/")
+    elsewhere = package.fingerprint(package.folder / "batch.mce")
+    assert here == relative == inside == elsewhere
+
+
 FORMATTING_EDITS: list[tuple[str, str, str]] = [
     ("comments", "# A batch of documents, each extracted once.\n", "# Reworded.\n# Two lines now.\n"),
     ("spacing", "step extract : Doc -> Facts ! ExtractError = impl.extract", "step   extract:Doc->Facts!ExtractError=\n    impl.extract   # aligned"),
@@ -181,6 +196,26 @@ def test_mcec_fmt_keeps_the_digest(package: Package) -> None:
     assert formatted.text is not None
     path.write_text(formatted.text, encoding="utf-8")
     assert package.fingerprint() == before
+
+
+#: What a space between two tokens of SPEC may become: more spaces, line breaks, a comment.
+LAYOUTS = st.sampled_from([" ", "  ", "\n", " \n    ", "\t", "  # a comment\n", "\n\n# another\n  "])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_layout_keeps_the_digest(package: Package, data: st.DataObject) -> None:
+    """Every space outside a comment replaced by random layout: the same fingerprint."""
+    baseline = package.fingerprint()
+    lines = []
+    for line in SPEC.replace("PKG", package.name).splitlines():
+        if line.startswith("#"):
+            lines.append(line)
+            continue
+        words = line.split(" ")
+        lines.append(words[0] + "".join(data.draw(LAYOUTS) + word for word in words[1:]))
+    (package.folder / "batch.mce").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert package.fingerprint() == baseline
 
 
 def test_a_docstring_or_a_method_is_not_a_change_of_type(package: Package) -> None:
