@@ -15,19 +15,12 @@ The golden module ``v1/v1_words.py.txt`` is *not* rewritten by
 
 (that compiler's in-memory ``compile_source`` gives the same bytes). If this test
 fails, the v2 compiler changed what a v1 spec means or compiles to.
-
-One thing it compiles to differently on purpose: every step, ``fn``, tool and model call
-goes through the effect seam when a hook is attached (issue 30; docs/language.md §7), which
-does nothing with none. The comparison takes that out first (:func:`without_the_seam`: the
-plain call of each ``if run is not None: … else: …``, no ``run = …`` line, no seam import),
-so everything else must still be byte for byte what version 1 wrote.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +30,6 @@ from toolbox import TState
 
 from agentmonad import Ok
 from mcec import syntax
-from mcec.codegen.layout import black_module
 from mcec.compiler import CompileResult, compile_source
 from mcec.render import render_text
 from mcec.run.interpret import Interpreter
@@ -103,32 +95,10 @@ def test_the_words_are_declared_names_and_plain_references() -> None:
     assert set(WORDS) <= {n.name for n in nodes if isinstance(n, syntax.Ref)}  # each word is used
 
 
-#: A call through the effect seam: ``if run is not None:`` the seam's call, ``else:`` the plain one.
-_SEAM_CALL = re.compile(
-    r"^(?P<i> *)if run(_\d+)? is not None:\n(?:(?P=i)    .*\n)+?(?P=i)else:\n(?P<plain>(?:(?P=i)    .*\n)+)", re.M
-)
-_SEAM_READ = re.compile(r"^ *run(_\d+)? = hooked_run\(\) if hooks_alive else None\n", re.M)
-_SEAM_NAMES = ("async_step_effect", "fn_effect", "hooked_run", "hooks_alive", "step_effect")
-
-
-def without_the_seam(code: str) -> str:
-    """``code`` as it would be without the effect seam: each call's plain branch in its place
-    (dedented), no read of the run context, no seam names imported (black again, for the
-    import line)."""
-    code = _SEAM_CALL.sub(lambda m: re.sub(r"^    ", "", m["plain"], flags=re.M), code)
-    code = _SEAM_READ.sub("", code)
-    imports = re.search(r"^from agentmonad\.compiled import (\([^)]*\)|.*)$", code, re.M)
-    assert imports is not None
-    names = [n.strip() for n in imports[1].strip("()").split(",") if n.strip() and n.strip() not in _SEAM_NAMES]
-    code = code[: imports.start()] + f"from agentmonad.compiled import {', '.join(names)}" + code[imports.end() :]
-    return black_module(code)
-
-
-def test_without_the_seam_the_spec_compiles_to_the_module_version_1_produced() -> None:
+def test_the_spec_compiles_to_the_module_version_1_produced() -> None:
     generated = _compiled().generated
     assert generated is not None
-    assert "if run is not None:" in generated.code  # the seam is there, and taken out below
-    assert without_the_seam(generated.code) == GOLDEN.read_text(encoding="utf-8")
+    assert generated.code == GOLDEN.read_text(encoding="utf-8")
 
 
 def test_mcec_compile_writes_that_module_and_mypy_accepts_it(tmp_path: Path) -> None:
@@ -141,11 +111,7 @@ def test_mcec_compile_writes_that_module_and_mypy_accepts_it(tmp_path: Path) -> 
         env=env,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    generated = _compiled().generated
-    assert generated is not None
-    written = (tmp_path / "v1_words_mce.py").read_bytes()
-    assert written == generated.code.encode()  # what compile_source gives, byte for byte
-    assert without_the_seam(written.decode()).encode() == GOLDEN.read_bytes()
+    assert (tmp_path / "v1_words_mce.py").read_bytes() == GOLDEN.read_bytes()
 
 
 def test_the_words_run_as_the_steps_they_name() -> None:
