@@ -14,7 +14,10 @@ import time
 import types as pytypes
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from mcec.run.timeline import Timeline
 
 from mcec.cli.build_state import (
     STATE_DIR,
@@ -387,6 +390,15 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
     add_model_option(command)
+    command.add_argument(
+        "--trace",
+        nargs="?",
+        const="text",
+        choices=("text", "json"),
+        default=None,
+        help="after the result, print the run as a tree on stderr: each step with its .mce line, duration, "
+        "tokens and outcome (`--trace json`: as JSON)",
+    )
     command.set_defaults(func=run_run)
 
 
@@ -455,7 +467,10 @@ def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
     side does not load, 2 on bad input."""
-    from mcec.run.runner import RunError, dumps, llm_run_config, prepare, run_pipeline
+    from agentmonad.events import EventSink, Fanout
+
+    from mcec.run.runner import RunError, dumps, llm_run_config, pipeline_site, prepare, run_pipeline
+    from mcec.run.timeline import Timeline
 
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
@@ -470,9 +485,34 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    report = run_pipeline(module, args.pipeline, state, value, llm)
+    site = pipeline_site(result.program, args.pipeline)
+    timeline = Timeline() if args.trace is not None else None
+    if sys.stderr.isatty():  # on a terminal: the step running and each `each`'s progress
+        from mcec.run.progress import ProgressDisplay
+
+        with ProgressDisplay(sys.stderr) as progress:
+            sink: EventSink = progress if timeline is None else Fanout(timeline, progress)
+            report = run_pipeline(module, args.pipeline, state, value, llm, events=sink, site=site)
+    else:
+        report = run_pipeline(module, args.pipeline, state, value, llm, events=timeline, site=site)
     out.write(dumps(report.payload) + "\n")
+    if timeline is not None:
+        out.flush()  # the result first, then the trace
+        show_trace(timeline, args.trace, sys.stderr)
     return report.status
+
+
+def show_trace(timeline: Timeline, form: str, stream: TextIO) -> None:
+    """``--trace``: the run's tree as text, or as JSON (``--trace json``)."""
+    import json
+
+    from mcec.run.timeline import as_json, render_text
+
+    roots = timeline.tree()
+    if form == "json":
+        stream.write(json.dumps({"trace": as_json(roots)}, indent=2, ensure_ascii=False) + "\n")
+    else:
+        stream.write(render_text(roots) + "\n")
 
 
 #: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).

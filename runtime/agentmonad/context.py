@@ -37,6 +37,11 @@ from dataclasses import dataclass
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, final
 
+from .events import Effect as Effect
+from .events import EffectKind as EffectKind
+from .events import EventSink as EventSink
+from .events import OpenSpan
+
 if TYPE_CHECKING:
     from .outcome import Site
 
@@ -119,22 +124,6 @@ class Budgeted(Guard, Meter, Protocol):
     """A guard that counts tokens too: a ``Budget`` (``agentmonad.usage``)."""
 
 
-#: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model.
-EffectKind = Literal["step", "fn", "tool", "model"]
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """One effect of a run, as hooks see it (:mod:`agentmonad.effects`): its ``kind``, its
-    ``site`` in the spec (``None`` for a step built without one), and ``index``, the element
-    indices of the ``each``/``par`` branches it runs in, outermost first (``()`` outside any)."""
-
-    kind: EffectKind
-    site: Site | None
-    index: tuple[int, ...]
-
-
 class Journal(Protocol):
     """Where a durable run records each effect it performs (the durable-runs issue attaches one).
 
@@ -142,16 +131,6 @@ class Journal(Protocol):
 
     def record(self, effect: Effect, result: object) -> None:
         """Record that ``effect`` gave ``result``."""
-        ...
-
-
-class EventSink(Protocol):
-    """Where a traced or streamed run sends what it does (the run-events issue attaches one).
-
-    ``None`` in :attr:`RunContext.events` (the default): no event is made."""
-
-    def emit(self, event: Literal["started", "ended", "failed"], effect: Effect, detail: object) -> None:
-        """``effect`` started (``detail`` None), ended (its result) or failed (the exception)."""
         ...
 
 
@@ -238,6 +217,7 @@ class RunContext:
         "index",
         "hooked",
         "_attachment",
+        "span",
     )
 
     def __init__(
@@ -251,6 +231,7 @@ class RunContext:
         events: EventSink | None = None,
         human: HumanInput | None = None,
         index: tuple[int, ...] = (),
+        span: OpenSpan | None = None,
     ) -> None:
         #: What subpackages keep for the run, keyed by a class of their own (open scopes, settings).
         self.parts = parts
@@ -274,6 +255,9 @@ class RunContext:
         #: The element indices of the ``each``/``par`` branches the current code runs in,
         #: outermost first; kept only while hooked (no hook, no one reads it).
         self.index = index
+        #: The innermost span open here (a run, an effect, a ``par``/``each`` group) while an
+        #: event sink is attached (:mod:`agentmonad.observe`); ``None`` otherwise.
+        self.span = span
 
     def _copy(self) -> RunContext:
         # slot by slot, not through __init__: a copy is made at every deadline, budget and
@@ -290,6 +274,7 @@ class RunContext:
         new.index = self.index
         new.hooked = self.hooked
         new._attachment = self._attachment
+        new.span = self.span
         return new
 
     def part(self, key: type[_T]) -> _T | None:
@@ -342,6 +327,12 @@ class RunContext:
         """This context inside element ``index`` of an ``each``/``par`` group."""
         new = self._copy()
         new.index = (*self.index, index)
+        return new
+
+    def with_span(self, span: OpenSpan) -> RunContext:
+        """This context inside ``span`` (an event sink is attached)."""
+        new = self._copy()
+        new.span = span
         return new
 
     def with_hooks(

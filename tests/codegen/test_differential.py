@@ -23,6 +23,7 @@ from toolbox import TState
 from agentmonad import Defect, Err, Ok
 from agentmonad.compiled import hooks_alive
 from agentmonad.context import hooks
+from agentmonad.events import EffectEnded, EffectStarted, Event
 from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
 from mcec.run.interpret import Interpreter
@@ -118,9 +119,14 @@ class EffectLog:
     def __init__(self) -> None:
         self.heard: list[tuple[Any, ...]] = []
 
-    def emit(self, event: str, effect: Any, detail: object) -> None:
-        shown = type(detail).__name__ if isinstance(detail, BaseException) else detail
-        self.heard.append((event, effect.kind, effect.site, effect.index, shown))
+    def emit(self, event: Event) -> None:
+        match event:
+            case EffectStarted(effect=effect):
+                self.heard.append(("started", effect.kind, effect.site, effect.index, None))
+            case EffectEnded(effect=effect, outcome=outcome, error=error):
+                self.heard.append((outcome, effect.kind, effect.site, effect.index, error))
+            case _:
+                pass  # the run and its groups: not effects
 
     def record(self, effect: Any, result: object) -> None:
         self.heard.append(("recorded", effect.kind, effect.site, effect.index, result))

@@ -165,9 +165,16 @@ class Recorder:
         self.events: list[tuple[str, str, str, int, tuple[int, ...], object]] = []
         self.journal: list[tuple[str, str, tuple[int, ...], object]] = []
 
-    def emit(self, event: str, effect: Any, detail: object) -> None:
-        site = effect.site
-        self.events.append((event, effect.kind, site.step, site.line, effect.index, detail))
+    def emit(self, event: Any) -> None:
+        from agentmonad.events import EffectEnded, EffectStarted
+
+        match event:
+            case EffectStarted(effect=effect):
+                self.events.append(("started", effect.kind, effect.site.step, effect.site.line, effect.index, None))
+            case EffectEnded(effect=effect, outcome=outcome):
+                self.events.append(("ended", effect.kind, effect.site.step, effect.site.line, effect.index, outcome))
+            case _:
+                pass
 
     def record(self, effect: Any, result: object) -> None:
         self.journal.append((effect.kind, effect.site.step, effect.index, result))
