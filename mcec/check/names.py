@@ -17,6 +17,7 @@ from mcec import syntax
 from mcec.check import report
 from mcec.check.env import Binding, Env, Failure, Kind, suggest
 from mcec.check.implementations import StepContract, check_fn, check_step
+from mcec.check.partials import partial_classes
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
@@ -581,7 +582,8 @@ class DeclarationChecker:
             problem = check_output(decl, output)
             if problem is not None:
                 self.sink.add(problem)
-        llm = TLlm(decl.name.text, sig, decl.model.text, text, template_name, decl.span)
+        partials = partial_classes(output, self.index) if decl.stream and types_resolved else ()
+        llm = TLlm(decl.name.text, sig, decl.model.text, text, template_name, decl.span, decl.stream, partials)
         self.declared.llms.setdefault(decl.name.text, llm)
 
     def _pipeline(self, decl: syntax.PipelineDecl) -> None:

@@ -14,7 +14,7 @@ import time
 import types as pytypes
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from mcec.cli.build_state import (
     STATE_DIR,
@@ -46,6 +46,11 @@ from mcec.codegen.mypy_check import GeneratedFile, UsedModule, run_mypy, used_mo
 from mcec.cli.output import OutputError, output_path, recorded_sha256, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
+
+if TYPE_CHECKING:
+    from agentmonad.llm import LLMConfig
+    from mcec.check.typed import Program
+    from mcec.run.runner import RunReport
 
 
 
@@ -387,6 +392,12 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
     add_model_option(command)
+    command.add_argument(
+        "--stream",
+        action="store_true",
+        help="print the answers of `stream llm` steps as they arrive (text as text, a structured "
+        "answer's partials as JSON lines), then the Outcome",
+    )
     command.set_defaults(func=run_run)
 
 
@@ -470,9 +481,31 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    report = run_pipeline(module, args.pipeline, state, value, llm)
+    if args.stream:
+        report = _run_streamed(result.program, module, args.pipeline, state, value, llm, out)
+    else:
+        report = run_pipeline(module, args.pipeline, state, value, llm)
     out.write(dumps(report.payload) + "\n")
     return report.status
+
+
+def _run_streamed(
+    program: Program, module: pytypes.ModuleType, pipeline: str, state: object, value: object, llm: LLMConfig | None, out: TextIO
+) -> RunReport:
+    """``mcec run --stream`` (docs/language.md §14): the run with a :class:`StreamPrinter` attached,
+    writing the streamed answers to ``out`` as they arrive."""
+    from agentmonad.context import hooks
+    from mcec.run.runner import run_pipeline
+    from mcec.run.stream import StreamPrinter
+
+    if not any(llm_decl.stream for llm_decl in program.llms):
+        print("mcec run: --stream: no llm step of the spec is declared `stream llm`, so nothing streams", file=sys.stderr)
+    printer = StreamPrinter(out)
+    try:
+        with hooks(events=printer):
+            return run_pipeline(module, pipeline, state, value, llm)
+    finally:
+        printer.close()
 
 
 #: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).

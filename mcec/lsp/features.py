@@ -625,7 +625,7 @@ def references_elsewhere(
 
 _GRAMMAR = tables()
 #: The words that start a declaration (and ``async``, before ``step``).
-DECLARATION_WORDS = (*_GRAMMAR.declaration_words, "async")
+DECLARATION_WORDS = (*_GRAMMAR.declaration_words, "async", "stream")
 #: The words an expression may start with or contain: reserved (``par``) and soft (``retry``) keywords.
 EXPRESSION_WORDS = tuple(
     sorted(
