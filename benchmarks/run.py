@@ -4,7 +4,7 @@
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``scaling_bench`` (issue 36), ``codegen_bench``
 (issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
-``react_bench`` (issue 22), ``plan_bench`` (issue 23) and ``lsp_bench`` (issue 34), prints each one's detail, then ONE
+``react_bench`` (issue 22), ``plan_bench`` (issue 23), ``lsp_bench`` (issue 34) and ``events_bench`` (issue 33), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "scaling", "codegen", "control", "peers", "check", "llm", "react", "plans", "lsp")
+BENCHMARKS = (
+    "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "peers", "check", "llm", "react", "plans",
+    "lsp",
+)
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 #: The checker's sizes in the smoke run (the test suite's). The largest is wide enough that a
 #: recursion as deep as a shape is wide fails there (mcec never raises Python's limit of 1,000
@@ -220,6 +223,38 @@ def rows_control(r: dict[str, Any]) -> list[Row]:
                 f"{g['ratio'][construct]:.3f} ({g['added_us_per_call'][construct]:+.2f} µs per call; A/A {g['ratio']['bare_again']:.3f})",
                 f"≤ {g['target']}",
                 _mark(g["target_met"][construct]),
+            ))
+    return rows
+
+
+def rows_events(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``events_bench`` (issue 33): no consumer attached (against the loop that
+    does not look for one), and the cost per step of a list sink and of OTel spans."""
+    c, e = r["chain"], r["each"]
+    rows: list[Row] = [
+        (
+            "events #33",
+            f"{c['steps']:,}-step interpreted chain, no sink: per step / before events",
+            f"{c['value']:.3f} (A/A {c['ratio']['run_again'] / c['ratio']['run']:.3f})",
+            f"≤ {c['target']}",
+            _mark(c["target_met"]),
+        ),
+        (
+            "events #33",
+            f"each over {e['elements']:,} elements, no sink: per element / before events",
+            f"{e['value']:.3f} (A/A {e['ratio']['run_group_again'] / e['ratio']['run_group']:.3f})",
+            f"≤ {e['target']}",
+            _mark(e["target_met"]),
+        ),
+    ]
+    for sink, label in (("list_sink", "every event kept in a list"), ("otel_in_memory", "OTel spans, in-memory exporter")):
+        if sink in c["us_per_step"]:
+            rows.append((
+                "events #33",
+                f"per step with {label}: µs (× no sink)",
+                f"{c['us_per_step'][sink]:.2f} ({c['with_sink_over_none'][sink]:.1f}×)",
+                "reported",
+                "",
             ))
     return rows
 
@@ -449,6 +484,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = control_bench.main(quick=quick, smoke=smoke)
         control_bench.print_detail(out)
         return out
+    if name == "events":
+        from benchmarks import events_bench
+
+        out = events_bench.main(quick=quick, smoke=smoke)
+        events_bench.print_detail(out)
+        return out
     if name == "peers":
         from benchmarks import peers
 
@@ -499,6 +540,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "scaling": rows_scaling,
     "codegen": rows_codegen,
     "control": rows_control,
+    "events": rows_events,
     "peers": rows_peers,
     "check": rows_check,
     "llm": rows_llm,

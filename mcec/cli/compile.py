@@ -48,9 +48,9 @@ from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
 
 if TYPE_CHECKING:
-    from agentmonad.llm import LLMConfig
     from mcec.check.typed import Program
-    from mcec.run.runner import RunReport
+    from mcec.run.stream import StreamPrinter
+    from mcec.run.timeline import Timeline
 
 
 
@@ -393,6 +393,15 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
     add_model_option(command)
     command.add_argument(
+        "--trace",
+        nargs="?",
+        const="text",
+        choices=("text", "json"),
+        default=None,
+        help="after the result, print the run as a tree on stderr: each step with its .mce line, duration, "
+        "tokens and outcome (`--trace json`: as JSON)",
+    )
+    command.add_argument(
         "--stream",
         action="store_true",
         help="print the answers of `stream llm` steps as they arrive (text as text, a structured "
@@ -466,7 +475,10 @@ def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
     side does not load, 2 on bad input."""
-    from mcec.run.runner import RunError, dumps, llm_run_config, prepare, run_pipeline
+    from agentmonad.events import EventSink, Fanout
+
+    from mcec.run.runner import RunError, dumps, llm_run_config, pipeline_site, prepare, run_pipeline
+    from mcec.run.timeline import Timeline
 
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
@@ -481,31 +493,51 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.stream:
-        report = _run_streamed(result.program, module, args.pipeline, state, value, llm, out)
-    else:
-        report = run_pipeline(module, args.pipeline, state, value, llm)
+    site = pipeline_site(result.program, args.pipeline)
+    timeline = Timeline() if args.trace is not None else None
+    printer = _stream_printer(result.program, out) if args.stream else None
+    if sys.stderr.isatty() and printer is None:  # on a terminal: the step running and each `each`'s progress
+        from mcec.run.progress import ProgressDisplay
+
+        with ProgressDisplay(sys.stderr) as progress:
+            sink: EventSink = progress if timeline is None else Fanout(timeline, progress)
+            report = run_pipeline(module, args.pipeline, state, value, llm, events=sink, site=site)
+    else:  # the streamed answer (--stream) is what a terminal shows then, not the progress
+        sinks: list[EventSink] = [s for s in (timeline, printer) if s is not None]
+        events = None if not sinks else sinks[0] if len(sinks) == 1 else Fanout(*sinks)
+        try:
+            report = run_pipeline(module, args.pipeline, state, value, llm, events=events, site=site)
+        finally:
+            if printer is not None:
+                printer.close()
     out.write(dumps(report.payload) + "\n")
+    if timeline is not None:
+        out.flush()  # the result first, then the trace
+        show_trace(timeline, args.trace, sys.stderr)
     return report.status
 
 
-def _run_streamed(
-    program: Program, module: pytypes.ModuleType, pipeline: str, state: object, value: object, llm: LLMConfig | None, out: TextIO
-) -> RunReport:
-    """``mcec run --stream`` (docs/language.md §14): the run with a :class:`StreamPrinter` attached,
-    writing the streamed answers to ``out`` as they arrive."""
-    from agentmonad.context import hooks
-    from mcec.run.runner import run_pipeline
+def _stream_printer(program: Program, out: TextIO) -> StreamPrinter:
+    """``--stream`` (docs/language.md §14): the sink that writes the streamed answers to ``out`` as
+    they arrive; says on stderr when no step of the spec streams."""
     from mcec.run.stream import StreamPrinter
 
     if not any(llm_decl.stream for llm_decl in program.llms):
         print("mcec run: --stream: no llm step of the spec is declared `stream llm`, so nothing streams", file=sys.stderr)
-    printer = StreamPrinter(out)
-    try:
-        with hooks(events=printer):
-            return run_pipeline(module, pipeline, state, value, llm)
-    finally:
-        printer.close()
+    return StreamPrinter(out)
+
+
+def show_trace(timeline: Timeline, form: str, stream: TextIO) -> None:
+    """``--trace``: the run's tree as text, or as JSON (``--trace json``)."""
+    import json
+
+    from mcec.run.timeline import as_json, render_text
+
+    roots = timeline.tree()
+    if form == "json":
+        stream.write(json.dumps({"trace": as_json(roots)}, indent=2, ensure_ascii=False) + "\n")
+    else:
+        stream.write(render_text(roots) + "\n")
 
 
 #: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).

@@ -35,9 +35,9 @@ __all__ = ["EffectKind", "Effect", "perform", "perform_sync"]
 
 _T = TypeVar("_T")
 
-def _started(context: RunContext, effect: Effect) -> EffectSpan | None:
+def _started(context: RunContext, effect: Effect, errors: tuple[type, ...] | None) -> EffectSpan | None:
     """Tell the event sink, if any, that ``effect`` starts: the span to end (``None``: no sink)."""
-    return EffectSpan(context.events, effect) if context.events is not None else None
+    return EffectSpan(context.events, effect, errors) if context.events is not None else None
 
 
 def _ended(context: RunContext, effect: Effect, span: EffectSpan | None, result: object) -> None:
@@ -52,13 +52,21 @@ def _failed(span: EffectSpan | None, exc: BaseException) -> None:
         span.failed(exc)
 
 
-async def perform(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], Awaitable[_T]]) -> _T:
+async def perform(
+    context: RunContext,
+    kind: EffectKind,
+    site: Site | None,
+    call: Callable[[], Awaitable[_T]],
+    errors: tuple[type, ...] | None = None,
+) -> _T:
     """Run ``call()`` (an async effect of ``kind`` at ``site``) with the hooks of ``context``
     told: the sink before and after (:class:`~agentmonad.events.EffectStarted`,
     :class:`~agentmonad.events.EffectEnded`), the journal of its result. An exception (a
-    step's raised error, a cancellation) is told to the sink and propagates unchanged."""
+    step's raised error, a cancellation) is told to the sink and propagates unchanged.
+    ``errors``, the step's declared error types when the caller knows them, tells the sink
+    whether an exception it raises is an ``err`` or a ``defect``."""
     effect = Effect(kind, site, context.index)
-    span = _started(context, effect)
+    span = _started(context, effect, errors)
     try:
         result = await call()
     except BaseException as exc:
@@ -68,10 +76,16 @@ async def perform(context: RunContext, kind: EffectKind, site: Site | None, call
     return result
 
 
-def perform_sync(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], _T]) -> _T:
-    """:func:`perform` for a sync effect (a sync step, a ``fn``)."""
+def perform_sync(
+    context: RunContext,
+    kind: EffectKind,
+    site: Site | None,
+    call: Callable[[], _T],
+    errors: tuple[type, ...] | None = None,
+) -> _T:
+    """:func:`perform` for a sync effect (a sync step, a ``fn``: no declared error)."""
     effect = Effect(kind, site, context.index)
-    span = _started(context, effect)
+    span = _started(context, effect, errors)
     try:
         result = call()
     except BaseException as exc:

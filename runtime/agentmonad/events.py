@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, final
 
+from .errors import Defect
 from .outcome import Err, Site
 
 __all__ = [
@@ -64,16 +65,18 @@ __all__ = [
     "Effect",
     "EffectKind",
     "EventSink",
+    "Fanout",
     "OpenSpan",
     "new_span_id",
+    "count_tokens",
     "outcome_kind",
     "failure_kind",
 ]
 
-#: How something ended: ``ok`` (an ``Ok``, a value), ``err`` (an ``Err``, or an exception the
-#: step raised: the step contract then makes it an ``Err`` if the step declares it, else a
-#: Defect), ``defect`` (a ``Defect`` or another exception escaping), ``cancelled``
-#: (cancelled: a timeout, a failing sibling, the user).
+#: How something ended: ``ok`` (an ``Ok``, a value), ``err`` (an ``Err``, or an exception of a
+#: type the step declares — or any exception when the caller did not say which it declares),
+#: ``defect`` (a ``Defect``, an undeclared exception, anything not an ``Exception``),
+#: ``cancelled`` (cancelled: a timeout, a failing sibling, the user).
 OutcomeKind = Literal["ok", "err", "defect", "cancelled"]
 
 _spans = itertools.count(1)
@@ -224,12 +227,14 @@ class EachProgress:
 @final
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """One request to model ``model`` answered, using ``prompt_tokens`` + ``completion_tokens``.
-    ``effect`` is the effect that made it (a model call, or a user step that counts its own
-    tokens with ``record_usage``), ``None`` outside any."""
+    """One request to model ``model`` (the spec's declaration name; ``model_id`` the model the
+    request named, e.g. ``gpt-4o-mini``, when known) answered, using ``prompt_tokens`` +
+    ``completion_tokens``. ``effect`` is the effect that made it (a model call, or a user step
+    that counts its own tokens with ``record_usage``), ``None`` outside any."""
 
     effect: Effect | None
     model: str
+    model_id: str | None
     prompt_tokens: int
     completion_tokens: int
     span: int | None = None
@@ -262,13 +267,15 @@ class PartialOutput:
 @final
 @dataclass(frozen=True, slots=True)
 class ToolCalled:
-    """The MCP tool ``tool`` of server ``server`` was called (by ``effect``, the tool step) and
-    answered; ``ok`` is false when it answered with an error result or the call failed."""
+    """The MCP tool ``tool`` of server ``server`` was called (by ``effect``: a spec's ``tool``
+    step, or a user step calling ``call_tool``) and answered after ``duration`` seconds; ``ok``
+    is false when it answered with an error result or the call failed."""
 
     effect: Effect | None
     tool: str
     server: str
     ok: bool
+    duration: float
     span: int | None = None
     at: float = field(default_factory=now)
 
@@ -315,18 +322,48 @@ class EventSink(Protocol):
 
 
 
+@final
+class Fanout:
+    """An event sink that hands every event to each of ``sinks``, in order (a timeline and a
+    progress display, say)."""
+
+    __slots__ = ("sinks",)
+
+    def __init__(self, *sinks: EventSink) -> None:
+        self.sinks = sinks
+
+    def emit(self, event: Event) -> None:
+        """Hand ``event`` to every sink."""
+        for sink in self.sinks:
+            sink.emit(event)
+
+
 def outcome_kind(result: object) -> OutcomeKind:
     """How a call that returned ``result`` ended: ``err`` for an ``Err``, else ``ok``."""
     return "err" if type(result) is Err else "ok"
 
 
-def failure_kind(exc: BaseException) -> OutcomeKind:
-    """How a call that raised ``exc`` ended: ``cancelled``, ``defect`` (a Defect, or not an
-    ``Exception``) or ``err`` (an exception a step raised: see :data:`OutcomeKind`)."""
-    from .errors import Defect
-
+def failure_kind(exc: BaseException, errors: tuple[type, ...] | None = None) -> OutcomeKind:
+    """How a call that raised ``exc`` ended: ``cancelled``; ``defect`` (a Defect, not an
+    ``Exception``, or not one of ``errors``, the step's declared error types, when known); or
+    ``err`` (see :data:`OutcomeKind`)."""
     if isinstance(exc, asyncio.CancelledError):
         return "cancelled"
     if isinstance(exc, Defect) or not isinstance(exc, Exception):
         return "defect"
+    if errors is not None and not isinstance(exc, errors):
+        return "defect"  # the step contract makes it a Defect
     return "err"
+
+
+def count_tokens(
+    sink: EventSink, opened: OpenSpan | None, model: str, model_id: str | None, prompt_tokens: int, completion_tokens: int
+) -> None:
+    """A model request used these tokens, inside span ``opened`` (``record_usage`` calls this when
+    an event sink is attached): add them to that span's effect and emit :class:`ModelRequest`."""
+    if opened is not None:
+        opened.prompt_tokens += prompt_tokens
+        opened.completion_tokens += completion_tokens
+        sink.emit(ModelRequest(opened.effect, model, model_id, prompt_tokens, completion_tokens, opened.span))
+    else:
+        sink.emit(ModelRequest(None, model, model_id, prompt_tokens, completion_tokens))

@@ -76,6 +76,7 @@ from .concurrency import run_group
 from .contract import fn_defect, raised, stop
 from .context import EffectKind, RunContext, current_run_context
 from .effects import perform, perform_sync
+from .observe import run_observed
 from .control import Deadline, forget_failure, remember_failure, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
 from .errors import BudgetExceeded
@@ -436,7 +437,12 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
     # -- running -----------------------------------------------------------------
 
     async def run(self, state: _S) -> Outcome[_S, _E_co, _A_co]:
-        """Run from ``state``; awaitable. Defects propagate as exceptions."""
+        """Run from ``state``; awaitable. Defects propagate as exceptions.
+
+        With an event sink attached and no run open yet, the run is told to it
+        (``RunStarted``/``RunEnded``, :func:`agentmonad.observe.run_observed`)."""
+        if current_run_context().events is not None:
+            return await run_observed("program", None, lambda: _interpret(self, state))
         return await _interpret(self, state)
 
     def run_sync(self, state: _S) -> Outcome[_S, _E_co, _A_co]:
@@ -933,7 +939,7 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                         try:
                             if hooked:
                                 spec, given = node.spec, node.value
-                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given)), state)
+                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given), ()), state)
                             else:
                                 outcome = Ok(node.spec.impl(node.value), state)
                         except Exception as exc:
@@ -1144,8 +1150,8 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
 async def _through_seam(run: RunContext, spec: StepSpec[Any, Any, Any, Any], state: Any, arg: Any) -> Any:
     """A step's call through the effect seam (:mod:`agentmonad.effects`): a hook is attached."""
     if spec.is_async:
-        return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)))
-    return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg))
+        return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)), spec.errors)
+    return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg), spec.errors)
 
 
 async def _run_par(node: _Par[Any, Any, Any], state: Any) -> Outcome[Any, Any, tuple[Any, ...]]:

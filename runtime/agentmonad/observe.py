@@ -4,8 +4,7 @@ The event types and what they mean are in :mod:`agentmonad.events`; this module 
 reads the run context (the sink attached where the code runs, ``RunContext.span`` the span
 open there): :func:`emit`; the spans the runtime opens — :class:`EffectSpan` (the effect
 seam), :class:`GroupSpan` (``run_group``), :func:`run_observed` (a run's
-``RunStarted``/``RunEnded``); :func:`count_tokens` (``record_usage``'s ``ModelRequest``);
-and :func:`observe`.
+``RunStarted``/``RunEnded``); and :func:`observe`.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from .events import (
     EventSink,
     GroupEnded,
     GroupStarted,
-    ModelRequest,
     OpenSpan,
     OutcomeKind,
     RunEnded,
@@ -44,7 +42,6 @@ __all__ = [
     "current_effect",
     "EffectSpan",
     "GroupSpan",
-    "count_tokens",
     "run_observed",
     "observe",
     "Observed",
@@ -60,22 +57,6 @@ def emit(event: Event) -> None:
     if sink is not None:
         sink.emit(event)
 
-
-
-def count_tokens(model: str, prompt_tokens: int, completion_tokens: int) -> None:
-    """A model request used these tokens (``record_usage`` calls this when an event sink is
-    attached): add them to the innermost open effect and emit :class:`ModelRequest`."""
-    sink = current_run_context().events
-    if sink is None:
-        return
-    opened = current_run_context().span
-    if opened is not None:
-        opened.prompt_tokens += prompt_tokens
-        opened.completion_tokens += completion_tokens
-    sink.emit(
-        ModelRequest(opened.effect if opened else None, model, prompt_tokens, completion_tokens,
-                     opened.span if opened else None)
-    )
 
 
 # ------------------------------------------------------------------------- spans
@@ -108,11 +89,13 @@ class EffectSpan:
     tells the sink it started now, and how it ended with :meth:`ended` or :meth:`failed`. The
     effect runs inside it: its model requests, tool calls and streamed text are attributed to it."""
 
-    __slots__ = ("sink", "effect", "opened", "parent", "token", "started")
+    __slots__ = ("sink", "effect", "errors", "opened", "parent", "token", "started")
 
-    def __init__(self, sink: EventSink, effect: Effect) -> None:
+    def __init__(self, sink: EventSink, effect: Effect, errors: tuple[type, ...] | None = None) -> None:
         self.sink = sink
         self.effect = effect
+        #: The step's declared error types (``None``: not known, a raised exception is an ``err``).
+        self.errors = errors
         self.opened, self.parent, self.token = _enter(effect)
         self.started = now()
         sink.emit(EffectStarted(effect, self.opened.span, self.parent.span if self.parent else None, self.started))
@@ -123,7 +106,7 @@ class EffectSpan:
 
     def failed(self, exc: BaseException) -> None:
         """The effect raised ``exc``."""
-        self._close(failure_kind(exc), type(exc).__name__)
+        self._close(failure_kind(exc, self.errors), type(exc).__name__)
 
     def _close(self, kind: OutcomeKind, error: str | None) -> None:
         reset_run_context(self.token)
@@ -182,9 +165,12 @@ async def run_observed(
     pipeline: str, site: Site | None, call: Callable[[], Awaitable[Outcome[Any, Any, _A]]]
 ) -> Outcome[Any, Any, _A]:
     """``await call()`` (a run of ``pipeline``), told to the event sink attached here as
-    :class:`RunStarted`/:class:`RunEnded` around its events (just the call with none)."""
-    sink = current_run_context().events
-    if sink is None:
+    :class:`RunStarted`/:class:`RunEnded` around its events. Just the call with no sink, or
+    inside a span already (a run nested in a step, or one :func:`observe` already tells):
+    a run is told once, where it starts."""
+    run = current_run_context()
+    sink = run.events
+    if sink is None or run.span is not None:
         return await call()
     opened, parent, token = _enter(None)
     started = now()
