@@ -348,3 +348,22 @@ def test_every_partial_read_is_a_prefix_of_the_answer(text: str, urls: list[str]
     assert seen and seen[-1].model_dump() == answer.model_dump()
     for value in seen:
         assert answer.text.startswith(value.text or "")
+
+
+def test_streamed_calls_reuse_one_connection(llm_server: LLMServer) -> None:
+    """The body is read to its end, past `[DONE]`: a response left half read would close its
+    connection, and every streamed call would pay for a new one (what the TTFT benchmark saw)."""
+    step = llm_step(llm_server.model(), "Say {{ value }}", str, name="say", stream=True)
+    llm_server.script("one", "two", "three")
+
+    async def run() -> list[Any]:
+        async with llm_scope(llm_server.config()):
+            return [await step(None, "q") for _ in range(3)]
+
+    async def main() -> list[Any]:
+        run_events = observe(run)
+        _ = [e async for e in run_events]
+        return run_events.outcome  # type: ignore[return-value]
+
+    assert asyncio.run(main()) == [Ok("one", None), Ok("two", None), Ok("three", None)]
+    assert llm_server.connections == 1

@@ -166,9 +166,10 @@ class OpenAIBackend:
                     limit = asyncio.timeout(self.settings.timeout)
                     try:
                         async with limit:
+                            # read to the body's end, past `[DONE]`: a response not read whole
+                            # closes its connection instead of going back to the pool
                             async for line in response.iter_lines():
-                                if reader.line(line):
-                                    break
+                                reader.line(line)
                     except TimeoutError:
                         if not limit.expired():
                             raise
@@ -344,7 +345,7 @@ class StreamReader:
     raises :class:`NotACompletion`.
     """
 
-    __slots__ = ("deltas", "_data", "_content", "_refusal", "_calls", "_first", "_finish", "_tokens", "_chunks")
+    __slots__ = ("deltas", "_data", "_content", "_refusal", "_calls", "_first", "_finish", "_tokens", "_chunks", "_done")
 
     def __init__(self, deltas: Deltas) -> None:
         self.deltas = deltas
@@ -357,11 +358,16 @@ class StreamReader:
         self._finish: str | None = None
         self._tokens = (0, 0)
         self._chunks = 0
+        self._done = False
 
     def line(self, line: str) -> bool:
-        """Read one line of the body (without its line break); True once the stream says ``[DONE]``."""
+        """Read one line of the body (without its line break); True once the stream says ``[DONE]``
+        (what follows it is ignored)."""
+        if self._done:
+            return True
         if not line:
-            return self._dispatch()
+            self._done = self._dispatch()
+            return self._done
         if line.startswith(":"):
             return False  # a comment (a keep-alive)
         name, _, value = line.partition(":")
@@ -447,7 +453,8 @@ class StreamReader:
 
     def reply(self) -> LLMReply:
         """The whole reply the stream made (once it is over)."""
-        self._dispatch()  # a last event the body did not end with a blank line
+        if not self._done:
+            self._dispatch()  # a last event the body did not end with a blank line
         if self._chunks == 0:
             raise NotACompletion("the stream has no choices")
         calls = []
