@@ -46,7 +46,7 @@ when ``stream_options.include_usage`` asks for it, and ``data: [DONE]``. A
 a hang-up after some pieces. Error statuses, delays and hang-ups are answered
 as without streaming.
 
-Run it alone (for benchmarks): ``python tests/llm_server.py [--port N]``
+Run it alone (for benchmarks): ``python tests/llm_server.py [--port N] [--chunk-size N] [--chunk-delay S]``
 prints its base URL and serves until interrupted. Another process scripts it
 over HTTP: ``POST /v1/_script`` with ``{"replies": [...]}`` (replies as JSON,
 see :func:`agentmonad.testing.reply_from_json`) queues them; ``{"clear": true}``
@@ -547,8 +547,10 @@ def main(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--chunk-size", type=int, default=4, help="characters per streamed piece")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed pieces")
     args = parser.parse_args(argv)
-    server = LLMServer(port=args.port).start()
+    server = LLMServer(port=args.port, chunk_size=args.chunk_size, chunk_delay=args.chunk_delay).start()
     print(server.url, flush=True)
     try:
         while True:
