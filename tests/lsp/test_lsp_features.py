@@ -176,7 +176,7 @@ async def test_completion_at_the_start_of_a_line_offers_declaration_keywords(cli
     await open_spec(client, spec)
     typing = AGENT + "pi"
     items = await _complete(client, spec, typing, position(typing, "\npi", inside=3))
-    assert {"pipeline", "step", "fn", "llm", "toolbox"} <= {i.label for i in items}
+    assert {"pipeline", "step", "fn", "llm", "toolbox", "async", "stream"} <= {i.label for i in items}
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -193,6 +193,19 @@ async def test_completion_in_a_template_offers_the_inputs_fields(client: Languag
     spec = project / "agent.mce"
     await open_spec(client, spec)
     typing = AGENT + 'model m = openai "gpt"\nllm tell : Query -> str = m "about {{ '
+    items = await _complete(client, spec, typing, position(typing, "{{ ", inside=3))
+    assert {"topic", "depth", "state"} <= {i.label for i in items}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_in_a_streaming_llm_offers_types_and_the_inputs_fields(client: LanguageClient, project: Path) -> None:
+    """`stream llm` (docs/language.md §14) is an llm declaration to completion too."""
+    spec = project / "agent.mce"
+    await open_spec(client, spec)
+    typing = AGENT + 'model m = openai "gpt"\nstream llm tell : Qu'
+    items = await _complete(client, spec, typing, position(typing, ": Qu", inside=4))
+    assert {"Found", "Query", "str"} <= {i.label for i in items}
+    typing = AGENT + 'model m = openai "gpt"\nstream llm tell : Query -> str = m "about {{ '
     items = await _complete(client, spec, typing, position(typing, "{{ ", inside=3))
     assert {"topic", "depth", "state"} <= {i.label for i in items}
 
