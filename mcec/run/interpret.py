@@ -215,7 +215,8 @@ class Interpreter:
             return await toolbox.spawn(state, value, plan, spawn_site)
 
         errors = error_classes(expr.sig.errors)
-        return lift_step(spawn, name="spawn", errors=errors, site=spawn_site, is_async=True)
+        # not an effect itself (kind=None): its planner's call and the plan's steps are, as compiled
+        return lift_step(spawn, name="spawn", errors=errors, site=spawn_site, is_async=True, kind=None)
 
     def toolbox(self, name: str) -> Toolbox[Any, Any, Any, Any]:
         """The runtime toolbox of a declaration, whose pipelines this interpreter runs (made once)."""

@@ -60,6 +60,7 @@ __all__ = [
     "HumanInput",
     "current_run_context",
     "hooks",
+    "HOOKS_ALIVE",
     "set_run_context",
     "reset_run_context",
 ]
@@ -171,6 +172,31 @@ class Scope:
             raise asyncio.CancelledError
 
 
+#: The hook attachments alive in this process (ids of :class:`_Attachment` objects): empty
+#: while no run context with a hook attached exists anywhere, which compiled code tests
+#: (one global read, no ``ContextVar``) before it reads its run context at all
+#: (``agentmonad.compiled.hooked_run``). A set, not a counter: adding and discarding are
+#: atomic, and the one object can be imported by name.
+HOOKS_ALIVE: set[int] = set()
+
+
+@final
+class _Attachment:
+    """What keeps :data:`HOOKS_ALIVE` non-empty: a hooked run context holds one, every copy
+    of it shares it, and it leaves the set when the last of them is gone. So while any
+    task anywhere runs under a hooked context — even one started inside a ``with hooks()``
+    block that has closed since — the set is not empty; with none alive, it is."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        HOOKS_ALIVE.add(id(self))
+
+    def __del__(self) -> None:
+        # before the memory is freed, so the id cannot be another live attachment's yet
+        HOOKS_ALIVE.discard(id(self))
+
+
 _new_context = object.__new__
 
 
@@ -179,7 +205,20 @@ class RunContext:
     """What one run holds while it runs (see the module docstring). Immutable: the
     ``with_…`` methods make a changed copy, which the caller sets."""
 
-    __slots__ = ("parts", "meters", "guards", "failure", "clock", "journal", "events", "human", "index", "hooked", "span")
+    __slots__ = (
+        "parts",
+        "meters",
+        "guards",
+        "failure",
+        "clock",
+        "journal",
+        "events",
+        "human",
+        "index",
+        "hooked",
+        "_attachment",
+        "span",
+    )
 
     def __init__(
         self,
@@ -211,6 +250,8 @@ class RunContext:
         #: Whether any hook is attached: the one test a caller makes before an effect; false,
         #: it makes the plain call; true, it goes through :mod:`agentmonad.effects`.
         self.hooked = journal is not None or events is not None or human is not None
+        #: Held while hooked, shared by every copy: keeps :data:`HOOKS_ALIVE` non-empty.
+        self._attachment = _Attachment() if self.hooked else None
         #: The element indices of the ``each``/``par`` branches the current code runs in,
         #: outermost first; kept only while hooked (no hook, no one reads it).
         self.index = index
@@ -232,6 +273,7 @@ class RunContext:
         new.human = self.human
         new.index = self.index
         new.hooked = self.hooked
+        new._attachment = self._attachment
         new.span = self.span
         return new
 
@@ -302,6 +344,8 @@ class RunContext:
         new.events = events if events is not None else self.events
         new.human = human if human is not None else self.human
         new.hooked = new.journal is not None or new.events is not None or new.human is not None
+        if new.hooked and new._attachment is None:
+            new._attachment = _Attachment()
         return new
 
     def __repr__(self) -> str:

@@ -8,7 +8,9 @@ place is :func:`perform` (and :func:`perform_sync` for a sync step).
 
 With nothing attached (``RunContext.hooked`` false, the default) a caller makes
 the plain call itself: one attribute test of a run context it read once is the
-whole cost, so a run without hooks stays at the floor. With a hook attached the
+whole cost (compiled code does not even read the context while no hooked one
+exists in the process: ``agentmonad.context.HOOKS_ALIVE``, one global test per
+generated function), so a run without hooks stays at the floor. With a hook attached the
 caller hands the call to the seam, which tells the event sink that the effect
 starts, runs it, records its result in the journal, and tells the sink how it
 ended (:mod:`agentmonad.events`: ``EffectStarted``/``EffectEnded``, with the span the
@@ -17,7 +19,9 @@ effect's own events — its model requests, tool calls, streamed text — are at
 Which callers go through here today: the interpreter (``AgentMonad.run``, so
 checked plans and ``mcec run --interpret``) for every step, tool and model call,
 with the step's site and the element index inside ``each``/``par``
-(``RunContext.index``). Compiled code does not yet (see docs/DESIGN.md).
+(``RunContext.index``); and compiled code, through ``agentmonad.compiled``'s
+``step_effect``/``async_step_effect``/``fn_effect``, with the same effects for
+the same spec (tests/codegen/test_differential.py; see docs/DESIGN.md).
 """
 
 from __future__ import annotations
@@ -35,9 +39,9 @@ __all__ = ["EffectKind", "Effect", "perform", "perform_sync"]
 
 _T = TypeVar("_T")
 
-def _started(context: RunContext, effect: Effect, errors: tuple[type, ...] | None) -> EffectSpan | None:
+def _started(context: RunContext, effect: Effect) -> EffectSpan | None:
     """Tell the event sink, if any, that ``effect`` starts: the span to end (``None``: no sink)."""
-    return EffectSpan(context.events, effect, errors) if context.events is not None else None
+    return EffectSpan(context.events, effect) if context.events is not None else None
 
 
 def _ended(context: RunContext, effect: Effect, span: EffectSpan | None, result: object) -> None:
@@ -52,21 +56,13 @@ def _failed(span: EffectSpan | None, exc: BaseException) -> None:
         span.failed(exc)
 
 
-async def perform(
-    context: RunContext,
-    kind: EffectKind,
-    site: Site | None,
-    call: Callable[[], Awaitable[_T]],
-    errors: tuple[type, ...] | None = None,
-) -> _T:
+async def perform(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], Awaitable[_T]]) -> _T:
     """Run ``call()`` (an async effect of ``kind`` at ``site``) with the hooks of ``context``
     told: the sink before and after (:class:`~agentmonad.events.EffectStarted`,
     :class:`~agentmonad.events.EffectEnded`), the journal of its result. An exception (a
-    step's raised error, a cancellation) is told to the sink and propagates unchanged.
-    ``errors``, the step's declared error types when the caller knows them, tells the sink
-    whether an exception it raises is an ``err`` or a ``defect``."""
+    step's raised error, a cancellation) is told to the sink and propagates unchanged."""
     effect = Effect(kind, site, context.index)
-    span = _started(context, effect, errors)
+    span = _started(context, effect)
     try:
         result = await call()
     except BaseException as exc:
@@ -76,16 +72,10 @@ async def perform(
     return result
 
 
-def perform_sync(
-    context: RunContext,
-    kind: EffectKind,
-    site: Site | None,
-    call: Callable[[], _T],
-    errors: tuple[type, ...] | None = None,
-) -> _T:
-    """:func:`perform` for a sync effect (a sync step, a ``fn``: no declared error)."""
+def perform_sync(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], _T]) -> _T:
+    """:func:`perform` for a sync effect (a sync step, a ``fn``)."""
     effect = Effect(kind, site, context.index)
-    span = _started(context, effect, errors)
+    span = _started(context, effect)
     try:
         result = call()
     except BaseException as exc:

@@ -73,10 +73,11 @@ __all__ = [
     "failure_kind",
 ]
 
-#: How something ended: ``ok`` (an ``Ok``, a value), ``err`` (an ``Err``, or an exception of a
-#: type the step declares — or any exception when the caller did not say which it declares),
-#: ``defect`` (a ``Defect``, an undeclared exception, anything not an ``Exception``),
-#: ``cancelled`` (cancelled: a timeout, a failing sibling, the user).
+#: How something ended: ``ok`` (an ``Ok``, a value); ``err`` (an ``Err``, or an exception the
+#: step raised — the seam does not know which errors a step declares: the step contract then
+#: makes an undeclared one a Defect, which the run's or group's outcome shows); ``defect`` (a
+#: ``Defect`` from a nested run, anything not an ``Exception``); ``cancelled`` (a timeout, a
+#: failing sibling, the user).
 OutcomeKind = Literal["ok", "err", "defect", "cancelled"]
 
 _spans = itertools.count(1)
@@ -343,16 +344,13 @@ def outcome_kind(result: object) -> OutcomeKind:
     return "err" if type(result) is Err else "ok"
 
 
-def failure_kind(exc: BaseException, errors: tuple[type, ...] | None = None) -> OutcomeKind:
-    """How a call that raised ``exc`` ended: ``cancelled``; ``defect`` (a Defect, not an
-    ``Exception``, or not one of ``errors``, the step's declared error types, when known); or
-    ``err`` (see :data:`OutcomeKind`)."""
+def failure_kind(exc: BaseException) -> OutcomeKind:
+    """How a call that raised ``exc`` ended: ``cancelled``; ``defect`` (a Defect, or not an
+    ``Exception``); or ``err`` (an exception a step raised: see :data:`OutcomeKind`)."""
     if isinstance(exc, asyncio.CancelledError):
         return "cancelled"
     if isinstance(exc, Defect) or not isinstance(exc, Exception):
         return "defect"
-    if errors is not None and not isinstance(exc, errors):
-        return "defect"  # the step contract makes it a Defect
     return "err"
 
 

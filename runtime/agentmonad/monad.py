@@ -482,15 +482,17 @@ class StepSpec(Generic[_S, _A, _E, _B]):
         errors: tuple[type, ...],
         site: Site,
         is_async: bool,
-        kind: EffectKind = "step",
+        kind: EffectKind | None = "step",
     ) -> None:
         self.impl = impl
         self.name = name
         self.errors = errors
         self.site = site
         self.is_async = is_async
-        #: What effect a call is, for the hooks (:mod:`agentmonad.effects`): a user step, a tool, a model.
-        self.kind: EffectKind = kind
+        #: What effect a call is, for the hooks (:mod:`agentmonad.effects`): a user step, a tool, a model;
+        #: ``None``, none: a construct the interpreter runs as a step (``spawn``) whose planner and
+        #: plan make the effects, as in compiled code.
+        self.kind: EffectKind | None = kind
 
     def __call__(self, value: _A) -> AgentMonad[_S, _E, _B]:
         return _Step(self, value)
@@ -939,7 +941,7 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                         try:
                             if hooked:
                                 spec, given = node.spec, node.value
-                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given), ()), state)
+                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given)), state)
                             else:
                                 outcome = Ok(node.spec.impl(node.value), state)
                         except Exception as exc:
@@ -1149,9 +1151,12 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
 
 async def _through_seam(run: RunContext, spec: StepSpec[Any, Any, Any, Any], state: Any, arg: Any) -> Any:
     """A step's call through the effect seam (:mod:`agentmonad.effects`): a hook is attached."""
+    if spec.kind is None:  # not an effect of its own (see StepSpec.kind)
+        result: Any = spec.impl(state, arg)
+        return await result if spec.is_async else result
     if spec.is_async:
-        return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)), spec.errors)
-    return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg), spec.errors)
+        return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)))
+    return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg))
 
 
 async def _run_par(node: _Par[Any, Any, Any], state: Any) -> Outcome[Any, Any, tuple[Any, ...]]:

@@ -89,13 +89,11 @@ class EffectSpan:
     tells the sink it started now, and how it ended with :meth:`ended` or :meth:`failed`. The
     effect runs inside it: its model requests, tool calls and streamed text are attributed to it."""
 
-    __slots__ = ("sink", "effect", "errors", "opened", "parent", "token", "started")
+    __slots__ = ("sink", "effect", "opened", "parent", "token", "started")
 
-    def __init__(self, sink: EventSink, effect: Effect, errors: tuple[type, ...] | None = None) -> None:
+    def __init__(self, sink: EventSink, effect: Effect) -> None:
         self.sink = sink
         self.effect = effect
-        #: The step's declared error types (``None``: not known, a raised exception is an ``err``).
-        self.errors = errors
         self.opened, self.parent, self.token = _enter(effect)
         self.started = now()
         sink.emit(EffectStarted(effect, self.opened.span, self.parent.span if self.parent else None, self.started))
@@ -106,7 +104,7 @@ class EffectSpan:
 
     def failed(self, exc: BaseException) -> None:
         """The effect raised ``exc``."""
-        self._close(failure_kind(exc, self.errors), type(exc).__name__)
+        self._close(failure_kind(exc), type(exc).__name__)
 
     def _close(self, kind: OutcomeKind, error: str | None) -> None:
         reset_run_context(self.token)

@@ -81,6 +81,10 @@ def test_trace_prints_the_run_as_a_tree_after_the_result(tmp_path: Path) -> None
     lines = done.stderr.splitlines()
     assert lines[0].startswith("batch  run b.mce:8  ok  ")
     assert lines[1].startswith("└─ each  group b.mce:8  ok  ") and lines[1].endswith("5/5 done")
+    # each element's step under the group, with its index and its line (compiled code, through the seam)
+    assert [line.strip().split("  ")[:3] for line in lines[2:]] == [
+        [f"{'└' if i == 4 else '├'}─ [{i}] work", "step b.mce:8", "ok"] for i in range(5)
+    ]
 
 
 def test_trace_json_gives_the_tree_as_data(tmp_path: Path) -> None:
@@ -92,6 +96,9 @@ def test_trace_json_gives_the_tree_as_data(tmp_path: Path) -> None:
     assert (run["kind"], run["name"], run["outcome"]) == ("run", "checked", "err")
     assert run["site"] == {"file": "b.mce", "line": 9, "column": 1}
     assert run["duration"] >= 0 and run["tokens"] == {"prompt": 0, "completion": 0}
+    [step] = run["children"]
+    assert (step["kind"], step["name"], step["outcome"], step["error"]) == ("step", "check", "err", "Odd")
+    assert step["site"] == {"file": "b.mce", "line": 9, "column": 39} and step["children"] == []
 
 
 def test_without_trace_and_off_a_terminal_mcec_run_prints_nothing_on_stderr(tmp_path: Path) -> None:
@@ -128,14 +135,15 @@ def test_on_a_terminal_mcec_run_shows_the_each_progress(tmp_path: Path) -> None:
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 0 and json.loads(out)["value"] == [2 * i for i in range(12)]
     screen = drawn.decode("utf-8", "replace")
-    assert "each (b.mce:8)" in screen
+    assert "each (b.mce:8)" in screen and "step work (b.mce:8)" in screen  # the bar, the running step
     counts = {n for n in range(13) if f"{n}/12" in screen}
     assert 12 in counts and len(counts) >= 3, screen  # it climbed, and was drawn complete
 
 
 def test_the_react_example_traced_on_the_command_line(llm_server: LLMServer) -> None:
     """``mcec run … react --trace`` with the model over HTTP and the tools on the MCP server:
-    every model call and tool call shows in the tree, under the run and its ``.mce`` line."""
+    every step, model call and tool call of the compiled run shows in the tree with its
+    ``.mce`` line, the model's requests and the server's tools under the calls that made them."""
     from examples.research.planner import plan
 
     llm_server.respond_with(plan)
@@ -147,10 +155,28 @@ def test_the_react_example_traced_on_the_command_line(llm_server: LLMServer) -> 
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["value"].endswith("| 42")
-    trace = done.stderr
-    assert trace.splitlines()[0].startswith("react  run research.mce:52  ok  ")
-    assert trace.count("model planner (served-model): ") == 3
-    assert "tool search.search" in trace and "tool search.add" in trace
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("react  run research.mce:52  ok  ")
+    assert [line.split("  ")[:3] for line in lines if not line.startswith("│")] == [
+        ["react", "run research.mce:52", "ok"],
+        ["├─ ask", "step research.mce:55", "ok"],
+        ["├─ decide", "model research.mce:56", "ok"],
+        ["├─ search_facts", "tool research.mce:58", "ok"],
+        ["├─ hits_text", "fn research.mce:58", "ok"],
+        ["├─ observe", "step research.mce:58", "ok"],
+        ["├─ decide", "model research.mce:56", "ok"],
+        ["├─ add_numbers", "tool research.mce:59", "ok"],
+        ["├─ sum_text", "fn research.mce:59", "ok"],
+        ["├─ observe", "step research.mce:59", "ok"],
+        ["├─ decide", "model research.mce:56", "ok"],
+        ["└─ final", "fn research.mce:57", "ok"],
+    ]
+    inside = [line for line in lines if line.startswith("│")]  # what each call made, under it
+    assert [line.removeprefix("│  └─ ").split(":")[0].split("  ")[0] for line in inside] == [
+        "model planner (served-model)", "tool search.search",
+        "model planner (served-model)", "tool search.add",
+        "model planner (served-model)",
+    ]
 
 
 def test_mcec_run_off_a_terminal_loads_neither_rich_nor_opentelemetry(tmp_path: Path) -> None:

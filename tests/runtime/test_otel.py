@@ -32,7 +32,9 @@ from examples.research.impl import AgentState
 from examples.research.planner import plan
 from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
 from mcec.compiler import compile_source
+from agentmonad.observe import run_observed
 from mcec.run.interpret import interpret
+from mcec.run.runner import load_module, pipeline_site
 from mcec.span import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,18 +53,32 @@ def _by_id(spans: tuple[ReadableSpan, ...]) -> dict[int, ReadableSpan]:
     return {span.context.span_id: span for span in spans}
 
 
+@pytest.mark.parametrize("how", ["compiled", "interpreted"])
 def test_the_react_example_as_genai_spans_each_with_its_mce_line(
-    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    how: str, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Compiled (``mcec run``'s way: the generated module through ``run_observed``) and
+    interpreted, the same spans."""
     monkeypatch.chdir(ROOT)  # the MCP server's command is relative to the repository root
     result = compile_source(SourceFile(str(SPEC), SPEC.read_text(encoding="utf-8")))
-    assert result.program is not None, result.diagnostics
+    assert result.program is not None and result.generated is not None, result.diagnostics
+    program = result.program
+    if how == "compiled":
+        module = load_module(program, result.generated)
+        site = pipeline_site(program, "react")
+
+        def react() -> Any:
+            return run_observed("react", site, lambda: module.react(AgentState(), QUESTION))
+    else:
+        def react() -> Any:
+            return interpret(program, "react", AgentState(), QUESTION)
+
     llm_server.respond_with(plan)
     provider, exporter = _provider()
     app = provider.get_tracer("the application")
     with llm_config(llm_server.config()), app.start_as_current_span("request") as outer:
         with hooks(events=SpanSink(provider)):
-            outcome = asyncio.run(interpret(result.program, "react", AgentState(), QUESTION))
+            outcome = asyncio.run(react())
     assert isinstance(outcome, Ok), outcome
     spans = exporter.get_finished_spans()
     [run] = [s for s in spans if s.name == "invoke_agent react"]
