@@ -153,10 +153,13 @@ def test_a_structured_answer_streams_the_generated_partials_compiled_and_interpr
     # the interpreter makes the same partial types at run time: same names, same values
     assert [type(e.value).__name__ for e in interpreted] == [type(e.value).__name__ for e in compiled]
     assert [e.value.model_dump() for e in interpreted] == [e.value.model_dump() for e in compiled]
-    # a partial is attributed to the model call at its .mce site (the interpreter's through the seam)
-    effect = interpreted[0].effect
-    assert effect is not None and effect.kind == "model" and effect.site is not None
-    assert (effect.site.step, effect.site.line) == ("report", 16)
+    # a partial is attributed to the model call at its .mce site: compiled and interpreted runs
+    # both reach the model through the effect seam
+    for events in (compiled, interpreted):
+        effect = events[0].effect
+        assert effect is not None and effect.kind == "model" and effect.site is not None
+        assert (effect.site.step, effect.site.line) == ("report", 16)
+        assert {e.effect for e in events} == {effect}
 
 
 def test_a_text_answer_streams_compiled_and_interpreted_alike(llm_server: LLMServer) -> None:
@@ -165,7 +168,10 @@ def test_a_text_answer_streams_compiled_and_interpreted_alike(llm_server: LLMSer
         llm_server.script(Streamed("Paris is lovely.", pieces=("Paris", " is", " lovely.")))
         events, outcome = _observed(llm_server, run)
         assert outcome == Ok("Paris is lovely.", Chat())
-        assert [e.text for e in events if isinstance(e, TextDelta)] == ["Paris", " is", " lovely."]
+        deltas = [e for e in events if isinstance(e, TextDelta)]
+        assert [e.text for e in deltas] == ["Paris", " is", " lovely."]
+        sites = {e.effect.site for e in deltas if e.effect is not None}
+        assert [(site.step, site.line) for site in sites] == [("draft", 15)]
 
 
 def test_a_step_not_declared_streaming_does_not_stream(llm_server: LLMServer) -> None:
