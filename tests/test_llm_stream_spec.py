@@ -204,11 +204,25 @@ def test_mcec_run_stream_prints_the_text_then_the_outcome(llm_server: LLMServer)
     assert json.loads(report)["value"] == "Paris is the capital of France."
 
 
-def test_mcec_run_stream_prints_partials_as_json_lines(llm_server: LLMServer) -> None:
+def mcec_run_here(capsys: pytest.CaptureFixture[str], spec: Path, server: LLMServer, pipeline: str, *options: str) -> tuple[int, str, str]:
+    """``mcec run`` in this process (the subprocess test above covers the real process)."""
+    from mcec.cli import main
+
+    capsys.readouterr()
+    status = main(["run", str(spec), pipeline, "--input", '{"text": "Paris"}',
+                   "--model", f"fast=test-model@{server.url}", *options])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_mcec_run_stream_prints_partials_as_json_lines(
+    llm_server: LLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     llm_server.script(REPORT.model_dump_json())
-    done = mcec_run(llm_server, "study", "--stream")
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream")
+    assert status == 0, err
+    lines = out.splitlines()
     start = lines.index("{")  # the Outcome JSON, pretty-printed, after the partials
     partials = [json.loads(line) for line in lines[:start]]
     assert len(partials) > 5 and partials[0] == {"title": None, "verdict": None, "cites": None, "scores": None}
@@ -216,7 +230,10 @@ def test_mcec_run_stream_prints_partials_as_json_lines(llm_server: LLMServer) ->
     assert json.loads("\n".join(lines[start:]))["value"] == REPORT.model_dump()
 
 
-def test_mcec_run_stream_says_when_nothing_streams(llm_server: LLMServer, tmp_path: Path) -> None:
+def test_mcec_run_stream_says_when_nothing_streams(
+    llm_server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     spec = tmp_path / "plain.mce"
     spec.write_text(
         'from flowbox import Turn\nmodel fast = openai "m"\nllm say : Turn -> str = fast "Say {{ text }}"\n'
@@ -224,12 +241,7 @@ def test_mcec_run_stream_says_when_nothing_streams(llm_server: LLMServer, tmp_pa
         encoding="utf-8",
     )
     llm_server.script("hi")
-    environment = {**os.environ, "PYTHONPATH": str(TESTS), "OPENAI_API_KEY": "sk-test"}
-    done = subprocess.run(
-        [sys.executable, "-m", "mcec", "run", str(spec), "p", "--input", '{"text": "x"}',
-         "--model", f"fast=test-model@{llm_server.url}", "--stream"],
-        capture_output=True, text=True, timeout=120, env=environment, check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "no llm step of the spec is declared `stream llm`" in done.stderr
-    assert json.loads(done.stdout)["value"] == "hi"
+    status, out, err = mcec_run_here(capsys, spec, llm_server, "p", "--stream")
+    assert status == 0, err
+    assert "no llm step of the spec is declared `stream llm`" in err
+    assert json.loads(out)["value"] == "hi"
