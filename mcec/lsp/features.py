@@ -366,7 +366,9 @@ def _declared(decl: s.Decl, program: Program | None) -> str:
     inferred errors included), else the one written."""
     name = decl_name(decl)
     text = name.text if name is not None else ""
-    kind = ("async step" if isinstance(decl, s.StepDecl) and decl.is_async else decl_kind(decl))
+    kind = decl_kind(decl)
+    if isinstance(decl, s.StepDecl) and decl.is_async or isinstance(decl, s.LlmDecl) and decl.stream:
+        kind = f"{'async' if isinstance(decl, s.StepDecl) else 'stream'} {kind}"
     checked = _checked_sig(program, text) if program is not None else None
     written = signature_text(decl)
     match decl:

@@ -58,6 +58,15 @@ async def test_hover_shows_a_steps_type_and_the_state(client: LanguageClient) ->
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_hover_names_a_streaming_llm_step_so(client: LanguageClient) -> None:
+    briefing = ROOT / "examples" / "briefing" / "briefing.mce"
+    await open_spec(client, briefing)
+    text = briefing.read_text(encoding="utf-8")
+    hovered = await _hover(client, briefing, position(text, "retry(2, on=LLMUnavailable, backoff=0.5) summarize", inside=45))
+    assert "stream llm summarize : Briefing -> Summary ! LLMFailed | LLMUnavailable" in hovered
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_shows_a_pipelines_checked_type(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     text = await _hover(client, RESEARCH, position(RESEARCH_TEXT, "pipeline lookup", inside=10))
