@@ -3,9 +3,9 @@
 Run ``python -m benchmarks.events_bench [--quick|--smoke]`` or call :func:`main` (the harness,
 ``python -m benchmarks``, does).
 
-Every comparison is one :func:`benchmarks.workloads.ainterleaved` run (CPU time, the
-candidates' order rotating per round, median of the rounds), with an A/A pair as the run's
-noise floor.
+Every comparison is one interleaved run (CPU time, the candidates' order rotating per round,
+median of the rounds; the no-sink ones with the cycle collector run before each sample and
+paused during it, see :func:`_collected`), with an A/A pair as the run's noise floor.
 
 1. **No consumer, per step** (target ≤ 1.02): a chain of N sync steps run by
    ``AgentMonad.run`` — which now looks once per run whether an event sink is attached — against
@@ -25,6 +25,8 @@ noise floor.
 from __future__ import annotations
 
 import asyncio
+import gc
+import statistics
 import sys
 from typing import Any
 
@@ -70,6 +72,29 @@ class ListSink:
         self.events.append(event)
 
 
+async def _collected(candidates: dict[str, Any], rounds: int, inner: int) -> dict[str, float]:
+    """:func:`benchmarks.workloads.ainterleaved` with the cycle collector run before every
+    timed sample and paused during it: a group's tasks leave cycles, and the collection they
+    set off would otherwise land in whichever candidate comes next in the rotation (two
+    timings of the same code came out 17 % apart at load 9)."""
+    names = list(candidates)
+    for name in names:
+        await candidates[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = w.CPU_CLOCK()
+                for _ in range(inner):
+                    await candidates[name]()
+                samples[name].append((w.CPU_CLOCK() - t0) / inner)
+            finally:
+                gc.enable()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def _ratios(us: dict[str, float], base: str) -> dict[str, float]:
     return {name: value / us[base] for name, value in us.items()}
 
@@ -107,7 +132,7 @@ def bench_chain(n: int, rounds: int, inner: int) -> dict[str, Any]:
 
     async def measure() -> dict[str, float]:
         assert await program.run(0) == Ok(n, 0)
-        seconds = await w.ainterleaved(bare, rounds, inner=inner)
+        seconds = await _collected(bare, rounds, inner)
         seconds |= await w.ainterleaved(sinks, max(3, rounds // 4), inner=inner)
         return seconds
 
@@ -138,7 +163,7 @@ def bench_each(n: int, rounds: int, inner: int) -> dict[str, Any]:
         await _run_group(0, n, lambda i: _element(0, values[i]), None, None, site, None)
 
     candidates: dict[str, Any] = {"run_group": grouped, "loop_alone": loop_alone, "run_group_again": grouped}
-    seconds = asyncio.run(w.ainterleaved(candidates, rounds, inner=inner))
+    seconds = asyncio.run(_collected(candidates, rounds, inner))
     us = {name: s / n * 1e6 for name, s in seconds.items()}
     ratio = _ratios(us, "loop_alone")
     return {
