@@ -30,7 +30,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
     "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "peers", "check", "llm", "stream", "react",
-    "plans", "lsp",
+    "plans", "lsp", "durable",
 )
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 #: The checker's sizes in the smoke run (the test suite's). The largest is wide enough that a
@@ -465,6 +465,39 @@ def rows_plans(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_durable(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``durable_bench`` (issue 31): a durable step over a bare DBOS step on the
+    same database, recorded bytes per effect, non-durable runs against a baseline tree."""
+    s = r["step"]
+    rows: list[Row] = [(
+        "durable #31",
+        f"durable step / bare DBOS step, {r['database']}, ms per step (slope {s['sizes'][0]}→{s['sizes'][1]} turns)",
+        f"{s['ratio']:.3f} ({s['mcec_ms_per_step']:.2f} / {s['dbos_ms_per_step']:.2f})",
+        f"≤ {s['target']}",
+        _mark(s["target_met"]),
+    )]
+    for pipeline, label in (("steady", "constant state"), ("growing", "state grows a note per turn")):
+        b = r["bytes"][pipeline]
+        per = " / ".join(f"{row['bytes_per_effect']:,.0f}" for row in b["turns"].values())
+        rows.append((
+            "durable #31",
+            f"recorded bytes per effect at {' / '.join(b['turns'])} turns, {label} (growth exponent)",
+            f"{per} ({b['exponent']:.2f})",
+            "linear (≤ 1.1)",
+            _mark(b["linear"]),
+        ))
+    nd = r["nondurable"]
+    if "ratio" in nd:
+        rows.append((
+            "durable #31",
+            "non-durable loop, this tree / baseline, µs per step: interpreted, compiled",
+            f"{nd['ratio']['interpreted_us']:.3f}, {nd['ratio']['compiled_us']:.3f}",
+            f"≤ {nd['target']}",
+            _mark(nd["target_met"]),
+        ))
+    return rows
+
+
 # ------------------------------------------------------------ running
 
 
@@ -551,6 +584,13 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = lsp_bench.main(quick=quick, smoke=smoke)
         lsp_bench.print_detail(out)
         return out
+    if name == "durable":
+        from benchmarks import durable_bench
+
+        baseline = os.environ.get("MCEC_BENCH_BASELINE")  # a checkout before durable runs, to compare with
+        out = durable_bench.main(quick=quick, smoke=smoke, baseline=Path(baseline) if baseline else None)
+        durable_bench.print_detail(out)
+        return out
     raise ValueError(name)
 
 
@@ -569,6 +609,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "react": rows_react,
     "plans": rows_plans,
     "lsp": rows_lsp,
+    "durable": rows_durable,
 }
 
 

@@ -26,6 +26,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "check": ("check",),
     "models": ("llm", "stream", "react", "plans"),
     "lsp": ("lsp",),
+    "durable": ("durable",),
 }
 
 #: Below this width a recursion as deep as a shape is wide can still pass (Python's limit is
@@ -152,6 +153,18 @@ def _events(figures: dict[str, Any]) -> None:
     assert isinstance(chain["target_met"], bool) and isinstance(each["target_met"], bool)
 
 
+def _durable(figures: dict[str, Any]) -> None:
+    durable = figures["durable"]
+    step = durable["step"]
+    assert step["mcec_ms_per_step"] != 0 and step["dbos_ms_per_step"] != 0 and isinstance(step["target_met"], bool)
+    for pipeline in ("steady", "growing"):
+        for turns, row in durable["bytes"][pipeline]["turns"].items():
+            assert row["effects"] == int(turns), (pipeline, turns, row)  # one record per effect: not a figure, behaviour
+            assert row["bytes"] > 0
+    nondurable = durable["nondurable"]["this"]
+    assert nondurable["interpreted_us"] > 0 and nondurable["compiled_us"] > 0
+
+
 def _none(figures: dict[str, Any]) -> None:
     """No figure-level check beyond the harness's own (the benchmark ran without an error)."""
 
@@ -172,6 +185,7 @@ CHECKS: dict[str, tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]]
     "react": ("react #22", _react, ()),
     "plans": ("plans #23", _plans, ()),
     "lsp": ("lsp #34", _lsp, ()),
+    "durable": ("durable #31", _durable, ("durable step / bare DBOS step", "recorded bytes per effect")),
 }
 
 

@@ -230,6 +230,26 @@ def test_mcec_run_stream_prints_partials_as_json_lines(
     assert json.loads("\n".join(lines[start:]))["value"] == REPORT.model_dump()
 
 
+def test_mcec_run_interpret_stream_prints_what_the_compiled_run_prints(
+    llm_server: LLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    printed = []
+    for how in ((), ("--interpret",)):
+        llm_server.script(REPORT.model_dump_json())
+        status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream", *how)
+        assert status == 0, err
+        printed.append(out)
+    assert printed[0] == printed[1] and printed[0].count("\n{") >= 1
+
+
+def test_mcec_run_stream_does_not_go_with_durable(
+    llm_server: LLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream", "--durable")
+    assert status == 2 and out == "" and "--stream does not go with --durable" in err
+
+
 def test_mcec_run_stream_says_when_nothing_streams(
     llm_server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -124,11 +124,14 @@ async def _run_group(
             w.set_result(None)
 
     run = current_run_context()
+    # a journal names the group's branches (their effects' identities do not depend on the
+    # order the branches run in); else the branch's effects just carry its element index
+    element = run.with_index if run.journal is None else run.journal.branches(run)
 
     def launch(i: int) -> None:
         if run.hooked:  # the branch's effects carry its element index (agentmonad.effects)
             branch = contextvars.copy_context()
-            branch.run(set_run_context, run.with_index(i))
+            branch.run(set_run_context, element(i))
             task = loop.create_task(start(i), context=branch)
         else:
             task = loop.create_task(start(i))

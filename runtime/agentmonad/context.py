@@ -125,12 +125,33 @@ class Budgeted(Guard, Meter, Protocol):
 
 
 class Journal(Protocol):
-    """Where a durable run records each effect it performs (the durable-runs issue attaches one).
+    """Where a durable run records each effect it performs, and finds it again when it resumes
+    (``agentmonad.durable`` attaches one; docs/language.md §13).
 
-    ``None`` in :attr:`RunContext.journal` (the default): nothing is recorded."""
+    The seam (:mod:`agentmonad.effects`) hands it every effect: a recorded one gives its
+    recorded result without running the call; any other is run and recorded. It also sees what
+    decides an effect's identity besides call order (a ``par``/``each`` group starting) and
+    what else a replay must repeat (a ``timeout`` that fired). ``None`` in
+    :attr:`RunContext.journal` (the default): nothing is recorded."""
 
-    def record(self, effect: Effect, result: object) -> None:
-        """Record that ``effect`` gave ``result``."""
+    def perform(self, effect: Effect, call: Callable[[], Awaitable[_T]]) -> Awaitable[_T]:
+        """The result of the async effect ``effect``: its recorded result, or ``call()``'s, recorded."""
+        ...
+
+    def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
+        """:meth:`perform` for a sync effect."""
+        ...
+
+    def branches(self, context: RunContext) -> Callable[[int], RunContext]:
+        """A ``par``/``each`` group starts in ``context``: the run context of its element ``i``."""
+        ...
+
+    def deadline_entered(self, deadline: Guard) -> None:
+        """A ``timeout``'s deadline was entered here (it takes its place in the run's sequence)."""
+        ...
+
+    def deadline_expired(self, deadline: Guard) -> None:
+        """``deadline`` fired: its ``timeout`` failed with ``Timeout``."""
         ...
 
 

@@ -12,7 +12,7 @@ whole cost (compiled code does not even read the context while no hooked one
 exists in the process: ``agentmonad.context.HOOKS_ALIVE``, one global test per
 generated function), so a run without hooks stays at the floor. With a hook attached the
 caller hands the call to the seam, which tells the event sink that the effect
-starts, runs it, records its result in the journal, and tells the sink how it
+starts, runs it (or, with a journal, replays its recorded result or runs and records it), and tells the sink how it
 ended (:mod:`agentmonad.events`: ``EffectStarted``/``EffectEnded``, with the span the
 effect's own events — its model requests, tool calls, streamed text — are attributed to).
 
@@ -44,9 +44,7 @@ def _started(context: RunContext, effect: Effect) -> EffectSpan | None:
     return EffectSpan(context.events, effect) if context.events is not None else None
 
 
-def _ended(context: RunContext, effect: Effect, span: EffectSpan | None, result: object) -> None:
-    if context.journal is not None:
-        context.journal.record(effect, result)
+def _ended(span: EffectSpan | None, result: object) -> None:
     if span is not None:
         span.ended(result)
 
@@ -59,16 +57,18 @@ def _failed(span: EffectSpan | None, exc: BaseException) -> None:
 async def perform(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], Awaitable[_T]]) -> _T:
     """Run ``call()`` (an async effect of ``kind`` at ``site``) with the hooks of ``context``
     told: the sink before and after (:class:`~agentmonad.events.EffectStarted`,
-    :class:`~agentmonad.events.EffectEnded`), the journal of its result. An exception (a
-    step's raised error, a cancellation) is told to the sink and propagates unchanged."""
+    :class:`~agentmonad.events.EffectEnded`); with a journal attached, the call runs only when
+    the journal has no recorded result for it. An exception (a step's raised error, a
+    cancellation) is told to the sink and propagates unchanged."""
     effect = Effect(kind, site, context.index)
     span = _started(context, effect)
     try:
-        result = await call()
+        # a journal replays a recorded result, or runs the call and records it
+        result = await (call() if context.journal is None else context.journal.perform(effect, call))
     except BaseException as exc:
         _failed(span, exc)
         raise
-    _ended(context, effect, span, result)
+    _ended(span, result)
     return result
 
 
@@ -77,9 +77,9 @@ def perform_sync(context: RunContext, kind: EffectKind, site: Site | None, call:
     effect = Effect(kind, site, context.index)
     span = _started(context, effect)
     try:
-        result = call()
+        result = call() if context.journal is None else context.journal.perform_sync(effect, call)
     except BaseException as exc:
         _failed(span, exc)
         raise
-    _ended(context, effect, span, result)
+    _ended(span, result)
     return result

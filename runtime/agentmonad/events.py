@@ -108,8 +108,10 @@ class OpenSpan:
 # ------------------------------------------------------------------------- effects
 
 
-#: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model.
-EffectKind = Literal["step", "fn", "tool", "model"]
+#: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model, a
+#: ``retry``'s pause between attempts (through the seam only when a journal is attached: its
+#: length is drawn at random, so a durable run records it and does not sleep again on replay).
+EffectKind = Literal["step", "fn", "tool", "model", "pause"]
 
 
 @final

@@ -131,6 +131,26 @@ class EffectLog:
     def record(self, effect: Any, result: object) -> None:
         self.heard.append(("recorded", effect.kind, effect.site, effect.index, result))
 
+    # the journal protocol (agentmonad.context.Journal): run every call, and record its result
+    async def perform(self, effect: Any, call: Any) -> Any:
+        result = await call()
+        self.record(effect, result)
+        return result
+
+    def perform_sync(self, effect: Any, call: Any) -> Any:
+        result = call()
+        self.record(effect, result)
+        return result
+
+    def branches(self, context: Any) -> Any:
+        return context.with_index
+
+    def deadline_entered(self, deadline: Any) -> None:
+        pass
+
+    def deadline_expired(self, deadline: Any) -> None:
+        pass
+
 
 def _by_index(heard: list[tuple[Any, ...]]) -> dict[tuple[int, ...], list[tuple[Any, ...]]]:
     """What a log heard, in order per ``each``/``par`` element index (branches run

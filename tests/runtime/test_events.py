@@ -294,9 +294,25 @@ def test_with_no_sink_attached_no_event_is_made_and_no_span_opened(monkeypatch: 
     made.clear()
     spans: list[Any] = []
 
-    class Journal:
-        def record(self, effect: Any, result: object) -> None:
+    class Journal:  # the journal protocol (agentmonad.context.Journal): run every call, note the span
+        async def perform(self, effect: Any, call: Any) -> Any:
+            result = await call()
             spans.append(current_run_context().span)
+            return result
+
+        def perform_sync(self, effect: Any, call: Any) -> Any:
+            result = call()
+            spans.append(current_run_context().span)
+            return result
+
+        def branches(self, context: Any) -> Any:
+            return context.with_index
+
+        def deadline_entered(self, deadline: Any) -> None:
+            pass
+
+        def deadline_expired(self, deadline: Any) -> None:
+            pass
 
     assert asyncio.run(_grouped().run(0)) == Ok((4, (200, 300, 400)), 1)
     with hooks(journal=Journal()):

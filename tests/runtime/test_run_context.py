@@ -179,6 +179,26 @@ class Recorder:
     def record(self, effect: Any, result: object) -> None:
         self.journal.append((effect.kind, effect.site.step, effect.index, result))
 
+    # the journal protocol (agentmonad.context.Journal): run every call, and record its result
+    async def perform(self, effect: Any, call: Any) -> Any:
+        result = await call()
+        self.record(effect, result)
+        return result
+
+    def perform_sync(self, effect: Any, call: Any) -> Any:
+        result = call()
+        self.record(effect, result)
+        return result
+
+    def branches(self, context: Any) -> Any:
+        return context.with_index
+
+    def deadline_entered(self, deadline: Any) -> None:
+        pass
+
+    def deadline_expired(self, deadline: Any) -> None:
+        pass
+
 
 def _interpreted_program() -> Any:
     """``add >>= par(double, each(tool_like))``, built as the interpreter builds a spec."""
