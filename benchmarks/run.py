@@ -4,7 +4,7 @@
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``scaling_bench`` (issue 36), ``codegen_bench``
 (issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
-``react_bench`` (issue 22), ``plan_bench`` (issue 23), ``lsp_bench`` (issue 34) and ``events_bench`` (issue 33), prints each one's detail, then ONE
+``react_bench`` (issue 22), ``plan_bench`` (issue 23), ``lsp_bench`` (issue 34), ``events_bench`` and ``stream_bench`` (issue 33), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -29,8 +29,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
-    "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "peers", "check", "llm", "react", "plans",
-    "lsp", "durable",
+    "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "peers", "check", "llm", "stream", "react",
+    "plans", "lsp", "durable",
 )
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 #: The checker's sizes in the smoke run (the test suite's). The largest is wide enough that a
@@ -403,6 +403,21 @@ def rows_llm(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_stream(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``stream_bench`` (issue 33): time to the first streamed token through a
+    ``stream llm`` step against the openai SDK's own stream."""
+    rows: list[Row] = []
+    for kind, c in r["cases"].items():
+        rows.append((
+            "stream #33",
+            f"time to first token, stream llm / the openai SDK's stream, {kind} output (A/A)",
+            f"{c['ratio']:.3f} ({c['aa_ratio']:.3f})",
+            f"≤ {c['target']}",
+            _mark(c["target_met"]),
+        ))
+    return rows
+
+
 def rows_react(r: dict[str, Any]) -> list[Row]:
     """Summary rows of ``react_bench`` (issue 22): the ReAct agent end to end against its peers."""
     rows: list[Row] = []
@@ -542,6 +557,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = llm_bench.run_all(rounds=3 if quick else 9, calls=200, smoke=smoke)
         llm_bench.print_detail(out["cases"])
         return out
+    if name == "stream":
+        from benchmarks import stream_bench
+
+        out = stream_bench.run_all(rounds=3 if quick else 9, calls=100, smoke=smoke)
+        stream_bench.print_detail(out["cases"])
+        return out
     if name == "react":
         from benchmarks import react_bench
 
@@ -584,6 +605,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "peers": rows_peers,
     "check": rows_check,
     "llm": rows_llm,
+    "stream": rows_stream,
     "react": rows_react,
     "plans": rows_plans,
     "lsp": rows_lsp,

@@ -61,6 +61,7 @@ Code: TypeAlias = Literal[
     "W002",
     "W003",
     "W004",
+    "W005",
 ]
 
 
@@ -102,6 +103,7 @@ CODES: dict[Code, str] = {
     "W002": "a match arm that can never be reached",
     "W003": "a declaration that shadows a built-in name",
     "W004": "an llm template not checked against its input or state type, whose fields cannot be read statically",
+    "W005": "a stream llm whose answer has nothing to stream before its value (neither text nor a class)",
 }
 
 

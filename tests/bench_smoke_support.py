@@ -24,7 +24,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "front": ("runtime", "frontend", "checker", "scaling", "codegen", "control", "events"),
     "peers": ("peers",),
     "check": ("check",),
-    "models": ("llm", "react", "plans"),
+    "models": ("llm", "stream", "react", "plans"),
     "lsp": ("lsp",),
     "durable": ("durable",),
 }
@@ -106,6 +106,14 @@ def _llm(figures: dict[str, Any]) -> None:
         assert case["direct_us_per_call"] > 0 and case["step_us_per_call"] > 0
 
 
+def _stream(figures: dict[str, Any]) -> None:
+    stream = figures["stream"]["cases"]
+    assert set(stream) == {"text", "object"}
+    for case in stream.values():
+        assert {"ratio", "aa_ratio", "direct_first_ms", "stream_llm_first_ms", "whole_ratio"} <= set(case)
+        assert case["direct_first_ms"] > 0 and case["stream_llm_first_ms"] > 0 and isinstance(case["target_met"], bool)
+
+
 def _react(figures: dict[str, Any]) -> None:
     react = figures["react"]
     assert "mcec" in react and "floor" in react  # they need only the test extra
@@ -173,6 +181,7 @@ CHECKS: dict[str, tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]]
     "peers": ("peers #6", _peers, ()),
     "check": ("check #20", _check, ("check --fast with / without class knowledge",)),
     "llm": ("llm #22", _llm, ()),
+    "stream": ("stream #33", _stream, ("time to first token, stream llm",)),
     "react": ("react #22", _react, ()),
     "plans": ("plans #23", _plans, ()),
     "lsp": ("lsp #34", _lsp, ()),

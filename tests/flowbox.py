@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from pydantic import BaseModel
+
 from agentmonad import Err, Ok, Outcome
 
 
@@ -36,6 +38,29 @@ class Search:
 class Calc:
     a: int
     b: int
+
+
+class Cite(BaseModel):
+    """A source a report cites (tests/codegen/cases/stream.mce: a record inside a streamed answer)."""
+
+    url: str
+    note: str | None = None
+
+
+class Report(BaseModel):
+    """A structured answer that streams (docs/language.md §14): nested records, a literal, a dict."""
+
+    title: str
+    verdict: Literal["yes", "no"]
+    cites: list[Cite]
+    scores: dict[str, float] = {}
+
+
+@dataclass(frozen=True)
+class Brief(Answer):
+    """A dataclass answer deriving from another: its partial has the base's fields first."""
+
+    lead: Report | None = None
 
 
 class Flaky(Exception):

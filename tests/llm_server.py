@@ -35,7 +35,18 @@ closes it meanwhile (a cancelled call), the server counts it in
 error body, and 429/5xx a ``retry-after-ms: 1`` header (unless the reply sets
 its own headers), so the client's retries are quick.
 
-Run it alone (for benchmarks): ``python tests/llm_server.py [--port N]``
+A request with ``"stream": true`` is answered as the OpenAI API streams
+(docs/language.md §14): server-sent events (``text/event-stream``, chunked
+transfer encoding), one ``data: {chunk}`` per piece of the reply's text (or of
+its first function call's arguments) — pieces of ``chunk_size`` characters, by
+default 4, ``chunk_delay`` seconds apart —, then the finish reason, the usage
+when ``stream_options.include_usage`` asks for it, and ``data: [DONE]``. A
+:class:`Streamed` reply says how one reply streams: its own pieces, a
+``gate`` (a ``threading.Event``) the server waits for after the first piece,
+a hang-up after some pieces. Error statuses, delays and hang-ups are answered
+as without streaming.
+
+Run it alone (for benchmarks): ``python tests/llm_server.py [--port N] [--chunk-size N] [--chunk-delay S]``
 prints its base URL and serves until interrupted. Another process scripts it
 over HTTP: ``POST /v1/_script`` with ``{"replies": [...]}`` (replies as JSON,
 see :func:`agentmonad.testing.reply_from_json`) queues them; ``{"clear": true}``
@@ -64,7 +75,7 @@ import pytest
 from agentmonad.llm import LLMConfig, LLMRequest, Model, ModelSettings, ToolSpec
 from agentmonad.testing import Reply, Responder, TestModel, reply_from_json, text
 
-__all__ = ["LLMServer", "Recorded", "Raw", "Echo", "completion", "llm_server", "TEST_KEY"]
+__all__ = ["LLMServer", "Recorded", "Raw", "Echo", "Streamed", "completion", "chunks", "llm_server", "TEST_KEY"]
 
 #: The API key tests give the client (the server accepts any key).
 TEST_KEY = "sk-test-7f3a9c2e5b8d1046"
@@ -117,7 +128,28 @@ class Echo:
     make: Callable[[Recorded], Reply | Raw | str]
 
 
-Item = Reply | Raw | Echo | str | Responder
+@dataclass(frozen=True)
+class Streamed:
+    """How one reply is streamed when the request asks for a stream (see the module docstring).
+
+    ``pieces`` are the text pieces sent (default: the reply's text, or its first function call's
+    arguments, cut every ``chunk_size`` characters); ``gate`` is waited for (in a thread, so the
+    server's loop goes on) after the first piece; ``hangup_after`` breaks the connection after
+    that many pieces; ``delay`` is the pause between pieces (default: the server's ``chunk_delay``).
+    """
+
+    reply: Reply | str
+    pieces: tuple[str, ...] | None = None
+    gate: threading.Event | None = None
+    hangup_after: int | None = None
+    delay: float | None = None
+
+    def as_reply(self) -> Reply:
+        """The reply streamed."""
+        return text(self.reply) if isinstance(self.reply, str) else self.reply
+
+
+Item = Reply | Raw | Echo | Streamed | str | Responder
 """What a script holds: a reply, or what makes one (see the module docstring)."""
 
 
@@ -177,11 +209,46 @@ def completion_json(reply: Reply, request: LLMRequest, number: int) -> dict[str,
     }
 
 
+def _cut(text: str, size: int) -> tuple[str, ...]:
+    return tuple(text[i : i + size] for i in range(0, len(text), size)) or ("",)
+
+
+def chunks(reply: Reply, request: LLMRequest, number: int, pieces: tuple[str, ...] | None, size: int, usage: bool) -> list[dict[str, Any]]:
+    """The chunks the server streams for ``reply``: the role, one per piece (text, or the
+    first call's arguments after a chunk naming the call), the finish reason, the usage."""
+    head = {"id": f"chatcmpl-{number}", "object": "chat.completion.chunk", "created": int(time.time()), "model": request.model_id}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    made = [chunk({"role": "assistant", "content": None if reply.tool_calls else ""})]
+    if reply.tool_calls:
+        first = reply.tool_calls[0]
+        for n, call in enumerate(reply.tool_calls):
+            function = {"name": call.name, "arguments": "" if n == 0 else call.arguments}
+            made.append(chunk({"tool_calls": [{"index": n, "id": call.id or f"call_{n}", "type": "function", "function": function}]}))
+        for piece in (pieces if pieces is not None else _cut(first.arguments, size)):
+            made.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+    elif reply.refusal is not None:
+        made.extend(chunk({"refusal": piece}) for piece in (pieces if pieces is not None else _cut(reply.refusal, size)))
+    elif reply.content is not None:
+        made.extend(chunk({"content": piece}) for piece in (pieces if pieces is not None else _cut(reply.content, size)))
+    made.append(chunk({}, reply.finish_reason))
+    if usage:
+        prompt, completion = reply.tokens(request)
+        tokens = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        made.append({**head, "choices": [], "usage": tokens})
+    return made
+
+
 class LLMServer:
     """See the module docstring. ``port=0`` picks a free port."""
 
-    def __init__(self, *, port: int = 0) -> None:
+    def __init__(self, *, port: int = 0, chunk_size: int = 4, chunk_delay: float = 0.0) -> None:
         self._port = port
+        #: How a streamed reply is cut (characters a piece) and paced (seconds between pieces).
+        self.chunk_size = chunk_size
+        self.chunk_delay = chunk_delay
         self._queue: deque[Item] = deque()
         self._default: Item = TestModel().reply_for
         self.requests: list[Recorded] = []
@@ -350,6 +417,9 @@ class LLMServer:
         self.requests.append(record)
         self._notify()
         reply = await self._reply_for(record)
+        streamed: Streamed | None = None
+        if isinstance(reply, Streamed):
+            streamed, reply = reply, reply.as_reply()
         if isinstance(reply, Raw):
             record.outcome = reply.status
             await self._send_raw(writer, reply)
@@ -373,11 +443,43 @@ class LLMServer:
             error = {"error": {"message": reply.message or "scripted error", "type": "scripted", "code": str(reply.status)}}
             record.outcome = reply.status
             await self._send(writer, reply.status, error, extra)
+        elif body.get("stream") is True:
+            record.outcome = 200
+            if not await self._stream(writer, reply, request, streamed or Streamed(reply), body):
+                record.outcome = "hangup"
+                return False
         else:
             record.outcome = 200
             await self._send(writer, 200, completion_json(reply, request, next(self._numbers)), dict(reply.headers))
         self._notify()
         return keep_alive
+
+    async def _stream(self, writer: asyncio.StreamWriter, reply: Reply, request: LLMRequest, how: Streamed, body: dict[str, Any]) -> bool:
+        """Stream ``reply`` as server-sent events (chunked); False when it hung up instead of ending."""
+        options = body.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        made = chunks(reply, request, next(self._numbers), how.pieces, self.chunk_size, usage)
+        head = ["HTTP/1.1 200 OK", "content-type: text/event-stream", "transfer-encoding: chunked", "cache-control: no-cache",
+                *(f"{k}: {v}" for k, v in reply.headers.items())]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        delay = self.chunk_delay if how.delay is None else how.delay
+        pieces = 0
+        for n, chunk in enumerate([*made, None]):
+            event = f"data: {json.dumps(chunk) if chunk is not None else '[DONE]'}\n\n".encode()
+            writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            await writer.drain()
+            is_piece = 0 < n < len(made) - (2 if usage else 1)
+            pieces += is_piece
+            if is_piece and how.hangup_after is not None and pieces >= how.hangup_after:
+                writer.transport.abort()
+                return False
+            if is_piece and pieces == 1 and how.gate is not None:
+                await asyncio.to_thread(how.gate.wait, 10)
+            if delay > 0 and chunk is not None:
+                await asyncio.sleep(delay)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
 
     async def _control(self, writer: asyncio.StreamWriter, body_bytes: bytes) -> None:
         """``POST …/_script``: queue the replies of the body (see the module docstring)."""
@@ -392,19 +494,19 @@ class LLMServer:
         self._queue.extend(replies)
         await self._send(writer, 200, {"pending": len(self._queue)}, {})
 
-    async def _reply_for(self, record: Recorded) -> Reply | Raw:
+    async def _reply_for(self, record: Recorded) -> Reply | Raw | Streamed:
         item = self._queue.popleft() if self._queue else self._default
         if isinstance(item, Echo):
             item = item.make(record)
-        if callable(item) and not isinstance(item, (Reply, Raw)):
+        if callable(item) and not isinstance(item, (Reply, Raw, Streamed)):
             made = item(record.request)
             if inspect.isawaitable(made):
                 made = await made
             item = made
         if isinstance(item, str):
             return text(item)
-        if not isinstance(item, (Reply, Raw)):
-            raise TypeError(f"a scripted reply must be a Reply, a Raw or a str, not {type(item).__name__}")
+        if not isinstance(item, (Reply, Raw, Streamed)):
+            raise TypeError(f"a scripted reply must be a Reply, a Raw, a Streamed or a str, not {type(item).__name__}")
         return item
 
     @staticmethod
@@ -445,8 +547,10 @@ def main(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--chunk-size", type=int, default=4, help="characters per streamed piece")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed pieces")
     args = parser.parse_args(argv)
-    server = LLMServer(port=args.port).start()
+    server = LLMServer(port=args.port, chunk_size=args.chunk_size, chunk_delay=args.chunk_delay).start()
     print(server.url, flush=True)
     try:
         while True:

@@ -268,6 +268,32 @@ def test_summarized_briefing_over_http(briefing: tuple[Any, Any], llm_server: LL
     assert used.requests == 2 and used.prompt_tokens == 2 * _words(body)
 
 
+def test_summarized_briefing_streams_typed_partials_over_http(briefing: tuple[Any, Any], llm_server: LLMServer) -> None:
+    """``stream llm summarize`` (docs/language.md §14): observed, the run's events carry the
+    summary as it arrives, each an instance of the generated ``SummaryPartial``, the last one
+    the summary the run returns."""
+    from agentmonad.events import PartialOutput
+    from agentmonad.llm import llm_config
+    from agentmonad.observe import observe
+    from examples.briefing.impl import BriefingState, Request
+    from examples.briefing.writer import summarize
+
+    _, module = briefing
+    llm_server.respond_with(summarize)
+
+    async def main() -> tuple[list[Any], Any]:
+        with llm_config(llm_server.config()):
+            run = observe(lambda: module.summarized_briefing(BriefingState(), Request("Oslo")))
+            partials = [e.value async for e in run if isinstance(e, PartialOutput)]
+        return partials, run.outcome
+
+    partials, outcome = asyncio.run(main())
+    assert isinstance(outcome, Ok)
+    assert len(partials) > 3 and all(type(p) is module.SummaryPartial for p in partials)
+    assert partials[0].headline is None and partials[-1].model_dump() == outcome.value.model_dump()
+    assert llm_server.requests[0].body["stream"] is True
+
+
 def test_summarized_briefing_repairs_a_summary_that_does_not_validate(
     briefing: tuple[Any, Any], llm_server: LLMServer
 ) -> None:

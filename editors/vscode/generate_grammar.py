@@ -88,7 +88,7 @@ def grammar() -> dict[str, Any]:
             },
             "declaration": {
                 "comment": "a declaration's keyword(s) and the name it declares",
-                "match": f"^\\s*((?:async\\s+)?(?:{'|'.join(declaration)}))\\s+([A-Za-z_][A-Za-z0-9_]*)",
+                "match": f"^\\s*((?:async\\s+|stream\\s+)?(?:{'|'.join(declaration)}))\\s+([A-Za-z_][A-Za-z0-9_]*)",
                 "captures": {"1": {"name": "keyword.declaration.mce"}, "2": {"name": "entity.name.function.mce"}},
             },
             "keyword": {

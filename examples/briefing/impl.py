@@ -61,7 +61,7 @@ class Briefing:
 
 
 class Summary(BaseModel):
-    """What ``llm summarize`` makes of a briefing: the model's structured output, validated.
+    """What ``stream llm summarize`` makes of a briefing: the model's structured output, validated.
 
     Its JSON schema is the response format the model is asked for.
     """

@@ -26,7 +26,16 @@ from mcec.check.types import Builtin, ClassRef, Generic, Lit, Type, Union
 from mcec.diagnostics import Diagnostic, Label
 from mcec.span import Span
 
-__all__ = ["MAX_TEMPLATE_BYTES", "MODEL_OPTIONS", "TemplateSource", "check_model_options", "check_output", "check_template", "read_template"]
+__all__ = [
+    "MAX_TEMPLATE_BYTES",
+    "MODEL_OPTIONS",
+    "TemplateSource",
+    "check_model_options",
+    "check_output",
+    "check_streams",
+    "check_template",
+    "read_template",
+]
 
 @dataclass(frozen=True, slots=True)
 class TemplateSource:
@@ -271,6 +280,17 @@ def check_output(decl: syntax.LlmDecl, output: Type) -> Diagnostic | None:
     if problem is None:
         return None
     return report.bad_llm_output(decl.name.text, output, problem, decl.output.span)
+
+
+def check_streams(decl: syntax.LlmDecl, output: Type) -> Diagnostic | None:
+    """W005 when a ``stream llm``'s output is neither text nor made of classes (docs/language.md §14):
+    the runtime streams ``str`` (or a union's ``str``) as text and record classes as partials."""
+    if not decl.stream:
+        return None
+    members = output.members if isinstance(output, Union) else (output,)
+    if any(m == Builtin("str") or isinstance(m, ClassRef) for m in members):
+        return None
+    return report.nothing_streams(decl.name.text, output, decl.output.span)
 
 
 def python_type(tp: Type) -> Any:

@@ -17,10 +17,11 @@ from mcec import syntax
 from mcec.check import report
 from mcec.check.env import Binding, Env, Failure, Kind, suggest
 from mcec.check.implementations import StepContract, check_fn, check_step
+from mcec.check.partials import partial_classes
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
-from mcec.check.llm import TemplateSource, check_model_options, check_output, check_template, read_template
+from mcec.check.llm import TemplateSource, check_model_options, check_output, check_streams, check_template, read_template
 from mcec.check.typed import (
     Program,
     PyRef,
@@ -578,10 +579,11 @@ class DeclarationChecker:
             if types_resolved and self.read_templates:
                 self.sink.extend(check_template(decl, source, input, self.index, self.declared.state))
         if types_resolved:
-            problem = check_output(decl, output)
+            problem = check_output(decl, output) or check_streams(decl, output)
             if problem is not None:
                 self.sink.add(problem)
-        llm = TLlm(decl.name.text, sig, decl.model.text, text, template_name, decl.span)
+        partials = partial_classes(output, self.index) if decl.stream and types_resolved else ()
+        llm = TLlm(decl.name.text, sig, decl.model.text, text, template_name, decl.span, decl.stream, partials)
         self.declared.llms.setdefault(decl.name.text, llm)
 
     def _pipeline(self, decl: syntax.PipelineDecl) -> None:

@@ -28,6 +28,7 @@ milliseconds.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import difflib
 import functools
@@ -52,6 +53,7 @@ from mcec.check.types import (
     ClassRef,
     ErrorSet,
     Generic,
+    Lit,
     Type,
     builtin_info,
     runtime_error,
@@ -208,6 +210,16 @@ _GENERICS: dict[str, str] = {
     "tuple": "tuple",
     "typing.Tuple": "tuple",
 }
+#: More generic heads a record's field may be written with (:meth:`PythonIndex._field_type`).
+_FIELD_GENERICS: dict[str, str] = {
+    "typing.Sequence": "list",
+    "collections.abc.Sequence": "list",
+    "typing.Mapping": "dict",
+    "collections.abc.Mapping": "dict",
+    "frozenset": "set",
+    "typing.FrozenSet": "set",
+}
+_LITERALS = frozenset({"typing.Literal", "typing_extensions.Literal"})
 _OUTCOME = frozenset({"agentmonad.Outcome", "agentmonad.outcome.Outcome"})
 _OK = frozenset({"agentmonad.Ok", "agentmonad.outcome.Ok"})
 _ERR = frozenset({"agentmonad.Err", "agentmonad.outcome.Err"})
@@ -544,6 +556,87 @@ class PythonIndex:
                 stack.append(base_path)
         return ClassMembers(pydantic or dataclass, frozenset(fields), frozenset(attributes | fields))
 
+    def record_fields(self, path: str) -> tuple[PyField, ...] | None:
+        """The fields of the pydantic model or dataclass at ``path`` as a model fills them in,
+        read through its bases (a base's fields first, a redefined field where it was first
+        defined, as pydantic and dataclasses order them); None when the class is no such record
+        or one of its classes cannot be read (what the streaming partial types are made from)."""
+        top = self.class_at(path)
+        if top is None or not (top.is_pydantic or top.is_dataclass):
+            return None
+        lineage = self._record_lineage(top.path, set())
+        if lineage is None:
+            return None
+        fields: dict[str, PyField] = {}
+        for current in lineage:
+            cls = self._griffe_classes[current.path]
+            for field in current.fields:
+                # a redefinition keeps the first position, with its own type
+                fields[field.name] = PyField(field.name, self._field_type(cls.attributes[field.name].annotation), field.has_default)
+        return tuple(fields.values())
+
+    def _field_type(self, expr: object) -> Type | None:
+        """A field's annotation as a spec type: :meth:`annotation`, and also what a record's fields
+        hold that a step's signature is not read for — builtin generics (``list[Cite]``,
+        ``dict[str, float]``), ``Literal[…]``, ``Sequence[…]``, a bare ``None`` in a union."""
+        match expr:
+            case "None":
+                return NONE
+            case griffe.ExprBinOp(operator="|"):
+                left, right = self._field_type(expr.left), self._field_type(expr.right)
+                return None if left is None or right is None else union([left, right])
+            case griffe.ExprSubscript():
+                head = (_canonical(expr.left) or "").removeprefix("builtins.")
+                args = list(expr.slice.elements) if isinstance(expr.slice, griffe.ExprTuple) else [expr.slice]
+                if head in _LITERALS:
+                    values = [_literal_value(a) for a in args]
+                    return None if any(v is None for v in values) else union([Lit(v) for v in values if v is not None])
+                if head in ("typing.Optional", "typing.Union", "typing.Annotated", "typing_extensions.Annotated"):
+                    members = [self._field_type(a) for a in (args[:1] if "Annotated" in head else args)]
+                    if head == "typing.Optional":
+                        members.append(NONE)
+                    return None if any(m is None for m in members) else union([m for m in members if m is not None])
+                generic = _FIELD_GENERICS.get(head) or _GENERICS.get(head)
+                if generic is None:
+                    return None
+                types = [self._field_type(a) for a in args if a != "..."]
+                if any(t is None for t in types) or not types:
+                    return None
+                return Generic(generic, tuple(t for t in types if t is not None))  # type: ignore[arg-type]
+            case _:
+                return self.annotation(expr)
+
+    def _record_lineage(self, path: str, seen: set[str]) -> list[PyClass] | None:
+        """The record classes ``path`` derives from, most basic first, itself last (None: one
+        cannot be read). Plain bases (``BaseModel``, ``object``, ``Generic``) add no fields."""
+        if path in seen:
+            return []
+        seen.add(path)
+        match _base_kind(path):
+            case "object" | "generic" | "pydantic":
+                return []
+            case "typed dict" | "builtin":
+                return None
+            case "class":
+                pass
+            case _ as never:
+                assert_never(never)
+        found = self.class_at(path)
+        cls = self._griffe_classes.get(found.path) if found is not None else None
+        if found is None or cls is None:
+            return None
+        lineage: list[PyClass] = []
+        for base in reversed(cls.bases):  # the last base's fields come first (Python's MRO, reversed)
+            base_path = _canonical(base)
+            if base_path is None:
+                return None
+            above = self._record_lineage(base_path, seen)
+            if above is None:
+                return None
+            lineage.extend(above)
+        lineage.append(found)
+        return lineage
+
     def _own_fields(self, cls: griffe.Class) -> set[str]:
         """The names a class body annotates for its instances (not a ``ClassVar``, not ``model_config``)."""
         return {
@@ -773,6 +866,17 @@ def package_root(spec: str | Path) -> Path:
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         folder = folder.parent
     return folder
+
+
+def _literal_value(expr: object) -> str | int | None:
+    """A ``Literal[…]`` argument as written (griffe keeps it as source text): a string or an int."""
+    if not isinstance(expr, str):
+        return None
+    try:
+        value = ast.literal_eval(expr)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
 def _canonical(expr: object) -> str | None:

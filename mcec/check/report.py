@@ -631,6 +631,19 @@ def template_unchecked(step: str, what: str, type_: object, reason: str, span: S
     )
 
 
+def nothing_streams(step: str, output: Type, span: Span) -> Diagnostic:
+    """W005: a ``stream llm`` whose output is neither text nor a class: it streams nothing before
+    its value (docs/language.md §14)."""
+    return warning(
+        "W005",
+        f"`{step}` is declared `stream llm`, but its answer {output} has nothing to stream before its value",
+        span,
+        (),
+        "text (`str`) streams as text deltas and a pydantic model or dataclass (or a union of them) as typed "
+        "partials; any other answer arrives whole: drop `stream`, or answer with a class that holds it",
+    )
+
+
 def bad_llm_output(step: str, output: Type, problem: str, span: Span) -> Diagnostic:
     """MCE024: an ``llm`` output type the runtime cannot parse a model's answer into."""
     return error(

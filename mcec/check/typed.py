@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, assert_never
 
 from mcec.span import Span
-from mcec.check.types import ErrorSet, Type, render_errors
+from mcec.check.types import ClassRef, ErrorSet, Type, render_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +165,21 @@ class TLlm:
     template: str
     template_name: str | None
     span: Span
+    #: Declared ``stream llm`` (docs/language.md §14).
+    stream: bool = False
+    #: For a streaming step: the partial type of each class its answer is built of (the output
+    #: classes and the record classes their fields hold), as far as their fields could be read.
+    partials: tuple[TPartial, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TPartial:
+    """The partial type the compiler generates for one record class a streaming llm step answers
+    with (docs/language.md §14): ``fields`` are the class's fields in order, with their types
+    (None: an annotation mcec cannot read, which the partial types as ``Any``)."""
+
+    cls: ClassRef
+    fields: tuple[tuple[str, Type | None], ...]
 
 
 @dataclass(frozen=True, slots=True)

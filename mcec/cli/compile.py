@@ -16,9 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-if TYPE_CHECKING:
-    from mcec.run.timeline import Timeline
-
 from mcec.cli.build_state import (
     STATE_DIR,
     BuildState,
@@ -50,6 +47,11 @@ from mcec.cli.durable_check import add_durable_arguments, durable_diagnostics
 from mcec.cli.output import OutputError, output_path, recorded_sha256, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
+
+if TYPE_CHECKING:
+    from mcec.check.typed import Program
+    from mcec.run.stream import StreamPrinter
+    from mcec.run.timeline import Timeline
 
 
 
@@ -414,6 +416,12 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     durable.add_argument(
         "--allow-changed-spec", action="store_true", help="resume a run although its spec changed since it started"
     )
+    command.add_argument(
+        "--stream",
+        action="store_true",
+        help="print the answers of `stream llm` steps as they arrive (text as text, a structured "
+        "answer's partials as JSON lines), then the Outcome",
+    )
     command.set_defaults(func=run_run)
 
 
@@ -487,6 +495,9 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.run.runner import RunError, dumps, llm_run_config, pipeline_site, prepare, run_pipeline
     from mcec.run.timeline import Timeline
 
+    if args.durable and args.stream:
+        print("mcec run: --stream does not go with --durable: a durable run is not streamed", file=sys.stderr)
+        return EXIT_USAGE
     if args.durable:
         return run_durable(args, out)
     if args.run_id is not None or args.db is not None or args.allow_changed_spec:
@@ -512,19 +523,36 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
         module = pytypes.SimpleNamespace(**{pipeline: lambda s, v: interpret(program, pipeline, s, v)})  # type: ignore[assignment]
     site = pipeline_site(result.program, args.pipeline)
     timeline = Timeline() if args.trace is not None else None
-    if sys.stderr.isatty():  # on a terminal: the step running and each `each`'s progress
+    printer = _stream_printer(result.program, out) if args.stream else None
+    if sys.stderr.isatty() and printer is None:  # on a terminal: the step running and each `each`'s progress
         from mcec.run.progress import ProgressDisplay
 
         with ProgressDisplay(sys.stderr) as progress:
             sink: EventSink = progress if timeline is None else Fanout(timeline, progress)
             report = run_pipeline(module, args.pipeline, state, value, llm, events=sink, site=site)
-    else:
-        report = run_pipeline(module, args.pipeline, state, value, llm, events=timeline, site=site)
+    else:  # the streamed answer (--stream) is what a terminal shows then, not the progress
+        sinks: list[EventSink] = [s for s in (timeline, printer) if s is not None]
+        events = None if not sinks else sinks[0] if len(sinks) == 1 else Fanout(*sinks)
+        try:
+            report = run_pipeline(module, args.pipeline, state, value, llm, events=events, site=site)
+        finally:
+            if printer is not None:
+                printer.close()
     out.write(dumps(report.payload) + "\n")
     if timeline is not None:
         out.flush()  # the result first, then the trace
         show_trace(timeline, args.trace, sys.stderr)
     return report.status
+
+
+def _stream_printer(program: Program, out: TextIO) -> StreamPrinter:
+    """``--stream`` (docs/language.md §14): the sink that writes the streamed answers to ``out`` as
+    they arrive; says on stderr when no step of the spec streams."""
+    from mcec.run.stream import StreamPrinter
+
+    if not any(llm_decl.stream for llm_decl in program.llms):
+        print("mcec run: --stream: no llm step of the spec is declared `stream llm`, so nothing streams", file=sys.stderr)
+    return StreamPrinter(out)
 
 
 def show_trace(timeline: Timeline, form: str, stream: TextIO) -> None:

@@ -211,6 +211,16 @@ def async_def(
     )
 
 
+def class_def(class_name: str, base: cst.BaseExpression, body: Sequence[cst.BaseStatement]) -> cst.ClassDef:
+    """``class class_name(base):`` with two blank lines before it."""
+    return cst.ClassDef(
+        name=cst.Name(class_name),
+        bases=[cst.Arg(value=base)],
+        body=cst.IndentedBlock(body=list(body)),
+        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+    )
+
+
 def import_from(module: str, names: Sequence[tuple[str, str | None]]) -> cst.SimpleStatementLine:
     """``from module import a, b as c``."""
     aliases = [

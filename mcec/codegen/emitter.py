@@ -46,7 +46,7 @@ from mcec.codegen import template_hashes
 from mcec.codegen.control import CONTROL_NODES, ControlEmitter
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
-from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union, render_errors, sorted_errors
+from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union, members, render_errors, sorted_errors
 
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200
@@ -81,6 +81,8 @@ class Emitter:
         self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
         self.tool_users = _tool_users(program)
         self.llm_users = _llm_users(program)
+        #: the generated partial type of each record class streaming steps answer with (by path)
+        self.partial_names: dict[str, str] = {}
         self.async_steps = {step.name for step in program.steps if step.is_async}
         self.timed_pipelines = _timed_pipelines(program)
         self.spawn_users = _spawn_users(program)
@@ -266,11 +268,77 @@ class Emitter:
             keywords = [c.keyword_arg("name", c.string(llm.name))]
             if llm.template_name is not None:
                 keywords.append(c.keyword_arg("template_name", c.string(llm.template_name)))
+            if llm.stream:
+                keywords.extend(self.stream_arguments(llm))
             value = value.with_changes(args=[*value.args, *keywords])
             statement = c.annotated(llm.name, annotation, value)
             self.record(statement, llm.span)
             lines.append(statement)
         return lines
+
+    # ------------------------------------------------------------ streaming (docs/language.md §14)
+
+    def stream_arguments(self, llm: t.TLlm) -> list[cst.Arg]:
+        """``stream=True`` and, for the output's own classes that have a generated partial type,
+        ``partials={Answer: AnswerPartial}`` (a class without one gets it made at run time)."""
+        arguments = [c.keyword_arg("stream", c.name("True"))]
+        outputs = [m for m in members(llm.sig.output) if isinstance(m, ClassRef) and m.path in self.partial_names]
+        if outputs:
+            entries = [cst.DictElement(self.type_expr(m), c.name(self.partial_names[m.path])) for m in outputs]
+            arguments.append(c.keyword_arg("partials", cst.Dict(entries)))
+        return arguments
+
+    def partial_classes(self) -> list[cst.ClassDef]:
+        """One class per record class a streaming llm step answers with (``mcec.check.partials``):
+        ``class AnswerPartial(Partial)`` with every field optional, defaulting to None."""
+        partials: dict[str, t.TPartial] = {}
+        for llm in self.program.llms:
+            partials.update((p.cls.path, p) for p in llm.partials)
+        for path in partials:  # named first: a class may hold one defined after it
+            self.partial_names[path] = self.names.fresh(f"{path.rpartition('.')[2]}Partial")
+        classes: list[cst.ClassDef] = []
+        for path, partial in partials.items():
+            doc = f"`{path}` as it streams (docs/language.md, section 14): every field optional."
+            body: list[cst.BaseStatement] = [c.docstring(doc)]
+            for field, tp in partial.fields:
+                annotation = c.bitor(self.partial_members(tp, optional=True))
+                line = c.annotated(field, annotation, c.name("None"))
+                body.append(line.with_changes(leading_lines=[cst.EmptyLine()]) if len(body) == 1 else line)
+            made = c.class_def(self.partial_names[path], self.runtime("Partial", f"{RUNTIME}.llm.partial"), body)
+            classes.append(made)
+        return classes
+
+    def partial_members(self, tp: Type | None, *, optional: bool = False) -> list[cst.BaseExpression]:
+        """The union members of the partial of ``tp``: a record class's partial, lists of partials,
+        everything else as it is; ``optional`` adds None (once)."""
+        found: list[cst.BaseExpression] = []
+        none = False
+        for member in members(tp) if tp is not None else (None,):
+            match member:
+                case None | Builtin(name="Any" | "Never"):
+                    found.append(self.runtime("Any", "typing"))
+                case Builtin(name="None"):
+                    none = True
+                case Builtin() | Lit():
+                    found.append(self.type_expr(member))
+                case ClassRef(path=path) if path in self.partial_names:
+                    found.append(c.name(self.partial_names[path]))
+                case ClassRef(path=path):
+                    module, _, attribute = path.rpartition(".")
+                    found.append(self.runtime(attribute, module))
+                case Generic(head="dict", args=args):
+                    value = c.bitor(self.partial_members(args[-1]))
+                    found.append(c.subscript(self.builtin("dict"), [self.builtin("str"), value]))
+                case Generic(args=args):  # list, set, tuple: what has arrived is a list
+                    items = [m for arg in args for m in self.partial_members(arg)]
+                    found.append(c.subscript(self.builtin("list"), [c.bitor(items)]))
+                case Union():
+                    raise AssertionError("members() flattens unions")
+                case _:
+                    assert_never(member)
+        if none or optional:
+            found.append(c.name("None"))
+        return found
 
     def merge_function(self, merge: t.MergeKind) -> cst.BaseExpression:
         """The merge a group that merges without conflicts passes to the runtime."""
@@ -875,6 +943,7 @@ class Emitter:
         """The whole module: header, imports, sites, bindings, pipelines."""
         for pipeline in self.program.pipelines:
             self.pipeline(pipeline)
+        partials = self.partial_classes()  # named before the llm bindings refer to them
         bindings = [*self.bindings(), *self.tool_bindings(), *self.llm_bindings()]
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
@@ -900,10 +969,11 @@ class Emitter:
             body.append(statement)
         body.append(fresh)
         top = [*self.site_lines, *bindings]
-        if top:  # one blank line between the imports and the constants
-            first = top[0].with_changes(leading_lines=[cst.EmptyLine()])
+        if top:  # one blank line between the imports and the constants (two after a class)
+            first = top[0].with_changes(leading_lines=[cst.EmptyLine()] * (2 if partials else 1))
             self.record(first, self.spans[id(top[0])])
             top[0] = first
+        body.extend(partials)
         body.extend(top)
         body.extend(self.functions)
         if toolboxes:

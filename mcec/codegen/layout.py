@@ -279,7 +279,7 @@ def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -
             _statements(statement.body.body, depth + 1, out)
             if statement.orelse is not None:
                 _else(statement.orelse, depth, out)
-        elif isinstance(statement, cst.FunctionDef | cst.With):
+        elif isinstance(statement, cst.FunctionDef | cst.With | cst.ClassDef):
             out.extend(_indent(_header(statement, depth), depth))
             assert isinstance(statement.body, cst.IndentedBlock)
             _statements(statement.body.body, depth + 1, out)

@@ -366,7 +366,9 @@ def _declared(decl: s.Decl, program: Program | None) -> str:
     inferred errors included), else the one written."""
     name = decl_name(decl)
     text = name.text if name is not None else ""
-    kind = ("async step" if isinstance(decl, s.StepDecl) and decl.is_async else decl_kind(decl))
+    kind = decl_kind(decl)
+    if isinstance(decl, s.StepDecl) and decl.is_async or isinstance(decl, s.LlmDecl) and decl.stream:
+        kind = f"{'async' if isinstance(decl, s.StepDecl) else 'stream'} {kind}"
     checked = _checked_sig(program, text) if program is not None else None
     written = signature_text(decl)
     match decl:
@@ -624,8 +626,8 @@ def references_elsewhere(
 # ---------------------------------------------------------------- completion
 
 _GRAMMAR = tables()
-#: The words that start a declaration (and ``async``, before ``step``).
-DECLARATION_WORDS = (*_GRAMMAR.declaration_words, "async")
+#: The words that start a declaration (and ``async`` before ``step``, ``stream`` before ``llm``).
+DECLARATION_WORDS = (*_GRAMMAR.declaration_words, "async", "stream")
 #: The words an expression may start with or contain: reserved (``par``) and soft (``retry``) keywords.
 EXPRESSION_WORDS = tuple(
     sorted(
@@ -635,7 +637,7 @@ EXPRESSION_WORDS = tuple(
 )
 #: The types every spec may name without importing them.
 BUILTIN_TYPES = ("str", "int", "float", "bool", "bytes", "None", "list", "dict", "tuple", "set", "Literal", "Never")
-_SIGNATURE_START = re.compile(r"^\s*(?:async\s+)?(?:step|fn|tool|llm|toolbox|pipeline)\s+\w+\s*:")
+_SIGNATURE_START = re.compile(r"^\s*(?:async\s+|stream\s+)?(?:step|fn|tool|llm|toolbox|pipeline)\s+\w+\s*:")
 _AFTER_BIND = re.compile(r"(\w+)\s*>>=\s*\w*$")
 _TEMPLATE_OPEN = re.compile(r"\{\{[^}]*$|\{%[^%]*$")
 
@@ -649,7 +651,7 @@ def completions(analysis: Analysis, offset: int, index: PythonIndex, tree: s.Mod
     module = analysis.module or tree
     if module is None:
         return _keywords(DECLARATION_WORDS) if re.fullmatch(r"\w*", before) else []
-    if _TEMPLATE_OPEN.search(before) and re.match(r"\s*llm\b", text[line_start:]) or _in_template(module, offset):
+    if _TEMPLATE_OPEN.search(before) and re.match(r"\s*(?:stream\s+)?llm\b", text[line_start:]) or _in_template(module, offset):
         return _template_variables(module, text, offset, index)
     if re.fullmatch(r"\w*", before):
         return _keywords(DECLARATION_WORDS)
@@ -738,14 +740,16 @@ def _in_template(module: s.Module, offset: int) -> bool:
     return False
 
 
-_LLM_HEAD = re.compile(r"\s*llm\s+(\w+)\s*:\s*([\w.]+)\s*->")
+_LLM_HEAD = re.compile(r"\s*(?:stream\s+)?llm\s+(\w+)\s*:\s*([\w.]+)\s*->")
+#: Where an llm declaration starts (``stream llm`` too, docs/language.md §14).
+_LLM_START = re.compile(r"^(?:stream[ \t]+)?llm\b", re.MULTILINE)
 
 
 def _template_variables(module: s.Module, text: str, offset: int, index: PythonIndex) -> list[lsp.CompletionItem]:
     """The variables the template being written at ``offset`` sees, from the head of its ``llm``
     (read from the text: while a template is typed the spec seldom parses)."""
-    head_start = text.rfind("\nllm", 0, offset) + 1
-    head = _LLM_HEAD.match(text, head_start)
+    starts = [m.start() for m in _LLM_START.finditer(text, 0, offset)]
+    head = _LLM_HEAD.match(text, starts[-1] if starts else 0)
     if head is None:
         return []
     return template_variables(module, head.group(1), head.group(2), index)

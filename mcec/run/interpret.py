@@ -275,6 +275,7 @@ class Interpreter:
                 python_type(decl.sig.output),
                 name=decl.name,
                 template_name=decl.template_name,
+                stream=decl.stream,  # its partial types made at run time (docs/language.md §14)
             )
         return self._llm_steps[name]
 

@@ -133,6 +133,7 @@ def _after_token(last: StackItem, site: ErrorSite) -> tuple[str, str | None] | N
         "STATE": ("expected the state type after `state`", None),
         "ERROR": ("expected the error type after `error`", None),
         "ASYNC": ("expected `step` after `async`", None),
+        "STREAM": ("expected `llm` after `stream`", "a streaming llm step is written `stream llm n : A -> B = model \"…\"`"),
         "FN": ("expected the fn name after `fn`", None),
         "PIPELINE": ("expected the pipeline name after `pipeline`", None),
         "SERVER": ("expected the server name after `server`", None),

@@ -740,9 +740,11 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         return s.Template(self.string(token), len(c) == 2, False, self.span(c[0], token))
 
     def llm_decl(self, c: list[_Child]) -> s.LlmDecl:
-        # LLM name COLON type ARROW type EQUAL name template
-        self.check_name(c[1], "an llm name")
-        return s.LlmDecl(c[1], c[3], c[5], c[7], c[8], self.span(c[0], c[8]))
+        # [STREAM] LLM name COLON type ARROW type EQUAL name template
+        stream = c[0].type == "STREAM"
+        at = 1 if stream else 0
+        self.check_name(c[at + 1], "an llm name")
+        return s.LlmDecl(c[at + 1], c[at + 3], c[at + 5], c[at + 7], c[at + 8], stream, self.span(c[0], c[at + 8]))
 
     def toolbox_decl(self, c: list[_Child]) -> s.ToolboxDecl:
         # TOOLBOX name COLON type ARROW type [error_list] EQUAL name (COMMA name)*

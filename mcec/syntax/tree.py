@@ -600,13 +600,15 @@ class Template(Node):
 
 @dataclass(frozen=True, slots=True)
 class LlmDecl(Node):
-    """``llm n : A -> B = model TEMPLATE`` (docs/language.md §10)."""
+    """``[stream] llm n : A -> B = model TEMPLATE`` (docs/language.md §10; ``stream``: §14)."""
 
     name: Name
     input: TypeExpr
     output: TypeExpr
     model: Name
     template: Template
+    #: Written with ``stream``: the step streams its answer to the run's event sink.
+    stream: bool
     span: Span
 
 

@@ -723,7 +723,8 @@ class _Formatter:
             case s.LlmDecl():
                 # the template as written: a triple-quoted one keeps its lines (docs/language.md §10)
                 signature = _signature(decl.input, decl.output, None)
-                text = f"llm {decl.name.text} : {signature} = {decl.model.text} {self.template(decl.template)}"
+                stream = "stream " if decl.stream else ""
+                text = f"{stream}llm {decl.name.text} : {signature} = {decl.model.text} {self.template(decl.template)}"
             case s.ToolboxDecl():
                 signature = _signature(decl.input, decl.output, decl.errors)
                 text = f"toolbox {decl.name.text} : {signature} = " + ", ".join(e.text for e in decl.entries)

@@ -166,10 +166,17 @@ class _Builder:
     """Draws one pipeline; ids are ``p<index>_<n>`` in drawing order."""
 
     def __init__(
-        self, index: int, pipeline: t.TPipeline, uses: dict[str, t.TUsed] | None = None, title: str | None = None
+        self,
+        index: int,
+        pipeline: t.TPipeline,
+        uses: dict[str, t.TUsed] | None = None,
+        title: str | None = None,
+        streams: frozenset[str] = frozenset(),
     ) -> None:
         #: Pipelines of other specs, by the name this spec binds (drawn naming their spec).
         self.uses = uses or {}
+        #: The llm steps declared ``stream llm`` (docs/language.md §14): drawn saying so.
+        self.streams = streams
         self.prefix = f"p{index}"
         self.count = 0
         self.edges: list[Edge] = []
@@ -200,7 +207,8 @@ class _Builder:
                 ref = self.node(_ref_shape(e.kind), e.name, f"pipeline {used.pipeline} of {used.spec}", str(e.sig))
                 return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
             case t.TRef():
-                ref = self.node(_ref_shape(e.kind), e.name, str(e.sig))
+                name = f"{e.name} (streams)" if e.kind is t.RefKind.LLM and e.name in self.streams else e.name
+                ref = self.node(_ref_shape(e.kind), name, str(e.sig))
                 return _Frag(ref, [ref], [(ref, e.sig.errors)] if e.sig.errors else [])
             case t.TBind():
                 parts = [self.draw(p) for p in e.parts]
@@ -369,8 +377,9 @@ def build_graph(program: t.Program, pipeline: str | None = None) -> Graph:
             raise KeyError(pipeline)
         pipelines = chosen
     graphs = []
+    streams = frozenset(llm.name for llm in program.llms if llm.stream)
     for index, item in enumerate(pipelines):
-        graphs.append(_Builder(index, item, {used.name: used for used in program.uses}).finish(item))
+        graphs.append(_Builder(index, item, {used.name: used for used in program.uses}, streams=streams).finish(item))
     return Graph(tuple(graphs))
 
 

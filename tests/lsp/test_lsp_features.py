@@ -58,6 +58,15 @@ async def test_hover_shows_a_steps_type_and_the_state(client: LanguageClient) ->
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_hover_names_a_streaming_llm_step_so(client: LanguageClient) -> None:
+    briefing = ROOT / "examples" / "briefing" / "briefing.mce"
+    await open_spec(client, briefing)
+    text = briefing.read_text(encoding="utf-8")
+    hovered = await _hover(client, briefing, position(text, "retry(2, on=LLMUnavailable, backoff=0.5) summarize", inside=45))
+    assert "stream llm summarize : Briefing -> Summary ! LLMFailed | LLMUnavailable" in hovered
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_hover_shows_a_pipelines_checked_type(client: LanguageClient) -> None:
     await open_spec(client, RESEARCH)
     text = await _hover(client, RESEARCH, position(RESEARCH_TEXT, "pipeline lookup", inside=10))
@@ -176,7 +185,7 @@ async def test_completion_at_the_start_of_a_line_offers_declaration_keywords(cli
     await open_spec(client, spec)
     typing = AGENT + "pi"
     items = await _complete(client, spec, typing, position(typing, "\npi", inside=3))
-    assert {"pipeline", "step", "fn", "llm", "toolbox"} <= {i.label for i in items}
+    assert {"pipeline", "step", "fn", "llm", "toolbox", "async", "stream"} <= {i.label for i in items}
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -193,6 +202,19 @@ async def test_completion_in_a_template_offers_the_inputs_fields(client: Languag
     spec = project / "agent.mce"
     await open_spec(client, spec)
     typing = AGENT + 'model m = openai "gpt"\nllm tell : Query -> str = m "about {{ '
+    items = await _complete(client, spec, typing, position(typing, "{{ ", inside=3))
+    assert {"topic", "depth", "state"} <= {i.label for i in items}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_in_a_streaming_llm_offers_types_and_the_inputs_fields(client: LanguageClient, project: Path) -> None:
+    """`stream llm` (docs/language.md §14) is an llm declaration to completion too."""
+    spec = project / "agent.mce"
+    await open_spec(client, spec)
+    typing = AGENT + 'model m = openai "gpt"\nstream llm tell : Qu'
+    items = await _complete(client, spec, typing, position(typing, ": Qu", inside=4))
+    assert {"Found", "Query", "str"} <= {i.label for i in items}
+    typing = AGENT + 'model m = openai "gpt"\nstream llm tell : Query -> str = m "about {{ '
     items = await _complete(client, spec, typing, position(typing, "{{ ", inside=3))
     assert {"topic", "depth", "state"} <= {i.label for i in items}
 

@@ -270,9 +270,20 @@ class Shape:
         """The reply as a value of the type, or :class:`Invalid`."""
         raise NotImplementedError
 
+    def record_classes(self) -> dict[str, type]:
+        """The classes an answer of this type is an instance of, by name (streaming's partials)."""
+        return {}
+
+    def text_streams(self) -> bool:
+        """Is the text of a reply (rather than a function call's arguments) the answer as text?"""
+        return False
+
 
 class _Text(Shape):
     kind = "text"
+
+    def text_streams(self) -> bool:
+        return True
 
     def parse(self, reply: LLMReply) -> Any:
         if reply.content is None:
@@ -298,6 +309,10 @@ class _Object(Shape):
             "type": "json_schema",
             "json_schema": {"name": _schema_name(tp.__name__), "schema": self._adapter.json_schema()},
         }
+
+    def record_classes(self) -> dict[str, type]:
+        assert isinstance(self.type, type)
+        return {self.type.__name__: self.type}
 
     def parse(self, reply: LLMReply) -> Any:
         if reply.content is None:
@@ -330,6 +345,12 @@ class _Choice(Shape):
             tools.append(ToolSpec(member.__name__, _doc(member), adapter.json_schema()))
         self.tools = tuple(tools)
         self.tool_choice = "auto" if self.text_allowed else "required"
+
+    def record_classes(self) -> dict[str, type]:
+        return {name: cls for name, (cls, _) in self._members.items()}
+
+    def text_streams(self) -> bool:
+        return self.text_allowed
 
     def parse(self, reply: LLMReply) -> Any:
         names = ", ".join(self._members)

@@ -12,10 +12,11 @@ credentials are masked before any field is cut or shown.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias, TypeVar, assert_never
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, assert_never
 
+from ..context import current_run_context
 from ..outcome import Err, Ok
 from .config import Misconfigured, Model, Resolved, current_config
 from .errors import LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind, sealed
@@ -23,7 +24,10 @@ from .output import Invalid, Shape, output_shape
 from .prompt import Prompt
 from .scope import current_scope, llm_scope
 from ..usage import budget_checkpoint, record_usage
-from .wire import Backend, LLMReply, LLMRequest, reply_problem
+from .wire import Backend, LLMReply, LLMRequest, StreamingBackend, reply_problem
+
+if TYPE_CHECKING:
+    from .streaming import Streaming
 
 __all__ = ["LLMStep", "llm_step"]
 
@@ -59,17 +63,19 @@ class _Answer:
     value: Any
 
 
-async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -> Ok[_S, Any] | Err[_S, LLMFailed | LLMUnavailable]:
+async def _call(
+    model: Model, name: str, shape: Shape, prompt: str, state: _S, streaming: Streaming | None = None
+) -> Ok[_S, Any] | Err[_S, LLMFailed | LLMUnavailable]:
     scope = current_scope()
     if scope is None:
         # Outside any run: a scope for this one call, so its client is closed.
         async with llm_scope():
-            return await _call(model, name, shape, prompt, state)
+            return await _call(model, name, shape, prompt, state, streaming)
     try:
         settings, backend = scope.backend(model, current_config())
     except Misconfigured as exc:
         return Err(sealed(LLMUnavailable(model.name, name, str(exc), LLMUnavailableKind.MISCONFIGURED), exc.secrets), state)
-    outcome = await _attempts(model, name, shape, prompt, settings, backend)
+    outcome = await _attempts(model, name, shape, prompt, settings, backend, streaming)
     match outcome:
         case LLMFailed() | LLMUnavailable():
             # The one way out of the model client for text: the key and the endpoint's
@@ -81,10 +87,37 @@ async def _call(model: Model, name: str, shape: Shape, prompt: str, state: _S) -
             assert_never(outcome)
 
 
+def _asker(backend: Backend, streaming: Streaming | None) -> Callable[[LLMRequest], Awaitable[LLMReply]]:
+    """How each request is sent: streamed when the step streams and an event sink is attached
+    here (docs/language.md §14), else the plain ``complete``."""
+    if streaming is None:
+        return backend.complete
+    sink = current_run_context().events
+    if sink is None:
+        return backend.complete
+    emit = sink.emit
+
+    async def ask(request: LLMRequest) -> LLMReply:
+        listener = streaming.listener(emit)
+        if isinstance(backend, StreamingBackend):
+            return await backend.stream(request, listener)
+        # a backend that cannot stream (a scripted model): its whole answer is one piece
+        reply = await backend.complete(request)
+        if reply_problem(reply) is None:
+            if reply.tool_calls:
+                listener.call(reply.tool_calls[0].name, reply.tool_calls[0].arguments)
+            elif reply.content:
+                listener.text(reply.content)
+        return reply
+
+    return ask
+
+
 async def _attempts(
-    model: Model, name: str, shape: Shape, prompt: str, settings: Resolved, backend: Backend
+    model: Model, name: str, shape: Shape, prompt: str, settings: Resolved, backend: Backend, streaming: Streaming | None
 ) -> _Answer | LLMFailed | LLMUnavailable:
     """Ask, and ask again with the validation errors while the answer is invalid (``max_repairs``)."""
+    ask = _asker(backend, streaming)
     messages: list[dict[str, Any]] = []
     if settings.system:
         messages.append({"role": "system", "content": settings.system})
@@ -99,7 +132,7 @@ async def _attempts(
             shape.response_format, settings.params, attempt,
         )
         try:
-            reply = await backend.complete(request)
+            reply = await ask(request)
         except LLMUnavailable as exc:
             return exc
         problem = reply_problem(reply)
@@ -124,7 +157,14 @@ async def _attempts(
 
 
 def llm_step(
-    model: Model, template: str, output: object, *, name: str, template_name: str | None = None
+    model: Model,
+    template: str,
+    output: object,
+    *,
+    name: str,
+    template_name: str | None = None,
+    stream: bool = False,
+    partials: Mapping[type, type] | None = None,
 ) -> LLMStep[_S, _A, _B]:
     """The async step of ``llm name : A -> B = model TEMPLATE``.
 
@@ -144,12 +184,24 @@ def llm_step(
     the errors up to the model's ``max_repairs`` times. Failures are values:
     ``Err(LLMFailed)`` (still invalid, or refused), ``Err(LLMUnavailable)``
     (no answer). The state comes back unchanged.
+
+    ``stream=True`` (``stream llm``, docs/language.md §14): while an event sink is attached
+    where the step runs, its answer is streamed from the model and told to the sink as it
+    arrives (``TextDelta``, ``PartialOutput``: :mod:`agentmonad.llm.streaming`); the final
+    value is validated as without streaming. ``partials`` maps an output class to its
+    partial type (the compiler generates them); a class without one gets it made here
+    (:func:`agentmonad.llm.partial.partial_model`).
     """
     prompt = Prompt(template, template_name or f"<{name}>")
     shape = output_shape(output)
+    streaming: Streaming | None = None
+    if stream:
+        from .streaming import Streaming  # imports pydantic: only a streaming step needs it
+
+        streaming = Streaming(shape, partials)
 
     async def step(state: _S, value: _A) -> Ok[_S, _B] | Err[_S, LLMFailed | LLMUnavailable]:
-        return await _call(model, name, shape, prompt.render(value, state), state)
+        return await _call(model, name, shape, prompt.render(value, state), state, streaming)
 
     step.__name__ = step.__qualname__ = f"llm_{name}"
     step.__doc__ = f"LLM step {name} (model {model.name}, {model.model_id!r}) -> {shape.description}."

@@ -24,7 +24,18 @@ from typing import Any, Protocol, runtime_checkable
 from .._show import safe_str
 from ..usage import is_token_count as is_token_count  # the core counts tokens for `budget`
 
-__all__ = ["ToolSpec", "ToolCall", "LLMRequest", "LLMReply", "Backend", "reply_problem", "json_kind", "is_token_count"]
+__all__ = [
+    "ToolSpec",
+    "ToolCall",
+    "LLMRequest",
+    "LLMReply",
+    "Backend",
+    "Deltas",
+    "StreamingBackend",
+    "reply_problem",
+    "json_kind",
+    "is_token_count",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,3 +226,27 @@ class Backend(Protocol):
     """
 
     async def complete(self, request: LLMRequest) -> LLMReply: ...
+
+
+class Deltas(Protocol):
+    """Where a streaming backend sends an answer's pieces as they arrive (docs/language.md §14)."""
+
+    def text(self, chunk: str) -> None:
+        """More of the answer's text."""
+        ...
+
+    def call(self, name: str, chunk: str) -> None:
+        """More of the arguments (JSON text) of the answer's first function call, ``name``."""
+        ...
+
+
+@runtime_checkable
+class StreamingBackend(Backend, Protocol):
+    """A backend that can also stream an answer (the real endpoint does; a scripted model need
+    not: a step streaming from a backend without ``stream`` sends the whole answer as one piece).
+
+    ``stream`` sends the pieces to ``deltas`` as they arrive and returns the whole reply, the same
+    :class:`LLMReply` ``complete`` would have (text, calls, refusal, finish reason, tokens), or
+    raises ``LLMUnavailable``."""
+
+    async def stream(self, request: LLMRequest, deltas: Deltas) -> LLMReply: ...
