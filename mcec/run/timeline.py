@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -57,10 +57,11 @@ class Node:
     #: What happened inside that is not a span of its own: model requests, tool calls, plans checked.
     notes: list[str] = field(default_factory=list)
     children: list[Node] = field(default_factory=list)
-    #: A group's progress: branches done, failed, of total.
+    #: A group's progress: branches done, failed, of total (None: not known, as in a durable
+    #: run's records, which name only the elements that recorded something).
     done: int = 0
     failed: int = 0
-    total: int = 0
+    total: int | None = 0
     #: A durable run's effect: its recorded identity (docs/language.md §13) and the state after it
     #: (None: the record has no state, or this node is not a record).
     key: str | None = None
@@ -187,8 +188,9 @@ def from_records(
     element or the effect (a ``spawn``'s planner and plan steps) its branch path names.
 
     A group has no record of its own: it shows as ``par/each`` with the elements that have
-    records (``done``: those whose effects all succeeded), and an effect whose call was still
-    running when the run stopped shows as ``unfinished`` above the records made inside it.
+    records (``done``: those whose effects all succeeded; the total is not known), ``unfinished``
+    unless the run ended or its branch recorded something after it; an effect whose call was
+    still running when the run stopped shows as ``unfinished`` above the records made inside it.
     ``outcome`` is the run's (None: it has not ended)."""
     run = Node("run", pipeline, None, (), started if started is not None else 0.0, outcome=outcome)
     if outcome is not None and started is not None and ended is not None:
@@ -227,7 +229,16 @@ def from_records(
             containers[key] = node
             parent.children.append(node)
         _fill(node, record, state)
-    _close_groups(run)
+    numbered = [_segments(str(record["key"])) for record in records]
+
+    def finished(group: Node) -> bool:
+        """The run ended, or the group's branch went on after it (a branch runs one thing at a time)."""
+        *outer, last = _segments(str(group.key))
+        return outcome is not None or any(
+            len(key) > len(outer) and list(key[: len(outer)]) == outer and key[len(outer)][0] > last[0] for key in numbered
+        )
+
+    _close_groups(run, finished)
     if started is None and records:
         run.start = min(float(r.get("started", 0.0)) for r in records)
     return [run]
@@ -256,24 +267,23 @@ def _fill(node: Node, record: Mapping[str, Any], state: object) -> None:
         node.notes.append(f"state after: {_state_text(state)}")
 
 
-def _close_groups(node: Node) -> None:
+def _close_groups(node: Node, ended: Callable[[Node], bool]) -> None:
     """Every group below ``node`` (innermost first) gets its progress, outcome and span from its
-    elements' effects: an element is done when all of them succeeded."""
+    elements' effects: an element is done when all of them succeeded, failed when one did not."""
     for child in node.children:
-        _close_groups(child)
+        _close_groups(child, ended)
     if node.kind != "group":
         return
     succeeded: dict[int, bool] = {}
     for child in node.children:
         element = child.index[-1] if child.index else 0
         succeeded[element] = succeeded.get(element, True) and child.outcome == "ok"
-    node.total, node.done = len(succeeded), sum(succeeded.values())
+    node.total, node.done = None, sum(succeeded.values())
     node.failed = len({child.index[-1] if child.index else 0 for child in node.children if child.outcome not in ("ok", None)})
-    node.outcome = "ok" if node.done == node.total else ("err" if node.failed else None)
-    ends = [child.start + (child.duration or 0.0) for child in node.children]
+    node.outcome = ("err" if node.failed else "ok") if ended(node) else None
     if node.children:
         node.start = min(child.start for child in node.children)
-        node.duration = max(ends) - node.start
+        node.duration = max(child.start + (child.duration or 0.0) for child in node.children) - node.start
 
 
 def _close(node: Node | None, outcome: str, duration: float) -> None:
@@ -312,7 +322,8 @@ def _line(node: Node) -> str:
     if prompt or completion:
         parts.append(f"tokens {prompt}+{completion}")
     if node.kind == "group":
-        parts.append(f"{node.done}/{node.total} done" + (f", {node.failed} failed" if node.failed else ""))
+        total = f"/{node.total}" if node.total is not None else ""
+        parts.append(f"{node.done}{total} done" + (f", {node.failed} failed" if node.failed else ""))
     if node.error is not None and node.outcome != "ok":
         parts.append(node.error)
     if node.key is not None:  # a durable run's record: its identity (`mcec runs show`)

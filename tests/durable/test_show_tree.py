@@ -70,8 +70,8 @@ TREE = """\
 go  run  ok  T
 ├─ note  step show.mce:11  ok  T  id 0
 │  └─ state after: {"seen":["a,b"]}
-└─ par/each  group  ok  T  2/2 done  id 1
-   ├─ [0] par/each  group  ok  T  2/2 done  id 1.0/0
+└─ par/each  group  ok  T  2 done  id 1
+   ├─ [0] par/each  group  ok  T  2 done  id 1.0/0
    │  ├─ [0] tag  step show.mce:12  ok  T  id 1.0/0.0/0
    │  │  └─ state after: {"seen":["a,b"]}
    │  ├─ [0] tag  step show.mce:12  ok  T  id 1.0/0.0/1
@@ -135,7 +135,7 @@ def test_runs_show_json_keeps_its_effects_and_adds_the_tree(finished_run: str, c
     assert (note["key"], note["name"], note["site"], note["state"]) == (
         "0", "note", {"file": "show.mce", "line": 11, "column": 5}, {"seen": ["a,b"]}
     )
-    assert (par["kind"], par["key"], par["progress"]) == ("group", "1", {"done": 2, "failed": 0, "total": 2})
+    assert (par["kind"], par["key"], par["progress"]) == ("group", "1", {"done": 2, "failed": 0, "total": None})
     each, count = par["children"]
     assert (each["kind"], each["key"], each["index"], count["key"], count["index"]) == ("group", "1.0/0", [0], "1.1/0", [1])
     assert [(tag["key"], tag["index"], tag["outcome"]) for tag in each["children"]] == [
@@ -163,7 +163,7 @@ def test_an_interrupted_runs_records_as_a_tree() -> None:
     roots = from_records(records, states, pipeline="batch", outcome=None)
     assert render_text(roots) == """\
 batch  run  unfinished  -  tokens 12+5
-├─ par/each  group  err  1.00s  tokens 12+5  2/3 done, 1 failed  id 0
+├─ par/each  group  err  1.00s  tokens 12+5  2 done, 1 failed  id 0
 │  ├─ [0] extract  model b.mce:3  ok  250.0ms  tokens 5+2  id 0.0/0
 │  │  └─ model gpt: 5+2 tokens
 │  ├─ [1] extract  model b.mce:3  ok  500.0ms  tokens 7+3  id 0.1/0
@@ -173,4 +173,9 @@ batch  run  unfinished  -  tokens 12+5
    └─ plan_step  step b.mce:3  ok  1.00s  id 1/0
       └─ state after: {"k":1}"""
     [run] = as_json(roots)
-    assert run["outcome"] is None and run["children"][0]["progress"] == {"done": 2, "failed": 1, "total": 3}
+    # the records name only the elements that recorded something: no total
+    assert run["outcome"] is None and run["children"][0]["progress"] == {"done": 2, "failed": 1, "total": None}
+    # the group ended because its branch recorded something after it (1/0); without that record,
+    # in a run that has not ended, more elements may be to come
+    [cut] = from_records(records[:3], states[:3], pipeline="batch", outcome=None)
+    assert cut.children[0].outcome is None and render_text([cut]).splitlines()[1].startswith("└─ par/each  group  unfinished")
