@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -86,7 +87,8 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(show(args.run_id, db=args.db), indent=2) + "\n")
         return EXIT_OK
     shown, tree = show_tree(args.run_id, db=args.db)
-    out.write(f"run {shown['run_id']}: {shown['pipeline']} of {shown['spec']} ({shown['status']}, started {shown['started']})\n")
+    spec = os.path.relpath(str(shown["spec"])) if shown["spec"] else "?"  # as `mcec runs list` names it
+    out.write(f"run {shown['run_id']}: {shown['pipeline']} of {spec} ({shown['status']}, started {shown['started']})\n")
     out.write(render_text(tree) + "\n")
     return EXIT_OK
 
