@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Subparsers
 
@@ -77,27 +78,19 @@ def _table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
-    from mcec.durable import show
+    """The run as ``mcec run --trace`` draws it: each recorded effect under its ``par``/``each``
+    element, with its duration, outcome, tokens, identity and the state after it."""
+    from mcec.durable import show, show_tree
+    from mcec.run.timeline import render_text
 
-    shown = show(args.run_id, db=args.db)
     if args.format == "json":
-        out.write(json.dumps(shown, indent=2) + "\n")
+        out.write(json.dumps(show(args.run_id, db=args.db), indent=2) + "\n")
         return EXIT_OK
-    out.write(f"run {shown['run_id']}: {shown['pipeline']} of {shown['spec']} ({shown['status']}, started {shown['started']})\n")
-    rows = [
-        [str(e["key"]), str(e["kind"]), str(e["step"]), str(e["site"] or "-"), f"{e['seconds'] * 1000:.1f} ms",
-         str(e["outcome"]), _state(e["state"])]
-        for e in shown["effects"]
-    ]
-    _table(out, ["effect", "kind", "step", "site", "took", "outcome", "state after"], rows)
+    shown, tree = show_tree(args.run_id, db=args.db)
+    spec = os.path.relpath(str(shown["spec"])) if shown["spec"] else "?"  # as `mcec runs list` names it
+    out.write(f"run {shown['run_id']}: {shown['pipeline']} of {spec} ({shown['status']}, started {shown['started']})\n")
+    out.write(render_text(tree) + "\n")
     return EXIT_OK
-
-
-def _state(state: Any) -> str:
-    if state is None:
-        return "-"
-    text = json.dumps(state, separators=(",", ":"))
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _resume(args: argparse.Namespace, out: TextIO) -> int:

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 
     from mcec.check.typed import Program
     from mcec.compiler import CompileResult
+    from mcec.run.timeline import Node
 
-__all__ = ["DurableError", "RunSummary", "cancel", "database_url", "list_runs", "resume", "run", "show"]
+__all__ = ["DurableError", "RunSummary", "cancel", "database_url", "list_runs", "resume", "run", "show", "show_tree"]
 
 #: The database of ``mcec run --durable`` when neither ``--db`` nor ``MCEC_DB`` names one.
 DEFAULT_DB = Path(".mcec") / "runs.sqlite"
@@ -355,15 +356,33 @@ def list_runs(*, db: str | None = None) -> list[RunSummary]:
 
 
 def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
-    """The run ``run_id``: its summary and every recorded effect in order (its identity, kind, step,
-    site, duration, outcome kind, and the state after it)."""
+    """The run ``run_id``: its summary, every recorded effect in order (its identity, kind, step,
+    site, duration, outcome kind, and the state after it), and the run as the tree ``mcec run
+    --trace`` draws (``tree``: each effect under its ``par``/``each`` element, see
+    :func:`mcec.run.timeline.as_json`)."""
+    from mcec.run.timeline import as_json
+
+    shown, tree = show_tree(run_id, db=db)
+    return {**shown, "tree": as_json(tree)}
+
+
+def show_tree(run_id: str, *, db: str | None = None) -> tuple[dict[str, Any], list[Node]]:
+    """What :func:`show` gives without its ``tree``, and the tree itself (to draw with
+    :func:`mcec.run.timeline.render_text`)."""
+    from mcec.run.timeline import from_records
+
     with _engine(db) as engine:
         info = _known(engine, run_id)
         from agentmonad.durable.journal import whole_states
 
         records = engine.steps(run_id)
-        effects = [_effect(record, state) for record, state in zip(records, whole_states(records))]
-        return {
+        states = whole_states(records)
+        effects = [_effect(record, state) for record, state in zip(records, states)]
+        tree = from_records(
+            records, states, pipeline=str(info.request.get("pipeline", "?")), outcome=_run_outcome(info),
+            started=info.created, ended=info.updated,
+        )
+        shown = {
             "run_id": run_id,
             "spec": info.request.get("spec"),
             "pipeline": info.request.get("pipeline"),
@@ -373,18 +392,36 @@ def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
             "effects": effects,
             "outcome": info.result,
         }
+        return shown, tree
+
+
+def _run_outcome(info: RunInfo) -> str | None:
+    """The run's outcome kind as a trace shows it: ``ok``, ``err``, ``defect``, ``cancelled``, or
+    None while it has not ended (running, or interrupted)."""
+    match _status(info):
+        case "running" | "waiting":
+            return None
+        case "cancelled":
+            return "cancelled"
+        case "finished" | "failed":
+            result = info.result or {}
+            if result.get("ok"):
+                return "ok"
+            return "defect" if not result or "defect" in result or "failed" in result else "err"
+        case other:
+            raise AssertionError(f"unknown run status {other!r}")
 
 
 def _effect(record: Record, state: object) -> dict[str, Any]:
-    result = record.get("result", {})
-    outcome = next((k for k in ("ok", "err", "raised", "value", "none", "timeout") if k in result), "?")
+    from mcec.run.timeline import record_outcome
+
     return {
         "key": record.get("key"),
         "kind": record.get("kind"),
         "step": record.get("step"),
         "site": record.get("site"),
         "seconds": round(float(record.get("seconds", 0.0)), 6),
-        "outcome": {"ok": "ok", "value": "ok", "none": "ok", "err": "err", "raised": "err", "timeout": "timeout"}.get(outcome, outcome),
+        "outcome": record_outcome(record),
         "state": state,
         "usage": record.get("usage") or None,
     }

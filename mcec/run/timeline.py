@@ -6,10 +6,17 @@ run is over, :meth:`Timeline.tree` rebuilds the run's structure from the events'
 parent numbers (a ``par``/``each`` group's branches under the group, a model request or a
 tool call under the step that made it), :func:`render_text` draws it and :func:`as_json`
 gives it as data.
+
+:func:`from_records` builds the same tree from a durable run's records (``mcec runs show``,
+docs/language.md §13): the records carry no events, but each one's identity is its branch path,
+which says which ``par``/``each`` element or which effect's own call it belongs to.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -30,7 +37,7 @@ from agentmonad.events import (
 )
 from agentmonad.outcome import Site
 
-__all__ = ["Timeline", "Node", "render_text", "as_json"]
+__all__ = ["Timeline", "Node", "from_records", "render_text", "as_json"]
 
 
 @dataclass(slots=True)
@@ -50,10 +57,15 @@ class Node:
     #: What happened inside that is not a span of its own: model requests, tool calls, plans checked.
     notes: list[str] = field(default_factory=list)
     children: list[Node] = field(default_factory=list)
-    #: A group's progress: branches done, failed, of total.
+    #: A group's progress: branches done, failed, of total (None: not known, as in a durable
+    #: run's records, which name only the elements that recorded something).
     done: int = 0
     failed: int = 0
-    total: int = 0
+    total: int | None = 0
+    #: A durable run's effect: its recorded identity (docs/language.md §13) and the state after it
+    #: (None: the record has no state, or this node is not a record).
+    key: str | None = None
+    state: Any = None
 
 
 class Timeline:
@@ -124,6 +136,156 @@ class Timeline:
         return roots
 
 
+#: A record's result key -> the outcome kind it shows as (``none``: a pause, which returns nothing).
+_RECORDED_OUTCOMES = {"ok": "ok", "value": "ok", "none": "ok", "err": "err", "raised": "err", "timeout": "timeout"}
+_SITE_TEXT = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+) \((?P<step>.*)\)$")
+
+
+def record_outcome(record: Mapping[str, Any]) -> str:
+    """The outcome kind of a durable run's record: ``ok``, ``err`` (a declared error, returned or
+    raised), ``timeout`` (a deadline that fired there), else ``?``."""
+    result = record.get("result") or {}
+    return next((kind for key, kind in _RECORDED_OUTCOMES.items() if key in result), "?")
+
+
+def _record_site(text: object) -> Site | None:
+    """A record's site, kept as ``str(Site)``: ``file:line:column (step)``."""
+    match = _SITE_TEXT.match(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    return Site(match["step"], match["file"], int(match["line"]), int(match["column"]))
+
+
+def _record_error(record: Mapping[str, Any]) -> str | None:
+    result = record.get("result") or {}
+    error = result.get("err") or result.get("raised")
+    return str(error.get("type", "?")).rsplit(".", 1)[-1] if isinstance(error, dict) else None
+
+
+def _segments(key: str) -> tuple[tuple[int, ...], ...]:
+    """A record's identity as numbers, to order records as their branches ran: ``2.3/0`` is
+    ``((2, 3), (0,))`` (the effect 0 of element 3 of the group numbered 2)."""
+    return tuple(tuple(int(n) for n in part.split(".")) for part in key.split("/"))
+
+
+def _state_text(state: object) -> str:
+    text = json.dumps(state, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def from_records(
+    records: Sequence[Mapping[str, Any]],
+    states: Sequence[object],
+    *,
+    pipeline: str,
+    outcome: str | None,
+    started: float | None = None,
+    ended: float | None = None,
+) -> list[Node]:
+    """A durable run's tree, from its records (``states[i]``: the whole state after ``records[i]``,
+    as :func:`agentmonad.durable.journal.whole_states` gives it): the run at the root, each record
+    an effect with its duration, outcome kind, tokens and state after it, under the ``par``/``each``
+    element or the effect (a ``spawn``'s planner and plan steps) its branch path names.
+
+    A group has no record of its own: it shows as ``par/each`` with the elements that have
+    records (``done``: those whose effects all succeeded; the total is not known), ``unfinished``
+    unless the run ended or its branch recorded something after it; an effect whose call was
+    still running when the run stopped shows as ``unfinished`` above the records made inside it.
+    ``outcome`` is the run's (None: it has not ended)."""
+    run = Node("run", pipeline, None, (), started if started is not None else 0.0, outcome=outcome)
+    if outcome is not None and started is not None and ended is not None:
+        run.duration = max(ended - started, 0.0)
+    containers: dict[str, Node] = {"": run}
+
+    def container(path: list[str]) -> Node:
+        """The node that the effects of branch ``path`` hang under (made when first needed)."""
+        name = "/".join(path)
+        node = containers.get(name)
+        if node is not None:
+            return node
+        *outer, last = path
+        number, dot, _ = last.partition(".")
+        if not dot:  # the branch inside effect `name`: its node, or a stand-in when it never ended
+            node = Node("effect", "(running when the run stopped)", None, _index(path), 0.0, key=name)
+            container(outer).children.append(node)
+        else:  # an element of the group `number` of the branch `outer`
+            group_key = "/".join([*outer, number])
+            node = containers.get(group_key)
+            if node is None:
+                node = Node("group", "par/each", None, _index(outer), 0.0, key=group_key)
+                containers[group_key] = node
+                container(outer).children.append(node)
+        containers[name] = node
+        return node
+
+    ordered = sorted(zip(records, states), key=lambda pair: _segments(str(pair[0]["key"])))
+    for record, state in ordered:
+        key = str(record["key"])
+        path = key.split("/")
+        parent = container(path[:-1])
+        node = containers.get(key)  # a stand-in made for the effects inside this one
+        if node is None:
+            node = Node("effect", "", None, _index(path[:-1]), 0.0, key=key)
+            containers[key] = node
+            parent.children.append(node)
+        _fill(node, record, state)
+    numbered = [_segments(str(record["key"])) for record in records]
+
+    def finished(group: Node) -> bool:
+        """The run ended, or the group's branch went on after it (a branch runs one thing at a time)."""
+        *outer, last = _segments(str(group.key))
+        return outcome is not None or any(
+            len(key) > len(outer) and list(key[: len(outer)]) == outer and key[len(outer)][0] > last[0] for key in numbered
+        )
+
+    _close_groups(run, finished)
+    if started is None and records:
+        run.start = min(float(r.get("started", 0.0)) for r in records)
+    return [run]
+
+
+def _index(path: list[str]) -> tuple[int, ...]:
+    """The element indices of the ``par``/``each`` branches on ``path``, outermost first."""
+    return tuple(int(part.split(".")[1]) for part in path if "." in part)
+
+
+def _fill(node: Node, record: Mapping[str, Any], state: object) -> None:
+    """``node`` as ``record`` says: the effect's kind, step, site, time, outcome, tokens and state."""
+    node.kind = str(record.get("kind", "effect"))
+    node.name = str(record.get("step", node.kind))
+    node.site = _record_site(record.get("site"))
+    node.start = float(record.get("started", 0.0))
+    node.duration = float(record.get("seconds", 0.0))
+    node.outcome = record_outcome(record)
+    node.error = _record_error(record)
+    for model, prompt, completion in record.get("usage") or ():
+        node.prompt_tokens += int(prompt)
+        node.completion_tokens += int(completion)
+        node.notes.append(f"model {model}: {prompt}+{completion} tokens")
+    node.state = state
+    if state is not None:
+        node.notes.append(f"state after: {_state_text(state)}")
+
+
+def _close_groups(node: Node, ended: Callable[[Node], bool]) -> None:
+    """Every group below ``node`` (innermost first) gets its progress, outcome and span from its
+    elements' effects: an element is done when all of them succeeded, failed when one did not."""
+    for child in node.children:
+        _close_groups(child, ended)
+    if node.kind != "group":
+        return
+    succeeded: dict[int, bool] = {}
+    for child in node.children:
+        element = child.index[-1] if child.index else 0
+        succeeded[element] = succeeded.get(element, True) and child.outcome == "ok"
+    node.total, node.done = None, sum(succeeded.values())
+    node.failed = len({child.index[-1] if child.index else 0 for child in node.children if child.outcome not in ("ok", None)})
+    node.outcome = ("err" if node.failed else "ok") if ended(node) else None
+    if node.children:
+        node.start = min(child.start for child in node.children)
+        node.duration = max(child.start + (child.duration or 0.0) for child in node.children) - node.start
+
+
 def _close(node: Node | None, outcome: str, duration: float) -> None:
     if node is not None:
         node.outcome, node.duration = outcome, duration
@@ -160,9 +322,12 @@ def _line(node: Node) -> str:
     if prompt or completion:
         parts.append(f"tokens {prompt}+{completion}")
     if node.kind == "group":
-        parts.append(f"{node.done}/{node.total} done" + (f", {node.failed} failed" if node.failed else ""))
+        total = f"/{node.total}" if node.total is not None else ""
+        parts.append(f"{node.done}{total} done" + (f", {node.failed} failed" if node.failed else ""))
     if node.error is not None and node.outcome != "ok":
         parts.append(node.error)
+    if node.key is not None:  # a durable run's record: its identity (`mcec runs show`)
+        parts.append(f"id {node.key}")
     return "  ".join(parts)
 
 
@@ -210,6 +375,9 @@ def as_json(roots: list[Node]) -> list[dict[str, Any]]:
             data["error"] = node.error
         if node.kind == "group":
             data["progress"] = {"done": node.done, "failed": node.failed, "total": node.total}
+        if node.key is not None:  # a durable run's record (`mcec runs show`)
+            data["key"] = node.key
+            data["state"] = node.state
         data["notes"] = list(node.notes)
         data["children"] = [one(child) for child in node.children]
         return data
