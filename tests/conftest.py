@@ -1,5 +1,5 @@
 """Shared test configuration: the ``--update-golden`` switch for golden-file tests, and
-one mypy cache for the session."""
+the session's mypy caches."""
 
 from __future__ import annotations
 
@@ -41,22 +41,49 @@ def golden(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def shared_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def shared_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every mypy run of the session (in-process, and in the ``mcec`` and ``pytest``
     subprocesses, which inherit the environment) shares one cache through
-    ``MYPY_CACHE_DIR``, which mcec honours as mypy does.
+    ``MYPY_CACHE_DIR``, which mcec honours as mypy does; the fixture's value is that folder.
 
     Without it, each test project in a temporary folder starts mypy cold and
     re-reads typeshed, pydantic and agentmonad (tens of seconds under load); the
-    checks stay exact, as mypy re-checks any module whose file or path changed.
-    Each xdist worker has its own base temp folder, hence its own cache: mypy's
-    cache is not meant for concurrent writers. A cache set by the caller is kept.
+    checks stay exact, as mypy re-checks any module whose file or path changed (and
+    never caches a module with errors). Each xdist worker has its own base temp folder,
+    hence its own cache: mypy's cache is not meant for concurrent writers. A cache set
+    by the caller is kept.
+
+    A test that runs mypy itself with mcec's checking options (``--strict
+    --follow-imports=silent``; the output options do not touch the cache) passes this
+    folder as ``--cache-dir``, so it starts warm; a run with other options uses a cache
+    of its own (:func:`project_mypy_cache`), as sharing one would make each run rewrite
+    the other's modules.
     """
-    if os.environ.get("MYPY_CACHE_DIR"):
-        yield
+    configured = os.environ.get("MYPY_CACHE_DIR")
+    if configured:
+        yield Path(configured)
         return
-    os.environ["MYPY_CACHE_DIR"] = str(tmp_path_factory.mktemp("mypy-cache"))
+    folder = tmp_path_factory.mktemp("mypy-cache")
+    os.environ["MYPY_CACHE_DIR"] = str(folder)
     try:
-        yield
+        yield folder
     finally:
         del os.environ["MYPY_CACHE_DIR"]
+
+
+@pytest.fixture(scope="session")
+def project_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's mypy cache for runs with the project's own configuration (pyproject.toml:
+    ``strict``, imports followed, ``runtime/`` on the path): the runtime's typing snippets, the
+    shapes of tests/runtime/control_shapes.py and the exhaustive-dispatch copies of the compiler.
+
+    Those runs used ``--no-incremental``, each re-analysing typeshed and the libraries cold
+    (10–20 s each); they assert mypy's findings, not how fast a cold mypy is, and mypy's
+    incremental mode reports the same findings (a module with errors is never taken from the
+    cache). Its own folder, apart from :func:`shared_mypy_cache`: following imports is an option
+    the cache records, so the two option sets would keep invalidating each other's modules (the
+    exhaustive-dispatch runs, with no ``--cache-dir``, used to write theirs into the shared one:
+    mypy writes its cache even under ``--no-incremental``).
+    """
+    return tmp_path_factory.mktemp("mypy-cache-project")
+
