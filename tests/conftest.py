@@ -1,5 +1,5 @@
-"""Shared test configuration: the ``--update-golden`` switch for golden-file tests, and
-the session's mypy caches."""
+"""Shared test configuration: the ``--update-golden`` switch for golden-file tests, the
+session's mypy caches, and the order xdist hands out the files."""
 
 from __future__ import annotations
 
@@ -19,6 +19,58 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite golden files from the current output instead of comparing",
     )
+
+
+#: The test files that take longest, longest first (the per-file sums of a quiet full run's test times,
+#: 2026-12-02, benchmarks/README.md "Test suite"; each 20–60 s, against under 20 s for every other file).
+#: :func:`pytest_collection_modifyitems` starts them first. A new file that takes more than about 20 s
+#: belongs here: a slow file started last sets the tail of the parallel run.
+SLOW_FILES = (
+    "tests/test_bench_smoke.py",
+    "tests/test_bench_smoke_check.py",
+    "tests/codegen/test_codegen.py",
+    "tests/codegen/test_compiler_inputs.py",
+    "tests/cli/test_cli_compile.py",
+    "tests/check/test_check_agreement.py",
+    "tests/cli/test_template_freshness.py",
+    "tests/codegen/test_compiled_timeout_nesting.py",
+    "tests/codegen/test_compiled_control_laws.py",
+    "tests/cli/test_cli_uses.py",
+    "tests/cli/test_cli_check.py",
+    "tests/tools/test_serve.py",
+    "tests/test_exhaustive_dispatch.py",
+    "tests/runtime/test_llm_wire.py",
+    "tests/runtime/test_mcp_lifecycle.py",
+    "tests/integrations/test_pytest_plugin.py",
+    "tests/codegen/test_wide_groups.py",
+    "tests/codegen/test_compiled_retry_loop.py",
+    "tests/cli/test_files_nothing_lost.py",
+    "tests/cli/test_cli_uses_compile.py",
+    "tests/runtime/test_control_flow.py",
+    "tests/cli/test_cli_graph_plan.py",
+    "tests/test_mcp_research.py",
+    "tests/runtime/test_mcp_hardening.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the files of :data:`SLOW_FILES` first, in that order, the rest after them as collected
+    (each file's tests keep their order).
+
+    The suite runs ``--dist loadfile --no-loadscope-reorder`` (pyproject.toml): xdist hands the
+    workers whole files in this order. Its default order, most tests first, started the files
+    with few but slow tests (the benchmark smoke runs, the exhaustive-dispatch mypy runs) last,
+    and the run waited for one worker to finish them alone; longest first, the short files fill
+    the end of both workers' queues.
+    """
+    rank = {name: index for index, name in enumerate(SLOW_FILES)}
+
+    def key(item: pytest.Item) -> int:
+        path = item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
+        return rank.get(path, len(SLOW_FILES))
+
+    items.sort(key=key)  # stable: the order within a rank (a file, or the rest) is the collected one
 
 
 @pytest.fixture
