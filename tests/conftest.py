@@ -1,10 +1,11 @@
 """Shared test configuration: the ``--update-golden`` switch for golden-file tests, the
-session's mypy caches, and the order xdist hands out the files."""
+session's mypy caches, ``mcec`` run in this process, and the order xdist hands out the files."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,32 @@ def project_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     return tmp_path_factory.mktemp("mypy-cache-project")
 
+
+#: ``mcec ARGS`` in a folder: its exit status, stdout and stderr (see :func:`mcec_in_process`).
+McecRun = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def mcec_in_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> McecRun:
+    """``run(*args, cwd=FOLDER, env={...})``: ``mcec ARGS`` through :func:`mcec.cli.main` in this
+    process, from ``cwd`` with ``NO_COLOR`` and ``env`` set, as a ``CompletedProcess`` (the status
+    ``main`` returns, what it wrote to stdout and stderr).
+
+    For tests of what a command writes and says. A new interpreter costs about 1 s of CPU to
+    import the compiler, most of a small command's time; what is about the process itself (the
+    exit status ``python -m mcec`` gives the shell, output to a real pipe, no traceback from the
+    interpreter, a kill) keeps a real subprocess, one per command at least.
+    """
+    from mcec.cli import main
+
+    def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        with monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            for name, value in {"NO_COLOR": "1", **(env or {})}.items():
+                patch.setenv(name, value)
+            capsys.readouterr()  # what the test printed before is not the command's
+            status = main(list(args))
+            out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["mcec", *args], status, out, err)
+
+    return run
