@@ -4,7 +4,7 @@
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``scaling_bench`` (issue 36), ``codegen_bench``
 (issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
-``react_bench`` (issue 22), ``plan_bench`` (issue 23) and ``lsp_bench`` (issue 34), prints each one's detail, then ONE
+``react_bench`` (issue 22), ``plan_bench`` (issue 23), ``lsp_bench`` (issue 34) and ``events_bench`` (issue 33), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("runtime", "frontend", "checker", "scaling", "codegen", "control", "peers", "check", "llm", "react", "plans", "lsp")
+BENCHMARKS = (
+    "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "peers", "check", "llm", "react", "plans",
+    "lsp", "durable",
+)
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 #: The checker's sizes in the smoke run (the test suite's). The largest is wide enough that a
 #: recursion as deep as a shape is wide fails there (mcec never raises Python's limit of 1,000
@@ -224,6 +227,38 @@ def rows_control(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_events(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``events_bench`` (issue 33): no consumer attached (against the loop that
+    does not look for one), and the cost per step of a list sink and of OTel spans."""
+    c, e = r["chain"], r["each"]
+    rows: list[Row] = [
+        (
+            "events #33",
+            f"{c['steps']:,}-step interpreted chain, no sink: per step / before events",
+            f"{c['value']:.3f} (A/A {c['ratio']['run_again'] / c['ratio']['run']:.3f})",
+            f"≤ {c['target']}",
+            _mark(c["target_met"]),
+        ),
+        (
+            "events #33",
+            f"each over {e['elements']:,} elements, no sink: per element / before events",
+            f"{e['value']:.3f} (A/A {e['ratio']['run_group_again'] / e['ratio']['run_group']:.3f})",
+            f"≤ {e['target']}",
+            _mark(e["target_met"]),
+        ),
+    ]
+    for sink, label in (("list_sink", "every event kept in a list"), ("otel_in_memory", "OTel spans, in-memory exporter")):
+        if sink in c["us_per_step"]:
+            rows.append((
+                "events #33",
+                f"per step with {label}: µs (× no sink)",
+                f"{c['us_per_step'][sink]:.2f} ({c['with_sink_over_none'][sink]:.1f}×)",
+                "reported",
+                "",
+            ))
+    return rows
+
+
 def rows_peers(r: dict[str, Any]) -> list[Row]:
     """Summary rows of ``peers`` (issue #6)."""
     rows: list[Row] = []
@@ -415,6 +450,39 @@ def rows_plans(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def rows_durable(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``durable_bench`` (issue 31): a durable step over a bare DBOS step on the
+    same database, recorded bytes per effect, non-durable runs against a baseline tree."""
+    s = r["step"]
+    rows: list[Row] = [(
+        "durable #31",
+        f"durable step / bare DBOS step, {r['database']}, ms per step (slope {s['sizes'][0]}→{s['sizes'][1]} turns)",
+        f"{s['ratio']:.3f} ({s['mcec_ms_per_step']:.2f} / {s['dbos_ms_per_step']:.2f})",
+        f"≤ {s['target']}",
+        _mark(s["target_met"]),
+    )]
+    for pipeline, label in (("steady", "constant state"), ("growing", "state grows a note per turn")):
+        b = r["bytes"][pipeline]
+        per = " / ".join(f"{row['bytes_per_effect']:,.0f}" for row in b["turns"].values())
+        rows.append((
+            "durable #31",
+            f"recorded bytes per effect at {' / '.join(b['turns'])} turns, {label} (growth exponent)",
+            f"{per} ({b['exponent']:.2f})",
+            "linear (≤ 1.1)",
+            _mark(b["linear"]),
+        ))
+    nd = r["nondurable"]
+    if "ratio" in nd:
+        rows.append((
+            "durable #31",
+            "non-durable loop, this tree / baseline, µs per step: interpreted, compiled",
+            f"{nd['ratio']['interpreted_us']:.3f}, {nd['ratio']['compiled_us']:.3f}",
+            f"≤ {nd['target']}",
+            _mark(nd["target_met"]),
+        ))
+    return rows
+
+
 # ------------------------------------------------------------ running
 
 
@@ -448,6 +516,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
 
         out = control_bench.main(quick=quick, smoke=smoke)
         control_bench.print_detail(out)
+        return out
+    if name == "events":
+        from benchmarks import events_bench
+
+        out = events_bench.main(quick=quick, smoke=smoke)
+        events_bench.print_detail(out)
         return out
     if name == "peers":
         from benchmarks import peers
@@ -489,6 +563,13 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = lsp_bench.main(quick=quick, smoke=smoke)
         lsp_bench.print_detail(out)
         return out
+    if name == "durable":
+        from benchmarks import durable_bench
+
+        baseline = os.environ.get("MCEC_BENCH_BASELINE")  # a checkout before durable runs, to compare with
+        out = durable_bench.main(quick=quick, smoke=smoke, baseline=Path(baseline) if baseline else None)
+        durable_bench.print_detail(out)
+        return out
     raise ValueError(name)
 
 
@@ -499,12 +580,14 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "scaling": rows_scaling,
     "codegen": rows_codegen,
     "control": rows_control,
+    "events": rows_events,
     "peers": rows_peers,
     "check": rows_check,
     "llm": rows_llm,
     "react": rows_react,
     "plans": rows_plans,
     "lsp": rows_lsp,
+    "durable": rows_durable,
 }
 
 

@@ -21,11 +21,12 @@ import pytest
 
 #: The benchmarks each smoke test file runs (together: every benchmark of the harness).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "front": ("runtime", "frontend", "checker", "scaling", "codegen", "control"),
+    "front": ("runtime", "frontend", "checker", "scaling", "codegen", "control", "events"),
     "peers": ("peers",),
     "check": ("check",),
     "models": ("llm", "react", "plans"),
     "lsp": ("lsp",),
+    "durable": ("durable",),
 }
 
 #: Below this width a recursion as deep as a shape is wide can still pass (Python's limit is
@@ -136,6 +137,26 @@ def _lsp(figures: dict[str, Any]) -> None:
     assert lsp["decls.mce"]["reused"] and lsp["decls.mce"]["lines"] > 1_000
 
 
+def _events(figures: dict[str, Any]) -> None:
+    events = figures["events"]
+    chain, each = events["chain"], events["each"]
+    assert {"run", "interpret", "run_again", "list_sink", "otel_in_memory"} <= set(chain["us_per_step"])
+    assert {"run_group", "loop_alone", "run_group_again"} <= set(each["us_per_element"])
+    assert isinstance(chain["target_met"], bool) and isinstance(each["target_met"], bool)
+
+
+def _durable(figures: dict[str, Any]) -> None:
+    durable = figures["durable"]
+    step = durable["step"]
+    assert step["mcec_ms_per_step"] != 0 and step["dbos_ms_per_step"] != 0 and isinstance(step["target_met"], bool)
+    for pipeline in ("steady", "growing"):
+        for turns, row in durable["bytes"][pipeline]["turns"].items():
+            assert row["effects"] == int(turns), (pipeline, turns, row)  # one record per effect: not a figure, behaviour
+            assert row["bytes"] > 0
+    nondurable = durable["nondurable"]["this"]
+    assert nondurable["interpreted_us"] > 0 and nondurable["compiled_us"] > 0
+
+
 def _none(figures: dict[str, Any]) -> None:
     """No figure-level check beyond the harness's own (the benchmark ran without an error)."""
 
@@ -148,12 +169,14 @@ CHECKS: dict[str, tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]]
     "scaling": ("scaling #36", _none, ()),
     "codegen": ("codegen #5", _codegen, ()),
     "control": ("control #21", _control, ("hand-written for loop", "timeout(30) around")),
+    "events": ("events #33", _events, ("no sink: per step / before events", "OTel spans, in-memory exporter")),
     "peers": ("peers #6", _peers, ()),
     "check": ("check #20", _check, ("check --fast with / without class knowledge",)),
     "llm": ("llm #22", _llm, ()),
     "react": ("react #22", _react, ()),
     "plans": ("plans #23", _plans, ()),
     "lsp": ("lsp #34", _lsp, ()),
+    "durable": ("durable #31", _durable, ("durable step / bare DBOS step", "recorded bytes per effect")),
 }
 
 

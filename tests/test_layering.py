@@ -9,10 +9,11 @@ Layers, lowest first (docs/DESIGN.md):
 2. ``mcec.check`` — tree to typed program;
 3. ``mcec.codegen`` — typed program to Python;
 4. ``mcec.compiler`` (the phases chained), ``mcec.run`` (running what was built),
-   ``mcec.plans`` (checked plans: the check of a plan and the engine that runs it);
+   ``mcec.plans`` (checked plans: the check of a plan and the engine that runs it),
+   ``mcec.fingerprint`` (what a durable run records of its spec);
 5. ``mcec.tools`` — the pure cores of fmt and graph;
 6. ``mcec.cli``, ``mcec.integrations``, ``mcec.lsp`` — commands, file I/O, pytest and hatch, the
-   language server.
+   language server; ``mcec.durable`` — durable runs from Python (a run database).
 
 ``mcec`` itself (the facade) and ``mcec.__main__`` stand above all: no module
 of the compiler imports a name from the facade. Lark is
@@ -40,10 +41,12 @@ LAYERS: dict[str, int] = {
     "mcec.compiler": 4,
     "mcec.run": 4,
     "mcec.plans": 4,
+    "mcec.fingerprint": 4,
     "mcec.tools": 5,
     "mcec.cli": 6,
     "mcec.integrations": 6,
     "mcec.lsp": 6,
+    "mcec.durable": 6,
 }
 #: Third-party packages only one part of the compiler may import.
 CONFINED: dict[str, tuple[str, ...]] = {
@@ -53,6 +56,9 @@ CONFINED: dict[str, tuple[str, ...]] = {
     # the language server's protocol: only `mcec lsp` loads it
     "pygls": ("mcec.lsp",),
     "lsprotocol": ("mcec.lsp",),
+    # a run's progress on a terminal (`mcec run`), and its OpenTelemetry spans: only they load them
+    "rich": ("mcec.run.progress",),
+    "opentelemetry": ("agentmonad.otel",),
 }
 
 
@@ -189,8 +195,8 @@ RUNTIME_CORE = (
     "agentmonad.freshness",
     "agentmonad._show",
 )
-#: The subpackages above the core: models, and MCP tools.
-RUNTIME_SUBPACKAGES = ("agentmonad.llm", "agentmonad.mcp")
+#: The subpackages above the core: models, MCP tools, and durable runs (a journal a run attaches).
+RUNTIME_SUBPACKAGES = ("agentmonad.llm", "agentmonad.mcp", "agentmonad.durable")
 
 
 def _runtime_module(path: Path) -> str:
@@ -333,3 +339,15 @@ def test_the_runtime_has_one_context_variable() -> None:
         )
     ]
     assert len(made) == 1 and made[0].startswith("runtime/agentmonad/context.py:"), made
+
+
+def test_only_the_durable_backend_imports_dbos() -> None:
+    """DBOS is the engine behind one module, ``agentmonad.durable.dbos``: compiled code, the runtime's
+    core and the compiler never import it (a run that is not durable never loads it)."""
+    found = []
+    for root, base in ((ROOT / "runtime" / "agentmonad", ROOT / "runtime"), (ROOT / "mcec", ROOT)):
+        for path in sorted(root.rglob("*.py")):
+            for line, target, _ in _import_statements(path, _dotted(path, base)):
+                if target == "dbos" or target.startswith("dbos."):
+                    found.append(f"{path.relative_to(ROOT)}:{line}")
+    assert found and all(f.startswith("runtime/agentmonad/durable/dbos.py:") for f in found), found

@@ -734,3 +734,20 @@ def error_outside_toolbox(error_type: Type, toolbox: str, span: Span, labels: tu
         labels,
         f"handle it in the plan with `catch {error_type} => …`, or use entries that cannot fail with it",
     )
+
+
+# ---------------------------------------------------------------- durable runs (§13)
+
+
+def not_recordable(role: str, type_: Type, why: str, span: Span) -> Diagnostic:
+    """MCE033: a value a durable run records (``role``: ``the state``, ``the output of step `x```)
+    whose type cannot be recorded as JSON, and ``why``."""
+    return error(
+        "MCE033",
+        f"a durable run cannot record {role}, of type {type_}, as JSON: {why}",
+        span,
+        (),
+        "a durable run records every effect's value and error, and the state, as JSON through pydantic "
+        "(docs/language.md §13): use builtins, dataclasses, pydantic models, TypedDicts and enums, and keep "
+        "functions, handles and other live objects out of recorded values (look them up in the step instead)",
+    )

@@ -38,6 +38,7 @@ COMMAND_MODULES: list[str] = [
     "mcec.cli.serve",
     "mcec.cli.explain",
     "mcec.cli.lsp",
+    "mcec.cli.runs",
 ]
 
 

@@ -18,13 +18,14 @@ from mcec.cli.common import (
     non_negative,
 )
 from mcec.check.pyindex import PythonIndex, package_root
+from mcec.cli.durable_check import add_durable_arguments, durable_diagnostics
 from mcec.codegen.mypy_check import CACHE_DIR, MypyRuns, check_in_memory, used_modules
 from mcec.compiler import CompileResult, check_source, compile_source
 from mcec.render import DEFAULT_LIMIT
 
 
 def add_check(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """``mcec check PATH... [--fast] [--verbose] [--format text|json] [--max-diagnostics N]``."""
+    """``mcec check PATH... [--fast] [--verbose] [--format text|json] [--max-diagnostics N] [--durable [--pipeline NAME]…]``."""
     command = subparsers.add_parser(
         "check",
         help="check specs: everything `mcec compile` would report, without writing anything",
@@ -43,6 +44,7 @@ def add_check(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="N",
         help=f"show at most N diagnostics (default {DEFAULT_LIMIT}; 0 = no limit)",
     )
+    add_durable_arguments(command)
     command.set_defaults(func=run_check)
 
 
@@ -68,6 +70,8 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
         spec_index = indexes.setdefault(root, PythonIndex.for_directory(spec=path))
         result = check_source(source, index=spec_index) if args.fast else compile_source(source, index=spec_index)
         reporter.add(result.diagnostics, source)
+        if args.durable and result.program is not None:
+            reporter.add(durable_diagnostics(path, result.program, args.pipeline), source)
         unknown += result.unknown_relations
         if result.ok and result.generated is not None:
             clean.append((path, result))

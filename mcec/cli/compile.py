@@ -14,7 +14,10 @@ import time
 import types as pytypes
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from mcec.run.timeline import Timeline
 
 from mcec.cli.build_state import (
     STATE_DIR,
@@ -43,6 +46,7 @@ from mcec.compiler import CompileResult, compile_source
 from mcec.codegen import template_hashes
 from mcec.diagnostics import Diagnostic, Label, error
 from mcec.codegen.mypy_check import GeneratedFile, UsedModule, run_mypy, used_modules
+from mcec.cli.durable_check import add_durable_arguments, durable_diagnostics
 from mcec.cli.output import OutputError, output_path, recorded_sha256, stale_module_beside, write_module
 from mcec.render import DEFAULT_LIMIT
 from mcec.span import Span
@@ -75,12 +79,13 @@ def _spec_modules(result: CompileResult) -> list[str]:
 
 
 def _compile_one(
-    spec: Path, out_dir: Path | None, reporter: Reporter
+    spec: Path, out_dir: Path | None, reporter: Reporter, durable: bool = False, pipelines: list[str] | None = None
 ) -> tuple[CompileResult | None, Path | None, bool]:
     """Compile one spec and write its module; returns (result, target, io_failed).
 
     A missing ``out_dir`` is created (with its parents) when the first module
-    is written into it.
+    is written into it. ``durable`` (``--durable``) adds the durable check's diagnostics
+    (MCE033) for ``pipelines`` (``--pipeline``; None: every pipeline).
     """
     source, problem = load_source(spec)
     if problem is not None:
@@ -89,6 +94,8 @@ def _compile_one(
     assert source is not None
     result = compile_source(source)
     reporter.add(result.diagnostics, source)
+    if durable and result.program is not None:
+        reporter.add(durable_diagnostics(spec, result.program, pipelines), source)
     if result.generated is None:
         return result, None, False
     target = output_path(spec, out_dir)
@@ -201,6 +208,7 @@ def add_compile(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="N",
         help=f"show at most N diagnostics (default {DEFAULT_LIMIT}; 0 = no limit), as `mcec check` does",
     )
+    add_durable_arguments(command)
     command.set_defaults(func=run_compile)
 
 
@@ -223,7 +231,7 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
     written: list[GeneratedFile] = []
     results: list[CompileResult] = []
     for spec in files:
-        result, target, failed = _compile_one(spec, out_dir, reporter)
+        result, target, failed = _compile_one(spec, out_dir, reporter, args.durable, args.pipeline)
         io_failed = io_failed or failed
         if result is not None and result.generated is not None and target is not None:
             written.append(GeneratedFile(target, str(spec), result.generated.source_map))
@@ -387,6 +395,25 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument("--input", required=True, metavar="JSON", help="the pipeline's input value, as JSON")
     command.add_argument("--state", default=None, metavar="JSON", help="the initial state, as JSON (default: S())")
     add_model_option(command)
+    command.add_argument(
+        "--trace",
+        nargs="?",
+        const="text",
+        choices=("text", "json"),
+        default=None,
+        help="after the result, print the run as a tree on stderr: each step with its .mce line, duration, "
+        "tokens and outcome (`--trace json`: as JSON)",
+    )
+    command.add_argument(
+        "--interpret", action="store_true", help="run with the reference interpreter instead of the compiled code"
+    )
+    durable = command.add_argument_group("durable runs (docs/language.md §13)")
+    durable.add_argument("--durable", action="store_true", help="record every effect: a killed run resumes where it was")
+    durable.add_argument("--run-id", default=None, metavar="ID", help="the run's id (again: resume that run)")
+    durable.add_argument("--db", default=None, metavar="URL", help="the run database (default: $MCEC_DB, else .mcec/runs.sqlite)")
+    durable.add_argument(
+        "--allow-changed-spec", action="store_true", help="resume a run although its spec changed since it started"
+    )
     command.set_defaults(func=run_run)
 
 
@@ -455,8 +482,16 @@ def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
     side does not load, 2 on bad input."""
-    from mcec.run.runner import RunError, dumps, llm_run_config, prepare, run_pipeline
+    from agentmonad.events import EventSink, Fanout
 
+    from mcec.run.runner import RunError, dumps, llm_run_config, pipeline_site, prepare, run_pipeline
+    from mcec.run.timeline import Timeline
+
+    if args.durable:
+        return run_durable(args, out)
+    if args.run_id is not None or args.db is not None or args.allow_changed_spec:
+        print("mcec run: --run-id, --db and --allow-changed-spec go with --durable", file=sys.stderr)
+        return EXIT_USAGE
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
         return result
@@ -470,9 +505,65 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    report = run_pipeline(module, args.pipeline, state, value, llm)
+    if args.interpret:  # the reference interpreter runs the checked program in the module's place
+        from mcec.run.interpret import interpret
+
+        program, pipeline = result.program, args.pipeline
+        module = pytypes.SimpleNamespace(**{pipeline: lambda s, v: interpret(program, pipeline, s, v)})  # type: ignore[assignment]
+    site = pipeline_site(result.program, args.pipeline)
+    timeline = Timeline() if args.trace is not None else None
+    if sys.stderr.isatty():  # on a terminal: the step running and each `each`'s progress
+        from mcec.run.progress import ProgressDisplay
+
+        with ProgressDisplay(sys.stderr) as progress:
+            sink: EventSink = progress if timeline is None else Fanout(timeline, progress)
+            report = run_pipeline(module, args.pipeline, state, value, llm, events=sink, site=site)
+    else:
+        report = run_pipeline(module, args.pipeline, state, value, llm, events=timeline, site=site)
     out.write(dumps(report.payload) + "\n")
+    if timeline is not None:
+        out.flush()  # the result first, then the trace
+        show_trace(timeline, args.trace, sys.stderr)
     return report.status
+
+
+def show_trace(timeline: Timeline, form: str, stream: TextIO) -> None:
+    """``--trace``: the run's tree as text, or as JSON (``--trace json``)."""
+    import json
+
+    from mcec.run.timeline import as_json, render_text
+
+    roots = timeline.tree()
+    if form == "json":
+        stream.write(json.dumps({"trace": as_json(roots)}, indent=2, ensure_ascii=False) + "\n")
+    else:
+        stream.write(render_text(roots) + "\n")
+
+
+def run_durable(args: argparse.Namespace, out: TextIO) -> int:
+    """``mcec run --durable``: the Outcome JSON plus ``run_id``; a run that cannot start or resume is
+    a message on stderr and exit status 2."""
+    from mcec.durable import DurableError, run
+    from mcec.run.runner import dumps
+
+    ensure_importable(Path(args.file))
+    try:
+        payload = run(
+            args.file,
+            args.pipeline,
+            args.input,
+            state_json=args.state,
+            run_id=args.run_id,
+            db=args.db,
+            allow_changed_spec=args.allow_changed_spec,
+            models=args.model,
+            interpret=args.interpret,
+        )
+    except DurableError as exc:
+        print(f"mcec run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out.write(dumps(payload) + "\n")
+    return 0 if payload.get("ok") else EXIT_ERRORS
 
 
 #: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).

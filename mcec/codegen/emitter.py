@@ -349,6 +349,7 @@ class Emitter:
         state, value = scope.fresh("state"), scope.fresh("value")
         body: list[cst.BaseStatement] = [c.docstring(doc)] if doc else []
         self._emit_parts(body, scope, parts, state, value, owner, last=True)
+        body = self.entered(body, scope)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
         )
@@ -456,11 +457,7 @@ class Emitter:
     ) -> str:
         site = self.site(part.name, part.span)
         result = scope.fresh("r")
-        call: cst.BaseExpression = c.call(c.name(part.name), c.name(state), c.name(value))
-        if self._is_async(part):
-            call = c.await_(call)
-        attempt = c.assign(result, call)
-        self.record(attempt, part.span)
+        attempt = self.effect_call(part, site, state, value, result, scope)
         errors = self.error_classes(part.sig.errors)
         guarded = self._guarded([attempt], scope, site, state, errors)
         body.append(self._noting(guarded, part, scope, state))
@@ -494,11 +491,7 @@ class Emitter:
                 r = stop(r, SITE, (E,), state=state)
         """
         site = self.site(part.name, part.span)
-        call: cst.BaseExpression = c.call(c.name(part.name), c.name(state), c.name(value))
-        if self._is_async(part):
-            call = c.await_(call)
-        attempt = c.assign(result, call)
-        self.record(attempt, part.span)
+        attempt = self.effect_call(part, site, state, value, result, scope)
         errors = self.error_classes(part.sig.errors)
         exc = scope.shared("exc")
         converted = c.assign(result, c.call(self.runtime("raised", COMPILED), c.name(exc), site, c.name(state), errors))
@@ -525,12 +518,62 @@ class Emitter:
     ) -> str:
         site = self.site(part.name, part.span)
         output = scope.fresh("v")
-        attempt = c.assign(output, c.call(c.name(part.name), c.name(value)))
-        self.record(attempt, part.span)
+        attempt = self.effect_call(part, site, state, value, output, scope)
         body.append(self._guarded([attempt], scope, site, state, c.tuple_([])))
         if last:
             body.append(c.return_(c.call(self.runtime("Ok"), c.name(output), c.name(state))))
         return output
+
+    def effect_call(
+        self, part: t.TRef, site: cst.Name, state: str, value: str, target: str, scope: NameAllocator
+    ) -> cst.If:
+        """One call of a step, ``fn``, tool or model into ``target``: through the effect seam
+        with its kind and site when a hook is attached to the run (``agentmonad.effects``;
+        ``run`` is read once at the function's entry, see :meth:`entered`), else the plain call::
+
+            if run is not None:
+                r = step_effect(run, "step", SITE, step, state, value)
+            else:
+                r = step(state, value)
+        """
+        run = c.name(scope.shared("run"))
+        function = c.name(part.name)
+        seam: cst.BaseExpression
+        match part.kind:
+            case t.RefKind.FN:
+                plain: cst.BaseExpression = c.call(function, c.name(value))
+                seam = c.call(self.runtime("fn_effect", COMPILED), run, site, function, c.name(value))
+            case t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM:
+                plain = c.call(function, c.name(state), c.name(value))
+                helper = "async_step_effect" if self._is_async(part) else "step_effect"
+                kind = c.string(_EFFECT_KINDS[part.kind])
+                seam = c.call(self.runtime(helper, COMPILED), run, kind, site, function, c.name(state), c.name(value))
+                if self._is_async(part):
+                    plain, seam = c.await_(plain), c.await_(seam)
+            case t.RefKind.PIPELINE:
+                raise AssertionError("a pipeline is called through its function, not as an effect")
+            case _:
+                assert_never(part.kind)
+        direct, through = c.assign(target, plain), c.assign(target, seam)
+        self.record(direct, part.span)
+        self.record(through, part.span)
+        # the plain call last: with no hook it is the fall-through, one test and no jump more
+        hooked = cst.Comparison(run, [cst.ComparisonTarget(cst.IsNot(), c.name("None"))])
+        return c.if_chain([(hooked, [through])], [direct])
+
+    def entered(self, body: list[cst.BaseStatement], scope: NameAllocator) -> list[cst.BaseStatement]:
+        """``body`` with ``run = hooked_run() if hooks_alive else None`` first (after a
+        docstring) when it calls a step: the run context is read once per function, not per
+        step, only while some hooked context exists in the process, and anew in each function
+        because an ``each``/``par`` branch's context carries its element index."""
+        run = scope.shared_as("run")
+        if run is None:
+            return body
+        # the global test first: with no hook alive anywhere the entry reads no ContextVar
+        alive = self.runtime("hooks_alive", COMPILED)
+        read = c.assign(run, cst.IfExp(alive, c.call(self.runtime("hooked_run", COMPILED)), c.name("None")))
+        at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and _is_docstring(body[0]) else 0
+        return [*body[:at], read, *body[at:]]
 
     def _guarded(
         self,
@@ -621,6 +664,7 @@ class Emitter:
                 raise AssertionError(f"{type(expr).__name__} is a chain, emitted by chain_function")
             case _:
                 assert_never(expr)
+        body = self.entered(body, scope)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(expr.sig.input))], self.outcome(expr.sig), body
         )
@@ -877,6 +921,15 @@ class Emitter:
             names = sorted((attr, alias) for (mod, attr), alias in self._imports.items() if mod == module)
             lines.append(c.import_from(module, names))
         return lines
+
+
+#: The effect kind (``agentmonad.context.EffectKind``) of a call, as the interpreter names it.
+_EFFECT_KINDS = {t.RefKind.STEP: "step", t.RefKind.TOOL: "tool", t.RefKind.LLM: "model"}
+
+
+def _is_docstring(statement: cst.SimpleStatementLine) -> bool:
+    first = statement.body[0]
+    return isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString)
 
 
 def _spec_names(program: t.Program) -> set[str]:

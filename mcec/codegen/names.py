@@ -48,6 +48,10 @@ class NameAllocator:
             name = self._shared[preferred] = self.fresh(preferred)
         return name
 
+    def shared_as(self, preferred: str) -> str | None:
+        """The name :meth:`shared` gave ``preferred`` in this scope so far (None: not asked for)."""
+        return self._shared.get(preferred)
+
     def child(self) -> NameAllocator:
         """A nested scope (a function body) that sees this scope's names as taken."""
         return NameAllocator(set(), parent=self)

@@ -21,6 +21,7 @@ from agentmonad.compiled import declared_merge
 from agentmonad.llm import Model, llm_scope, llm_step
 from agentmonad.plans import Toolbox
 from agentmonad.mcp import StdioServer, tool, tool_scope
+from agentmonad.observe import run_observed
 
 from mcec.check import typed as t
 from mcec.run.pyobjects import error_classes, python_type, resolve_path, value_test
@@ -91,10 +92,15 @@ class Interpreter:
     async def run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         """Run one pipeline from ``state`` on ``value``; Defects propagate.
 
-        The run is a tool scope (docs/language.md §9): MCP servers start at first use
+        With an event sink attached, the run is told to it as a run of ``pipeline``
+        (``agentmonad.observe.run_observed``). The run is a tool scope (docs/language.md §9): MCP servers start at first use
         and stop when the run ends (a caller's enclosing scope keeps them up);
         a program with llm steps also runs in an ``llm_scope()``.
         """
+        site = self.site(pipeline, self.pipelines[pipeline].span)
+        return await run_observed(pipeline, site, lambda: self._run(pipeline, state, value))
+
+    async def _run(self, pipeline: str, state: Any, value: Any) -> Outcome[Any, Any, Any]:
         async with tool_scope():
             if not _has_llms(self.program):
                 return await self.pipeline_arrow(pipeline)(value).run(state)
@@ -209,7 +215,8 @@ class Interpreter:
             return await toolbox.spawn(state, value, plan, spawn_site)
 
         errors = error_classes(expr.sig.errors)
-        return lift_step(spawn, name="spawn", errors=errors, site=spawn_site, is_async=True)
+        # not an effect itself (kind=None): its planner's call and the plan's steps are, as compiled
+        return lift_step(spawn, name="spawn", errors=errors, site=spawn_site, is_async=True, kind=None)
 
     def toolbox(self, name: str) -> Toolbox[Any, Any, Any, Any]:
         """The runtime toolbox of a declaration, whose pipelines this interpreter runs (made once)."""

@@ -21,7 +21,10 @@ from typing import Any, Final
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from agentmonad import Defect, Err, Ok, Outcome
+from agentmonad import Defect, Err, Ok, Outcome, Site
+from agentmonad.context import hooks
+from agentmonad.events import EventSink
+from agentmonad.observe import run_observed
 from agentmonad.llm import LLMConfig, llm_config, usage
 from agentmonad.llm.options import parse_model_option
 
@@ -256,24 +259,47 @@ def report(outcome: Outcome[Any, Any, Any]) -> RunReport:
 
 
 def run_pipeline(
-    module: pytypes.ModuleType, pipeline: str, state: Any, value: Any, llm: LLMConfig | None = None
+    module: pytypes.ModuleType,
+    pipeline: str,
+    state: Any,
+    value: Any,
+    llm: LLMConfig | None = None,
+    *,
+    events: EventSink | None = None,
+    site: Site | None = None,
 ) -> RunReport:
     """Run one pipeline of a loaded module to completion.
 
     With ``llm`` (a spec with llm steps), the run is under that configuration
     (``mcec run --model``) and the report carries the run's token ``usage``.
+    With ``events``, the run tells that sink what it does (``agentmonad.events``:
+    ``mcec run --trace``, the progress display), as a run of ``pipeline``
+    declared at ``site``; without, nothing is attached (the run's fast path).
     """
+    if events is not None:
+        with hooks(events=events):
+            return run_pipeline(module, pipeline, state, value, llm, site=site)
     if llm is None:
-        return _run_pipeline(module, pipeline, state, value)
+        return _run_pipeline(module, pipeline, state, value, site)
     with llm_config(llm), usage() as used:
-        result = _run_pipeline(module, pipeline, state, value)
+        result = _run_pipeline(module, pipeline, state, value, site)
     result.payload["usage"] = used.as_dict()
     return result
 
 
-def _run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: Any) -> RunReport:
+def pipeline_site(program: Program, pipeline: str) -> Site | None:
+    """Where ``pipeline`` is declared, as the runtime's sites say it (the file's name)."""
+    for declared in program.pipelines:
+        if declared.name == pipeline:
+            span = declared.span
+            return Site(pipeline, os.path.basename(span.path), span.line, span.column)
+    return None
+
+
+def _run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: Any, site: Site | None) -> RunReport:
     try:
-        outcome = asyncio.run(getattr(module, pipeline)(state, value))
+        run = getattr(module, pipeline)
+        outcome = asyncio.run(run_observed(pipeline, site, lambda: run(state, value)))
     except Defect as defect:
         payload = {
             "ok": False,

@@ -24,9 +24,24 @@ or a ``budget`` entered here pushes itself as a guard; ``note_reached(state)``
 tells the guards whose own cancellation is unwinding which state the
 interrupted await started from, so nothing rides on the exception. With a hook
 attached (``RunContext.hooked``) an effect goes through
-:mod:`agentmonad.effects` with its site and its ``each``/``par`` element index;
-the interpreter does so today, generated code does not yet: it makes plain
-calls, which is what it would do with no hook attached anyway.
+:mod:`agentmonad.effects` with its site and its ``each``/``par`` element index,
+as in the interpreter. A generated function that calls steps reads the run
+context once at entry, ``run = hooked_run() if hooks_alive else None``
+(``None`` with no hook attached, the default; :data:`hooks_alive` is empty
+while no hooked run context exists in the process, so a process that never
+attaches a hook does not read the ``ContextVar`` at all), and per step,
+``fn``, tool or model call hands it to :func:`step_effect`,
+:func:`async_step_effect` or :func:`fn_effect` with its kind and ``SITE_n``
+when ``run`` is not ``None`` and otherwise makes the plain call (last, so
+that with no hook it is the fall-through)::
+
+    if run is not None:
+        r = step_effect(run, "step", SITE_1, inc, state, value)
+    else:
+        r = inc(state, value)
+
+Each function reads it anew because an ``each``/``par`` branch runs in a task
+whose run context carries its element index (``run_group``).
 
 Everything here is typed so that mypy, checking a generated module, sees every
 value type and error set as the checker computed it: a ``par`` group is built
@@ -49,9 +64,11 @@ from typing import Any, Generic, TypeAlias, TypeVar, TypeVarTuple, Unpack, cast
 
 from ._show import callable_name
 from .concurrency import run_group
+from .context import HOOKS_ALIVE, EffectKind, RunContext, current_run_context
 from .contract import raised
 from .contract import stop as _stop
 from .control import Deadline, forget_failure, note_reached, remember_failure, retry_pause
+from .effects import perform, perform_sync
 from .errors import MergeConflict
 from .merge import merge_states
 from .outcome import Err, Ok, Outcome, Site
@@ -77,6 +94,11 @@ __all__ = [
     "retry_pause",
     "remember_failure",
     "forget_failure",
+    "hooks_alive",
+    "hooked_run",
+    "step_effect",
+    "async_step_effect",
+    "fn_effect",
 ]
 
 _S = TypeVar("_S")
@@ -85,6 +107,7 @@ _B = TypeVar("_B")
 _E = TypeVar("_E")
 _E2 = TypeVar("_E2")
 _Ts = TypeVarTuple("_Ts")
+_R = TypeVar("_R")
 
 # Spelled ``Ok[S, B] | Err[S, E]`` rather than ``Outcome[S, E, B]`` so that the
 # alias parameters appear in the documented order S, A, B, E (a generic alias
@@ -109,6 +132,40 @@ def stop(
     result, or an ``Err`` of an undeclared type, raises ``Defect``.
     """
     return _stop(result, site, errors, state=state)
+
+
+#: Empty while no run context with a hook attached exists in the process
+#: (:data:`agentmonad.context.HOOKS_ALIVE`): a generated function tests it before it reads its
+#: run context, ``run = hooked_run() if hooks_alive else None``, so that with nothing attached
+#: its entry costs one global read and no ``ContextVar`` read.
+hooks_alive = HOOKS_ALIVE
+
+
+def hooked_run() -> RunContext | None:
+    """The run context when a hook is attached (every effect then goes through
+    :mod:`agentmonad.effects`), else ``None``: what a generated function reads once at entry,
+    when :data:`hooks_alive` is not empty (another run's hook makes it read, not go through)."""
+    run = current_run_context()
+    return run if run.hooked else None
+
+
+def step_effect(
+    run: RunContext, kind: EffectKind, site: Site, step: Callable[[_S, _A], _R], state: _S, value: _A
+) -> _R:
+    """``step(state, value)`` (a sync step) through the effect seam, as an effect of ``kind`` at ``site``."""
+    return perform_sync(run, kind, site, lambda: step(state, value))
+
+
+async def async_step_effect(
+    run: RunContext, kind: EffectKind, site: Site, step: Callable[[_S, _A], Awaitable[_R]], state: _S, value: _A
+) -> _R:
+    """``await step(state, value)`` (an async step, a tool, a model) through the effect seam."""
+    return await perform(run, kind, site, lambda: step(state, value))
+
+
+def fn_effect(run: RunContext, site: Site, fn: Callable[[_A], _B], value: _A) -> _B:
+    """``fn(value)`` through the effect seam, as an effect of kind ``"fn"`` at ``site``."""
+    return perform_sync(run, "fn", site, lambda: fn(value))
 
 
 async def par(

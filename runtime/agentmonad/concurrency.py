@@ -26,6 +26,7 @@ from ._show import short_repr
 from .context import current_run_context, set_run_context
 from .control import note_reached
 from .errors import Defect, MergeConflict
+from .observe import GroupSpan
 from .outcome import Err, Ok, Outcome, Site
 
 __all__ = ["run_group", "merge_outcome"]
@@ -75,8 +76,33 @@ async def run_group(
     """Run branches ``start(0) … start(count-1)``; see the module docstring.
 
     ``start(i)`` is called only when branch ``i`` may begin, so ``each`` over a
-    long list with a limit holds at most ``limit`` coroutines at a time.
+    long list with a limit holds at most ``limit`` coroutines at a time. With an
+    event sink attached the group is a span (``GroupStarted``/``GroupEnded``, its
+    branches inside it) and each finished branch an ``EachProgress``.
     """
+    sink = current_run_context().events
+    if sink is None:
+        return await _run_group(state, count, start, limit, merge, site, None)
+    group = GroupSpan(sink, site, count)
+    try:
+        out = await _run_group(state, count, start, limit, merge, site, group)
+    except BaseException as exc:
+        group.failed(exc)
+        raise
+    group.ended(out)
+    return out
+
+
+async def _run_group(
+    state: _S,
+    count: int,
+    start: Start,
+    limit: int | None,
+    merge: Callable[[_S, Sequence[_S]], _S] | None,
+    site: Site | None,
+    group: GroupSpan | None,
+) -> Outcome[_S, Any, list[Any]]:
+    """:func:`run_group`, telling ``group`` (when an event sink is attached) of each branch done."""
     if count == 0:
         return Ok([], state)
     if limit is None or limit > count:
@@ -98,11 +124,14 @@ async def run_group(
             w.set_result(None)
 
     run = current_run_context()
+    # a journal names the group's branches (their effects' identities do not depend on the
+    # order the branches run in); else the branch's effects just carry its element index
+    element = run.with_index if run.journal is None else run.journal.branches(run)
 
     def launch(i: int) -> None:
         if run.hooked:  # the branch's effects carry its element index (agentmonad.effects)
             branch = contextvars.copy_context()
-            branch.run(set_run_context, run.with_index(i))
+            branch.run(set_run_context, element(i))
             task = loop.create_task(start(i), context=branch)
         else:
             task = loop.create_task(start(i))
@@ -127,6 +156,8 @@ async def run_group(
                 task = finished.popleft()
                 i = running.pop(task)
                 remaining -= 1
+                if group is not None:
+                    group.branch_done(task.cancelled() or task.exception() is not None or type(task.result()) is not Ok)
                 if task.cancelled():
                     # nobody but us cancels a branch, except the branch itself;
                     # treat a self-cancelled branch as cancellation of the group

@@ -37,6 +37,11 @@ from dataclasses import dataclass
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, final
 
+from .events import Effect as Effect
+from .events import EffectKind as EffectKind
+from .events import EventSink as EventSink
+from .events import OpenSpan
+
 if TYPE_CHECKING:
     from .outcome import Site
 
@@ -55,6 +60,7 @@ __all__ = [
     "HumanInput",
     "current_run_context",
     "hooks",
+    "HOOKS_ALIVE",
     "set_run_context",
     "reset_run_context",
 ]
@@ -118,39 +124,34 @@ class Budgeted(Guard, Meter, Protocol):
     """A guard that counts tokens too: a ``Budget`` (``agentmonad.usage``)."""
 
 
-#: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model.
-EffectKind = Literal["step", "fn", "tool", "model"]
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """One effect of a run, as hooks see it (:mod:`agentmonad.effects`): its ``kind``, its
-    ``site`` in the spec (``None`` for a step built without one), and ``index``, the element
-    indices of the ``each``/``par`` branches it runs in, outermost first (``()`` outside any)."""
-
-    kind: EffectKind
-    site: Site | None
-    index: tuple[int, ...]
-
-
 class Journal(Protocol):
-    """Where a durable run records each effect it performs (the durable-runs issue attaches one).
+    """Where a durable run records each effect it performs, and finds it again when it resumes
+    (``agentmonad.durable`` attaches one; docs/language.md §13).
 
-    ``None`` in :attr:`RunContext.journal` (the default): nothing is recorded."""
+    The seam (:mod:`agentmonad.effects`) hands it every effect: a recorded one gives its
+    recorded result without running the call; any other is run and recorded. It also sees what
+    decides an effect's identity besides call order (a ``par``/``each`` group starting) and
+    what else a replay must repeat (a ``timeout`` that fired). ``None`` in
+    :attr:`RunContext.journal` (the default): nothing is recorded."""
 
-    def record(self, effect: Effect, result: object) -> None:
-        """Record that ``effect`` gave ``result``."""
+    def perform(self, effect: Effect, call: Callable[[], Awaitable[_T]]) -> Awaitable[_T]:
+        """The result of the async effect ``effect``: its recorded result, or ``call()``'s, recorded."""
         ...
 
+    def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
+        """:meth:`perform` for a sync effect."""
+        ...
 
-class EventSink(Protocol):
-    """Where a traced or streamed run sends what it does (the run-events issue attaches one).
+    def branches(self, context: RunContext) -> Callable[[int], RunContext]:
+        """A ``par``/``each`` group starts in ``context``: the run context of its element ``i``."""
+        ...
 
-    ``None`` in :attr:`RunContext.events` (the default): no event is made."""
+    def deadline_entered(self, deadline: Guard) -> None:
+        """A ``timeout``'s deadline was entered here (it takes its place in the run's sequence)."""
+        ...
 
-    def emit(self, event: Literal["started", "ended", "failed"], effect: Effect, detail: object) -> None:
-        """``effect`` started (``detail`` None), ended (its result) or failed (the exception)."""
+    def deadline_expired(self, deadline: Guard) -> None:
+        """``deadline`` fired: its ``timeout`` failed with ``Timeout``."""
         ...
 
 
@@ -192,6 +193,31 @@ class Scope:
             raise asyncio.CancelledError
 
 
+#: The hook attachments alive in this process (ids of :class:`_Attachment` objects): empty
+#: while no run context with a hook attached exists anywhere, which compiled code tests
+#: (one global read, no ``ContextVar``) before it reads its run context at all
+#: (``agentmonad.compiled.hooked_run``). A set, not a counter: adding and discarding are
+#: atomic, and the one object can be imported by name.
+HOOKS_ALIVE: set[int] = set()
+
+
+@final
+class _Attachment:
+    """What keeps :data:`HOOKS_ALIVE` non-empty: a hooked run context holds one, every copy
+    of it shares it, and it leaves the set when the last of them is gone. So while any
+    task anywhere runs under a hooked context — even one started inside a ``with hooks()``
+    block that has closed since — the set is not empty; with none alive, it is."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        HOOKS_ALIVE.add(id(self))
+
+    def __del__(self) -> None:
+        # before the memory is freed, so the id cannot be another live attachment's yet
+        HOOKS_ALIVE.discard(id(self))
+
+
 _new_context = object.__new__
 
 
@@ -200,7 +226,20 @@ class RunContext:
     """What one run holds while it runs (see the module docstring). Immutable: the
     ``with_…`` methods make a changed copy, which the caller sets."""
 
-    __slots__ = ("parts", "meters", "guards", "failure", "clock", "journal", "events", "human", "index", "hooked")
+    __slots__ = (
+        "parts",
+        "meters",
+        "guards",
+        "failure",
+        "clock",
+        "journal",
+        "events",
+        "human",
+        "index",
+        "hooked",
+        "_attachment",
+        "span",
+    )
 
     def __init__(
         self,
@@ -213,6 +252,7 @@ class RunContext:
         events: EventSink | None = None,
         human: HumanInput | None = None,
         index: tuple[int, ...] = (),
+        span: OpenSpan | None = None,
     ) -> None:
         #: What subpackages keep for the run, keyed by a class of their own (open scopes, settings).
         self.parts = parts
@@ -231,9 +271,14 @@ class RunContext:
         #: Whether any hook is attached: the one test a caller makes before an effect; false,
         #: it makes the plain call; true, it goes through :mod:`agentmonad.effects`.
         self.hooked = journal is not None or events is not None or human is not None
+        #: Held while hooked, shared by every copy: keeps :data:`HOOKS_ALIVE` non-empty.
+        self._attachment = _Attachment() if self.hooked else None
         #: The element indices of the ``each``/``par`` branches the current code runs in,
         #: outermost first; kept only while hooked (no hook, no one reads it).
         self.index = index
+        #: The innermost span open here (a run, an effect, a ``par``/``each`` group) while an
+        #: event sink is attached (:mod:`agentmonad.observe`); ``None`` otherwise.
+        self.span = span
 
     def _copy(self) -> RunContext:
         # slot by slot, not through __init__: a copy is made at every deadline, budget and
@@ -249,6 +294,8 @@ class RunContext:
         new.human = self.human
         new.index = self.index
         new.hooked = self.hooked
+        new._attachment = self._attachment
+        new.span = self.span
         return new
 
     def part(self, key: type[_T]) -> _T | None:
@@ -303,6 +350,12 @@ class RunContext:
         new.index = (*self.index, index)
         return new
 
+    def with_span(self, span: OpenSpan) -> RunContext:
+        """This context inside ``span`` (an event sink is attached)."""
+        new = self._copy()
+        new.span = span
+        return new
+
     def with_hooks(
         self, *, journal: Journal | None = None, events: EventSink | None = None, human: HumanInput | None = None
     ) -> RunContext:
@@ -312,6 +365,8 @@ class RunContext:
         new.events = events if events is not None else self.events
         new.human = human if human is not None else self.human
         new.hooked = new.journal is not None or new.events is not None or new.human is not None
+        if new.hooked and new._attachment is None:
+            new._attachment = _Attachment()
         return new
 
     def __repr__(self) -> str:

@@ -77,6 +77,7 @@ from typing import TypeVar, cast, final
 from .context import Failure as Failure  # defined beside the run context that holds one
 from .context import RetryClock as RetryClock
 from .context import _RUN, RunContext, current_run_context, reset_run_context, set_run_context
+from .effects import perform
 
 __all__ = [
     "MAX_DELAY",
@@ -202,7 +203,11 @@ async def retry_pause(attempt: int, backoff: float, state: object = _UNNOTED) ->
     delay = retry_delay(attempt, backoff)
     if delay > 0:
         try:
-            await retry_clock().sleep(delay)
+            run = current_run_context()
+            if run.journal is None:
+                await retry_clock().sleep(delay)
+            else:  # a durable run records the pause: on replay it neither sleeps nor draws again
+                await perform(run, "pause", None, lambda: retry_clock().sleep(delay))
         except asyncio.CancelledError:
             if state is not _UNNOTED:
                 note_reached(state)
@@ -393,7 +398,10 @@ class Deadline:
         clock.active.append(self)
         if when < clock.armed:  # else the timer fires first, and finds this one then
             clock.arm(when)
-        self._token = _RUN.set(_RUN.get().with_guard(self))
+        run = _RUN.get()
+        if run.journal is not None:  # a durable run: the deadline takes its place in the run's sequence
+            run.journal.deadline_entered(self)
+        self._token = _RUN.set(run.with_guard(self))
         return self
 
     def __exit__(
@@ -419,6 +427,9 @@ class Deadline:
             # when taking back its request leaves no more than the task had on entry
             # (cancel requests are counted, so a nested or an outer one is told apart)
             if task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
+                journal = _RUN.get().journal
+                if journal is not None:  # a durable run replays the expiry where it happened
+                    journal.deadline_expired(self)
                 raise TimeoutError from exc
             self._state = _DONE  # its time ran out, but something else ended the block
         else:

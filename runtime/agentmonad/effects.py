@@ -8,15 +8,20 @@ place is :func:`perform` (and :func:`perform_sync` for a sync step).
 
 With nothing attached (``RunContext.hooked`` false, the default) a caller makes
 the plain call itself: one attribute test of a run context it read once is the
-whole cost, so a run without hooks stays at the floor. With a hook attached the
+whole cost (compiled code does not even read the context while no hooked one
+exists in the process: ``agentmonad.context.HOOKS_ALIVE``, one global test per
+generated function), so a run without hooks stays at the floor. With a hook attached the
 caller hands the call to the seam, which tells the event sink that the effect
-starts, runs it, records its result in the journal, and tells the sink how it
-ended.
+starts, runs it (or, with a journal, replays its recorded result or runs and records it), and tells the sink how it
+ended (:mod:`agentmonad.events`: ``EffectStarted``/``EffectEnded``, with the span the
+effect's own events — its model requests, tool calls, streamed text — are attributed to).
 
 Which callers go through here today: the interpreter (``AgentMonad.run``, so
 checked plans and ``mcec run --interpret``) for every step, tool and model call,
 with the step's site and the element index inside ``each``/``par``
-(``RunContext.index``). Compiled code does not yet (see docs/DESIGN.md).
+(``RunContext.index``); and compiled code, through ``agentmonad.compiled``'s
+``step_effect``/``async_step_effect``/``fn_effect``, with the same effects for
+the same spec (tests/codegen/test_differential.py; see docs/DESIGN.md).
 """
 
 from __future__ import annotations
@@ -27,52 +32,54 @@ from typing import TypeVar
 from .context import Effect as Effect
 from .context import EffectKind as EffectKind
 from .context import RunContext
+from .observe import EffectSpan
 from .outcome import Site
 
 __all__ = ["EffectKind", "Effect", "perform", "perform_sync"]
 
 _T = TypeVar("_T")
 
-def _started(context: RunContext, effect: Effect) -> None:
-    if context.events is not None:
-        context.events.emit("started", effect, None)
+def _started(context: RunContext, effect: Effect) -> EffectSpan | None:
+    """Tell the event sink, if any, that ``effect`` starts: the span to end (``None``: no sink)."""
+    return EffectSpan(context.events, effect) if context.events is not None else None
 
 
-def _ended(context: RunContext, effect: Effect, result: object) -> None:
-    if context.journal is not None:
-        context.journal.record(effect, result)
-    if context.events is not None:
-        context.events.emit("ended", effect, result)
+def _ended(span: EffectSpan | None, result: object) -> None:
+    if span is not None:
+        span.ended(result)
 
 
-def _failed(context: RunContext, effect: Effect, exc: BaseException) -> None:
-    if context.events is not None:
-        context.events.emit("failed", effect, exc)
+def _failed(span: EffectSpan | None, exc: BaseException) -> None:
+    if span is not None:
+        span.failed(exc)
 
 
 async def perform(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], Awaitable[_T]]) -> _T:
     """Run ``call()`` (an async effect of ``kind`` at ``site``) with the hooks of ``context``
-    told: the sink before and after, the journal of its result. An exception (a step's
-    raised error, a cancellation) is told to the sink and propagates unchanged."""
+    told: the sink before and after (:class:`~agentmonad.events.EffectStarted`,
+    :class:`~agentmonad.events.EffectEnded`); with a journal attached, the call runs only when
+    the journal has no recorded result for it. An exception (a step's raised error, a
+    cancellation) is told to the sink and propagates unchanged."""
     effect = Effect(kind, site, context.index)
-    _started(context, effect)
+    span = _started(context, effect)
     try:
-        result = await call()
+        # a journal replays a recorded result, or runs the call and records it
+        result = await (call() if context.journal is None else context.journal.perform(effect, call))
     except BaseException as exc:
-        _failed(context, effect, exc)
+        _failed(span, exc)
         raise
-    _ended(context, effect, result)
+    _ended(span, result)
     return result
 
 
 def perform_sync(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], _T]) -> _T:
     """:func:`perform` for a sync effect (a sync step, a ``fn``)."""
     effect = Effect(kind, site, context.index)
-    _started(context, effect)
+    span = _started(context, effect)
     try:
-        result = call()
+        result = call() if context.journal is None else context.journal.perform_sync(effect, call)
     except BaseException as exc:
-        _failed(context, effect, exc)
+        _failed(span, exc)
         raise
-    _ended(context, effect, result)
+    _ended(span, result)
     return result

@@ -76,6 +76,7 @@ from .concurrency import run_group
 from .contract import fn_defect, raised, stop
 from .context import EffectKind, RunContext, current_run_context
 from .effects import perform, perform_sync
+from .observe import run_observed
 from .control import Deadline, forget_failure, remember_failure, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
 from .errors import BudgetExceeded
@@ -436,7 +437,12 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
     # -- running -----------------------------------------------------------------
 
     async def run(self, state: _S) -> Outcome[_S, _E_co, _A_co]:
-        """Run from ``state``; awaitable. Defects propagate as exceptions."""
+        """Run from ``state``; awaitable. Defects propagate as exceptions.
+
+        With an event sink attached and no run open yet, the run is told to it
+        (``RunStarted``/``RunEnded``, :func:`agentmonad.observe.run_observed`)."""
+        if current_run_context().events is not None:
+            return await run_observed("program", None, lambda: _interpret(self, state))
         return await _interpret(self, state)
 
     def run_sync(self, state: _S) -> Outcome[_S, _E_co, _A_co]:
@@ -476,15 +482,17 @@ class StepSpec(Generic[_S, _A, _E, _B]):
         errors: tuple[type, ...],
         site: Site,
         is_async: bool,
-        kind: EffectKind = "step",
+        kind: EffectKind | None = "step",
     ) -> None:
         self.impl = impl
         self.name = name
         self.errors = errors
         self.site = site
         self.is_async = is_async
-        #: What effect a call is, for the hooks (:mod:`agentmonad.effects`): a user step, a tool, a model.
-        self.kind: EffectKind = kind
+        #: What effect a call is, for the hooks (:mod:`agentmonad.effects`): a user step, a tool, a model;
+        #: ``None``, none: a construct the interpreter runs as a step (``spawn``) whose planner and
+        #: plan make the effects, as in compiled code.
+        self.kind: EffectKind | None = kind
 
     def __call__(self, value: _A) -> AgentMonad[_S, _E, _B]:
         return _Step(self, value)
@@ -1143,6 +1151,9 @@ async def _escape(stack: list[_Frame], exc: BaseException, state: Any) -> tuple[
 
 async def _through_seam(run: RunContext, spec: StepSpec[Any, Any, Any, Any], state: Any, arg: Any) -> Any:
     """A step's call through the effect seam (:mod:`agentmonad.effects`): a hook is attached."""
+    if spec.kind is None:  # not an effect of its own (see StepSpec.kind)
+        result: Any = spec.impl(state, arg)
+        return await result if spec.is_async else result
     if spec.is_async:
         return await perform(run, spec.kind, spec.site, lambda: cast(Awaitable[object], spec.impl(state, arg)))
     return perform_sync(run, spec.kind, spec.site, lambda: spec.impl(state, arg))

@@ -26,7 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any, Generic, Protocol, TypeVar, cast, final
 
+from .context import current_run_context
 from .contract import raised
+from .events import PlanChecked
 from .control import note_reached, previous_failure
 from ._show import short_repr
 from .errors import Defect, _ValueError
@@ -239,6 +241,7 @@ class Toolbox(Generic[_S, _A, _B, _E]):
             plan = checked.check(text)
         except Exception as exc:
             return raised(exc, site, planned, ())
+        _told(plan, site)
         if isinstance(plan, PlanRejected):
             return Err(plan, planned, site)
         try:
@@ -247,6 +250,19 @@ class Toolbox(Generic[_S, _A, _B, _E]):
         except asyncio.CancelledError as cancelled:
             note_reached(planned)  # a deadline keeps the state the plan started from
             raise
+
+
+def _told(plan: Plan | PlanRejected, site: Site) -> None:
+    """Tell the event sink attached here, if any, that a plan was checked at ``site``: accepted, or
+    rejected with its errors (those shown and those left off)."""
+    run = current_run_context()
+    if run.events is not None:
+        opened = run.span
+        if isinstance(plan, PlanRejected):
+            event = PlanChecked(site, False, len(plan.errors) + plan.more, opened.span if opened else None)
+        else:
+            event = PlanChecked(site, True, 0, opened.span if opened else None)
+        run.events.emit(event)
 
 
 def _as_text(value: object) -> str:

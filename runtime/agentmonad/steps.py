@@ -41,7 +41,7 @@ def lift_step(
     errors: Sequence[type[_E]] | Sequence[type],
     site: Site | None = None,
     is_async: bool = False,
-    kind: EffectKind = "step",
+    kind: EffectKind | None = "step",
 ) -> Callable[[_A], AgentMonad[_S, _E, _B]]:
     """Turn a ``step`` implementation ``f(state, value) -> Outcome`` (an
     ``async def`` when ``is_async``) into a Kleisli arrow.
@@ -50,7 +50,7 @@ def lift_step(
     ``errors`` is ``Err(exc, state_received, site)``; an ``Err`` of another type,
     a non-``Outcome`` return, or any other exception is a ``Defect``. ``kind`` is what
     its calls are to hooks attached to a run (:mod:`agentmonad.effects`): a user
-    ``step``, an MCP ``tool``, a ``model``.
+    ``step``, an MCP ``tool``, a ``model`` (``None``: no effect of its own, see ``StepSpec.kind``).
     """
     return StepSpec(impl, name, tuple(errors), _site(name, site), is_async, kind)
 

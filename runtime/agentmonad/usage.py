@@ -54,6 +54,7 @@ from typing import Any, TypeVar, cast
 
 from .context import RunContext, current_run_context, reset_run_context, set_run_context
 from .control import _UNNOTED
+from .events import count_tokens
 from .outcome import Err, Ok
 from .errors import BudgetExceeded
 
@@ -164,9 +165,13 @@ def current_usage() -> Usage | None:
     return None
 
 
-def record_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None:
+def record_usage(model: str, prompt_tokens: int, completion_tokens: int, *, model_id: str | None = None) -> None:
     """Add one request's tokens to every meter open here (LLM steps call this; so may user steps
     that call a model themselves, so that budgets see their tokens).
+
+    With an event sink attached, the request is a ``ModelRequest`` event (``model_id``: the
+    model the request named, when known) and its tokens are counted to the effect it is made
+    in (``EffectEnded``'s tokens).
 
     The counts must be whole numbers ≥ 0 (``ValueError`` otherwise): a negative count would
     take back tokens other calls spent, and let a budget's body spend more than its limit.
@@ -174,8 +179,11 @@ def record_usage(model: str, prompt_tokens: int, completion_tokens: int) -> None
     for label, count in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
         if not is_token_count(count):
             raise ValueError(f"{label} must be a token count (an int ≥ 0), not {count!r}")
-    for meter in current_run_context().meters:
+    run = current_run_context()
+    for meter in run.meters:
         meter.add(model, prompt_tokens, completion_tokens)
+    if run.events is not None:  # a ModelRequest event, its tokens counted to the effect making it
+        count_tokens(run.events, run.span, model, model_id, prompt_tokens, completion_tokens)
 
 
 class Budget:

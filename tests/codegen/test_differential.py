@@ -11,6 +11,7 @@ the site that reported it), the final state, and on defects — and, for
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 from typing import Any
 
@@ -20,6 +21,9 @@ from spec_gen import HEADER, specs
 from toolbox import TState
 
 from agentmonad import Defect, Err, Ok
+from agentmonad.compiled import hooks_alive
+from agentmonad.context import hooks
+from agentmonad.events import EffectEnded, EffectStarted, Event
 from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
 from mcec.run.interpret import Interpreter
@@ -103,3 +107,199 @@ def test_negative_literal_patterns_agree() -> None:
         values[value] = compiled[1]
     # -1: note(-1) + inc(-1); -2: double; 0: inc; the rest negated
     assert values == {-4: 4, -3: 3, -2: -4, -1: -1, 0: 1, 1: -1, 2: -2}
+
+
+# ---------------------------------------------------------------- the effect seam (issue 30)
+
+
+class EffectLog:
+    """A journal and an event sink at once (what a durable or traced run attaches): every
+    effect it hears of, as comparable data."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[Any, ...]] = []
+
+    def emit(self, event: Event) -> None:
+        match event:
+            case EffectStarted(effect=effect):
+                self.heard.append(("started", effect.kind, effect.site, effect.index, None))
+            case EffectEnded(effect=effect, outcome=outcome, error=error):
+                self.heard.append((outcome, effect.kind, effect.site, effect.index, error))
+            case _:
+                pass  # the run and its groups: not effects
+
+    def record(self, effect: Any, result: object) -> None:
+        self.heard.append(("recorded", effect.kind, effect.site, effect.index, result))
+
+    # the journal protocol (agentmonad.context.Journal): run every call, and record its result
+    async def perform(self, effect: Any, call: Any) -> Any:
+        result = await call()
+        self.record(effect, result)
+        return result
+
+    def perform_sync(self, effect: Any, call: Any) -> Any:
+        result = call()
+        self.record(effect, result)
+        return result
+
+    def branches(self, context: Any) -> Any:
+        return context.with_index
+
+    def deadline_entered(self, deadline: Any) -> None:
+        pass
+
+    def deadline_expired(self, deadline: Any) -> None:
+        pass
+
+
+def _by_index(heard: list[tuple[Any, ...]]) -> dict[tuple[int, ...], list[tuple[Any, ...]]]:
+    """What a log heard, in order per ``each``/``par`` element index (branches run
+    concurrently, so only the order inside one branch is the spec's)."""
+    by_index: dict[tuple[int, ...], list[tuple[Any, ...]]] = {}
+    for one in heard:
+        by_index.setdefault(one[3], []).append(one)
+    return by_index
+
+
+def _effects(run: Any) -> dict[tuple[int, ...], list[tuple[Any, ...]]]:
+    """The effects a hooked run reports (see :func:`_by_index`) and its observed result."""
+    log = EffectLog()
+    with hooks(journal=log, events=log):
+        observed = _observe(run())
+    by_index = _by_index(log.heard)
+    by_index[("observed",)] = [observed]  # type: ignore[index]
+    return by_index
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs(), value=st.integers(-60, 60))
+def test_a_hooked_compiled_run_reports_the_effects_of_the_interpreted_one(spec: str, value: int) -> None:
+    """With a hook attached, every step, ``fn``, tool and model call of a compiled run goes through
+    the effect seam with the same kind, site (spec, line, column, step name) and element index as
+    the interpreted run of the same spec, and the sink hears the same starts, results and failures."""
+    program, module = compile_spec(spec)
+    interpreter = Interpreter(program)
+    compiled = _effects(lambda: module.main(TState(), value))
+    interpreted = _effects(lambda: interpreter.run("main", TState(), value))
+    assert compiled == interpreted, f"input {value}\n{spec}"
+
+
+def test_a_hooked_compiled_run_reports_every_step_fn_par_and_each_with_its_index() -> None:
+    spec = HEADER + (
+        "pipeline main : int -> int ! MergeConflict | Neg =\n"
+        "    inc >>= par<double, inc> >>= add_pair >>= spread >>= each(slow_inc) >>= total;\n"
+    )
+    program, module = compile_spec(spec)
+    compiled = _effects(lambda: module.main(TState(), 5))
+    assert compiled == _effects(lambda: Interpreter(program).run("main", TState(), 5))
+    assert compiled[("observed",)][0][0] == "ok"  # type: ignore[index]
+    started = sorted((h[1], h[2].step, h[3]) for heard in compiled.values() for h in heard if h[0] == "started")
+    spread = len(started) - 6
+    assert spread == 3, started  # 5 + 1 = 6; 12 + 7 = 19; 19 % 4 = 3 elements
+    assert started == [
+        ("fn", "add_pair", ()),
+        ("fn", "double", (0,)),
+        ("fn", "spread", ()),
+        ("fn", "total", ()),
+        ("step", "inc", ()),
+        ("step", "inc", (1,)),
+    ] + [("step", "slow_inc", (i,)) for i in range(spread)]
+    first = compiled[()][0][2]
+    assert (first.step, first.line, first.column) == ("inc", HEADER.count("\n") + 2, 5)  # the spec's own site
+
+
+# A run that calls a pipeline (its own function) and a par (a function per branch) after an
+# async step: what a function entered after a hook came or went reads.
+_NESTED = HEADER + (
+    "pipeline inner : int -> int = inc >>= double;\n"
+    "pipeline main : int -> int ! MergeConflict | Neg =\n"
+    "    inc >>= slow_inc >>= inner >>= par<double, inc> >>= add_pair;\n"
+)
+
+
+def _gate(module: Any, held: int) -> tuple[asyncio.Event, asyncio.Event]:
+    """Make ``module``'s ``slow_inc`` wait, when called on ``held``, until the second event is
+    set (it sets the first when it starts waiting); otherwise it is ``tb.slow_inc``."""
+    import toolbox as tb
+
+    waiting, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow_inc(state: TState, value: int) -> Any:
+        if value == held:
+            waiting.set()
+            await gate.wait()
+        return await tb.slow_inc(state, value)
+
+    module.slow_inc = slow_inc
+    return waiting, gate
+
+
+def test_with_no_hook_alive_a_compiled_run_reads_no_run_context() -> None:
+    """The no-hook path is one global test per function entry (``hooks_alive``): no run of a
+    process that has no hooked context anywhere reads its ``ContextVar``; with a hook, each
+    function entered reads it once (failed before: every entry read it)."""
+    _, module = compile_spec(_NESTED)
+    real, reads = module.hooked_run, []
+
+    def counting() -> Any:
+        reads.append(1)
+        return real()
+
+    module.hooked_run = counting
+    gc.collect()
+    assert not hooks_alive, "a hooked run context outlived the test that made it"
+    assert _observe(module.main(TState(), 1))[0] == "ok"
+    assert reads == []
+    with hooks(events=EffectLog()):
+        assert _observe(module.main(TState(), 1))[0] == "ok"
+    assert len(reads) >= 3  # main, inner, a par branch
+
+
+def test_a_hook_attached_while_an_unhooked_compiled_run_goes_on_leaves_that_run_plain() -> None:
+    """Run A starts with no hook; while it waits, another task attaches one and runs B. A's
+    functions entered from then on see a hook alive and read their run context, which has none:
+    A's effects reach no hook and its outcome is unchanged; B reports exactly its own effects."""
+    program, module = compile_spec(_NESTED)
+    expected_plain = _observe(module.main(TState(), 100))
+    waiting, gate = _gate(module, held=101)
+    log = EffectLog()
+
+    async def both() -> tuple[Any, Any]:
+        plain = asyncio.create_task(module.main(TState(), 100))  # its context: no hook
+        await waiting.wait()  # A is inside slow_inc, past main's entry
+        with hooks(journal=log, events=log):
+            hooked = await module.main(TState(), 1)
+            gate.set()
+            return await plain, hooked
+
+    plain, hooked = asyncio.run(both())
+    assert ("ok", plain.value, plain.state, []) == expected_plain
+    expected = _effects(lambda: Interpreter(program).run("main", TState(), 1))
+    assert _by_index(log.heard) | {("observed",): [_observe(_done(hooked))]} == expected  # type: ignore[operator]
+
+
+def test_a_hooked_compiled_run_outliving_its_hooks_block_reports_every_effect() -> None:
+    """A task started inside ``with hooks()`` keeps its hooked context after the block closes:
+    the functions it enters afterwards still go through the seam (what a count of open
+    ``hooks()`` blocks would get wrong), and it reports what the interpreter does."""
+    program, module = compile_spec(_NESTED)
+    waiting, gate = _gate(module, held=101)
+    log = EffectLog()
+
+    async def detached() -> Any:
+        with hooks(journal=log, events=log):
+            task = asyncio.create_task(module.main(TState(), 100))
+            await waiting.wait()
+        gc.collect()
+        assert hooks_alive  # the task's context is hooked
+        gate.set()
+        return await task
+
+    outcome = asyncio.run(detached())
+    expected = _effects(lambda: Interpreter(program).run("main", TState(), 100))
+    assert _by_index(log.heard) | {("observed",): [_observe(_done(outcome))]} == expected  # type: ignore[operator]
+
+
+async def _done(outcome: Any) -> Any:
+    """An outcome already had, as the coroutine :func:`_observe` takes."""
+    return outcome

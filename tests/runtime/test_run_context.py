@@ -165,12 +165,39 @@ class Recorder:
         self.events: list[tuple[str, str, str, int, tuple[int, ...], object]] = []
         self.journal: list[tuple[str, str, tuple[int, ...], object]] = []
 
-    def emit(self, event: str, effect: Any, detail: object) -> None:
-        site = effect.site
-        self.events.append((event, effect.kind, site.step, site.line, effect.index, detail))
+    def emit(self, event: Any) -> None:
+        from agentmonad.events import EffectEnded, EffectStarted
+
+        match event:
+            case EffectStarted(effect=effect):
+                self.events.append(("started", effect.kind, effect.site.step, effect.site.line, effect.index, None))
+            case EffectEnded(effect=effect, outcome=outcome):
+                self.events.append(("ended", effect.kind, effect.site.step, effect.site.line, effect.index, outcome))
+            case _:
+                pass
 
     def record(self, effect: Any, result: object) -> None:
         self.journal.append((effect.kind, effect.site.step, effect.index, result))
+
+    # the journal protocol (agentmonad.context.Journal): run every call, and record its result
+    async def perform(self, effect: Any, call: Any) -> Any:
+        result = await call()
+        self.record(effect, result)
+        return result
+
+    def perform_sync(self, effect: Any, call: Any) -> Any:
+        result = call()
+        self.record(effect, result)
+        return result
+
+    def branches(self, context: Any) -> Any:
+        return context.with_index
+
+    def deadline_entered(self, deadline: Any) -> None:
+        pass
+
+    def deadline_expired(self, deadline: Any) -> None:
+        pass
 
 
 def _interpreted_program() -> Any:
@@ -215,3 +242,33 @@ def test_with_no_hook_nothing_goes_through_the_seam() -> None:
     outcome = asyncio.run(_interpreted_program().run(0))
     assert outcome.value == (4, (200, 300))
     assert current_run_context().hooked is False and recorder.events == []
+
+
+def test_hooks_alive_is_not_empty_exactly_while_a_hooked_context_exists() -> None:
+    """What compiled code tests before it reads its run context (``agentmonad.compiled.hooks_alive``):
+    a hooked context and every copy made from it (a deadline, a meter, a branch's index) keep it
+    non-empty, also after the ``with hooks()`` block that made it has closed; once none is left,
+    it is as it was."""
+    import gc
+
+    from agentmonad.compiled import hooks_alive
+    from agentmonad.context import HOOKS_ALIVE, hooks
+
+    assert hooks_alive is HOOKS_ALIVE
+    gc.collect()
+    before = set(HOOKS_ALIVE)
+    recorder = Recorder()
+    with hooks(journal=recorder) as hooked:
+        assert len(HOOKS_ALIVE) == len(before) + 1
+        copy = hooked.with_index(3).with_clock(RetryClock())
+        with hooks(events=recorder):  # more hooks on a hooked context: still the one attachment
+            assert len(HOOKS_ALIVE) == len(before) + 1
+    assert copy.hooked and len(HOOKS_ALIVE) == len(before) + 1  # the block closed; a copy lives on
+    del hooked
+    gc.collect()
+    assert len(HOOKS_ALIVE) == len(before) + 1
+    del copy
+    gc.collect()
+    assert HOOKS_ALIVE == before
+    unhooked = EMPTY.with_index(1).with_hooks()  # no hook given: nothing attached
+    assert not unhooked.hooked and HOOKS_ALIVE == before

@@ -105,7 +105,7 @@ async def _attempts(
         problem = reply_problem(reply)
         if problem is not None:  # a scripted backend's reply; the endpoint's was read strictly already
             return LLMUnavailable(model.name, name, f"the model's reply is not valid: {problem}", LLMUnavailableKind.INVALID_RESPONSE)
-        record_usage(model.name, reply.prompt_tokens, reply.completion_tokens)
+        record_usage(model.name, reply.prompt_tokens, reply.completion_tokens, model_id=settings.model_id)
         await budget_checkpoint()
         if reply.refusal or reply.finish_reason == "content_filter":
             said = f": {reply.refusal}" if reply.refusal else " (content filter)"

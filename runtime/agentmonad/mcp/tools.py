@@ -87,6 +87,7 @@ import asyncio
 import os
 import shlex
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -96,6 +97,7 @@ from .._show import exception_text, safe_str, type_name
 from ..context import Scope, current_run_context, reset_run_context, set_run_context
 from ..control import deadlines_held
 from ..errors import ToolFailed, ToolUnavailable, ToolUnavailableKind
+from ..events import ToolCalled
 from ._tail import Tail
 from .mcp_result import from_tool_result, to_jsonable
 from ..outcome import Err, Ok, Outcome
@@ -522,6 +524,16 @@ async def _call(
         raise _Unavailable(f"malformed result: {_describe(exc)}", Kind.INVALID_RESULT) from exc
 
 
+def _told(server: StdioServer, name: str, ok: bool, started: float) -> None:
+    """Tell the event sink attached here, if any, that tool ``name`` of ``server`` was called at
+    ``started`` (``time.monotonic()``) and answered now (``ok``: not with an error result)."""
+    run = current_run_context()
+    if run.events is not None:
+        opened = run.span
+        effect, span = (opened.effect, opened.span) if opened is not None else (None, None)
+        run.events.emit(ToolCalled(effect, name, server.name, ok, time.monotonic() - started, span))
+
+
 def _arguments(value: object) -> dict[str, Any]:
     """A step's input as tool arguments: a pydantic model's JSON dump, or a dict."""
     data = to_jsonable(value)
@@ -612,10 +624,13 @@ async def call_tool(
     error types, so a step that declares them may simply let them propagate:
     raising a declared error is the same as returning ``Err`` (docs/language.md §3).
     """
+    started = time.monotonic()
     try:
         result = await _call(server, name, _arguments(arguments), timeout)
     except _Unavailable as exc:
+        _told(server, name, False, started)
         raise exc.error(server.name, name) from None
+    _told(server, name, not result.is_error, started)
     outcome = _decode(result, None, server.name, name, output)
     if type(outcome) is Err:
         raise outcome.error
@@ -641,10 +656,13 @@ def tool(
         raise ValueError(f"tool timeout must be positive, got {timeout!r}")
 
     async def step(state: _S, value: _A) -> Ok[_S, _B] | Err[_S, ToolFailed | ToolUnavailable]:
+        started = time.monotonic()
         try:
             result = await _call(server, tool_name, _arguments(value), timeout)
         except _Unavailable as exc:
+            _told(server, tool_name, False, started)
             return Err(exc.error(server.name, tool_name), state)
+        _told(server, tool_name, not result.is_error, started)
         return _decode(result, state, server.name, tool_name, output)
 
     step.__name__ = step.__qualname__ = f"tool_{tool_name}"

@@ -1,0 +1,121 @@
+"""``mcec runs list|show|resume|cancel``: the durable runs in a run database (docs/language.md §13).
+
+Bad input (an unknown run id, an unreachable database, a spec changed since the run started) is
+a message on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Subparsers
+
+__all__ = ["COMMANDS", "add_runs", "run_runs"]
+
+
+def add_runs(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
+    """``mcec runs COMMAND``."""
+    command = subparsers.add_parser(
+        "runs", help="list, show, resume and cancel durable runs", description="The durable runs in a run database."
+    )
+    actions = command.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def action(name: str, help_text: str, with_id: bool) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, help=help_text, description=help_text)
+        if with_id:
+            parser.add_argument("run_id", metavar="ID", help="the run's id")
+        parser.add_argument("--db", default=None, metavar="URL", help="the run database (default: $MCEC_DB, else .mcec/runs.sqlite)")
+        parser.set_defaults(func=run_runs)
+        return parser
+
+    action("list", "every run: id, spec, pipeline, status, started, last step", False).add_argument(
+        "--format", choices=("text", "json"), default="text"
+    )
+    action("show", "every recorded effect of a run, in order", True).add_argument(
+        "--format", choices=("text", "json"), default="text"
+    )
+    resume = action("resume", "resume a run from its last completed effect; print its Outcome", True)
+    resume.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
+    action("cancel", "cancel a run (a process running it stops at its next effect)", True)
+
+
+def run_runs(args: argparse.Namespace, out: TextIO) -> int:
+    """Run one ``mcec runs`` action."""
+    from mcec.durable import DurableError
+
+    handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+        "list": _list, "show": _show, "resume": _resume, "cancel": _cancel,
+    }
+    try:
+        return handlers[args.action](args, out)
+    except DurableError as exc:
+        print(f"mcec runs {args.action}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _list(args: argparse.Namespace, out: TextIO) -> int:
+    from mcec.durable import list_runs
+
+    runs = [r.as_dict() for r in list_runs(db=args.db)]
+    if args.format == "json":
+        out.write(json.dumps(runs, indent=2) + "\n")
+        return EXIT_OK
+    columns = ("run_id", "spec", "pipeline", "status", "started", "last_step")
+    rows = [[str(run[c] if run[c] is not None else "-") for c in columns] for run in runs]
+    _table(out, [c.replace("_", " ") for c in columns], rows)
+    return EXIT_OK
+
+
+def _table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+    for row in [header, *rows]:
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+
+
+def _show(args: argparse.Namespace, out: TextIO) -> int:
+    from mcec.durable import show
+
+    shown = show(args.run_id, db=args.db)
+    if args.format == "json":
+        out.write(json.dumps(shown, indent=2) + "\n")
+        return EXIT_OK
+    out.write(f"run {shown['run_id']}: {shown['pipeline']} of {shown['spec']} ({shown['status']}, started {shown['started']})\n")
+    rows = [
+        [str(e["key"]), str(e["kind"]), str(e["step"]), str(e["site"] or "-"), f"{e['seconds'] * 1000:.1f} ms",
+         str(e["outcome"]), _state(e["state"])]
+        for e in shown["effects"]
+    ]
+    _table(out, ["effect", "kind", "step", "site", "took", "outcome", "state after"], rows)
+    return EXIT_OK
+
+
+def _state(state: Any) -> str:
+    if state is None:
+        return "-"
+    text = json.dumps(state, separators=(",", ":"))
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _resume(args: argparse.Namespace, out: TextIO) -> int:
+    from mcec.durable import resume
+    from mcec.run.runner import dumps
+
+    payload = resume(args.run_id, db=args.db, allow_changed_spec=args.allow_changed_spec)
+    out.write(dumps(payload) + "\n")
+    return EXIT_OK if payload.get("ok") else EXIT_ERRORS
+
+
+def _cancel(args: argparse.Namespace, out: TextIO) -> int:
+    from mcec.durable import cancel
+
+    cancel(args.run_id, db=args.db)
+    out.write(f"cancelled run {args.run_id}\n")
+    return EXIT_OK
+
+
+#: The sub-commands this module adds (see ``mcec.cli.COMMAND_MODULES``).
+COMMANDS = [add_runs]

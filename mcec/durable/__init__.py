@@ -1,0 +1,397 @@
+"""Durable runs from Python (docs/language.md §13): start, resume, inspect and cancel runs of a
+spec's pipeline that survive a crash and resume from their last completed effect.
+
+>>> from mcec import durable                                         # doctest: +SKIP
+>>> report = durable.run("examples/batch/batch.mce", "extract", '["a.txt"]', run_id="nightly")
+>>> report["run_id"], report["ok"]
+('nightly', True)
+>>> durable.resume("nightly")        # a finished run: its recorded outcome
+>>> [r.run_id for r in durable.list_runs()]
+>>> durable.show("nightly")["effects"][0]["step"]
+>>> durable.cancel("nightly")
+
+The runs are DBOS workflows (the ``mcec[durable]`` extra) in the database ``db``: by default
+an SQLite file ``.mcec/runs.sqlite`` in the working directory; ``MCEC_DB`` or ``db=`` name
+another (``postgresql://…`` for a server shared by many processes). Every function raises
+:class:`DurableError` with a message for the user when it cannot do what was asked (an unknown
+run, an unreachable database, a spec changed since the run started).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, final
+
+if TYPE_CHECKING:
+    from agentmonad.durable.dbos import Engine, RunInfo
+    from agentmonad.durable.journal import Record, Store
+
+    from mcec.check.typed import Program
+    from mcec.compiler import CompileResult
+
+__all__ = ["DurableError", "RunSummary", "cancel", "database_url", "list_runs", "resume", "run", "show"]
+
+#: The database of ``mcec run --durable`` when neither ``--db`` nor ``MCEC_DB`` names one.
+DEFAULT_DB = Path(".mcec") / "runs.sqlite"
+
+
+class DurableError(Exception):
+    """A durable run cannot be started, resumed, shown or cancelled: the message says why."""
+
+
+def database_url(db: str | None = None) -> str:
+    """The database URL: ``db``, else ``$MCEC_DB``, else an SQLite file ``.mcec/runs.sqlite`` in the
+    working directory (its folder made when missing). A bare path is an SQLite file."""
+    chosen = db or os.environ.get("MCEC_DB")
+    if not chosen:
+        DEFAULT_DB.parent.mkdir(exist_ok=True)
+        return f"sqlite:///{DEFAULT_DB.resolve()}"
+    if "://" not in chosen:
+        return f"sqlite:///{Path(chosen).resolve()}"
+    return chosen
+
+
+@contextmanager
+def _engine(db: str | None) -> Iterator[Engine]:
+    """DBOS on the run database (a clear :class:`DurableError` when it cannot be reached)."""
+    try:
+        from agentmonad.durable.dbos import Engine
+    except ImportError as exc:  # pragma: no cover - the extra is missing
+        raise DurableError(f"durable runs need DBOS: pip install 'mcec[durable]' ({exc})") from exc
+    url = database_url(db)
+    try:
+        engine = Engine(url)
+    except Exception as exc:
+        raise DurableError(f"cannot open the run database {_shown_url(url)}: {_first_line(exc)}") from exc
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+def _shown_url(url: str) -> str:
+    """``url`` without a password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        credentials, host = rest.rsplit("@", 1)
+        return f"{scheme}://{credentials.split(':', 1)[0]}@{host}"
+    return url
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+# ----------------------------------------------------------------------------- the run itself
+
+
+def _program(spec: str) -> Program:
+    """The checked program of ``spec`` (DurableError with its first diagnostic when it does not check)."""
+    program = _compiled(spec, generate=False).program
+    assert program is not None
+    return program
+
+
+def _compiled(spec: str, *, generate: bool) -> CompileResult:
+    """``spec`` checked (and, with ``generate``, compiled); DurableError when it does not check."""
+    from mcec.cli.common import load_source
+    from mcec.compiler import check_source, compile_source
+
+    source, problem = load_source(Path(spec))
+    if problem is not None or source is None:
+        raise DurableError(problem.message if problem is not None else f"cannot read {spec}")
+    result = compile_source(source) if generate else check_source(source)
+    if result.program is None:
+        first = next((d for d in result.diagnostics if d.is_error), None)
+        detail = f"{first.code}: {first.message}" if first is not None else "it does not check"
+        raise DurableError(f"{spec} does not check ({detail}); run `mcec check {spec}`")
+    return result
+
+
+def _durable_problems(program: Program, pipeline: str) -> list[str]:
+    """What stops ``pipeline`` from running durably, from the build-time check (values or state
+    that cannot be recorded as typed JSON)."""
+    from mcec.check.durable import check_durable
+
+    return [f"{d.code}: {d.message} ({d.span.path}:{d.span.line})" for d in check_durable(program, pipeline)]
+
+
+async def _execute(request: dict[str, Any], store: Store, records: dict[str, Record]) -> dict[str, Any]:
+    """Run one durable run's pipeline with its journal (the workflow's body): the Outcome as JSON."""
+    from agentmonad import Defect
+    from agentmonad.context import hooks
+    from agentmonad.durable import DurableJournal, ReplayMismatch
+    from agentmonad.llm import llm_config, usage
+
+    from mcec.durable.types import type_table
+    from mcec.run.interpret import interpret
+    from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
+
+    if request.get("cwd") and request["cwd"] not in sys.path:  # the spec's modules import as they did
+        sys.path.insert(0, request["cwd"])
+    pipeline = request["pipeline"]
+    try:
+        compiled = _compiled(request["spec"], generate=not request.get("interpret"))
+        program = compiled.program
+        assert program is not None
+        value, state = prepare(program, pipeline, request["input"], request.get("state"))
+        llm = llm_run_config(program, list(request.get("models", [])))
+        journal = DurableJournal(store, type_table(program), records)
+        module = load_module(program, compiled.generated) if compiled.generated is not None else None
+    except (DurableError, RunError) as exc:
+        return {"ok": False, "failed": str(exc)}
+    try:
+        with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
+            if module is None:  # the reference interpreter
+                outcome = await interpret(program, pipeline, state, value)
+            else:  # the compiled pipeline: every effect goes through the seam too
+                outcome = await getattr(module, pipeline)(state, value)
+        await store.flush()
+    except Defect as defect:
+        cause = defect.cause
+        if isinstance(cause, ReplayMismatch):
+            return {"ok": False, "failed": str(cause)}
+        return {
+            "ok": False,
+            "defect": {
+                "message": safe_text(defect),
+                "site": str(defect.site) if defect.site is not None else None,
+                "cause": describe_error(cause) if cause is not None else None,
+            },
+            "state": shown(defect.state),
+        }
+    payload = report(outcome).payload
+    if llm is not None:
+        payload["usage"] = used.as_dict()
+    return payload
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def _request(program: Program, spec: str, pipeline: str, input_json: str, state_json: str | None,
+             models: Sequence[str]) -> dict[str, Any]:
+    from mcec.fingerprint import fingerprint
+
+    return {
+        "spec": str(Path(spec).resolve()),
+        "pipeline": pipeline,
+        "input": input_json,
+        "state": state_json,
+        "models": list(models),
+        "fingerprint": fingerprint(program).to_json(),
+        "cwd": os.getcwd(),
+    }
+
+
+def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
+    """A run resumes under the spec it started with, unless the user says otherwise."""
+    from mcec.fingerprint import SpecFingerprint, describe_change, fingerprint
+
+    spec = info.request.get("spec")
+    if not isinstance(spec, str):
+        raise DurableError(f"run {info.run_id} is not a durable run of mcec")
+    program = _program(spec)
+    recorded = SpecFingerprint.from_json(info.request["fingerprint"])
+    current = fingerprint(program)
+    if recorded.digest != current.digest and not allow_changed_spec:
+        raise DurableError(
+            f"run {info.run_id} cannot resume: {describe_change(recorded, current)}\n"
+            "  = help: pass --allow-changed-spec to resume it anyway (recorded values are still checked against today's types)"
+        )
+
+
+def _payload(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    if "failed" in result:
+        raise DurableError(f"run {run_id}: {result['failed']}")
+    return {**result, "run_id": run_id}
+
+
+def run(
+    spec: str | Path,
+    pipeline: str,
+    input_json: str,
+    *,
+    state_json: str | None = None,
+    run_id: str | None = None,
+    db: str | None = None,
+    allow_changed_spec: bool = False,
+    models: Sequence[str] = (),
+    interpret: bool = False,
+) -> dict[str, Any]:
+    """Run ``pipeline`` of ``spec`` on ``input_json`` durably; the Outcome as ``mcec run`` prints
+    it, plus ``run_id``. With the ``run_id`` of an earlier run: resume it (its own input), or give
+    its recorded outcome when it finished. The run is the compiled pipeline; ``interpret``: the
+    reference interpreter's (what ``mcec run --interpret`` runs)."""
+    spec = str(spec)
+    with _engine(db) as engine:
+        if run_id is not None:
+            existing = engine.run(run_id)
+            if existing is not None:
+                _same_run(existing, spec, pipeline, input_json)
+                return _resume(engine, run_id, allow_changed_spec)
+        program = _program(spec)
+        problems = _durable_problems(program, pipeline)
+        if problems:
+            raise DurableError(f"{pipeline} cannot run durably:\n  " + "\n  ".join(problems))
+        from mcec.run.runner import RunError, llm_run_config, prepare
+
+        try:  # bad input is refused before anything is recorded
+            prepare(program, pipeline, input_json, state_json)
+            llm_run_config(program, list(models))
+        except RunError as exc:
+            raise DurableError(str(exc)) from exc
+        request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret}
+        chosen = run_id or uuid.uuid4().hex[:12]
+        engine.launch(_execute)
+        return _payload(chosen, asyncio.run(engine.start(chosen, request)))
+
+
+def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
+    """Running again with an existing run id resumes that run: refuse it when the command asks for
+    another spec, pipeline or input (the user meant a new run, or mistyped the id)."""
+    asked = {"spec": str(Path(spec).resolve()), "pipeline": pipeline}
+    differs = [f"{key} {info.request.get(key)!r}" for key, value in asked.items() if info.request.get(key) != value]
+    try:
+        same_input = json.loads(input_json) == json.loads(str(info.request.get("input")))
+    except ValueError:
+        same_input = False
+    if not same_input:
+        differs.append(f"input {info.request.get('input')}")
+    if differs:
+        raise DurableError(
+            f"run {info.run_id} exists with another {', '.join(differs)}: resume it with `mcec runs resume "
+            f"{info.run_id}`, or start a new run with another --run-id"
+        )
+
+
+def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = False) -> dict[str, Any]:
+    """Resume the run ``run_id`` from its last completed effect (a finished run: its recorded
+    outcome); the Outcome as :func:`run` gives it."""
+    with _engine(db) as engine:
+        return _resume(engine, run_id, allow_changed_spec)
+
+
+def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, Any]:
+    info = _known(engine, run_id)
+    if info.status == "SUCCESS" and info.result is not None:
+        return _payload(run_id, info.result)
+    _refuse_changed(info, allow_changed_spec)
+    engine.launch(_execute)
+    return _payload(run_id, asyncio.run(engine.resume(run_id)))
+
+
+def _known(engine: Engine, run_id: str) -> RunInfo:
+    info = engine.run(run_id)
+    if info is None:
+        raise DurableError(f"no durable run {run_id!r} in {_shown_url(engine.url)} (see `mcec runs list`)")
+    return info
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One line of ``mcec runs list``."""
+
+    run_id: str
+    spec: str
+    pipeline: str
+    #: ``running`` (or interrupted: resume it), ``finished``, ``failed``, ``waiting``, ``cancelled``.
+    status: str
+    started: float | None
+    last_step: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """As JSON."""
+        return {"run_id": self.run_id, "spec": self.spec, "pipeline": self.pipeline, "status": self.status,
+                "started": _when(self.started), "last_step": self.last_step}
+
+
+def _when(epoch: float | None) -> str | None:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch)) if epoch is not None else None
+
+
+def _status(info: RunInfo) -> str:
+    match info.status:
+        case "SUCCESS":
+            return "failed" if info.result is None or "defect" in info.result or "failed" in info.result else "finished"
+        case "ERROR" | "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
+            return "failed"
+        case "CANCELLED":
+            return "cancelled"
+        case _:
+            return "running"
+
+
+def list_runs(*, db: str | None = None) -> list[RunSummary]:
+    """Every durable run in the database, oldest first."""
+    with _engine(db) as engine:
+        summaries = []
+        for info in engine.runs():
+            steps = engine.steps(info.run_id)
+            summaries.append(
+                RunSummary(
+                    info.run_id,
+                    os.path.relpath(str(info.request.get("spec", "?"))),
+                    str(info.request.get("pipeline", "?")),
+                    _status(info),
+                    info.created,
+                    str(steps[-1].get("step")) if steps else None,
+                )
+            )
+        return summaries
+
+
+def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
+    """The run ``run_id``: its summary and every recorded effect in order (its identity, kind, step,
+    site, duration, outcome kind, and the state after it)."""
+    with _engine(db) as engine:
+        info = _known(engine, run_id)
+        from agentmonad.durable.journal import whole_states
+
+        records = engine.steps(run_id)
+        effects = [_effect(record, state) for record, state in zip(records, whole_states(records))]
+        return {
+            "run_id": run_id,
+            "spec": info.request.get("spec"),
+            "pipeline": info.request.get("pipeline"),
+            "input": info.request.get("input"),
+            "status": _status(info),
+            "started": _when(info.created),
+            "effects": effects,
+            "outcome": info.result,
+        }
+
+
+def _effect(record: Record, state: object) -> dict[str, Any]:
+    result = record.get("result", {})
+    outcome = next((k for k in ("ok", "err", "raised", "value", "none", "timeout") if k in result), "?")
+    return {
+        "key": record.get("key"),
+        "kind": record.get("kind"),
+        "step": record.get("step"),
+        "site": record.get("site"),
+        "seconds": round(float(record.get("seconds", 0.0)), 6),
+        "outcome": {"ok": "ok", "value": "ok", "none": "ok", "err": "err", "raised": "err", "timeout": "timeout"}.get(outcome, outcome),
+        "state": state,
+        "usage": record.get("usage") or None,
+    }
+
+
+def cancel(run_id: str, *, db: str | None = None) -> None:
+    """Cancel the run ``run_id``: a process running it stops at its next effect; ``resume`` takes it up again."""
+    with _engine(db) as engine:
+        _known(engine, run_id)
+        engine.cancel(run_id)

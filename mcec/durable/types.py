@@ -1,0 +1,68 @@
+"""The types a durable run records its values with: one :class:`SiteTypes` per site of the
+checked program (and of the specs it uses), from the checker's signatures resolved to Python
+(docs/language.md §13: recorded values are typed JSON, validated against today's types)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from agentmonad.durable import SiteTypes, TypeTable
+
+from mcec.check import typed as t
+from mcec.run.pyobjects import error_classes, python_type
+
+
+def _state_type(program: t.Program) -> Any:
+    return python_type(program.state) if program.state is not None else type(None)
+
+
+def _site_key(name: str, span: Any) -> str:
+    # the form of agentmonad.Site's str(): what the journal looks a site up by
+    return f"{os.path.basename(span.path)}:{span.line}:{span.column} ({name})"
+
+
+def _programs(program: t.Program) -> list[t.Program]:
+    """``program`` and every spec it uses, directly or not, each once."""
+    seen: dict[str, t.Program] = {program.path: program}
+    stack = [program]
+    while stack:
+        for used in stack.pop().uses:
+            if used.program.path not in seen:
+                seen[used.program.path] = used.program
+                stack.append(used.program)
+    return list(seen.values())
+
+
+def type_table(program: t.Program) -> TypeTable:
+    """The types of every effect site of ``program``: its step, tool, llm and spawn uses (by
+    site), and its steps, tools, llms and toolbox pipelines by name (a checked plan's sites)."""
+    by_site: dict[str, SiteTypes] = {}
+    by_name: dict[str, SiteTypes] = {}
+    for spec in reversed(_programs(program)):  # this spec's names win over the ones it uses
+        state = _state_type(spec)
+
+        def types(sig: t.Sig) -> SiteTypes:
+            return SiteTypes(python_type(sig.output), state, error_classes(sig.errors))
+
+        for decl in spec.decls:
+            match decl:
+                case t.TStep() | t.TTool() | t.TLlm() | t.TPipeline():
+                    by_name[decl.name] = types(decl.sig)
+                case t.TUsed():
+                    by_name[decl.name] = types(decl.sig)
+                case t.TFromImport() | t.TModuleImport() | t.TFn() | t.TServer() | t.TModel() | t.TToolbox():
+                    pass
+        for pipeline in spec.pipelines:
+            stack: list[t.TExpr] = [pipeline.body]
+            while stack:
+                node = stack.pop()
+                match node:
+                    case t.TRef(kind=t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM):
+                        by_site[_site_key(node.name, node.span)] = types(node.sig)
+                    case t.TSpawn():
+                        by_site[_site_key("spawn", node.span)] = types(node.sig)
+                    case _:
+                        pass
+                stack.extend(t.children(node))
+    return TypeTable(by_site, by_name)

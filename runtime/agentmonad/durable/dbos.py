@@ -1,0 +1,224 @@
+"""Durable runs on DBOS Transact (``dbos>=3.4,<4``, the ``mcec[durable]`` extra): the only
+module of the runtime that imports ``dbos``.
+
+A durable run is one DBOS workflow, ``mcec_run``, whose id is the run id and whose input is the
+run's request (a JSON object: which spec, pipeline, input…; what runs it is the ``runner`` the
+caller gives :class:`Engine`). Every effect the journal records is one DBOS step whose output is
+the effect's record (:data:`~agentmonad.durable.journal.Record`).
+
+DBOS replays a workflow's steps by their step id, which it assigns in call order — and the
+branches of a ``par``/``each`` call in whatever order they get there (DBOS issue #688). So a
+durable run does not use DBOS's replay: when the workflow (re)starts it reads the records of the
+steps it has, replays those by their *own* identities (:class:`DurableJournal`), and draws past
+the step ids already used (``DBOS.reserve_step``), so that every new effect gets a new step.
+
+Everything is stored as JSON (:class:`JsonSerializer`), never pickle. DBOS recovers pending
+workflows of *this* process's executor when it launches; each process is an executor of its
+own, so a process never takes up another one's runs by itself: a run is resumed when someone asks
+(:meth:`Engine.resume`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, final
+
+from dbos import DBOS, DBOSClient, SetWorkflowID
+from dbos._serialization import Serializer
+
+from .journal import Record
+
+__all__ = ["Engine", "DBOSStore", "JsonSerializer", "RunInfo", "WORKFLOW"]
+
+#: The name of the workflow every durable run is.
+WORKFLOW = "mcec_run"
+
+#: What runs a run: its request, the store to record in, and the records it has so far (by key);
+#: gives the run's result (JSON).
+Runner = Callable[[dict[str, Any], "DBOSStore", dict[str, Record]], Awaitable[dict[str, Any]]]
+
+
+@final
+class JsonSerializer(Serializer):
+    """What DBOS stores, as JSON (never pickle): a run's request and result, each record. An
+    exception DBOS stores (a step that failed with a defect) is its type and message."""
+
+    def serialize(self, data: Any) -> str:
+        if isinstance(data, BaseException):
+            return json.dumps({"__error__": type(data).__name__, "message": str(data)})
+        return json.dumps(data, default=str)
+
+    def deserialize(self, serialized_data: str) -> Any:
+        data = json.loads(serialized_data)
+        if isinstance(data, dict) and "__error__" in data:
+            return RuntimeError(f"{data['__error__']}: {data['message']}")
+        return data
+
+    def name(self) -> str:
+        return "mcec_json"
+
+
+@final
+class DBOSStore:
+    """A journal's :class:`~agentmonad.durable.journal.Store` in the running DBOS workflow. A record
+    left for later (a sync step's, a deadline's expiry) is written by a task started at once, so it
+    is kept by the run's next await, not only with the next async effect's."""
+
+    __slots__ = ("_pending", "_writer")
+
+    def __init__(self) -> None:
+        self._pending: list[Record] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def step(self, key: str, body: Callable[[], Awaitable[Record]]) -> Record:
+        await self.flush()
+
+        async def run() -> Record:
+            return await body()
+
+        record: Record = await DBOS.run_step_async({"name": key}, run)
+        return record
+
+    def later(self, record: Record) -> None:
+        self._pending.append(record)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write())
+
+    async def _write(self) -> None:
+        while self._pending:
+            record = self._pending.pop(0)
+
+            async def kept(record: Record = record) -> Record:
+                return record
+
+            await DBOS.run_step_async({"name": str(record["key"])}, kept)
+
+    async def flush(self) -> None:
+        await self._write()
+        if self._writer is not None:
+            await self._writer
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One durable run as DBOS has it: ``status`` is DBOS's (``PENDING``, ``SUCCESS``, ``ERROR``,
+    ``CANCELLED``, ``ENQUEUED``…), ``request`` the run's request, ``result`` its result when it ended."""
+
+    run_id: str
+    status: str
+    request: dict[str, Any]
+    result: dict[str, Any] | None
+    created: float | None
+    updated: float | None
+
+
+_runner: list[Runner] = []
+
+
+@DBOS.workflow(name=WORKFLOW)
+async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
+    """The workflow of every durable run: replay what is recorded, record the rest."""
+    run_id = DBOS.workflow_id
+    assert run_id is not None and _runner, "a durable run starts through Engine"
+    recorded = await _recorded(run_id)
+    used = max((step["function_id"] for step in recorded), default=-1)
+    for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
+        DBOS.reserve_step()
+    records = {r["key"]: r for r in (s["output"] for s in recorded) if isinstance(r, dict) and "key" in r}
+    return await _runner[0](request, DBOSStore(), records)
+
+
+async def _recorded(run_id: str) -> list[Any]:
+    """The steps ``run_id`` recorded so far, read outside the workflow (a read inside it would be
+    a step of its own)."""
+    client = _client[0]
+    return await asyncio.to_thread(client.list_workflow_steps, run_id)
+
+
+_client: list[DBOSClient] = []
+
+
+def _status(raw: Any) -> RunInfo:
+    inputs = raw.input or {}
+    args = inputs.get("args") if isinstance(inputs, dict) else None
+    request = args[0] if args and isinstance(args[0], dict) else {}
+    output = raw.output if isinstance(raw.output, dict) else None
+    created = raw.created_at / 1000 if raw.created_at else None
+    updated = raw.updated_at / 1000 if raw.updated_at else None
+    return RunInfo(raw.workflow_id, str(raw.status), request, output, created, updated)
+
+
+@final
+class Engine:
+    """DBOS configured for durable runs on the database at ``url`` (``sqlite:///…`` or
+    ``postgresql://…``). :meth:`launch` before running; :meth:`close` after. Reading runs
+    (:meth:`runs`, :meth:`run`, :meth:`steps`) and cancelling need no launch."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._launched = False
+        DBOS.migrate(url)  # a new database gets DBOS's tables (an up-to-date one is left as it is)
+        self.client = DBOSClient(system_database_url=url, serializer=JsonSerializer())
+        _client[:] = [self.client]
+
+    def launch(self, runner: Runner) -> None:
+        """Start DBOS in this process, running durable runs with ``runner``."""
+        _runner[:] = [runner]
+        DBOS(
+            config={
+                "name": "mcec",
+                "system_database_url": self.url,
+                "serializer": JsonSerializer(),
+                # an executor of its own: DBOS recovers only this process's runs at launch (none)
+                "executor_id": f"mcec-{uuid.uuid4().hex}",
+                # versions are the spec's fingerprint's business, not DBOS's code hash
+                "application_version": "mcec",
+                "log_level": "ERROR",
+                "notification_listener_polling_interval_sec": 0.05,
+            }
+        )
+        DBOS.launch()
+        self._launched = True
+
+    def close(self) -> None:
+        """Stop DBOS (if launched) and the client."""
+        if self._launched:
+            DBOS.destroy(destroy_registry=False)
+            self._launched = False
+        self.client.destroy()
+
+    async def start(self, run_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Start the run ``run_id`` with ``request`` and wait for its result."""
+        with SetWorkflowID(run_id):
+            handle = await DBOS.start_workflow_async(_mcec_run, request)
+        result: dict[str, Any] = await handle.get_result()
+        return result
+
+    async def resume(self, run_id: str) -> dict[str, Any]:
+        """Resume the run ``run_id`` (interrupted, failed or cancelled) and wait for its result."""
+        handle = await DBOS.resume_workflow_async(run_id)
+        result: dict[str, Any] = await handle.get_result()
+        return result
+
+    def run(self, run_id: str) -> RunInfo | None:
+        """The run ``run_id`` (None: no such run)."""
+        found = self.client.list_workflows(workflow_ids=[run_id])
+        return _status(found[0]) if found else None
+
+    def runs(self) -> list[RunInfo]:
+        """Every durable run, oldest first."""
+        return [_status(w) for w in self.client.list_workflows(name=WORKFLOW, sort_desc=False)]
+
+    def steps(self, run_id: str) -> list[Record]:
+        """The records of ``run_id``, in the order they were kept."""
+        steps = self.client.list_workflow_steps(run_id)
+        return [s["output"] for s in steps if isinstance(s["output"], dict) and "key" in s["output"]]
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel ``run_id``: a process running it stops at its next effect."""
+        self.client.cancel_workflow(run_id)

@@ -1,0 +1,383 @@
+"""The journal of a durable run (docs/language.md §13): the :class:`~agentmonad.context.Journal`
+the effect seam consults, over a :class:`Store` that keeps the records (in memory for tests,
+DBOS's database for real runs: :mod:`agentmonad.durable.dbos`).
+
+**Identities.** An effect's identity must be the same on replay whatever order concurrent
+branches finish in, so it is not a global call order: it is the effect's *branch path* and its
+sequence number within its branch. A branch runs its effects one after another, so the numbers
+within it are deterministic; a ``loop``'s next iteration and a ``retry``'s next attempt are
+just later numbers. A ``par``/``each`` group takes a number in the branch that starts it and
+its element ``i`` is the branch ``<number>.<i>`` below; the effects an effect performs inside
+its own call (a ``spawn``'s planner and plan steps, a toolbox pipeline called from a plan) are
+in the branch ``<number>`` below it, so replaying the outer effect skips them all. A deadline
+takes a number when it is entered; when it fires, that number records the expiry.
+
+A record keeps the effect's kind and step name: a replay that finds another one at the same
+identity means the spec changed under the run, which is a :class:`ReplayMismatch`, never a
+wrong value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, final
+
+from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
+from ..control import Deadline
+from ..usage import record_usage
+from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
+
+__all__ = [
+    "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError", "state_delta", "apply_delta",
+    "whole_states",
+]
+
+_T = TypeVar("_T")
+
+#: One recorded effect, as JSON: ``key`` (its identity), ``kind``, ``step`` (the site's name),
+#: ``site`` (where, as text), ``result`` (see :mod:`agentmonad.durable.codec`; ``{"raised": error}``
+#: for a declared error the step raised, ``{"none": true}`` for a pause, ``{"timeout": true}``
+#: for a deadline that fired), ``usage`` (a model call's ``[model, prompt, completion]`` tokens),
+#: ``started`` (Unix time) and ``seconds`` (how long it ran).
+Record = dict[str, Any]
+
+
+class ReplayMismatch(Exception):
+    """A resumed run reached an effect whose record is of another kind or step: the spec changed."""
+
+
+class Store(Protocol):
+    """Where a journal's records are kept. Records of one run only."""
+
+    async def step(self, key: str, body: Callable[[], Awaitable[Record]]) -> Record:
+        """Run ``body`` (an effect's call, giving its record) and keep the record. Records
+        left with :meth:`later` are kept first."""
+        ...
+
+    def later(self, record: Record) -> None:
+        """Keep ``record`` at the next :meth:`step` or :meth:`flush` (for what cannot wait:
+        a sync effect, a deadline's expiry)."""
+        ...
+
+    async def flush(self) -> None:
+        """Keep every record left with :meth:`later`."""
+        ...
+
+
+@final
+class MemoryStore:
+    """A :class:`Store` in a list: for tests, and to see what a run would record."""
+
+    __slots__ = ("records", "_pending")
+
+    def __init__(self, records: list[Record] | None = None) -> None:
+        #: What was kept, in the order it was kept.
+        self.records: list[Record] = records if records is not None else []
+        self._pending: list[Record] = []
+
+    async def step(self, key: str, body: Callable[[], Awaitable[Record]]) -> Record:
+        await self.flush()
+        record = await body()
+        self.records.append(record)
+        return record
+
+    def later(self, record: Record) -> None:
+        self._pending.append(record)
+
+    async def flush(self) -> None:
+        self.records.extend(self._pending)
+        self._pending.clear()
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Branch:
+    """The branch path of the code running here (kept in ``RunContext.parts``)."""
+
+    path: tuple[str, ...]
+
+
+_ROOT = _Branch(())
+
+
+@final
+class _Capture:
+    """A meter that keeps the tokens of one model call, to record them with its result."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: list[list[object]] = []
+
+    def add(self, model: str, prompt_tokens: int, completion_tokens: int) -> None:
+        self.calls.append([model, prompt_tokens, completion_tokens])
+
+
+def _site_text(effect: Effect) -> str | None:
+    return str(effect.site) if effect.site is not None else None
+
+
+@final
+class DurableJournal:
+    """The journal of one durable run: replays ``recorded`` (the records of the run so far, from
+    its store), records every other effect in ``store``. ``types`` gives each site's types."""
+
+    def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {}) -> None:
+        self.store = store
+        self.types = types
+        self._recorded = dict(recorded)
+        self._counters: dict[tuple[str, ...], int] = {}
+        self._deadlines: dict[int, str] = {}
+        self._doomed: dict[int, Deadline] = {}
+        #: The state (JSON) of the last record of each branch that has one: a record keeps only
+        #: what changed since (:func:`state_delta`), so records stay small as the state grows.
+        self._states: dict[tuple[str, ...], object] = {}
+        #: How many effects were replayed, and how many ran (tests and ``mcec runs show``).
+        self.replayed = 0
+        self.performed = 0
+
+    # -- identities ----------------------------------------------------------------------------
+
+    def _take(self) -> tuple[tuple[str, ...], int, str]:
+        """The next number in the current branch: the branch path, the number, the identity."""
+        path = (current_run_context().part(_Branch) or _ROOT).path
+        number = self._counters.get(path, 0)
+        self._counters[path] = number + 1
+        return path, number, "/".join((*path, str(number)))
+
+    def branches(self, context: RunContext) -> Callable[[int], RunContext]:
+        """A group starts: it takes a number, its element ``i`` is the branch ``number.i``."""
+        path, number, _ = self._take()
+        return lambda i: context.with_index(i).with_part(_Branch, _Branch((*path, f"{number}.{i}")))
+
+    # -- deadlines -----------------------------------------------------------------------------
+
+    def deadline_entered(self, deadline: Guard) -> None:
+        _, _, key = self._take()
+        if not isinstance(deadline, Deadline):
+            return
+        self._deadlines[id(deadline)] = key
+        record = self._recorded.get(key)
+        if record is not None:
+            self._check(record, "timeout", None, key)
+            self._doomed[id(deadline)] = deadline  # it fired: it fires again at the same place
+
+    def deadline_expired(self, deadline: Guard) -> None:
+        key = self._deadlines.get(id(deadline))
+        if key is None or key in self._recorded:
+            return  # a replayed expiry is recorded already
+        self.store.later({"key": key, "kind": "timeout", "step": "timeout", "site": None, "result": {"timeout": True},
+                          "usage": [], "started": time.time(), "seconds": 0.0})
+
+    async def _expire_doomed(self) -> None:
+        """Inside a deadline that fired in the recorded run, the first effect with no record is
+        where it fired (every effect before it completed in time): fire it here, and wait for
+        the cancellation it sends (to this task, or to the task of the group around this one)."""
+        for guard in current_run_context().guards:
+            doomed = self._doomed.pop(id(guard), None)
+            if doomed is not None:
+                doomed._expire()
+                await asyncio.get_running_loop().create_future()
+
+    # -- effects -------------------------------------------------------------------------------
+
+    def _check(self, record: Record, kind: str, step: str | None, key: str) -> None:
+        if record.get("kind") != kind or (step is not None and record.get("step") != step):
+            was = f"{record.get('kind')} {record.get('step')!r}"
+            raise ReplayMismatch(
+                f"effect {key} of this run was {was} and is now {kind} {step!r}: the spec changed since the run started"
+            )
+
+    def _types(self, effect: Effect) -> SiteTypes:
+        types = self.types.get(effect.site)
+        if types is None:
+            raise RecordError(f"no recorded types for the {effect.kind} at {effect.site}")
+        return types
+
+    def _replay(self, path: tuple[str, ...], record: Record, effect: Effect) -> object:
+        """The result ``record`` recorded (its tokens counted again, so budgets decide the same)."""
+        self.replayed += 1
+        for model, prompt, completion in record.get("usage", ()):
+            record_usage(model, prompt, completion)
+        result = self._full_state(path, record["result"])
+        if effect.kind == "pause":
+            return None
+        types = self._types(effect)
+        if "raised" in result:
+            raise decode_error(result["raised"], types.errors)
+        return decode_result(result, types)
+
+    def _encode(self, effect: Effect, result: object) -> dict[str, object]:
+        return {"none": True} if effect.kind == "pause" else encode_result(result, self._types(effect))
+
+    def _raised(self, effect: Effect, exc: Exception) -> dict[str, object] | None:
+        """A raised error's record when the step declares it (else None: it is a defect, not recorded)."""
+        if effect.kind == "pause":
+            return None
+        types = self.types.get(effect.site)
+        if types is None or not isinstance(exc, types.errors):
+            return None
+        return {"raised": encode_error(exc)}
+
+    def _full_state(self, path: tuple[str, ...], result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with its state whole (a record keeps the change since its branch's last state)."""
+        if "delta" in result:
+            result = {k: v for k, v in result.items() if k != "delta"} | {"state": apply_delta(self._states.get(path), result["delta"])}
+        if "state" in result:
+            self._states[path] = result["state"]
+        return result
+
+    def _delta_state(self, path: tuple[str, ...], result: dict[str, object]) -> dict[str, object]:
+        """``result`` with its state as the change since its branch's last state, when there is one."""
+        if "state" not in result:
+            return result
+        state = result["state"]
+        before = self._states.get(path, _NO_STATE)
+        self._states[path] = state
+        if before is _NO_STATE:
+            return result
+        return {k: v for k, v in result.items() if k != "state"} | {"delta": state_delta(before, state)}
+
+    def _record(self, key: str, effect: Effect, result: dict[str, object], usage: list[list[object]], started: float) -> Record:
+        path = tuple(key.split("/")[:-1])
+        result = self._delta_state(path, result)
+        return {
+            "key": key,
+            "kind": effect.kind,
+            "step": effect.site.step if effect.site is not None else effect.kind,
+            "site": _site_text(effect),
+            "result": result,
+            "usage": usage,
+            "started": started,
+            "seconds": time.time() - started,
+        }
+
+    def _inside(self, path: tuple[str, ...], number: int, effect: Effect) -> tuple[RunContext, _Capture | None]:
+        """The run context of the effect's own call: its inner effects in the branch below it, and
+        a model call's tokens kept for its record."""
+        context = current_run_context().with_part(_Branch, _Branch((*path, str(number))))
+        if effect.kind != "model":
+            return context, None
+        capture = _Capture()
+        return context.with_meter(capture), capture
+
+    async def perform(self, effect: Effect, call: Callable[[], Awaitable[_T]]) -> _T:
+        path, number, key = self._take()
+        record = self._recorded.get(key)
+        if record is not None:
+            self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
+            return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
+        if self._doomed:
+            await self._expire_doomed()
+        self.performed += 1
+        context, capture = self._inside(path, number, effect)
+        raised: list[Exception] = []
+        returned: list[_T] = []
+
+        async def body() -> Record:
+            started = time.time()
+            token = set_run_context(context)
+            try:
+                result = await call()
+            except Exception as exc:
+                declared = self._raised(effect, exc)
+                if declared is None:
+                    raise  # a defect (or a cancellation): not recorded, it runs again on resume
+                raised.append(exc)
+                return self._record(key, effect, declared, capture.calls if capture else [], started)
+            finally:
+                reset_run_context(token)
+            returned.append(result)
+            return self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started)
+
+        await self.store.step(key, body)
+        if raised:
+            raise raised[0]
+        return returned[0]
+
+    def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
+        if effect.kind == "fn":  # a pure fn re-runs on replay: nothing to record, no number taken
+            return call()
+        path, number, key = self._take()
+        record = self._recorded.get(key)
+        if record is not None:
+            self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
+            return self._replay(path, record, effect)  # type: ignore[return-value]
+        self.performed += 1
+        context, capture = self._inside(path, number, effect)
+        started = time.time()
+        token = set_run_context(context)
+        try:
+            result = call()
+        except Exception as exc:
+            raised = self._raised(effect, exc)
+            if raised is not None:
+                self.store.later(self._record(key, effect, raised, capture.calls if capture else [], started))
+            raise
+        finally:
+            reset_run_context(token)
+        self.store.later(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
+        return result
+
+
+_NO_STATE = object()
+
+
+def state_delta(before: object, after: object) -> dict[str, Any]:
+    """What changed from the state ``before`` to ``after`` (JSON both): ``{"same": true}``, a list
+    that grew at its end (``{"extend": [...]}``), an object with some fields changed
+    (``{"fields": {name: delta}, "removed": [...]}``), else the new value (``{"set": value}``). So an
+    effect that appends one note to a growing state records the note, not the whole state again."""
+    if before == after:
+        return {"same": True}
+    if isinstance(before, list) and isinstance(after, list) and len(after) > len(before) and after[: len(before)] == before:
+        return {"extend": after[len(before):]}
+    if isinstance(before, dict) and isinstance(after, dict):
+        fields = {k: state_delta(before[k], v) if k in before else {"set": v} for k, v in after.items()
+                  if k not in before or before[k] != v}
+        removed = [k for k in before if k not in after]
+        return {"fields": fields, "removed": removed} if removed else {"fields": fields}
+    return {"set": after}
+
+
+def apply_delta(before: object, delta: dict[str, Any]) -> object:
+    """The state :func:`state_delta` went to from ``before``."""
+    if "same" in delta:
+        return before
+    if "extend" in delta and isinstance(before, list):
+        return [*before, *delta["extend"]]
+    if "fields" in delta and isinstance(before, dict):
+        removed = set(delta.get("removed", ()))
+        after = {k: v for k, v in before.items() if k not in removed}
+        for name, change in delta["fields"].items():
+            after[name] = apply_delta(before.get(name), change)
+        return after
+    if "set" in delta:
+        return delta["set"]
+    raise RecordError(f"a recorded state change does not apply to the state before it: {delta}")
+
+
+def whole_states(records: list[Record]) -> list[object]:
+    """The state after each of ``records`` (None where a record has none), its changes applied in
+    each branch's order: what ``mcec runs show`` prints."""
+    states: dict[tuple[str, ...], object] = {}
+    whole: dict[str, object] = {}
+
+    def number(record: Record) -> tuple[tuple[str, ...], int]:
+        *path, n = str(record["key"]).split("/")
+        return tuple(path), int(n)
+
+    for record in sorted(records, key=number):
+        path, _ = number(record)
+        result = record.get("result", {})
+        if "delta" in result:
+            states[path] = apply_delta(states.get(path), result["delta"])
+        elif "state" in result:
+            states[path] = result["state"]
+        else:
+            continue
+        whole[str(record["key"])] = states[path]
+    return [whole.get(str(r["key"])) for r in records]

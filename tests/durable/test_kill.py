@@ -1,0 +1,109 @@
+"""The kill-point guarantee (docs/language.md §13), in subprocesses: a durable run killed with
+SIGKILL at any point and resumed gives the same Outcome (value, error, state) as the same run
+uninterrupted, and every effect that completed before the kill ran once (only the effects in
+flight at the kill may run twice). The steps append a line per call to a file; the kill point
+is drawn by hypothesis."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOW = Path(__file__).parent / "flowbox" / "flow.mce"
+#: Effects that can be in flight at once in flow.mce: two `each` elements, or the two `par` branches.
+IN_FLIGHT = 2
+
+
+def _env(effects: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(MCEC_EFFECTS=str(effects), MCEC_PACE="0.03", PYTHONPATH=str(ROOT))
+    env.pop("MCEC_DB", None)
+    return env
+
+
+def _mcec(args: list[str], effects: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True,
+                          env=_env(effects), cwd=cwd, timeout=120)
+
+
+def _outcome(stdout: str) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads(stdout)
+    payload.pop("run_id", None)
+    return payload
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def _reference(tmp: Path, db: str) -> tuple[dict[str, Any], list[str]]:
+    """The same durable run, uninterrupted."""
+    effects = tmp / "reference.txt"
+    done = _mcec(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--db", db], effects, tmp)
+    assert done.returncode == 0, done.stderr
+    return _outcome(done.stdout), _lines(effects)
+
+
+#: The uninterrupted run's outcome and effects, per database kind (made once).
+_REFERENCES: dict[str, dict[str, Any]] = {}
+
+
+def _check_resumed(tmp: Path, db: str, kill_after: float) -> None:
+    _REFERENCE = _REFERENCES.setdefault(db.split(":", 1)[0], {})
+    if not _REFERENCE:
+        _REFERENCE["outcome"], _REFERENCE["lines"] = _reference(tmp, db)
+    run_id = f"kill-{time.monotonic_ns()}"
+    effects = tmp / f"{run_id}.txt"
+    args = ["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id, "--db", db]
+    process = subprocess.Popen([sys.executable, "-m", "mcec", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=_env(effects), cwd=tmp)
+    # the kill is timed from the first effect (the process's start-up is not the run)
+    deadline = time.monotonic() + 60
+    while not effects.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(kill_after)
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    before = _lines(effects)
+    resumed = _mcec(["runs", "resume", run_id, "--db", db], effects, tmp)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _outcome(resumed.stdout) == _REFERENCE["outcome"]
+    after = Counter(_lines(effects))
+    reference = Counter(_REFERENCE["lines"])
+    assert after - reference == Counter() or sum((after - reference).values()) <= IN_FLIGHT, (before, after)
+    assert reference - after == Counter(), "an effect of the uninterrupted run never ran"
+    if _REFERENCE.setdefault("finished_checked", False):
+        return
+    _REFERENCE["finished_checked"] = True
+    # resuming a finished run prints its recorded outcome and runs nothing (checked once per database)
+    again = _mcec(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id, "--db", db],
+                  effects, tmp)
+    assert again.returncode == 0 and _outcome(again.stdout) == _REFERENCE["outcome"]
+    assert Counter(_lines(effects)) == after
+
+
+@settings(max_examples=int(os.environ.get('MCEC_KILL_EXAMPLES', '2')), deadline=None, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kill_after=st.floats(min_value=0.0, max_value=0.6))
+def test_a_run_killed_anywhere_resumes_to_the_same_outcome_on_sqlite(tmp_path: Path, kill_after: float) -> None:
+    _check_resumed(tmp_path, f"sqlite:///{tmp_path / 'runs.sqlite'}", kill_after)
+
+
+@settings(max_examples=int(os.environ.get('MCEC_KILL_EXAMPLES', '2')), deadline=None, phases=(Phase.explicit, Phase.generate),
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kill_after=st.floats(min_value=0.0, max_value=0.6))
+def test_a_run_killed_anywhere_resumes_to_the_same_outcome_on_postgres(
+    tmp_path: Path, postgres_url: str, kill_after: float  # noqa: F811  (the fixture)
+) -> None:
+    _check_resumed(tmp_path, postgres_url, kill_after)
