@@ -1,10 +1,11 @@
-"""Shared test configuration: the ``--update-golden`` switch for golden-file tests, and
-one mypy cache for the session."""
+"""Shared test configuration: the ``--update-golden`` switch for golden-file tests, the
+session's mypy caches, ``mcec`` run in this process, and the order xdist hands out the files."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,58 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite golden files from the current output instead of comparing",
     )
+
+
+#: The test files that take longest, longest first (the per-file sums of a quiet full run's test times,
+#: 2026-12-02, benchmarks/README.md "Test suite"; each 20–60 s, against under 20 s for every other file).
+#: :func:`pytest_collection_modifyitems` starts them first. A new file that takes more than about 20 s
+#: belongs here: a slow file started last sets the tail of the parallel run.
+SLOW_FILES = (
+    "tests/test_bench_smoke.py",
+    "tests/test_bench_smoke_check.py",
+    "tests/codegen/test_codegen.py",
+    "tests/codegen/test_compiler_inputs.py",
+    "tests/cli/test_cli_compile.py",
+    "tests/check/test_check_agreement.py",
+    "tests/cli/test_template_freshness.py",
+    "tests/codegen/test_compiled_timeout_nesting.py",
+    "tests/codegen/test_compiled_control_laws.py",
+    "tests/cli/test_cli_uses.py",
+    "tests/cli/test_cli_check.py",
+    "tests/tools/test_serve.py",
+    "tests/test_exhaustive_dispatch.py",
+    "tests/runtime/test_llm_wire.py",
+    "tests/runtime/test_mcp_lifecycle.py",
+    "tests/integrations/test_pytest_plugin.py",
+    "tests/codegen/test_wide_groups.py",
+    "tests/codegen/test_compiled_retry_loop.py",
+    "tests/cli/test_files_nothing_lost.py",
+    "tests/cli/test_cli_uses_compile.py",
+    "tests/runtime/test_control_flow.py",
+    "tests/cli/test_cli_graph_plan.py",
+    "tests/test_mcp_research.py",
+    "tests/runtime/test_mcp_hardening.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the files of :data:`SLOW_FILES` first, in that order, the rest after them as collected
+    (each file's tests keep their order).
+
+    The suite runs ``--dist loadfile --no-loadscope-reorder`` (pyproject.toml): xdist hands the
+    workers whole files in this order. Its default order, most tests first, started the files
+    with few but slow tests (the benchmark smoke runs, the exhaustive-dispatch mypy runs) last,
+    and the run waited for one worker to finish them alone; longest first, the short files fill
+    the end of both workers' queues.
+    """
+    rank = {name: index for index, name in enumerate(SLOW_FILES)}
+
+    def key(item: pytest.Item) -> int:
+        path = item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
+        return rank.get(path, len(SLOW_FILES))
+
+    items.sort(key=key)  # stable: the order within a rank (a file, or the rest) is the collected one
 
 
 @pytest.fixture
@@ -41,22 +94,78 @@ def golden(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def shared_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def shared_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every mypy run of the session (in-process, and in the ``mcec`` and ``pytest``
     subprocesses, which inherit the environment) shares one cache through
-    ``MYPY_CACHE_DIR``, which mcec honours as mypy does.
+    ``MYPY_CACHE_DIR``, which mcec honours as mypy does; the fixture's value is that folder.
 
     Without it, each test project in a temporary folder starts mypy cold and
     re-reads typeshed, pydantic and agentmonad (tens of seconds under load); the
-    checks stay exact, as mypy re-checks any module whose file or path changed.
-    Each xdist worker has its own base temp folder, hence its own cache: mypy's
-    cache is not meant for concurrent writers. A cache set by the caller is kept.
+    checks stay exact, as mypy re-checks any module whose file or path changed (and
+    never caches a module with errors). Each xdist worker has its own base temp folder,
+    hence its own cache: mypy's cache is not meant for concurrent writers. A cache set
+    by the caller is kept.
+
+    A test that runs mypy itself with mcec's checking options (``--strict
+    --follow-imports=silent``; the output options do not touch the cache) passes this
+    folder as ``--cache-dir``, so it starts warm; a run with other options uses a cache
+    of its own (:func:`project_mypy_cache`), as sharing one would make each run rewrite
+    the other's modules.
     """
-    if os.environ.get("MYPY_CACHE_DIR"):
-        yield
+    configured = os.environ.get("MYPY_CACHE_DIR")
+    if configured:
+        yield Path(configured)
         return
-    os.environ["MYPY_CACHE_DIR"] = str(tmp_path_factory.mktemp("mypy-cache"))
+    folder = tmp_path_factory.mktemp("mypy-cache")
+    os.environ["MYPY_CACHE_DIR"] = str(folder)
     try:
-        yield
+        yield folder
     finally:
         del os.environ["MYPY_CACHE_DIR"]
+
+
+@pytest.fixture(scope="session")
+def project_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's mypy cache for runs with the project's own configuration (pyproject.toml:
+    ``strict``, imports followed, ``runtime/`` on the path): the runtime's typing snippets, the
+    shapes of tests/runtime/control_shapes.py and the exhaustive-dispatch copies of the compiler.
+
+    Those runs used ``--no-incremental``, each re-analysing typeshed and the libraries cold
+    (10–20 s each); they assert mypy's findings, not how fast a cold mypy is, and mypy's
+    incremental mode reports the same findings (a module with errors is never taken from the
+    cache). Its own folder, apart from :func:`shared_mypy_cache`: following imports is an option
+    the cache records, so the two option sets would keep invalidating each other's modules (the
+    exhaustive-dispatch runs, with no ``--cache-dir``, used to write theirs into the shared one:
+    mypy writes its cache even under ``--no-incremental``).
+    """
+    return tmp_path_factory.mktemp("mypy-cache-project")
+
+
+#: ``mcec ARGS`` in a folder: its exit status, stdout and stderr (see :func:`mcec_in_process`).
+McecRun = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def mcec_in_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> McecRun:
+    """``run(*args, cwd=FOLDER, env={...})``: ``mcec ARGS`` through :func:`mcec.cli.main` in this
+    process, from ``cwd`` with ``NO_COLOR`` and ``env`` set, as a ``CompletedProcess`` (the status
+    ``main`` returns, what it wrote to stdout and stderr).
+
+    For tests of what a command writes and says. A new interpreter costs about 1 s of CPU to
+    import the compiler, most of a small command's time; what is about the process itself (the
+    exit status ``python -m mcec`` gives the shell, output to a real pipe, no traceback from the
+    interpreter, a kill) keeps a real subprocess, one per command at least.
+    """
+    from mcec.cli import main
+
+    def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        with monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            for name, value in {"NO_COLOR": "1", **(env or {})}.items():
+                patch.setenv(name, value)
+            capsys.readouterr()  # what the test printed before is not the command's
+            status = main(list(args))
+            out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["mcec", *args], status, out, err)
+
+    return run

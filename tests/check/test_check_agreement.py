@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pytest_runs import QUIET
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "tests" / "check" / "python_cases"
@@ -37,13 +38,6 @@ SPECS = sorted(CASES.glob("*.mce"))
 
 #: The errors a run reported: (code, line) of each.
 Found = frozenset[tuple[str, int]]
-
-#: Other installed plugins that are slow to import and irrelevant here (as in
-#: tests/integrations/test_pytest_plugin.py); the mcec plugin loads from its entry point.
-QUIET = [
-    f"-pno:{name}"
-    for name in ("langsmith_plugin", "anyio", "returns", "hypothesispytest", "benchmark", "xdist", "xdist.looponfail")
-]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from pytest_runs import QUIET
 from uses_support import mcec, project  # noqa: F401  (project is a fixture)
 
 
@@ -140,7 +141,7 @@ def test_the_pytest_plugin_checks_a_spec_after_the_specs_it_uses(project: Path) 
     they would be generated now (mcec.codegen.mypy_check.overlay)."""
     (project / "a_top.mce").write_text(TOP)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "a_top.mce", "main.mce", "specs/research.mce"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *QUIET, "-v", "a_top.mce", "main.mce", "specs/research.mce"],
         cwd=project,
         capture_output=True,
         text=True,
@@ -157,7 +158,7 @@ def test_the_pytest_plugin_shows_a_used_specs_error_with_its_source_line(project
     research = project / "specs" / "research.mce"
     research.write_text(research.read_text().replace("= research >>= summary;", "= summary;"))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--mce-fast", "main.mce"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *QUIET, "--mce-fast", "main.mce"],
         cwd=project,
         capture_output=True,
         text=True,

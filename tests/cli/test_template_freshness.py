@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from pytest_runs import QUIET
 
 from agentmonad.freshness import StaleModuleWarning, check_fresh
 
@@ -144,11 +145,11 @@ def test_a_template_shared_by_two_specs_is_an_input_of_both(tmp_path: Path) -> N
 def test_the_pytest_plugin_fails_a_spec_whose_module_has_an_old_template(project: Path) -> None:
     _compile(project)
     (project / "app" / "prompts" / "ask.j2").write_text(PROMPT + "Be polite.\n")
-    done = _run(project, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--mce-fast", "app/spec.mce")
+    done = _run(project, "-m", "pytest", "-p", "no:cacheprovider", *QUIET, "--mce-fast", "app/spec.mce")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the generated module beside it, spec_mce.py, is stale: the template prompts/ask.j2 changed" in done.stdout
     _compile(project)
-    done = _run(project, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--mce-fast", "app/spec.mce")
+    done = _run(project, "-m", "pytest", "-p", "no:cacheprovider", *QUIET, "--mce-fast", "app/spec.mce")
     assert done.returncode == 0, done.stdout + done.stderr
 
 

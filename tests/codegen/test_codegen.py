@@ -141,13 +141,13 @@ def test_long_chains_are_split_into_helpers_and_still_run() -> None:
     assert len(functions) > 1  # 450 steps do not sit in one function
 
 
-def test_generated_modules_pass_mypy_strict(tmp_path: Path) -> None:
+def test_generated_modules_pass_mypy_strict(tmp_path: Path, shared_mypy_cache: Path) -> None:
     for spec in SPECS:
         (tmp_path / f"{spec.stem}_mce.py").write_text(generate(spec), encoding="utf-8")
     env = {**os.environ, "MYPYPATH": str(Path(__file__).parents[1])}
     files = sorted(str(p) for p in tmp_path.glob("*.py"))
     completed = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", *files],
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(shared_mypy_cache), *files],
         capture_output=True,
         text=True,
         env=env,
@@ -344,7 +344,7 @@ pipeline p : int -> int ! Never = par <inc, even_only> >>= add_pair;
 """
 
 
-def test_mypy_sees_the_errors_of_each_par_branch(tmp_path: Path) -> None:
+def test_mypy_sees_the_errors_of_each_par_branch(tmp_path: Path, shared_mypy_cache: Path) -> None:
     """With the checker's verdict taken away (the pipeline's `! Never` forced past it), mypy on the
     generated module must still see that a branch can fail with Odd: the group's error type is
     the union of its branches', not Any."""
@@ -382,7 +382,7 @@ def test_mypy_sees_the_errors_of_each_par_branch(tmp_path: Path) -> None:
     module.write_text(generate_program(program).code, encoding="utf-8")
     env = {**os.environ, "MYPYPATH": str(Path(__file__).parents[1])}
     completed = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", str(module)],
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(shared_mypy_cache), str(module)],
         capture_output=True,
         text=True,
         env=env,

@@ -84,7 +84,9 @@ def _longest_chain(code: str) -> int:
     return longest + 1  # the first `.also` shares a line with the group it grows
 
 
-def test_a_group_just_wider_than_one_link_is_black_formatted_and_mypy_strict_clean(tmp_path: Path) -> None:
+def test_a_group_just_wider_than_one_link_is_black_formatted_and_mypy_strict_clean(
+    tmp_path: Path, shared_mypy_cache: Path
+) -> None:
     """The statement-by-statement shape at its smallest (two links and a bit): the layout is
     black's own, and mypy --strict still types it branch by branch."""
     program, module, code = compile_wide(2 * GROUP_LINK + 3, 2)
@@ -97,7 +99,7 @@ def test_a_group_just_wider_than_one_link_is_black_formatted_and_mypy_strict_cle
     path.write_text(code, encoding="utf-8")
     env = {**os.environ, "MYPYPATH": str(Path(__file__).parents[1])}
     completed = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", str(path)],
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(shared_mypy_cache), str(path)],
         capture_output=True,
         text=True,
         env=env,

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_runs import QUIET
+
 GOOD = """\
 from app.impl import Log, Oops
 import app.impl as impl
@@ -59,14 +61,6 @@ def _project(tmp_path: Path, ini: str) -> Path:
     (root / "test_plain.py").write_text("def test_plain():\n    assert True\n", encoding="utf-8")
     (root / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{ini}\n", encoding="utf-8")
     return root
-
-
-#: Other installed plugins that are slow to import and irrelevant here (blocking an
-#: absent one is harmless); the mcec plugin itself still loads from its entry point.
-QUIET = [
-    f"-pno:{name}"
-    for name in ("langsmith_plugin", "anyio", "returns", "hypothesispytest", "benchmark", "xdist", "xdist.looponfail")
-]
 
 
 def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

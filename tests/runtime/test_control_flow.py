@@ -785,14 +785,14 @@ def test_compiled_loop_shape_matches_the_interpreter(start: int, want: Any) -> N
     assert compiled_out == interpreted_out == want
 
 
-def test_shapes_pass_mypy_strict() -> None:
+def test_shapes_pass_mypy_strict(project_mypy_cache: Path) -> None:
     """The generated shapes type-check with no cast: ``Deadline``, ``retry_pause``,
     ``Timeout`` and ``LoopExhausted`` are typed for straight-line code. (mypy runs
     in a subprocess: in-process it retunes the garbage collector for the rest of
     the session.)"""
     pytest.importorskip("mypy")
     run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null",
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(project_mypy_cache),
          "--config-file", str(ROOT / "pyproject.toml"), str(Path(shapes.__file__))],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )

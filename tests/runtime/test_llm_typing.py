@@ -89,11 +89,11 @@ SNIPPET = textwrap.dedent(
 )
 
 
-def test_the_intended_generated_code_type_checks(tmp_path: Path) -> None:
+def test_the_intended_generated_code_type_checks(tmp_path: Path, project_mypy_cache: Path) -> None:
     path = tmp_path / "react_mce.py"
     path.write_text(SNIPPET)
     out, err, status = api.run(
-        ["--strict", "--no-incremental", "--cache-dir", "/dev/null",
+        ["--strict", "--cache-dir", str(project_mypy_cache),
          "--config-file", str(ROOT / "pyproject.toml"), str(path)]
     )
     errors = [line for line in out.splitlines() if ": error:" in line]

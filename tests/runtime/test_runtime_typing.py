@@ -61,11 +61,11 @@ SNIPPET = textwrap.dedent(
 )
 
 
-def test_mypy_accepts_widenings_and_rejects_narrowing(tmp_path: Path) -> None:
+def test_mypy_accepts_widenings_and_rejects_narrowing(tmp_path: Path, project_mypy_cache: Path) -> None:
     path = tmp_path / "snippet.py"
     path.write_text(SNIPPET)
     out, err, status = api.run(
-        ["--strict", "--no-incremental", "--cache-dir", "/dev/null",
+        ["--strict", "--cache-dir", str(project_mypy_cache),
          "--config-file", str(ROOT / "pyproject.toml"), str(path)]
     )
     errors = [line for line in out.splitlines() if ": error:" in line]

@@ -12,6 +12,7 @@ import functools
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,9 +47,10 @@ def test_golden(case: Path, golden) -> None:  # type: ignore[no-untyped-def]
     assert format_text(result.text) == result.text
 
 
-def test_examples_are_formatted() -> None:
-    """`mcec fmt --check examples` passes: every shipped spec is in canonical layout."""
-    run = _mcec("fmt", "--check", "examples")
+def test_examples_are_formatted(mcec_in_process: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    """`mcec fmt --check examples` passes: every shipped spec is in canonical layout (in this
+    process, tests/conftest.py: the files are the point; the process is the next tests')."""
+    run = mcec_in_process("fmt", "--check", "examples", cwd=ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -280,31 +282,34 @@ def test_nesting_at_the_limit_is_formatted() -> None:
 # ---------------------------------------------------------------- the command
 
 
-def test_cli_formats_checks_and_diffs(tmp_path: Path) -> None:
+def test_cli_formats_checks_and_diffs(tmp_path: Path, mcec_in_process: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    """What ``fmt``, ``--check`` and ``--diff`` say and write (in this process, tests/conftest.py;
+    the tests below run ``python -m mcec fmt`` for its exit status and output to a pipe)."""
+    here = functools.partial(mcec_in_process, cwd=ROOT)
     messy = tmp_path / "messy.mce"
     messy.write_text("state   S\nstep a:int->int=m.a", encoding="utf-8")
     clean = tmp_path / "sub" / "clean.mce"
     clean.parent.mkdir()
     clean.write_text("state S\n", encoding="utf-8")
 
-    check = _mcec("fmt", "--check", str(tmp_path))
+    check = here("fmt", "--check", str(tmp_path))
     assert check.returncode == 1
     assert check.stdout == f"would reformat {messy}\n"
     assert "1 file would be reformatted, 1 file left unchanged." in check.stderr
     assert messy.read_text(encoding="utf-8") == "state   S\nstep a:int->int=m.a"
 
-    diff = _mcec("fmt", "--diff", str(messy))
+    diff = here("fmt", "--diff", str(messy))
     assert diff.returncode == 0
     assert "+step a : int -> int = m.a" in diff.stdout
     assert messy.read_text(encoding="utf-8") == "state   S\nstep a:int->int=m.a"
 
-    write = _mcec("fmt", str(tmp_path))
+    write = here("fmt", str(tmp_path))
     assert write.returncode == 0, write.stderr
     assert f"reformatted {messy}" in write.stderr
     assert messy.read_text(encoding="utf-8") == "state S\nstep a : int -> int = m.a\n"
     assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".")]  # no temporary left behind
 
-    again = _mcec("fmt", "--check", str(tmp_path))
+    again = here("fmt", "--check", str(tmp_path))
     assert again.returncode == 0 and again.stdout == ""
 
 
