@@ -298,6 +298,8 @@ def check_answer(decl: syntax.AskDecl, answer: Type) -> Diagnostic | None:
     problem = output_problem(python_type(answer))
     if problem is None:
         return None
+    # the runtime's words are about a model's answer; here a person answers
+    problem = problem.replace("the model", "a person").replace("a model's", "a person's").replace("a model", "a person")
     return report.bad_ask_answer(decl.name.text, answer, problem, decl.output.span)
 
 

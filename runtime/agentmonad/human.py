@@ -291,6 +291,10 @@ def _form(question: Question[Any]) -> str:
     schema = question.schema
     if "enum" in schema:
         return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    choices = schema.get("anyOf", ())
+    if choices and all("const" in c or "enum" in c for c in choices):  # a union of Literals
+        values = [v for c in choices for v in (c["enum"] if "enum" in c else [c["const"]])]
+        return "one of " + ", ".join(json.dumps(v) for v in values)
     match schema.get("type"):
         case "boolean":
             return "true or false"
@@ -307,17 +311,19 @@ def _form(question: Question[Any]) -> str:
 
 def ask_step(
     name: str,
-    answer: type[_T],
+    answer: Any,
     template: str | None = None,
     *,
     within: float | None = None,
     site: Site | None = None,
     template_name: str | None = None,
-) -> Callable[[Any, Any], Awaitable[Ok[Any, _T]]]:
+) -> Callable[[Any, Any], Awaitable[Ok[Any, Any]]]:
     """The async step of ``ask name : A -> B [= TEMPLATE] [within S]`` (docs/language.md §15):
     renders ``template`` (Jinja2, as an ``llm`` step's: the input's fields and ``state``) and
     :func:`ask` s the person; the state comes back unchanged. Raises :data:`ERRORS` (the step
-    declares them). No effect of its own besides the ``"human"`` one :func:`ask` performs."""
+    declares them). No effect of its own besides the ``"human"`` one :func:`ask` performs.
+    ``answer`` is any type form pydantic validates (a ``Literal[…]`` is no ``type``): the
+    generated binding's annotation gives the step its type."""
     prompt = None
     if template is not None:
         from .llm.prompt import Prompt  # jinja2: only a step with a template needs it
@@ -325,7 +331,7 @@ def ask_step(
         prompt = Prompt(template, template_name or f"<{name}>")
     where = site if site is not None else Site(name, "<unknown>", 0, 0)
 
-    async def step(state: Any, value: Any) -> Ok[Any, _T]:
+    async def step(state: Any, value: Any) -> Ok[Any, Any]:
         rendered = prompt.render(value, state) if prompt is not None else None
         return Ok(await ask(where, name, value, answer, rendered, within), state)
 
