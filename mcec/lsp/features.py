@@ -408,7 +408,7 @@ def _state_line(program: Program | None, module: s.Module, decl: s.Decl) -> str:
 def _stateful(program: Program | None, name: s.Name | None) -> bool | None:
     if program is None or name is None:
         return None
-    for table in (program.steps, program.fns, program.tools, program.llms, program.pipelines):
+    for table in (program.steps, program.fns, program.tools, program.llms, program.asks, program.pipelines):
         for item in table:
             if item.name == name.text:
                 return item.sig.stateful
@@ -982,6 +982,8 @@ def keyword_spans(module: s.Module) -> Iterator[tuple[int, int]]:
             if word.group() not in DECLARATION_WORDS:
                 break
             yield word.start(), word.end()
+            if word.group() not in ("async", "stream"):
+                break  # one word starts a declaration (`step ask …`: the second is its name)
         if isinstance(decl, s.PipelineDecl):
             roots = [st.expr for st in decl.body.statements] if isinstance(decl.body, s.Block) else [decl.body]
             stack: list[s.Expr] = list(roots)

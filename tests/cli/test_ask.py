@@ -189,3 +189,17 @@ def test_mcec_run_asks_on_the_terminal_until_the_answer_validates(extra: tuple[s
 def test_mcec_run_with_nothing_to_read_is_no_answer_not_a_hang() -> None:
     done = _mcec_run(None)
     assert done.returncode == 1 and '"type": "NoAnswer"' in done.stdout, done.stdout + done.stderr
+
+
+def test_a_file_template_is_read_at_check_time_and_embedded(tmp_path: Path) -> None:
+    (tmp_path / "q.j2").write_text("Refund {{ amount }}?\n{% if amount > 100 %}A big one.{% endif %}", encoding="utf-8")
+    spec = tmp_path / "desk.mce"
+    spec.write_text(HEAD + 'ask approve : Refund -> Approval = file "q.j2"\npipeline p : Refund -> str = approve >>= settle;\n')
+    result = compile_source(SourceFile(str(spec), spec.read_text(encoding="utf-8")))
+    assert result.program is not None and result.generated is not None, result.diagnostics
+    assert '"q.j2":' in result.generated.code  # its hash: the module says when the file changed
+    module = load_module(result.program, result.generated)
+    human = ScriptedHuman({"approve": {"ok": True}})
+    with hooks(human=human):
+        assert asyncio.run(module.p(Desk(), Refund(order="B", amount=150))) == Ok("refunded", Desk())
+    assert human.asked[0].prompt == "Refund 150.0?\nA big one."
