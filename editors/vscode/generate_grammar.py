@@ -47,6 +47,11 @@ def soft_keywords() -> dict[str, str]:
             opening = pattern.split(_ACROSS_LINES, 1)[1].rstrip(")")
             pattern = f"{word.group()}(?=\\s*(?:{opening}|#|$))"
         found[word.group()] = f"\\b{pattern}"
+    # `ask` is a keyword only where a declaration starts (the declaration pattern scopes it there):
+    # elsewhere it is a name, as examples/research's `step ask`; `within` only before an ask's seconds
+    found.pop("ask", None)
+    if "within" in found:
+        found["within"] = "\\bwithin(?=\\s+[0-9])"
     return dict(sorted(found.items()))
 
 

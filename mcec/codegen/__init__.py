@@ -46,16 +46,18 @@ def module_name_for(spec_path: str) -> str:
 
 
 def template_hashes(program: Program) -> dict[str, str]:
-    """The template files the program's llm steps read (``file "PATH"``, PATH as written,
+    """The template files the program's llm and ask steps read (``file "PATH"``, PATH as written,
     relative to the spec's folder), each with the sha256 of the text embedded in the module.
 
     The text was read as UTF-8 and decoding UTF-8 loses nothing, so this is the hash of
     the file's bytes when it was read: what ``agentmonad.freshness`` and ``mcec build``
     compare the file with later. A file that several steps read is listed once."""
+    read = [(llm.template_name, llm.template) for llm in program.llms]
+    read += [(ask.template_name, ask.template) for ask in program.asks if ask.template is not None]  # §15
     return {
-        llm.template_name: hashlib.sha256(llm.template.encode("utf-8")).hexdigest()
-        for llm in sorted(program.llms, key=lambda llm: llm.template_name or "")
-        if llm.template_name is not None
+        name: hashlib.sha256(text.encode("utf-8")).hexdigest()
+        for name, text in sorted(read, key=lambda pair: pair[0] or "")
+        if name is not None
     }
 
 

@@ -49,6 +49,10 @@ def type_table(program: t.Program) -> TypeTable:
             match decl:
                 case t.TStep() | t.TTool() | t.TLlm() | t.TPipeline():
                     by_name[decl.name] = types(decl.sig)
+                case t.TAsk():
+                    # a person's answer (§15): its "human" effect's site is the ask's declaration
+                    by_name[decl.name] = types(decl.sig)
+                    by_site[_site_key(decl.name, decl.span)] = types(decl.sig)
                 case t.TUsed():
                     by_name[decl.name] = types(decl.sig)
                 case t.TFromImport() | t.TModuleImport() | t.TFn() | t.TServer() | t.TModel() | t.TToolbox():

@@ -108,7 +108,9 @@ def uri_of(path: str) -> str:
 # ---------------------------------------------------------------- declarations and imports
 
 #: A declaration that introduces a name.
-NamedDecl = s.StepDecl | s.FnDecl | s.ServerDecl | s.ToolDecl | s.ModelDecl | s.LlmDecl | s.ToolboxDecl | s.PipelineDecl
+NamedDecl = (
+    s.StepDecl | s.FnDecl | s.ServerDecl | s.ToolDecl | s.ModelDecl | s.LlmDecl | s.AskDecl | s.ToolboxDecl | s.PipelineDecl
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +385,7 @@ def _declared(decl: s.Decl, program: Program | None) -> str:
 
 def _checked_sig(program: Program, name: str) -> str | None:
     """The checked signature of a declaration of ``program``."""
-    for table in (program.steps, program.fns, program.tools, program.llms, program.pipelines, program.toolboxes):
+    for table in (program.steps, program.fns, program.tools, program.llms, program.asks, program.pipelines, program.toolboxes):
         for item in table:
             if item.name == name:
                 return str(item.sig)
@@ -406,7 +408,7 @@ def _state_line(program: Program | None, module: s.Module, decl: s.Decl) -> str:
 def _stateful(program: Program | None, name: s.Name | None) -> bool | None:
     if program is None or name is None:
         return None
-    for table in (program.steps, program.fns, program.tools, program.llms, program.pipelines):
+    for table in (program.steps, program.fns, program.tools, program.llms, program.asks, program.pipelines):
         for item in table:
             if item.name == name.text:
                 return item.sig.stateful
@@ -980,6 +982,8 @@ def keyword_spans(module: s.Module) -> Iterator[tuple[int, int]]:
             if word.group() not in DECLARATION_WORDS:
                 break
             yield word.start(), word.end()
+            if word.group() not in ("async", "stream"):
+                break  # one word starts a declaration (`step ask …`: the second is its name)
         if isinstance(decl, s.PipelineDecl):
             roots = [st.expr for st in decl.body.statements] if isinstance(decl.body, s.Block) else [decl.body]
             stack: list[s.Expr] = list(roots)

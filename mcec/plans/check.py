@@ -51,15 +51,6 @@ MAX_PLAN_ATTEMPTS: Final = 10
 #: nested ``loop`` and ``retry`` multiply, and six ``retry(10)`` around a ``loop(1000)`` is 10**9.
 MAX_PLAN_WORK: Final = 100_000
 
-_KIND_ARTICLE: Final = {
-    Kind.STEP: "a step",
-    Kind.FN: "a fn",
-    Kind.TOOL: "a tool",
-    Kind.LLM: "an llm step",
-    Kind.PIPELINE: "a pipeline",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class PlanCheck:
     """A checked plan: its typed body (None when rejected) and every diagnostic, sorted."""
@@ -220,7 +211,7 @@ def _confine(scope: PlanScope, plan: syntax.Expr) -> tuple[list[Diagnostic], boo
                 if node.name not in entries and binding is not None and binding.kind in CALLABLE_KINDS:
                     found.append(
                         report.outside_toolbox(
-                            f"`{node.name}` is {_KIND_ARTICLE[binding.kind]} of the spec, but toolbox "
+                            f"`{node.name}` is {binding.kind.article} of the spec, but toolbox "
                             f"`{scope.name}` does not list it: a plan may use only its toolbox",
                             node.span,
                             help=help,

@@ -35,15 +35,12 @@ import random as _random
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, final
+from typing import Any, Literal, Protocol, TypeVar, cast, final
 
 from .events import Effect as Effect
 from .events import EffectKind as EffectKind
 from .events import EventSink as EventSink
 from .events import OpenSpan
-
-if TYPE_CHECKING:
-    from .outcome import Site
 
 __all__ = [
     "Effect",
@@ -156,12 +153,19 @@ class Journal(Protocol):
 
 
 class HumanInput(Protocol):
-    """Who answers when a run asks a person (the human-input issue attaches one).
+    """Who answers when a run asks a person (an ``ask`` step, :mod:`agentmonad.human`):
+    ``agentmonad.human.ConsoleHuman`` (a terminal), ``agentmonad.testing.ScriptedHuman``.
 
-    ``None`` in :attr:`RunContext.human` (the default): a run cannot ask."""
+    ``None`` in :attr:`RunContext.human` (the default): a run cannot ask (``NoOneToAsk``,
+    unless a journal makes the run wait)."""
 
-    def ask(self, site: Site, question: object) -> Awaitable[object]:
-        """The person's answer to ``question``, asked at ``site``."""
+    # ``question`` is an ``agentmonad.human.Question`` (typed Any here: agentmonad.human builds on
+    # this module, which must not import it back)
+    def ask(self, question: Any) -> Awaitable[object]:
+        """The person's answer to ``question``, an ``agentmonad.human.Question`` (its site, name, element index, payload, answer
+        type and JSON schema, rendered prompt). An interactive handler asks again until the
+        answer validates (``question.parse``); whatever it returns is validated by the caller
+        (an invalid answer is ``BadAnswer``). Raising ``EOFError``: the input ended."""
         ...
 
 

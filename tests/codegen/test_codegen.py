@@ -77,6 +77,10 @@ def test_top_level_statements_are_only_imports_constants_and_functions(spec: Pat
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "Toolbox":
                 # TOOLBOX_t: Toolbox[...] = Toolbox("t", "spec.mce", SPEC, __name__, {"p": p, …}) (§12)
                 assert [type(arg) for arg in value.args] == [ast.Constant, ast.Constant, ast.Name, ast.Name, ast.Dict]
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "ask_step":
+                # approve: AsyncStep[...] = ask_step("approve", B, "TEMPLATE", site=SITE_n, within=S) (§15)
+                assert isinstance(value.args[0], ast.Constant) and all(isinstance(a, ast.Constant) for a in value.args[2:])
+                assert all(isinstance(kw.value, ast.Constant | ast.Name) for kw in value.keywords)
             elif isinstance(value, ast.Call):  # decide: AsyncStep[...] = llm_step(model, "TEMPLATE", B, name=...)
                 assert isinstance(value.func, ast.Name) and value.func.id == "llm_step", ast.dump(value)
                 assert isinstance(value.args[0], ast.Name) and isinstance(value.args[1], ast.Constant)
