@@ -30,7 +30,7 @@ from typing import Any, final
 from dbos import DBOS, DBOSClient, SetWorkflowID
 from dbos._serialization import Serializer
 
-from .journal import Record
+from .journal import WAITING, Record
 
 __all__ = ["Engine", "DBOSStore", "JsonSerializer", "RunInfo", "WORKFLOW"]
 
@@ -130,7 +130,25 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
         DBOS.reserve_step()
     records = {r["key"]: r for r in (s["output"] for s in recorded) if isinstance(r, dict) and "key" in r}
-    return await _runner[0](request, DBOSStore(), records)
+    result = await _runner[0](request, DBOSStore(), records)
+    if result.get("status") == WAITING:
+        await _wait(run_id, result)
+    return result
+
+
+async def _wait(run_id: str, result: dict[str, Any]) -> None:
+    """The run stops to wait for people (docs/language.md §13): its open questions are recorded
+    (a step of their own) and the workflow cancels itself. A cancelled workflow is one DBOS
+    resumes (a finished one it does not), and it holds nothing in memory or in a queue: an
+    answer from any process resumes it (:meth:`Engine.resume`)."""
+    questions = result.get("questions", [])
+
+    async def kept() -> Record:
+        return {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING, "site": None,
+                "questions": questions}
+
+    await DBOS.run_step_async({"name": WAITING}, kept)
+    await DBOS.cancel_workflow_async(run_id)
 
 
 async def _recorded(run_id: str) -> list[Any]:
@@ -200,7 +218,7 @@ class Engine:
         return result
 
     async def resume(self, run_id: str) -> dict[str, Any]:
-        """Resume the run ``run_id`` (interrupted, failed or cancelled) and wait for its result."""
+        """Resume the run ``run_id`` (interrupted, failed, cancelled or waiting) and wait for its result."""
         handle = await DBOS.resume_workflow_async(run_id)
         result: dict[str, Any] = await handle.get_result()
         return result
