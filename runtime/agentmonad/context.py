@@ -43,7 +43,7 @@ from .events import EventSink as EventSink
 from .events import OpenSpan
 
 if TYPE_CHECKING:
-    from .outcome import Site
+    from .human import Question
 
 __all__ = [
     "Effect",
@@ -156,12 +156,17 @@ class Journal(Protocol):
 
 
 class HumanInput(Protocol):
-    """Who answers when a run asks a person (the human-input issue attaches one).
+    """Who answers when a run asks a person (an ``ask`` step, :mod:`agentmonad.human`):
+    ``agentmonad.human.ConsoleHuman`` (a terminal), ``agentmonad.testing.ScriptedHuman``.
 
-    ``None`` in :attr:`RunContext.human` (the default): a run cannot ask."""
+    ``None`` in :attr:`RunContext.human` (the default): a run cannot ask (``NoOneToAsk``,
+    unless a journal makes the run wait)."""
 
-    def ask(self, site: Site, question: object) -> Awaitable[object]:
-        """The person's answer to ``question``, asked at ``site``."""
+    def ask(self, question: Question[Any]) -> Awaitable[object]:
+        """The person's answer to ``question`` (its site, name, element index, payload, answer
+        type and JSON schema, rendered prompt). An interactive handler asks again until the
+        answer validates (``question.parse``); whatever it returns is validated by the caller
+        (an invalid answer is ``BadAnswer``). Raising ``EOFError``: the input ended."""
         ...
 
 

@@ -15,7 +15,9 @@ A reply is a :class:`Reply`, made with :func:`text`, :func:`tool_call`,
 ``LLMUnavailable`` as the real client's would after its retries) or
 :func:`hangup` (the connection breaks); a plain ``str`` is a text reply. Each
 can carry token ``usage=(prompt, completion)`` (by default a word count, as
-pydantic-ai estimates) and a ``delay`` in seconds. The same replies script the
+pydantic-ai estimates) and a ``delay`` in seconds.
+
+:class:`ScriptedHuman` answers ``ask`` steps the same way (docs/language.md §15). The same replies script the
 OpenAI-compatible test server of the project's tests (``tests/llm_server.py``).
 
 Every backend records the requests it got (``.requests``). To put one in
@@ -64,6 +66,7 @@ __all__ = [
     "reply_from_json",
     "replies_from_json",
     "backend_from_option",
+    "ScriptedHuman",
 ]
 
 
@@ -409,3 +412,30 @@ def backend_from_option(value: str) -> Backend:
             return FunctionModel(found)
         raise ValueError(f"{module_name}:{attr} is neither a backend nor a function of the request")
     raise ValueError(f"not a scripted model: {value!r} (expected test, script:PATH or py:MODULE:ATTR)")
+
+
+class ScriptedHuman:
+    """Answers a run's ``ask`` steps from a script (attach it with
+    ``agentmonad.context.hooks(human=ScriptedHuman(...))``): ``answers`` maps an ask step's name
+    to its answers in the order asked (a list), or to one answer for every time; an answer may
+    be a function of the :class:`~agentmonad.human.Question`. Not interactive: an answer that
+    does not validate is the run's ``BadAnswer``; a name with no answer left is
+    :class:`ScriptExhausted`. ``.asked`` records every question, in order."""
+
+    def __init__(self, answers: Mapping[str, object], *, delay: float = 0.0) -> None:
+        self._answers: dict[str, deque[object] | tuple[object]] = {
+            name: deque(value) if isinstance(value, list) else (value,) for name, value in answers.items()
+        }
+        self._delay = delay
+        self.asked: list[Any] = []
+
+    async def ask(self, question: Any) -> object:
+        """The scripted answer to ``question``."""
+        self.asked.append(question)
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        script = self._answers.get(question.name)
+        if script is None or not script:
+            raise ScriptExhausted(f"no scripted answer left for ask {question.name!r}")
+        answer = script.popleft() if isinstance(script, deque) else script[0]
+        return answer(question) if callable(answer) else answer
