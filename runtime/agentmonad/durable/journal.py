@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
 from ..control import Deadline
+from ..human import Asking, Question
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
@@ -316,11 +317,14 @@ class DurableJournal:
         record = self._recorded.get(key)
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
+            if effect.kind == "human":  # the answer, checked against the answer type the run asks with
+                self.replayed += 1
+                return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
             return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
         if self._doomed:
             await self._expire_doomed()
         if effect.kind == "human":
-            return await self._asked(key, effect, call)  # type: ignore[no-any-return]
+            return await self._asked(key, effect, call)  # type: ignore[return-value]  # the answer type the run asks with
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         raised: list[Exception] = []
@@ -362,7 +366,7 @@ class DurableJournal:
         """A ``"human"`` effect with no record: record the answer given since the run waited
         (when it answers this very question: same payload), else park this branch on the open
         question until the run stops to wait (:meth:`until_waiting`). The handler is never called."""
-        question = getattr(call, "question")  # agentmonad.human.Asking: the question asked
+        question = _question(call)
         payload = question.payload_json
         given = self._answers.get(key)
         answer: object = _REFUSED
@@ -446,6 +450,13 @@ class DurableJournal:
 
 _NO_STATE = object()
 _REFUSED = object()
+
+
+def _question(call: Callable[[], Awaitable[object]]) -> Question[Any]:
+    """The question of a ``"human"`` effect's call (an :class:`agentmonad.human.Asking`)."""
+    if not isinstance(call, Asking):
+        raise RecordError(f"a human effect's call is an Asking, not {type(call).__name__}")
+    return call.question
 
 #: Loop turns a run must stay still to be waiting (see :meth:`DurableJournal._quiet`).
 _QUIET_TURNS = 50
