@@ -392,6 +392,8 @@ def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
 def _effect(record: Record, state: object) -> dict[str, Any]:
     result = record.get("result", {})
     outcome = next((k for k in ("ok", "err", "raised", "value", "none", "timeout") if k in result), "?")
+    if record.get("kind") == "waiting":  # where the run stopped to wait for people
+        outcome = "waiting"
     return {
         "key": record.get("key"),
         "kind": record.get("kind"),

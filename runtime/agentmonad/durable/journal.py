@@ -174,8 +174,9 @@ class DurableJournal:
         self.open: list[OpenQuestion] = []
         #: Answers given that did not validate, by question key: pydantic's errors (the question stays open).
         self.refused: dict[str, list[str]] = {}
-        #: Effects running now (not parked questions): the run waits only when none is.
-        self._busy = 0
+        #: The keys of the effects running now (not parked questions): the run waits only when
+        #: each of them is waiting on a question asked inside its own call (a step that asks).
+        self._running: set[str] = set()
         self._changed: asyncio.Event | None = None
         self._counters: dict[tuple[str, ...], int] = {}
         self._deadlines: dict[int, str] = {}
@@ -346,11 +347,11 @@ class DurableJournal:
             returned.append(result)
             return self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started)
 
-        self._busy += 1
+        self._running.add(key)
         try:
             await self.store.step(key, body)
         finally:
-            self._busy -= 1
+            self._running.discard(key)
             self._change()
         if raised:
             raise raised[0]
@@ -404,14 +405,14 @@ class DurableJournal:
             if task.done():
                 return task.result()
             self._changed.clear()
-            if self.open and self._busy == 0 and await self._quiet(task):
+            if self.open and self._blocked() and await self._quiet(task):
                 task.cancel()
                 try:
                     await task
                 except BaseException:  # the cancellation, however the pipeline reports it
                     pass
                 await self.store.flush()
-                return list(self.open)
+                return sorted(self.open, key=lambda q: (q.index, q.key))
 
     async def _quiet(self, task: asyncio.Future[Any]) -> bool:
         """Whether the run stays still (no effect starts, ends or parks) for a few turns of the
@@ -419,9 +420,14 @@ class DurableJournal:
         so within them."""
         for _ in range(_QUIET_TURNS):
             await asyncio.sleep(0)
-            if task.done() or self._changed is None or self._changed.is_set() or self._busy:
+            if task.done() or self._changed is None or self._changed.is_set() or not self._blocked():
                 return False
         return True
+
+    def _blocked(self) -> bool:
+        """Whether every running effect waits on an open question asked inside its call (its
+        key is a prefix of the question's: the question is in the branch below it)."""
+        return all(any(q.key.startswith(key + "/") for q in self.open) for key in self._running)
 
     def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
         if effect.kind == "fn":  # a pure fn re-runs on replay: nothing to record, no number taken
@@ -506,7 +512,7 @@ def whole_states(records: list[Record]) -> list[object]:
         *path, n = str(record["key"]).split("/")
         return tuple(path), int(n)
 
-    for record in sorted(records, key=number):
+    for record in sorted((r for r in records if r.get("kind") != WAITING), key=number):
         path, _ = number(record)
         result = record.get("result", {})
         if "delta" in result:

@@ -1,0 +1,65 @@
+"""Steps for the durable waiting tests: refunds a person approves (an ``ask`` from a Python step,
+until the ``ask`` declaration is in the grammar); every step appends a line per call to the file
+named by ``MCEC_EFFECTS`` (what a test counts to see what ran again after a resume)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Never
+
+from pydantic import BaseModel
+
+from agentmonad import Ok, Outcome, Site
+from agentmonad.human import ask
+
+
+class Refund(BaseModel):
+    """A refund to approve."""
+
+    order: str
+    amount: float
+
+
+@dataclass(frozen=True)
+class Desk:
+    """The run's state: how many refunds were paid."""
+
+    paid: int = 0
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A person's answer."""
+
+    ok: bool
+    note: str = ""
+
+
+SITE = Site("approve", "refunds.mce", 1, 1)
+
+
+def _effect(line: str) -> None:
+    path = os.environ.get("MCEC_EFFECTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+
+def refunds(text: str) -> list[Refund]:
+    """``"A-1:120,B-2:80"`` as refunds."""
+    return [Refund(order=o, amount=float(a)) for o, a in (part.split(":") for part in text.split(","))]
+
+
+async def approve(state: Desk, refund: Refund) -> Outcome[Desk, Never, Approval]:
+    """Ask a person whether to pay ``refund``."""
+    _effect(f"asking {refund.order}")
+    return Ok(await ask(SITE, "approve", refund, Approval, f"Refund {refund.amount} for {refund.order}?", None), state)
+
+
+async def pay(state: Desk, approval: Approval) -> Outcome[Desk, Never, str]:
+    """Pay an approved refund."""
+    _effect(f"pay {approval.ok}")
+    if not approval.ok:
+        return Ok(f"refused: {approval.note}", state)
+    return Ok("paid", Desk(state.paid + 1))
