@@ -11,7 +11,7 @@ from typing import Never
 from pydantic import BaseModel
 
 from agentmonad import Ok, Outcome, Site
-from agentmonad.human import ask
+from agentmonad.human import BadAnswer, NoAnswer, NoOneToAsk, ask
 
 
 class Refund(BaseModel):
@@ -19,6 +19,17 @@ class Refund(BaseModel):
 
     order: str
     amount: float
+
+
+@dataclass
+class Unanswered(Exception):
+    """Nobody answered (the ask's typed error, as this spec declares it: ``NoOneToAsk``,
+    ``NoAnswer`` or ``BadAnswer`` and its message)."""
+
+    why: str
+
+    def __str__(self) -> str:
+        return self.why
 
 
 @dataclass(frozen=True)
@@ -51,10 +62,14 @@ def refunds(text: str) -> list[Refund]:
     return [Refund(order=o, amount=float(a)) for o, a in (part.split(":") for part in text.split(","))]
 
 
-async def approve(state: Desk, refund: Refund) -> Outcome[Desk, Never, Approval]:
+async def approve(state: Desk, refund: Refund) -> Outcome[Desk, Unanswered, Approval]:
     """Ask a person whether to pay ``refund``."""
     _effect(f"asking {refund.order}")
-    return Ok(await ask(SITE, "approve", refund, Approval, f"Refund {refund.amount} for {refund.order}?", None), state)
+    try:
+        answer = await ask(SITE, "approve", refund, Approval, f"Refund {refund.amount} for {refund.order}?", None)
+    except (NoOneToAsk, NoAnswer, BadAnswer) as exc:
+        raise Unanswered(f"{type(exc).__name__}: {exc}") from None
+    return Ok(answer, state)
 
 
 async def pay(state: Desk, approval: Approval) -> Outcome[Desk, Never, str]:
