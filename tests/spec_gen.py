@@ -298,6 +298,7 @@ NOT_WRITTEN: dict[str, str] = {
     "ToolDecl": "needs an MCP server: tests/test_mcp_research.py, tests/runtime",
     "ModelDecl": "needs a model endpoint: tests/test_llm_react.py, tests/test_llm_model_options.py",
     "LlmDecl": "needs a model endpoint: tests/test_llm_react.py, tests/test_llm_model_options.py",
+    "AskDecl": "needs a person (a human-input handler): tests/cli/test_ask.py, compiled and interpreted",
 }
 
 
@@ -328,7 +329,7 @@ def construct(node: s.Expr | s.Decl) -> str:
             return "plan header"
         case s.PipelineDecl():
             return "pipeline"
-        case s.SubAgent() | s.Budget() | s.ServerDecl() | s.ToolDecl() | s.ModelDecl() | s.LlmDecl():
+        case s.SubAgent() | s.Budget() | s.ServerDecl() | s.ToolDecl() | s.ModelDecl() | s.LlmDecl() | s.AskDecl():
             raise AssertionError(f"not written: {NOT_WRITTEN[type(node).__name__]}")
         case _:
             assert_never(node)

@@ -90,6 +90,7 @@ def build_program(
             *declared.tools.values(),
             *declared.models.values(),
             *declared.llms.values(),
+            *declared.asks.values(),
             *declared.uses.values(),
             *toolboxes,
             *pipelines,  # callees first

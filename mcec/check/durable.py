@@ -38,6 +38,7 @@ from mcec.check.typed import (
     Program,
     RefKind,
     TLlm,
+    TAsk,
     TPipeline,
     TRef,
     TSpawn,
@@ -193,8 +194,8 @@ def _reached(program: Program, ref: TRef, spans: _Spans, seen: set[tuple[str, st
     """What a run records of one reference: an effect's output and errors, or what a called
     pipeline records."""
     match ref.kind:
-        case RefKind.STEP | RefKind.TOOL | RefKind.LLM:
-            declared: list[TStep | TTool | TLlm] = [*program.steps, *program.tools, *program.llms]
+        case RefKind.STEP | RefKind.TOOL | RefKind.LLM | RefKind.ASK:
+            declared: list[TStep | TTool | TLlm | TAsk] = [*program.steps, *program.tools, *program.llms, *program.asks]
             decl = next((d for d in declared if d.name == ref.name), None)
             span = decl.span if decl is not None else ref.span
             yield _Recorded(ref.sig.output, f"the output of {ref.kind.word} `{ref.name}`", spans.output(ref.name, span))

@@ -54,13 +54,14 @@ class Kind(enum.Enum):
     SERVER = "server"
     MODEL = "model"
     LLM = "llm step"
+    ASK = "ask step"
     TOOLBOX = "toolbox"
     BUILTIN_ERROR = "built-in error type"
 
     @property
     def article(self) -> str:
         """The kind with its indefinite article, for messages: "a step", "an imported name"."""
-        return ("an " if self.value[0] in "aeiou" or self is Kind.LLM else "a ") + self.value
+        return ("an " if self.value[0] in "aeiou" or self in (Kind.LLM, Kind.ASK) else "a ") + self.value
 
 
 #: The builtin types by name, and the generic heads by name (typed lookups).

@@ -193,6 +193,8 @@ class ExprChecker:
                 return TRef(name, RefKind.TOOL, self.declared.tools[name].sig, expr.span)
             case Kind.LLM:
                 return TRef(name, RefKind.LLM, self.declared.llms[name].sig, expr.span)
+            case Kind.ASK:
+                return TRef(name, RefKind.ASK, self.declared.asks[name].sig, expr.span)
             case Kind.PIPELINE:
                 return self._pipeline_ref(expr)
             case (

@@ -50,7 +50,16 @@ class TemplateSource:
 MAX_TEMPLATE_BYTES = 1 << 20
 
 
-def read_template(decl: syntax.LlmDecl, spec_path: str) -> TemplateSource | Diagnostic:
+@dataclass(frozen=True, slots=True)
+class Templated:
+    """A declaration's name and its template, for a declaration other than ``llm`` that has one
+    (an ``ask``'s question, docs/language.md §15): checked as an ``llm``'s template is."""
+
+    name: syntax.Name
+    template: syntax.Template
+
+
+def read_template(decl: syntax.LlmDecl | Templated, spec_path: str) -> TemplateSource | Diagnostic:
     """The template of ``decl``: inline as written, or a ``file`` read relative to the spec
     (MCE023 if it is missing, not a regular file, over :data:`MAX_TEMPLATE_BYTES` or not UTF-8)."""
     template = decl.template
@@ -124,7 +133,7 @@ def _file_kind(mode: int) -> str:
 
 
 def check_template(
-    decl: syntax.LlmDecl, source: TemplateSource, input_type: Type, index: PythonIndex | None, state: Type | None = None
+    decl: syntax.LlmDecl | Templated, source: TemplateSource, input_type: Type, index: PythonIndex | None, state: Type | None = None
 ) -> list[Diagnostic]:
     """MCE023 for a template that does not parse, reads a variable its input does not give, or
     reads ``state.NAME`` that the state does not have; W004 where the input's or the state's
@@ -158,7 +167,7 @@ def check_template(
     return found
 
 
-def _check_state_reads(decl: syntax.LlmDecl, source: TemplateSource, state: Type | None, index: PythonIndex) -> list[Diagnostic]:
+def _check_state_reads(decl: syntax.LlmDecl | Templated, source: TemplateSource, state: Type | None, index: PythonIndex) -> list[Diagnostic]:
     """MCE023 for each ``state.NAME`` (or ``state["NAME"]``) the state type does not have; W004
     when its attributes cannot be read."""
     reads = _state_reads(source.text)
@@ -280,6 +289,16 @@ def check_output(decl: syntax.LlmDecl, output: Type) -> Diagnostic | None:
     if problem is None:
         return None
     return report.bad_llm_output(decl.name.text, output, problem, decl.output.span)
+
+
+def check_answer(decl: syntax.AskDecl, answer: Type) -> Diagnostic | None:
+    """MCE034 when the runtime cannot validate a person's answer as ``answer`` (docs/language.md §15)."""
+    from agentmonad.llm import output_problem
+
+    problem = output_problem(python_type(answer))
+    if problem is None:
+        return None
+    return report.bad_ask_answer(decl.name.text, answer, problem, decl.output.span)
 
 
 def check_streams(decl: syntax.LlmDecl, output: Type) -> Diagnostic | None:

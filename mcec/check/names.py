@@ -21,7 +21,16 @@ from mcec.check.partials import partial_classes
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
-from mcec.check.llm import TemplateSource, check_model_options, check_output, check_streams, check_template, read_template
+from mcec.check.llm import (
+    Templated,
+    TemplateSource,
+    check_answer,
+    check_model_options,
+    check_output,
+    check_streams,
+    check_template,
+    read_template,
+)
 from mcec.check.typed import (
     Program,
     PyRef,
@@ -30,6 +39,7 @@ from mcec.check.typed import (
     TFromImport,
     TImport,
     TLlm,
+    TAsk,
     TModel,
     TModuleImport,
     TPipeline,
@@ -42,6 +52,7 @@ from mcec.check.uses import Specs, UsedSpec, respell
 from mcec.check.types import (
     ANY,
     LLM_FAILED,
+    ASK_ERRORS,
     LLM_UNAVAILABLE,
     NEVER,
     SHADOWABLE_ERRORS,
@@ -96,6 +107,7 @@ class Declared:
     tools: dict[str, TTool] = field(default_factory=dict)
     models: dict[str, TModel] = field(default_factory=dict)
     llms: dict[str, TLlm] = field(default_factory=dict)
+    asks: dict[str, TAsk] = field(default_factory=dict)
     pipelines: dict[str, DeclaredPipeline] = field(default_factory=dict)
     toolboxes: dict[str, DeclaredToolbox] = field(default_factory=dict)
     #: Names declared more than once (their MCE003 says enough: no W001 for them).
@@ -199,6 +211,8 @@ class DeclarationChecker:
                 self._add(Binding(decl.name.text, Kind.MODEL, decl.name))
             case syntax.LlmDecl():
                 self._add(Binding(decl.name.text, Kind.LLM, decl.name))
+            case syntax.AskDecl():
+                self._add(Binding(decl.name.text, Kind.ASK, decl.name))
             case syntax.ToolboxDecl():
                 self._add(Binding(decl.name.text, Kind.TOOLBOX, decl.name))
             case syntax.StateDecl() | syntax.ErrorDecl():
@@ -224,6 +238,7 @@ class DeclarationChecker:
                 | syntax.FnDecl()
                 | syntax.ToolDecl()
                 | syntax.LlmDecl()
+                | syntax.AskDecl()
                 | syntax.ToolboxDecl()
                 | syntax.PipelineDecl()
             ):
@@ -242,6 +257,8 @@ class DeclarationChecker:
                 self._tool(decl)
             case syntax.LlmDecl():
                 self._llm(decl)
+            case syntax.AskDecl():
+                self._ask(decl)
             case syntax.PipelineDecl():
                 self._pipeline(decl)
             case syntax.ToolboxDecl():
@@ -586,6 +603,33 @@ class DeclarationChecker:
         llm = TLlm(decl.name.text, sig, decl.model.text, text, template_name, decl.span, decl.stream, partials)
         self.declared.llms.setdefault(decl.name.text, llm)
 
+    def _ask(self, decl: syntax.AskDecl) -> None:
+        """``ask n : A -> B [= TEMPLATE] [within S]``: an async step that changes no state and
+        fails with ``NoOneToAsk | NoAnswer | BadAnswer``; its template (MCE023, as an llm's) and
+        its answer type (MCE034) checked."""
+        reported = len(self.sink.items)
+        input, output = self.type_of(decl.input), self.type_of(decl.output)
+        types_resolved = len(self.sink.items) == reported
+        sig = Sig(input, output, ASK_ERRORS, False)
+        text: str | None = None
+        template_name: str | None = None
+        if decl.template is not None:
+            templated = Templated(decl.name, decl.template)
+            source = read_template(templated, self.module.path) if self.read_templates else TemplateSource("", None)
+            if isinstance(source, Diagnostic):
+                self.sink.add(source)
+                text, template_name = "", decl.template.text
+            else:
+                text, template_name = source.text, source.name
+                if types_resolved and self.read_templates:
+                    self.sink.extend(check_template(templated, source, input, self.index, self.declared.state))
+        if types_resolved:
+            problem = check_answer(decl, output)
+            if problem is not None:
+                self.sink.add(problem)
+        ask = TAsk(decl.name.text, sig, text, template_name, decl.within, decl.span)
+        self.declared.asks.setdefault(decl.name.text, ask)
+
     def _pipeline(self, decl: syntax.PipelineDecl) -> None:
         errors = None if decl.errors is None else self._error_list(decl.errors, "pipeline", decl.name)
         declared = DeclaredPipeline(decl, self.type_of(decl.input), self.type_of(decl.output), errors)
@@ -605,6 +649,7 @@ def _kind_in(program: Program, name: str) -> str | None:
         ("a fn", [f.name for f in program.fns]),
         ("a tool", [t.name for t in program.tools]),
         ("an llm step", [l.name for l in program.llms]),
+        ("an ask step", [a.name for a in program.asks]),
         ("a model", [m.name for m in program.models]),
         ("a server", [s.name for s in program.servers]),
     ):
@@ -646,6 +691,8 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
                 check("model", decl.name)
             case syntax.LlmDecl():
                 check("llm", decl.name)
+            case syntax.AskDecl():
+                check("ask", decl.name)
             case syntax.ToolboxDecl():
                 check("toolbox", decl.name)
             case (

@@ -229,7 +229,7 @@ _ERR = frozenset({"agentmonad.Err", "agentmonad.outcome.Err"})
 #: followed to their definition, so each is one class however a module imports it.
 _RUNTIME_ERRORS = {
     f"{RUNTIME_MODULE}.{module}{name}": name
-    for module in ("", "errors.", "llm.errors.", "plans.")
+    for module in ("", "errors.", "llm.errors.", "plans.", "human.")
     for name in BUILTIN_ERRORS
 }
 

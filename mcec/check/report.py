@@ -656,6 +656,17 @@ def bad_llm_output(step: str, output: Type, problem: str, span: Span) -> Diagnos
     )
 
 
+def bad_ask_answer(step: str, answer: Type, problem: str, span: Span) -> Diagnostic:
+    """MCE034: an ``ask`` answer type a person's answer cannot be validated as (§15)."""
+    return error(
+        "MCE034",
+        f"`{step}` cannot take an answer of type {answer}: {problem}",
+        span,
+        (),
+        "a person answers with str, bool, a number, a Literal[...] choice, a pydantic model or dataclass",
+    )
+
+
 def model_option(message: str, span: Span, help: str, labels: tuple[Label, ...] = ()) -> Diagnostic:
     """MCE027: a ``model`` option that is unknown, given twice, of the wrong kind or out of range."""
     return error("MCE027", message, span, labels, help)

@@ -86,6 +86,7 @@ class RefKind(enum.Enum):
     FN = "fn"
     TOOL = "tool"
     LLM = "llm"
+    ASK = "ask"
     PIPELINE = "pipeline"
 
     @property
@@ -170,6 +171,20 @@ class TLlm:
     #: For a streaming step: the partial type of each class its answer is built of (the output
     #: classes and the record classes their fields hold), as far as their fields could be read.
     partials: tuple[TPartial, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TAsk:
+    """``ask n : A -> B [= TEMPLATE] [within S]`` (docs/language.md §15); ``sig.errors`` are
+    ``NoOneToAsk | NoAnswer | BadAnswer``. ``template`` is the template's text (``None``: none),
+    ``template_name`` how messages name it, ``within`` the seconds to wait (``None``: no limit)."""
+
+    name: str
+    sig: Sig
+    template: str | None
+    template_name: str | None
+    within: float | None
+    span: Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,7 +529,7 @@ class TToolbox:
 #: program dispatches over this union (a ``match`` that ends in ``assert_never``), so a new kind
 #: of declaration is a type error wherever one must be handled.
 TDecl: TypeAlias = (
-    TFromImport | TModuleImport | TStep | TFn | TServer | TTool | TModel | TLlm | TUsed | TToolbox | TPipeline
+    TFromImport | TModuleImport | TStep | TFn | TServer | TTool | TModel | TLlm | TAsk | TUsed | TToolbox | TPipeline
 )
 
 
@@ -546,6 +561,8 @@ class Program:
     tools: tuple[TTool, ...] = field(init=False)
     models: tuple[TModel, ...] = field(init=False)
     llms: tuple[TLlm, ...] = field(init=False)
+    #: The ``ask`` steps (§15), in source order.
+    asks: tuple[TAsk, ...] = field(init=False)
     #: The pipelines of other specs this one uses, in source order.
     uses: tuple[TUsed, ...] = field(init=False)
     #: The toolboxes plans are checked against (§12), in source order.
@@ -562,7 +579,7 @@ class Program:
 
 
 #: The per-kind views of a :class:`Program`, by field name.
-_VIEWS = ("imports", "steps", "fns", "servers", "tools", "models", "llms", "uses", "toolboxes", "pipelines")
+_VIEWS = ("imports", "steps", "fns", "servers", "tools", "models", "llms", "asks", "uses", "toolboxes", "pipelines")
 
 
 def _view(decl: TDecl) -> str:
@@ -582,6 +599,8 @@ def _view(decl: TDecl) -> str:
             return "models"
         case TLlm():
             return "llms"
+        case TAsk():
+            return "asks"
         case TUsed():
             return "uses"
         case TToolbox():

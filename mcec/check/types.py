@@ -41,11 +41,14 @@ BUILTIN_ERRORS: tuple[str, ...] = (
     "LLMUnavailable",
     "BudgetExceeded",
     "PlanRejected",
+    "NoOneToAsk",
+    "NoAnswer",
+    "BadAnswer",
 )
 #: The built-in errors of v2, which a spec may shadow with its own type of the same name
 #: (W003; v1 specs that already had one keep it).
 SHADOWABLE_ERRORS: frozenset[str] = frozenset(
-    {"LoopExhausted", "Timeout", "LLMFailed", "LLMUnavailable", "BudgetExceeded", "PlanRejected"}
+    {"LoopExhausted", "Timeout", "LLMFailed", "LLMUnavailable", "BudgetExceeded", "PlanRejected", "NoOneToAsk", "NoAnswer", "BadAnswer"}
 )
 
 
@@ -186,6 +189,7 @@ def runtime_error(name: str) -> ClassRef:
         f"{RUNTIME_MODULE}.errors.{name}",
         f"{RUNTIME_MODULE}.llm.errors.{name}",
         f"{RUNTIME_MODULE}.plans.{name}",
+        f"{RUNTIME_MODULE}.human.{name}",
     }
     info = ClassInfo(frozenset(defined) | exception.ancestors, True, False, False, False)
     return ClassRef(path, name, info)
@@ -199,6 +203,8 @@ TIMEOUT = runtime_error("Timeout")
 LLM_FAILED = runtime_error("LLMFailed")
 LLM_UNAVAILABLE = runtime_error("LLMUnavailable")
 BUDGET_EXCEEDED = runtime_error("BudgetExceeded")
+#: What every ``ask`` step may fail with (docs/language.md §15).
+ASK_ERRORS = frozenset({runtime_error("NoOneToAsk"), runtime_error("NoAnswer"), runtime_error("BadAnswer")})
 PLAN_REJECTED = runtime_error("PlanRejected")
 #: What ``spawn`` gives its planner (§12): the runtime's ``PlanRequest``, a plain class.
 PLAN_REQUEST = ClassRef(

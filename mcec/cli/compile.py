@@ -491,6 +491,7 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
     side does not load, 2 on bad input."""
     from agentmonad.events import EventSink, Fanout
+    from agentmonad.human import ConsoleHuman
 
     from mcec.run.runner import RunError, dumps, llm_run_config, pipeline_site, prepare, run_pipeline
     from mcec.run.timeline import Timeline
@@ -524,7 +525,9 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     site = pipeline_site(result.program, args.pipeline)
     timeline = Timeline() if args.trace is not None else None
     printer = _stream_printer(result.program, out) if args.stream else None
-    if sys.stderr.isatty() and printer is None:  # on a terminal: the step running and each `each`'s progress
+    # ask steps (§15) ask on the terminal: the question on stderr, the answer read from stdin
+    human = ConsoleHuman() if result.program.asks else None
+    if sys.stderr.isatty() and printer is None and human is None:  # on a terminal: the step running and each `each`'s progress
         from mcec.run.progress import ProgressDisplay
 
         with ProgressDisplay(sys.stderr) as progress:
@@ -534,7 +537,7 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
         sinks: list[EventSink] = [s for s in (timeline, printer) if s is not None]
         events = None if not sinks else sinks[0] if len(sinks) == 1 else Fanout(*sinks)
         try:
-            report = run_pipeline(module, args.pipeline, state, value, llm, events=events, site=site)
+            report = run_pipeline(module, args.pipeline, state, value, llm, events=events, site=site, human=human)
         finally:
             if printer is not None:
                 printer.close()

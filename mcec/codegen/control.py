@@ -454,7 +454,7 @@ def _inline_attempt(kind: t.RefKind) -> bool:
     """Is one attempt of a reference of this kind written inline (a step's or tool's call), rather
     than a call of its function (an llm step, a fn, a pipeline)?"""
     match kind:
-        case t.RefKind.STEP | t.RefKind.TOOL:
+        case t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.ASK:
             return True
         case t.RefKind.LLM | t.RefKind.FN | t.RefKind.PIPELINE:
             return False

@@ -276,6 +276,27 @@ class Emitter:
             lines.append(statement)
         return lines
 
+    def ask_bindings(self) -> list[cst.SimpleStatementLine]:
+        """Ask steps as typed async steps (docs/language.md §15): ``approve: AsyncStep[S, A, B,
+        NoOneToAsk | NoAnswer | BadAnswer] = ask_step("approve", B, "…", within=3600.0, site=SITE_n)``."""
+        lines: list[cst.SimpleStatementLine] = []
+        for ask in self.program.asks:
+            annotation = self.step_annotation("AsyncStep", ask.sig)
+            arguments = [c.string(ask.name), self.type_expr(ask.sig.output)]
+            if ask.template is not None:
+                arguments.append(c.string(ask.template))
+            value = c.call(self.runtime("ask_step", f"{RUNTIME}.human"), *arguments)
+            keywords = [c.keyword_arg("site", self.site(ask.name, ask.span))]
+            if ask.within is not None:
+                keywords.append(c.keyword_arg("within", cst.Float(repr(ask.within))))
+            if ask.template_name is not None:
+                keywords.append(c.keyword_arg("template_name", c.string(ask.template_name)))
+            value = value.with_changes(args=[*value.args, *keywords])
+            statement = c.annotated(ask.name, annotation, value)
+            self.record(statement, ask.span)
+            lines.append(statement)
+        return lines
+
     # ------------------------------------------------------------ streaming (docs/language.md §14)
 
     def stream_arguments(self, llm: t.TLlm) -> list[cst.Arg]:
@@ -486,7 +507,7 @@ class Emitter:
             match part.kind:
                 case t.RefKind.FN:
                     return self._fn_call(body, scope, part, state, value, last)
-                case t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM:
+                case t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM | t.RefKind.ASK:
                     return self._step_call(body, scope, part, state, value, last)
                 case t.RefKind.PIPELINE:
                     pass  # called through its function, as any other part below
@@ -594,7 +615,7 @@ class Emitter:
 
     def effect_call(
         self, part: t.TRef, site: cst.Name, state: str, value: str, target: str, scope: NameAllocator
-    ) -> cst.If:
+    ) -> cst.BaseStatement:
         """One call of a step, ``fn``, tool or model into ``target``: through the effect seam
         with its kind and site when a hook is attached to the run (``agentmonad.effects``;
         ``run`` is read once at the function's entry, see :meth:`entered`), else the plain call::
@@ -618,6 +639,12 @@ class Emitter:
                 seam = c.call(self.runtime(helper, COMPILED), run, kind, site, function, c.name(state), c.name(value))
                 if self._is_async(part):
                     plain, seam = c.await_(plain), c.await_(seam)
+            case t.RefKind.ASK:
+                # the plain call only: asking is the "human" effect, which agentmonad.human.ask
+                # sends through the seam itself (with no hook attached it is NoOneToAsk)
+                direct = c.assign(target, c.await_(c.call(function, c.name(state), c.name(value))))
+                self.record(direct, part.span)
+                return direct
             case t.RefKind.PIPELINE:
                 raise AssertionError("a pipeline is called through its function, not as an effect")
             case _:
@@ -692,7 +719,7 @@ class Emitter:
 
     def _is_async(self, part: t.TRef) -> bool:
         match part.kind:
-            case t.RefKind.TOOL | t.RefKind.LLM:
+            case t.RefKind.TOOL | t.RefKind.LLM | t.RefKind.ASK:
                 return True
             case t.RefKind.STEP:
                 return part.name in self.async_steps
@@ -944,7 +971,7 @@ class Emitter:
         for pipeline in self.program.pipelines:
             self.pipeline(pipeline)
         partials = self.partial_classes()  # named before the llm bindings refer to them
-        bindings = [*self.bindings(), *self.tool_bindings(), *self.llm_bindings()]
+        bindings = [*self.bindings(), *self.tool_bindings(), *self.llm_bindings(), *self.ask_bindings()]
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         toolboxes = self.toolbox_lines()  # placed after the functions (they name the pipelines)
@@ -1011,7 +1038,7 @@ def _spec_names(program: t.Program) -> set[str]:
                 names.update(alias or name for name, alias in decl.names)
             case t.TModuleImport():
                 names.add(decl.alias or decl.module.split(".")[0])
-            case t.TStep() | t.TFn() | t.TServer() | t.TTool() | t.TModel() | t.TLlm() | t.TPipeline():
+            case t.TStep() | t.TFn() | t.TServer() | t.TTool() | t.TModel() | t.TLlm() | t.TAsk() | t.TPipeline():
                 names.add(decl.name)
             case t.TUsed() | t.TToolbox():
                 pass  # bound by its import / no Python name: a toolbox is a constant named fresh
@@ -1092,7 +1119,7 @@ def _planned(kind: t.RefKind) -> bool:
     match kind:
         case t.RefKind.PIPELINE | t.RefKind.LLM:
             return True
-        case t.RefKind.STEP | t.RefKind.FN | t.RefKind.TOOL:
+        case t.RefKind.STEP | t.RefKind.FN | t.RefKind.TOOL | t.RefKind.ASK:
             return False
         case _:
             assert_never(kind)
@@ -1107,7 +1134,7 @@ def _reaches(ref: t.TRef, users: set[str], async_steps: set[str], *, needs: t.Re
             return ref.name in users
         case t.RefKind.STEP:
             return ref.kind is needs or ref.name in async_steps
-        case t.RefKind.TOOL | t.RefKind.LLM | t.RefKind.FN:
+        case t.RefKind.TOOL | t.RefKind.LLM | t.RefKind.FN | t.RefKind.ASK:
             return ref.kind is needs
         case _:
             assert_never(ref.kind)

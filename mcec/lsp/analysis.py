@@ -129,7 +129,9 @@ def analyse(
 # ---------------------------------------------------------------- declarations
 
 #: The declarations that introduce a name.
-Named = s.StepDecl | s.FnDecl | s.ServerDecl | s.ToolDecl | s.ModelDecl | s.LlmDecl | s.ToolboxDecl | s.PipelineDecl
+Named = (
+    s.StepDecl | s.FnDecl | s.ServerDecl | s.ToolDecl | s.ModelDecl | s.LlmDecl | s.AskDecl | s.ToolboxDecl | s.PipelineDecl
+)
 
 
 def decl_name(decl: s.Decl) -> s.Name | None:
@@ -144,6 +146,7 @@ def decl_name(decl: s.Decl) -> s.Name | None:
             | s.ToolDecl()
             | s.ModelDecl()
             | s.LlmDecl()
+            | s.AskDecl()
             | s.ToolboxDecl()
             | s.PipelineDecl()
         ):
@@ -175,6 +178,8 @@ def decl_kind(decl: s.Decl) -> str:
             return "model"
         case s.LlmDecl():
             return "llm"
+        case s.AskDecl():
+            return "ask"
         case s.ToolboxDecl():
             return "toolbox"
         case s.PipelineDecl():
@@ -189,7 +194,7 @@ def signature_text(decl: s.Decl) -> str | None:
         case s.StepDecl() | s.ToolDecl() | s.ToolboxDecl() | s.PipelineDecl():
             end = decl.errors.end if decl.errors is not None else decl.output.end
             return _squeeze(decl.span.source.text[decl.input.start : end])
-        case s.FnDecl() | s.LlmDecl():
+        case s.FnDecl() | s.LlmDecl() | s.AskDecl():
             return _squeeze(decl.span.source.text[decl.input.start : decl.output.end])
         case s.FromImport() | s.ModuleImport() | s.StateDecl() | s.ErrorDecl() | s.ServerDecl() | s.ModelDecl():
             return None
@@ -242,6 +247,11 @@ def _decl_names(decl: s.Decl) -> list[Occurrence]:
             if template.is_file:
                 found.append(Occurrence(template.text, template.span, Role.TEMPLATE))
             return found
+        case s.AskDecl(name=name, template=template):
+            found = [_name(name, Role.DECL), *_signature_names(decl)]
+            if template is not None and template.is_file:
+                found.append(Occurrence(template.text, template.span, Role.TEMPLATE))
+            return found
         case s.ToolboxDecl(name=name, entries=entries):
             return [_name(name, Role.DECL), *_signature_names(decl), *[_name(e, Role.REF) for e in entries]]
         case s.PipelineDecl(name=name, body=body):
@@ -257,7 +267,9 @@ def _decl_names(decl: s.Decl) -> list[Occurrence]:
             assert_never(decl)
 
 
-def _signature_names(decl: s.StepDecl | s.FnDecl | s.ToolDecl | s.LlmDecl | s.ToolboxDecl | s.PipelineDecl) -> list[Occurrence]:
+def _signature_names(
+    decl: s.StepDecl | s.FnDecl | s.ToolDecl | s.LlmDecl | s.AskDecl | s.ToolboxDecl | s.PipelineDecl,
+) -> list[Occurrence]:
     """The type names of ``A -> B ! E``."""
     names = _type_names(decl.input) + _type_names(decl.output)
     match decl:
@@ -265,7 +277,7 @@ def _signature_names(decl: s.StepDecl | s.FnDecl | s.ToolDecl | s.LlmDecl | s.To
             if decl.errors is not None:
                 for error_type in decl.errors.errors:
                     names.extend(_type_names(error_type))
-        case s.FnDecl() | s.LlmDecl():
+        case s.FnDecl() | s.LlmDecl() | s.AskDecl():
             pass
         case _:
             assert_never(decl)

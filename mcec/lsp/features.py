@@ -108,7 +108,9 @@ def uri_of(path: str) -> str:
 # ---------------------------------------------------------------- declarations and imports
 
 #: A declaration that introduces a name.
-NamedDecl = s.StepDecl | s.FnDecl | s.ServerDecl | s.ToolDecl | s.ModelDecl | s.LlmDecl | s.ToolboxDecl | s.PipelineDecl
+NamedDecl = (
+    s.StepDecl | s.FnDecl | s.ServerDecl | s.ToolDecl | s.ModelDecl | s.LlmDecl | s.AskDecl | s.ToolboxDecl | s.PipelineDecl
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +385,7 @@ def _declared(decl: s.Decl, program: Program | None) -> str:
 
 def _checked_sig(program: Program, name: str) -> str | None:
     """The checked signature of a declaration of ``program``."""
-    for table in (program.steps, program.fns, program.tools, program.llms, program.pipelines, program.toolboxes):
+    for table in (program.steps, program.fns, program.tools, program.llms, program.asks, program.pipelines, program.toolboxes):
         for item in table:
             if item.name == name:
                 return str(item.sig)

@@ -331,6 +331,8 @@ def _replayable(decl: s.Decl) -> bool:
     match decl:
         case s.StepDecl() | s.FnDecl() | s.ToolDecl() | s.LlmDecl():
             return True
+        case s.AskDecl():
+            return False  # not replayed: signed anew each time (its template file is read then)
         case s.FromImport() | s.ModuleImport() | s.StateDecl() | s.ErrorDecl() | s.ServerDecl() | s.ModelDecl():
             return False
         case s.ToolboxDecl() | s.PipelineDecl():

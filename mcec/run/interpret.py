@@ -18,6 +18,7 @@ from typing import Any, assert_never
 
 from agentmonad import AgentMonad, Outcome, Site, lift_fn, lift_step, merge_states
 from agentmonad.compiled import declared_merge
+from agentmonad.human import ask_step
 from agentmonad.llm import Model, llm_scope, llm_step
 from agentmonad.plans import Toolbox
 from agentmonad.mcp import StdioServer, tool, tool_scope
@@ -51,11 +52,13 @@ class Interpreter:
         self.servers: dict[str, t.TServer] = {}
         self.models: dict[str, Model] = {}
         self.llms: dict[str, t.TLlm] = {}
+        self.asks: dict[str, t.TAsk] = {}
         #: Pipelines of other specs (§11), each run by an interpreter of its own spec.
         self.uses: dict[str, t.TUsed] = {}
         for decl in program.decls:
             self._declare(decl)
         self._llm_steps: dict[str, Callable[..., Any]] = {}
+        self._ask_steps: dict[str, Callable[..., Any]] = {}
         self._pipeline_arrows: dict[str, Arrow] = {}
         self._others: dict[str, Interpreter] = {}
         self._toolboxes: dict[str, Toolbox[Any, Any, Any, Any]] = {}
@@ -82,6 +85,8 @@ class Interpreter:
                 self.models[decl.name] = _model(decl)
             case t.TLlm():
                 self.llms[decl.name] = decl
+            case t.TAsk():
+                self.asks[decl.name] = decl
             case t.TUsed():
                 self.uses[decl.name] = decl
             case t.TToolbox():
@@ -263,6 +268,23 @@ class Interpreter:
         budget_site = self.site("budget", expr.span)
         return lambda v: inner(v).budget(tokens, site=budget_site)
 
+    def _ask(self, name: str) -> Callable[..., Any]:
+        """The async step of an ``ask`` declaration (docs/language.md §15; built once: the template
+        is compiled then), asking at the declaration's site as compiled code does."""
+        if name in self.overrides:
+            return self.overrides[name]
+        if name not in self._ask_steps:
+            decl = self.asks[name]
+            self._ask_steps[name] = ask_step(
+                decl.name,
+                python_type(decl.sig.output),
+                decl.template,
+                within=decl.within,
+                site=self.site(decl.name, decl.span),
+                template_name=decl.template_name,
+            )
+        return self._ask_steps[name]
+
     def _llm(self, name: str) -> Callable[..., Any]:
         """The async step of an ``llm`` declaration (built once: the template is compiled then)."""
         if name in self.overrides:
@@ -321,6 +343,10 @@ class Interpreter:
             case t.RefKind.LLM:
                 errors = error_classes(self.llms[ref.name].sig.errors)
                 return lift_step(self._llm(ref.name), name=ref.name, errors=errors, site=site, is_async=True, kind="model")
+            case t.RefKind.ASK:
+                # no effect of its own (kind None): asking is the "human" effect agentmonad.human.ask performs
+                errors = error_classes(self.asks[ref.name].sig.errors)
+                return lift_step(self._ask(ref.name), name=ref.name, errors=errors, site=site, is_async=True, kind=None)
             case _:
                 assert_never(ref.kind)
 

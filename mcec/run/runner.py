@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from agentmonad import Defect, Err, Ok, Outcome, Site
-from agentmonad.context import hooks
+from agentmonad.context import HumanInput, hooks
 from agentmonad.events import EventSink
 from agentmonad.observe import run_observed
 from agentmonad.llm import LLMConfig, llm_config, usage
@@ -267,6 +267,7 @@ def run_pipeline(
     *,
     events: EventSink | None = None,
     site: Site | None = None,
+    human: HumanInput | None = None,
 ) -> RunReport:
     """Run one pipeline of a loaded module to completion.
 
@@ -274,10 +275,11 @@ def run_pipeline(
     (``mcec run --model``) and the report carries the run's token ``usage``.
     With ``events``, the run tells that sink what it does (``agentmonad.events``:
     ``mcec run --trace``, the progress display), as a run of ``pipeline``
-    declared at ``site``; without, nothing is attached (the run's fast path).
+    declared at ``site``; without, nothing is attached (the run's fast path). With ``human``,
+    the run's ``ask`` steps ask it (docs/language.md §15: ``mcec run`` asks on the terminal).
     """
-    if events is not None:
-        with hooks(events=events):
+    if events is not None or human is not None:
+        with hooks(events=events, human=human):
             return run_pipeline(module, pipeline, state, value, llm, site=site)
     if llm is None:
         return _run_pipeline(module, pipeline, state, value, site)

@@ -746,6 +746,16 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         self.check_name(c[at + 1], "an llm name")
         return s.LlmDecl(c[at + 1], c[at + 3], c[at + 5], c[at + 7], c[at + 8], stream, self.span(c[0], c[at + 8]))
 
+    def ask_decl(self, c: list[_Child]) -> s.AskDecl:
+        # ASK name COLON type ARROW type [EQUAL template] [WITHIN (INT | NUMBER)]
+        self.check_name(c[1], "an ask name")
+        template = next((child for child in c[6:] if isinstance(child, s.Template)), None)
+        within: float | None = None
+        within_span: Span | None = None
+        if isinstance(c[-1], Token) and c[-1].type in ("INT", "NUMBER"):
+            within, within_span = self.seconds(c[-1], "within …"), self.span(c[-1])
+        return s.AskDecl(c[1], c[3], c[5], template, within, within_span, self.span(c[0], c[-1]))
+
     def toolbox_decl(self, c: list[_Child]) -> s.ToolboxDecl:
         # TOOLBOX name COLON type ARROW type [error_list] EQUAL name (COMMA name)*
         self.check_name(c[1], "a toolbox name")
@@ -820,7 +830,7 @@ def _roots(decl: s.Decl) -> Iterator[tuple[s.Expr | s.TypeExpr, str]]:
             yield decl.output, "type"
             if decl.errors is not None:
                 yield from ((e, "type") for e in decl.errors.errors)
-        case s.FnDecl() | s.LlmDecl():
+        case s.FnDecl() | s.LlmDecl() | s.AskDecl():
             yield decl.input, "type"
             yield decl.output, "type"
         case s.ToolboxDecl():

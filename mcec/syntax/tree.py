@@ -42,6 +42,7 @@ __all__ = [
     "ImportedName",
     "KeywordNode",
     "LlmDecl",
+    "AskDecl",
     "Local",
     "Loop",
     "Match",
@@ -613,6 +614,23 @@ class LlmDecl(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class AskDecl(Node):
+    """``ask n : A -> B [= TEMPLATE] [within S]`` (docs/language.md §15): a step that asks a
+    person the question ``A`` and returns their answer ``B``."""
+
+    name: Name
+    input: TypeExpr
+    output: TypeExpr
+    #: How the question is shown (``None``: as its value's JSON).
+    template: Template | None
+    #: ``within S``: seconds to wait for the answer (``None``: no limit).
+    within: float | None
+    #: Where the seconds are written (``None``: no ``within``).
+    within_span: Span | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class ToolboxDecl(Node):
     """``toolbox t : A -> B [! E…] = n1, n2, …`` (docs/language.md §12): the type every plan over
     ``t`` must have and the names a plan may use."""
@@ -652,6 +670,7 @@ Decl: TypeAlias = (
     | ToolDecl
     | ModelDecl
     | LlmDecl
+    | AskDecl
     | ToolboxDecl
     | PipelineDecl
 )

@@ -725,6 +725,12 @@ class _Formatter:
                 signature = _signature(decl.input, decl.output, None)
                 stream = "stream " if decl.stream else ""
                 text = f"{stream}llm {decl.name.text} : {signature} = {decl.model.text} {self.template(decl.template)}"
+            case s.AskDecl():
+                text = f"ask {decl.name.text} : {_signature(decl.input, decl.output, None)}"
+                if decl.template is not None:
+                    text += f" = {self.template(decl.template)}"
+                if decl.within_span is not None:
+                    text += f" within {self.written(decl.within_span)}"
             case s.ToolboxDecl():
                 signature = _signature(decl.input, decl.output, decl.errors)
                 text = f"toolbox {decl.name.text} : {signature} = " + ", ".join(e.text for e in decl.entries)

@@ -69,7 +69,7 @@ __all__ = [
     "to_svg",
 ]
 
-NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "llm", "pipeline", "fork", "join", "pass", "decision"]
+NodeKind = Literal["input", "output", "failure", "step", "fn", "tool", "llm", "ask", "pipeline", "fork", "join", "pass", "decision"]
 EdgeKind = Literal["flow", "loop", "recover", "fail"]
 
 
@@ -84,6 +84,8 @@ def _ref_shape(kind: t.RefKind) -> NodeKind:
             return "tool"
         case t.RefKind.LLM:
             return "llm"
+        case t.RefKind.ASK:
+            return "ask"
         case t.RefKind.PIPELINE:
             return "pipeline"
         case _:
@@ -411,6 +413,7 @@ _MERMAID_SHAPES: dict[NodeKind, tuple[str, str]] = {
     "fn": ('("', '")'),
     "tool": ('{{"', '"}}'),
     "llm": ('[/"', '"/]'),
+    "ask": ('[\\"', '"/]'),
     "pipeline": ('[["', '"]]'),
     "fork": ('(("', '"))'),
     "join": ('(("', '"))'),
@@ -492,6 +495,7 @@ _DOT_SHAPES: dict[NodeKind, str] = {
     "fn": 'shape=box, style="rounded"',
     "tool": "shape=hexagon",
     "llm": "shape=parallelogram",
+    "ask": 'shape=house, style=filled, fillcolor="#fff8e1"',
     "pipeline": "shape=box, peripheries=2",
     "fork": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',
     "join": 'shape=box, style=filled, fillcolor="#263238", fontcolor=white, height=0.25',

@@ -26,6 +26,7 @@ from .errors import (
     ToolUnavailable,
     ToolUnavailableKind,
 )
+from .human import BadAnswer, NoAnswer, NoOneToAsk
 from .llm.errors import BudgetExceeded, LLMFailed, LLMFailedKind, LLMUnavailable, LLMUnavailableKind
 from .mcp.mcp_result import TextContent, ToolResult, from_tool_result, to_tool_result
 from .merge import Append, Merge, Reducer, Sum, merge_states
@@ -56,6 +57,9 @@ __all__ = [
     "BudgetExceeded",
     "PlanRejected",
     "PlanRequest",
+    "NoOneToAsk",
+    "NoAnswer",
+    "BadAnswer",
     "Append",
     "Sum",
     "Reducer",

@@ -36,7 +36,7 @@ from ._show import safe_str, short_repr
 from .context import current_run_context
 from .effects import perform
 from .errors import _ValueError
-from .outcome import Site
+from .outcome import Ok, Site
 
 __all__ = [
     "Question",
@@ -47,6 +47,7 @@ __all__ = [
     "BadAnswer",
     "ERRORS",
     "ConsoleHuman",
+    "ask_step",
 ]
 
 _T = TypeVar("_T")
@@ -299,3 +300,35 @@ def _form(question: Question[Any]) -> str:
             return "a number"
         case _:
             return "JSON: " + json.dumps(schema, separators=(",", ":"))
+
+
+# ------------------------------------------------------------------------- the step
+
+
+def ask_step(
+    name: str,
+    answer: type[_T],
+    template: str | None = None,
+    *,
+    within: float | None = None,
+    site: Site | None = None,
+    template_name: str | None = None,
+) -> Callable[[Any, Any], Awaitable[Ok[Any, _T]]]:
+    """The async step of ``ask name : A -> B [= TEMPLATE] [within S]`` (docs/language.md §15):
+    renders ``template`` (Jinja2, as an ``llm`` step's: the input's fields and ``state``) and
+    :func:`ask` s the person; the state comes back unchanged. Raises :data:`ERRORS` (the step
+    declares them). No effect of its own besides the ``"human"`` one :func:`ask` performs."""
+    prompt = None
+    if template is not None:
+        from .llm.prompt import Prompt  # jinja2: only a step with a template needs it
+
+        prompt = Prompt(template, template_name or f"<{name}>")
+    where = site if site is not None else Site(name, "<unknown>", 0, 0)
+
+    async def step(state: Any, value: Any) -> Ok[Any, _T]:
+        rendered = prompt.render(value, state) if prompt is not None else None
+        return Ok(await ask(where, name, value, answer, rendered, within), state)
+
+    step.__name__ = step.__qualname__ = f"ask_{name}"
+    step.__doc__ = f"Ask a person {name} -> {getattr(answer, '__name__', answer)}."
+    return step
