@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +22,20 @@ import pytest
 from mcec import durable
 
 ROOT = Path(__file__).resolve().parents[2]
+DESK = Path(__file__).parent / "askbox" / "desk.mce"
+#: The same with a Python step that asks (its question is asked inside the step's own call).
 REFUNDS = Path(__file__).parent / "askbox" / "refunds.mce"
 
 
-def _mcec(args: list[str], cwd: Path, effects: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCEC_EFFECTS": str(effects)}
+def _env(effects: Path, pace: float = 0) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCEC_EFFECTS": str(effects), "MCEC_PACE": str(pace)}
     env.pop("MCEC_DB", None)
-    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=120)
+    return env
+
+
+def _mcec(args: list[str], cwd: Path, effects: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True, cwd=cwd,
+                          env=_env(effects), timeout=120)
 
 
 def _lines(path: Path) -> list[str]:
@@ -35,18 +44,19 @@ def _lines(path: Path) -> list[str]:
 
 def test_a_waiting_run_is_answered_from_other_processes_and_finishes(tmp_path: Path) -> None:
     effects, db = tmp_path / "effects.txt", "runs.sqlite"
-    started = _mcec(["run", str(REFUNDS), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "r1", "--db", db],
+    started = _mcec(["run", str(DESK), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "r1", "--db", db],
                     tmp_path, effects)
     assert started.returncode == 0, started.stderr
     payload = json.loads(started.stdout)
     assert payload["status"] == "waiting" and payload["run_id"] == "r1"
     [question] = payload["questions"]
     assert (question["name"], question["index"], question["question"]) == ("approve", [0], {"order": "A-1", "amount": 120.0})
+    assert question["site"] == "desk.mce:9:1 (approve)"
     assert question["schema"]["required"] == ["ok"] and question["prompt"] == "Refund 120.0 for A-1?"
     assert "Traceback" not in started.stderr and started.stderr == ""
     # the process is gone; the run is in the database only
-    listed = _mcec(["runs", "list", "--db", db, "--format", "json"], tmp_path, effects)
-    assert [(r["run_id"], r["status"]) for r in json.loads(listed.stdout)] == [("r1", "waiting")]
+    url = f"sqlite:///{tmp_path / db}"
+    assert [(r.run_id, r.status) for r in durable.list_runs(db=url)] == [("r1", "waiting")]
     open_ = _mcec(["runs", "waiting", "--db", db], tmp_path, effects)
     assert [(q["run_id"], q["name"], q["question"]) for q in json.loads(open_.stdout)] == [
         ("r1", "approve", {"order": "A-1", "amount": 120.0})
@@ -55,14 +65,30 @@ def test_a_waiting_run_is_answered_from_other_processes_and_finishes(tmp_path: P
     assert bad.returncode == 2
     assert bad.stderr == ("mcec runs answer: bad answer to approve: ok: Input should be a valid boolean, unable to "
                           "interpret input (the run keeps waiting)\n")
-    listed = _mcec(["runs", "list", "--db", db, "--format", "json"], tmp_path, effects)
-    assert [r["status"] for r in json.loads(listed.stdout)] == ["waiting"]
-    good = _mcec(["runs", "answer", "r1", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
-    assert good.returncode == 0, good.stderr
-    assert json.loads(good.stdout) == {"ok": True, "value": ["paid"], "state": {"paid": 1}, "run_id": "r1"}
-    assert _lines(effects).count("pay True") == 1  # paid once, after the answer
-    again = _mcec(["runs", "answer", "r1", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
-    assert again.returncode == 2 and "run r1 is not waiting for an answer (it is finished)" in again.stderr
+    assert [r.status for r in durable.list_runs(db=url)] == ["waiting"]
+    # answered from a process killed while it pays: the answer was recorded, the run resumes past it
+    answering = subprocess.Popen([sys.executable, "-m", "mcec", "runs", "answer", "r1", "approve", "--value",
+                                  '{"ok": true}', "--db", db], cwd=tmp_path, env=_env(effects, pace=60),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _recorded(tmp_path / db, "0.0/0"):
+        time.sleep(0.05)
+    answering.send_signal(signal.SIGKILL)
+    answering.communicate()
+    assert _lines(effects) == []  # killed before it paid
+    assert [r.status for r in durable.list_runs(db=url)] == ["running"]  # interrupted, no longer waiting
+    resumed = _mcec(["runs", "resume", "r1", "--db", db], tmp_path, effects)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == {"ok": True, "value": ["paid"], "state": {"paid": 1}, "run_id": "r1"}
+    assert _lines(effects) == ["pay True"]  # paid once, after the answer
+    with pytest.raises(durable.DurableError, match=r"run r1 is not waiting for an answer \(it is finished\)"):
+        durable.answer("r1", "approve", '{"ok": true}', db=url)
+
+
+def _recorded(db: Path, key: str) -> bool:
+    """Whether the effect ``key`` is recorded in the SQLite run database ``db`` (read directly: cheap to poll)."""
+    with sqlite3.connect(db) as connection:
+        return bool(connection.execute("select count(*) from operation_outputs where function_name = ?", (key,)).fetchone()[0])
 
 
 def _questions(db: str) -> list[tuple[str, list[int], str]]:
@@ -73,7 +99,7 @@ def test_two_questions_open_at_once_are_answered_independently(tmp_path: Path, m
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
     db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
-    payload: dict[str, Any] = durable.run(REFUNDS, "settle", '"A-1:120,B-2:80"', run_id="two", db=db)
+    payload: dict[str, Any] = durable.run(DESK, "settle", '"A-1:120,B-2:80"', run_id="two", db=db)
     assert payload["status"] == "waiting"
     assert [(q["index"], q["question"]["order"]) for q in payload["questions"]] == [([0], "A-1"), ([1], "B-2")]
     assert _questions(db) == [("two", [0], "A-1"), ("two", [1], "B-2")]
@@ -84,3 +110,15 @@ def test_two_questions_open_at_once_are_answered_independently(tmp_path: Path, m
     first = durable.answer("two", "approve", '{"ok": true}', index=[0], db=db)
     assert first == {"ok": True, "value": ["paid", "refused: no receipt"], "state": {"paid": 1}, "run_id": "two"}
     assert _questions(db) == []
+
+
+def test_a_step_that_asks_waits_and_runs_again_up_to_its_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    effects = tmp_path / "effects.txt"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    payload = durable.run(REFUNDS, "settle", '"A-1:120"', run_id="nested", db=db)
+    assert payload["status"] == "waiting" and [q["key"] for q in payload["questions"]] == ["0.0/0/0"]
+    done = durable.answer("nested", "approve", '{"ok": true}', db=db)
+    assert done == {"ok": True, "value": ["paid"], "state": {"paid": 1}, "run_id": "nested"}
+    assert _lines(effects) == ["asking A-1", "asking A-1", "pay True"]  # the step ran again up to its question

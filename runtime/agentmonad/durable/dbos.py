@@ -150,7 +150,9 @@ async def _wait(run_id: str, result: dict[str, Any]) -> None:
                 "questions": questions, "refused": result.get("refused", {})}
 
     await DBOS.run_step_async({"name": WAITING}, kept)
-    await DBOS.cancel_workflow_async(run_id)
+    # through the client, outside the workflow: DBOS's own cancel inside it would be an operation
+    # of the workflow, taking a step id a resumed run's next effect is then given
+    await asyncio.to_thread(_client[0].cancel_workflow, run_id)
 
 
 async def _recorded(run_id: str) -> list[Any]:

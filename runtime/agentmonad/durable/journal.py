@@ -383,7 +383,12 @@ class DurableJournal:
             async def body() -> Record:
                 return self._record(key, effect, {"value": recorded}, [], time.time())
 
-            await self.store.step(key, body)
+            self._running.add(key)  # recording it is an effect running: the run is not still
+            try:
+                await self.store.step(key, body)
+            finally:
+                self._running.discard(key)
+                self._change()
             return answer
         site = _site_text(effect)
         self.open.append(OpenQuestion(key, question.name, site, tuple(question.index), payload, question.schema,

@@ -1,9 +1,10 @@
-"""Steps for the durable waiting tests: refunds a person approves (an ``ask`` from a Python step,
-until the ``ask`` declaration is in the grammar); every step appends a line per call to the file
+"""Steps for the durable waiting tests: refunds a person approves (``desk.mce``: the ``ask``
+declaration; ``refunds.mce``: a Python step that asks, ``agentmonad.human.ask``); every step appends a line per call to the file
 named by ``MCEC_EFFECTS`` (what a test counts to see what ran again after a resume)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from typing import Never
@@ -73,7 +74,8 @@ async def approve(state: Desk, refund: Refund) -> Outcome[Desk, Unanswered, Appr
 
 
 async def pay(state: Desk, approval: Approval) -> Outcome[Desk, Never, str]:
-    """Pay an approved refund."""
+    """Pay an approved refund (after ``MCEC_PACE`` seconds: a test kills the process meanwhile)."""
+    await asyncio.sleep(float(os.environ.get("MCEC_PACE", "0")))
     _effect(f"pay {approval.ok}")
     if not approval.ok:
         return Ok(f"refused: {approval.note}", state)
