@@ -594,7 +594,8 @@ def run_durable(args: argparse.Namespace, out: TextIO) -> int:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     out.write(dumps(payload) + "\n")
-    return 0 if payload.get("ok") else EXIT_ERRORS
+    # a run that waits for people did not fail: it stops until they answer (`mcec runs answer`)
+    return 0 if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
 
 
 #: The sub-commands this module adds to ``mcec`` (see ``mcec.cli.COMMAND_MODULES``).

@@ -1,4 +1,4 @@
-"""``mcec runs list|show|resume|cancel``: the durable runs in a run database (docs/language.md §13).
+"""``mcec runs list|show|resume|cancel|waiting|answer``: the durable runs in a run database (docs/language.md §13).
 
 Bad input (an unknown run id, an unreachable database, a spec changed since the run started) is
 a message on stderr and exit status 2, never a traceback.
@@ -21,7 +21,7 @@ __all__ = ["COMMANDS", "add_runs", "run_runs"]
 def add_runs(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     """``mcec runs COMMAND``."""
     command = subparsers.add_parser(
-        "runs", help="list, show, resume and cancel durable runs", description="The durable runs in a run database."
+        "runs", help="list, show, resume, cancel and answer durable runs", description="The durable runs in a run database."
     )
     actions = command.add_subparsers(dest="action", metavar="ACTION", required=True)
 
@@ -42,6 +42,15 @@ def add_runs(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     resume = action("resume", "resume a run from its last completed effect; print its Outcome", True)
     resume.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
     action("cancel", "cancel a run (a process running it stops at its next effect)", True)
+    action("waiting", "every open question of every waiting run", False).add_argument(
+        "--format", choices=("text", "json"), default="json"
+    )
+    answer = action("answer", "answer an open question of a waiting run and resume it; print its Outcome", True)
+    answer.add_argument("name", metavar="NAME", help="the ask step's name")
+    answer.add_argument("--value", required=True, metavar="JSON", help="the answer, as JSON for the answer type")
+    answer.add_argument("--index", default=None, metavar="I[,J…]",
+                        help="the element index of the question inside each/par (when it is asked more than once)")
+    answer.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
 
 
 def run_runs(args: argparse.Namespace, out: TextIO) -> int:
@@ -49,7 +58,7 @@ def run_runs(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.durable import DurableError
 
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
-        "list": _list, "show": _show, "resume": _resume, "cancel": _cancel,
+        "list": _list, "show": _show, "resume": _resume, "cancel": _cancel, "waiting": _waiting, "answer": _answer,
     }
     try:
         return handlers[args.action](args, out)
@@ -99,7 +108,34 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
 
     payload = resume(args.run_id, db=args.db, allow_changed_spec=args.allow_changed_spec)
     out.write(dumps(payload) + "\n")
-    return EXIT_OK if payload.get("ok") else EXIT_ERRORS
+    return EXIT_OK if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
+
+
+def _waiting(args: argparse.Namespace, out: TextIO) -> int:
+    from mcec.durable import waiting
+
+    questions = waiting(db=args.db)
+    if args.format == "json":
+        out.write(json.dumps(questions, indent=2) + "\n")
+        return EXIT_OK
+    rows = [[q["run_id"], q["name"], ",".join(map(str, q["index"])) or "-", str(q["site"] or "-"),
+             json.dumps(q["question"], separators=(",", ":"))[:60]] for q in questions]
+    _table(out, ["run id", "question", "index", "site", "payload"], rows)
+    return EXIT_OK
+
+
+def _answer(args: argparse.Namespace, out: TextIO) -> int:
+    from mcec.durable import DurableError, answer
+    from mcec.run.runner import dumps
+
+    try:
+        index = [int(i) for i in args.index.split(",")] if args.index is not None else None
+    except ValueError:
+        raise DurableError(f"--index {args.index}: element indices are integers, outermost first (e.g. 0 or 1,2)") from None
+    payload = answer(args.run_id, args.name, args.value, index=index, db=args.db,
+                     allow_changed_spec=args.allow_changed_spec)
+    out.write(dumps(payload) + "\n")
+    return EXIT_OK if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
 
 
 def _cancel(args: argparse.Namespace, out: TextIO) -> int:

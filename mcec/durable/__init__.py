@@ -39,7 +39,10 @@ if TYPE_CHECKING:
     from mcec.compiler import CompileResult
     from mcec.run.timeline import Node
 
-__all__ = ["DurableError", "RunSummary", "cancel", "database_url", "list_runs", "resume", "run", "show", "show_tree"]
+__all__ = [
+    "DurableError", "RunSummary", "answer", "cancel", "database_url", "list_runs", "resume", "run", "show", "show_tree",
+    "waiting",
+]
 
 #: The database of ``mcec run --durable`` when neither ``--db`` nor ``MCEC_DB`` names one.
 DEFAULT_DB = Path(".mcec") / "runs.sqlite"
@@ -147,17 +150,22 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         assert program is not None
         value, state = prepare(program, pipeline, request["input"], request.get("state"))
         llm = llm_run_config(program, list(request.get("models", [])))
-        journal = DurableJournal(store, type_table(program), records)
+        journal = DurableJournal(store, type_table(program), records, _given.get(str(request.get("run_id")), {}))
         module = load_module(program, compiled.generated) if compiled.generated is not None else None
     except (DurableError, RunError) as exc:
         return {"ok": False, "failed": str(exc)}
     try:
         with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
             if module is None:  # the reference interpreter
-                outcome = await interpret(program, pipeline, state, value)
+                running = interpret(program, pipeline, state, value)
             else:  # the compiled pipeline: every effect goes through the seam too
-                outcome = await getattr(module, pipeline)(state, value)
+                running = getattr(module, pipeline)(state, value)
+            ended = await journal.until_waiting(running)
         await store.flush()
+        if isinstance(ended, list):  # it waits for people: their open questions
+            return {"ok": None, "status": "waiting", "questions": [q.as_json() for q in ended],
+                    "refused": journal.refused}
+        outcome = ended
     except Defect as defect:
         cause = defect.cause
         if isinstance(cause, ReplayMismatch):
@@ -214,6 +222,11 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
         )
 
 
+#: Answers given in this process to the runs it resumes: by run id, by question key, the
+#: question's payload and the answer (JSON). Set by :func:`answer` just before it resumes.
+_given: dict[str, dict[str, tuple[object, object]]] = {}
+
+
 def _payload(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
     if "failed" in result:
         raise DurableError(f"run {run_id}: {result['failed']}")
@@ -254,8 +267,9 @@ def run(
             llm_run_config(program, list(models))
         except RunError as exc:
             raise DurableError(str(exc)) from exc
-        request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret}
         chosen = run_id or uuid.uuid4().hex[:12]
+        request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
+                   "run_id": chosen}
         engine.launch(_execute)
         return _payload(chosen, asyncio.run(engine.start(chosen, request)))
 
@@ -324,8 +338,10 @@ def _when(epoch: float | None) -> str | None:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch)) if epoch is not None else None
 
 
-def _status(info: RunInfo) -> str:
+def _status(info: RunInfo, steps: list[Record]) -> str:
     match info.status:
+        case "CANCELLED" if steps and steps[-1].get("kind") == "waiting":
+            return "waiting"
         case "SUCCESS":
             return "failed" if info.result is None or "defect" in info.result or "failed" in info.result else "finished"
         case "ERROR" | "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
@@ -347,7 +363,7 @@ def list_runs(*, db: str | None = None) -> list[RunSummary]:
                     info.run_id,
                     os.path.relpath(str(info.request.get("spec", "?"))),
                     str(info.request.get("pipeline", "?")),
-                    _status(info),
+                    _status(info, steps),
                     info.created,
                     str(steps[-1].get("step")) if steps else None,
                 )
@@ -379,7 +395,7 @@ def show_tree(run_id: str, *, db: str | None = None) -> tuple[dict[str, Any], li
         states = whole_states(records)
         effects = [_effect(record, state) for record, state in zip(records, states)]
         tree = from_records(
-            records, states, pipeline=str(info.request.get("pipeline", "?")), outcome=_run_outcome(info),
+            records, states, pipeline=str(info.request.get("pipeline", "?")), outcome=_run_outcome(info, records),
             started=info.created, ended=info.updated,
         )
         shown = {
@@ -387,7 +403,7 @@ def show_tree(run_id: str, *, db: str | None = None) -> tuple[dict[str, Any], li
             "spec": info.request.get("spec"),
             "pipeline": info.request.get("pipeline"),
             "input": info.request.get("input"),
-            "status": _status(info),
+            "status": _status(info, records),
             "started": _when(info.created),
             "effects": effects,
             "outcome": info.result,
@@ -395,10 +411,10 @@ def show_tree(run_id: str, *, db: str | None = None) -> tuple[dict[str, Any], li
         return shown, tree
 
 
-def _run_outcome(info: RunInfo) -> str | None:
+def _run_outcome(info: RunInfo, records: list[Record]) -> str | None:
     """The run's outcome kind as a trace shows it: ``ok``, ``err``, ``defect``, ``cancelled``, or
     None while it has not ended (running, or interrupted)."""
-    match _status(info):
+    match _status(info, records):
         case "running" | "waiting":
             return None
         case "cancelled":
@@ -432,3 +448,69 @@ def cancel(run_id: str, *, db: str | None = None) -> None:
     with _engine(db) as engine:
         _known(engine, run_id)
         engine.cancel(run_id)
+
+
+def _open_questions(engine: Engine, info: RunInfo) -> list[dict[str, Any]]:
+    """The questions the run ``info`` waits on (none: it does not wait)."""
+    steps = engine.steps(info.run_id)
+    if _status(info, steps) != "waiting":
+        return []
+    return [dict(q) for q in steps[-1].get("questions", [])]
+
+
+def waiting(*, db: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Every open question of every waiting run (or of ``run_id``), oldest run first: its
+    ``run_id``, the ask step's ``name``, ``site``, element ``index`` (inside ``each``/``par``),
+    the ``question`` payload as JSON, the answer's JSON ``schema`` and the rendered ``prompt``."""
+    with _engine(db) as engine:
+        infos = [_known(engine, run_id)] if run_id is not None else engine.runs()
+        return [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
+
+
+def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | None = None, db: str | None = None,
+           allow_changed_spec: bool = False) -> dict[str, Any]:
+    """Answer the open question ``name`` (at element ``index`` when the run asks it more than
+    once) of the waiting run ``run_id`` with ``value_json``, and resume the run: its Outcome as
+    :func:`run` gives it (``"status": "waiting"`` again while other questions are open). The
+    answer is validated against the answer type's recorded JSON schema first; a bad one is a
+    :class:`DurableError` with pydantic's errors, and the run keeps waiting."""
+    with _engine(db) as engine:
+        info = _known(engine, run_id)
+        questions = _open_questions(engine, info)
+        if not questions:
+            raise DurableError(f"run {run_id} is not waiting for an answer (it is {_status(info, engine.steps(run_id))})")
+        question = _chosen(run_id, questions, name, index)
+        key = str(question["key"])
+        _given.setdefault(run_id, {})[key] = (question["question"], _parsed(question, value_json))
+        try:
+            resumed = _resume(engine, run_id, allow_changed_spec)
+        finally:
+            _given.pop(run_id, None)
+        refused = resumed.get("refused", {}).get(key)
+        if refused is not None:
+            raise DurableError(f"bad answer to {name}: {'; '.join(refused)} (the run keeps waiting)")
+        return resumed
+
+
+def _chosen(run_id: str, questions: list[dict[str, Any]], name: str, index: Sequence[int] | None) -> dict[str, Any]:
+    """The open question ``name`` (at ``index``) of ``questions``, or a message saying which there are."""
+    named = [q for q in questions if q["name"] == name]
+    if index is not None:
+        named = [q for q in named if list(q["index"]) == list(index)]
+    if len(named) == 1:
+        return named[0]
+    shown = ", ".join(f"{q['name']}" + (f" --index {','.join(map(str, q['index']))}" if q["index"] else "")
+                      for q in questions)
+    if not named:
+        raise DurableError(f"run {run_id} has no open question {name!r}" + (f" at index {list(index)}" if index else "")
+                           + f"; it waits on: {shown}")
+    raise DurableError(f"run {run_id} asks {name!r} {len(named)} times: say which with --index ({shown})")
+
+
+def _parsed(question: dict[str, Any], value_json: str) -> object:
+    """``value_json`` as JSON data (the answer type's check is the resumed run's: the journal
+    validates it with the type the run asks with, and refuses it with pydantic's errors)."""
+    try:
+        return json.loads(value_json)
+    except ValueError as exc:
+        raise DurableError(f"the answer to {question['name']} is not JSON: {exc}") from exc

@@ -28,6 +28,13 @@ after it (docs/language.md §9):
   layer, so the client never sees a JSON-RPC error for a call, and the server
   keeps serving.
 
+An ``ask`` step (a question to a person, docs/language.md §15) is asked of the MCP client as a
+form *elicitation* (``elicitation/create``) carrying the question and the answer's JSON schema
+(an answer that is not an object is the form's one field ``answer``): :class:`McpHuman`. A
+client that did not declare form elicitation gets ``NoOneToAsk``; one that declines or cancels,
+``NoAnswer``; both are the step's typed errors, so the call's result is an ``isError`` result
+naming them.
+
 While serving, stdout belongs to the protocol: the SDK points fd 1 at stderr
 for everything else, so a step that prints cannot corrupt the stream.
 """
@@ -63,6 +70,7 @@ __all__ = [
     "pipeline_description",
     "pipeline_tools",
     "serve_stdio",
+    "McpHuman",
 ]
 
 #: A result nested deeper than this (objects and arrays) is an ``isError``
@@ -348,6 +356,43 @@ async def call_pipeline(tool: PipelineTool, arguments: Mapping[str, Any]) -> Cal
     return render_outcome(tool, outcome)
 
 
+class McpHuman:
+    """The :class:`~agentmonad.context.HumanInput` of one ``tools/call``: asks the MCP client
+    (``session``) by form elicitation, related to the call's request ``request_id``."""
+
+    def __init__(self, session: Any, request_id: Any) -> None:
+        self._session = session
+        self._request_id = request_id
+
+    def _can_elicit(self) -> bool:
+        from mcp.types import ClientCapabilities, ElicitationCapability, FormElicitationCapability
+
+        wanted = ClientCapabilities(elicitation=ElicitationCapability(form=FormElicitationCapability()))
+        return bool(self._session.check_client_capability(wanted))
+
+    async def ask(self, question: Any) -> object:
+        """The client's answer to ``question`` (an ``agentmonad.human.Question``): its form's
+        content (the ``answer`` field's value when the answer is not an object)."""
+        from agentmonad.human import NoAnswer, NoOneToAsk
+
+        if not self._can_elicit():
+            raise NoOneToAsk(question.name)
+        schema, wrapped = elicitation_schema(question.schema)
+        result = await self._session.elicit_form(question.text(), schema, related_request_id=self._request_id)
+        if result.action != "accept" or result.content is None:
+            raise NoAnswer(question.name, result.action, None)
+        content: dict[str, Any] = dict(result.content)
+        return content.get("answer") if wrapped else content
+
+
+def elicitation_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The form schema of an answer's JSON schema, and whether the answer is wrapped as the
+    form's one field ``answer`` (an elicitation form is an object of fields)."""
+    if schema.get("type") == "object" and "properties" in schema:
+        return schema, False
+    return {"type": "object", "properties": {"answer": schema}, "required": ["answer"]}, True
+
+
 async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
     """Serve ``tools`` over stdin/stdout until the client closes stdin."""
     from mcp.server.lowlevel import Server
@@ -364,11 +409,15 @@ async def serve_stdio(tools: list[PipelineTool], name: str) -> None:
     async def list_tools(_ctx: Any, _params: PaginatedRequestParams | None) -> ListToolsResult:
         return listing
 
-    async def call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        from agentmonad.context import hooks
+
         tool = by_name.get(params.name)
         if tool is None:
             return _error_result(f"unknown tool {params.name!r} (tools: {', '.join(sorted(by_name)) or 'none'})")
-        return await call_pipeline(tool, params.arguments or {})
+        # a question to a person in this call goes to this call's client
+        with hooks(human=McpHuman(ctx.session, ctx.request_id)):
+            return await call_pipeline(tool, params.arguments or {})
 
     server: Server[Any] = Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
     # One tool scope for the server's whole life: the MCP servers the pipelines

@@ -143,7 +143,10 @@ _SITE_TEXT = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+) \((?P<step
 
 def record_outcome(record: Mapping[str, Any]) -> str:
     """The outcome kind of a durable run's record: ``ok``, ``err`` (a declared error, returned or
-    raised), ``timeout`` (a deadline that fired there), else ``?``."""
+    raised), ``timeout`` (a deadline that fired there), ``waiting`` (where the run stopped to wait
+    for people), else ``?``."""
+    if record.get("kind") == "waiting":
+        return "waiting"
     result = record.get("result") or {}
     return next((kind for key, kind in _RECORDED_OUTCOMES.items() if key in result), "?")
 

@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, final
 
 from dbos import DBOS, DBOSClient, SetWorkflowID
+from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from dbos._serialization import Serializer
 
-from .journal import Record
+from .journal import WAITING, Record
 
 __all__ = ["Engine", "DBOSStore", "JsonSerializer", "RunInfo", "WORKFLOW"]
 
@@ -130,7 +132,27 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
         DBOS.reserve_step()
     records = {r["key"]: r for r in (s["output"] for s in recorded) if isinstance(r, dict) and "key" in r}
-    return await _runner[0](request, DBOSStore(), records)
+    result = await _runner[0](request, DBOSStore(), records)
+    if result.get("status") == WAITING:
+        await _wait(run_id, result)
+    return result
+
+
+async def _wait(run_id: str, result: dict[str, Any]) -> None:
+    """The run stops to wait for people (docs/language.md §13): its open questions are recorded
+    (a step of their own) and the workflow cancels itself. A cancelled workflow is one DBOS
+    resumes (a finished one it does not), and it holds nothing in memory or in a queue: an
+    answer from any process resumes it (:meth:`Engine.resume`)."""
+    questions = result.get("questions", [])
+
+    async def kept() -> Record:
+        return {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING, "site": None,
+                "questions": questions, "refused": result.get("refused", {})}
+
+    await DBOS.run_step_async({"name": WAITING}, kept)
+    # through the client, outside the workflow: DBOS's own cancel inside it would be an operation
+    # of the workflow, taking a step id a resumed run's next effect is then given
+    await asyncio.to_thread(_client[0].cancel_workflow, run_id)
 
 
 async def _recorded(run_id: str) -> list[Any]:
@@ -151,6 +173,18 @@ def _status(raw: Any) -> RunInfo:
     created = raw.created_at / 1000 if raw.created_at else None
     updated = raw.updated_at / 1000 if raw.updated_at else None
     return RunInfo(raw.workflow_id, str(raw.status), request, output, created, updated)
+
+
+class _QuietCancels(logging.Filter):
+    """DBOS logs a traceback when a workflow ends cancelled; a run that waits for people ends so
+    every time (and a cancelled run is the user's doing): not an error to show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        cancelled = (DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError)
+        return not (record.exc_info and isinstance(record.exc_info[1], cancelled))
+
+
+logging.getLogger("dbos").addFilter(_QuietCancels())
 
 
 @final
@@ -193,17 +227,36 @@ class Engine:
         self.client.destroy()
 
     async def start(self, run_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Start the run ``run_id`` with ``request`` and wait for its result."""
+        """Start the run ``run_id`` with ``request`` and wait for its result (or for it to wait:
+        ``{"status": "waiting", "questions": …}``)."""
         with SetWorkflowID(run_id):
             handle = await DBOS.start_workflow_async(_mcec_run, request)
-        result: dict[str, Any] = await handle.get_result()
-        return result
+        return await self._result(run_id, handle.get_result())
 
     async def resume(self, run_id: str) -> dict[str, Any]:
-        """Resume the run ``run_id`` (interrupted, failed or cancelled) and wait for its result."""
+        """Resume the run ``run_id`` (interrupted, failed, cancelled or waiting) and wait for its
+        result (or for it to wait again)."""
         handle = await DBOS.resume_workflow_async(run_id)
-        result: dict[str, Any] = await handle.get_result()
-        return result
+        return await self._result(run_id, handle.get_result())
+
+    async def _result(self, run_id: str, result: Awaitable[Any]) -> dict[str, Any]:
+        try:
+            ended: dict[str, Any] = await result
+        except DBOSAwaitedWorkflowCancelledError:
+            waits = self.waiting(run_id)
+            if waits is None:
+                raise  # cancelled, not waiting
+            return {"ok": None, "status": WAITING, "questions": waits.get("questions", []),
+                    "refused": waits.get("refused", {})}
+        return ended
+
+    def waiting(self, run_id: str) -> Record | None:
+        """The waiting record of ``run_id`` when it waits for people (its open questions), else None."""
+        info = self.run(run_id)
+        steps = self.steps(run_id)
+        if info is None or info.status != "CANCELLED" or not steps or steps[-1].get("kind") != WAITING:
+            return None
+        return steps[-1]
 
     def run(self, run_id: str) -> RunInfo | None:
         """The run ``run_id`` (None: no such run)."""

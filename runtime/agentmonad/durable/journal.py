@@ -25,14 +25,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, final
 
+from pydantic import ValidationError
+
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
 from ..control import Deadline
+from ..human import Asking, Question
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError", "state_delta", "apply_delta",
-    "whole_states",
+    "whole_states", "OpenQuestion", "WAITING",
 ]
 
 _T = TypeVar("_T")
@@ -43,6 +46,39 @@ _T = TypeVar("_T")
 #: for a deadline that fired), ``usage`` (a model call's ``[model, prompt, completion]`` tokens),
 #: ``started`` (Unix time) and ``seconds`` (how long it ran).
 Record = dict[str, Any]
+
+
+#: The kind of the record a durable run keeps when it stops to wait for people: ``questions``,
+#: every :class:`OpenQuestion` open then (as :meth:`OpenQuestion.as_json`). Not an effect: a
+#: resumed run does not replay it.
+WAITING = "waiting"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class OpenQuestion:
+    """A question of an ``ask`` step (a ``"human"`` effect) that a durable run waits on: ``key``
+    is the effect's identity (what an answer is recorded under), ``payload`` the question value
+    as JSON and ``schema`` the answer's JSON schema, exactly as the run asked them."""
+
+    key: str
+    name: str
+    site: str | None
+    index: tuple[int, ...]
+    payload: object
+    schema: dict[str, Any]
+    prompt: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        """As JSON (what the waiting record and ``mcec runs waiting`` show)."""
+        return {"key": self.key, "name": self.name, "site": self.site, "index": list(self.index),
+                "question": self.payload, "schema": self.schema, "prompt": self.prompt}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> OpenQuestion:
+        """What :meth:`as_json` wrote."""
+        return OpenQuestion(str(data["key"]), str(data["name"]), data.get("site"), tuple(data.get("index", ())),
+                            data.get("question"), dict(data.get("schema", {})), data.get("prompt"))
 
 
 class ReplayMismatch(Exception):
@@ -125,10 +161,23 @@ class DurableJournal:
     """The journal of one durable run: replays ``recorded`` (the records of the run so far, from
     its store), records every other effect in ``store``. ``types`` gives each site's types."""
 
-    def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {}) -> None:
+    def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {},
+                 answers: Mapping[str, tuple[object, object]] = {}) -> None:
         self.store = store
         self.types = types
-        self._recorded = dict(recorded)
+        # a waiting record is not an effect: a resumed run does not replay it
+        self._recorded = {k: r for k, r in recorded.items() if r.get("kind") != WAITING}
+        #: Answers given to open questions since the run waited: by question key, the question
+        #: payload they answer (JSON) and the answer (JSON, validated against the answer type).
+        self._answers = dict(answers)
+        #: The questions this run waits on now (their branches parked until the run stops).
+        self.open: list[OpenQuestion] = []
+        #: Answers given that did not validate, by question key: pydantic's errors (the question stays open).
+        self.refused: dict[str, list[str]] = {}
+        #: The keys of the effects running now (not parked questions): the run waits only when
+        #: each of them is waiting on a question asked inside its own call (a step that asks).
+        self._running: set[str] = set()
+        self._changed: asyncio.Event | None = None
         self._counters: dict[tuple[str, ...], int] = {}
         self._deadlines: dict[int, str] = {}
         self._doomed: dict[int, Deadline] = {}
@@ -269,9 +318,14 @@ class DurableJournal:
         record = self._recorded.get(key)
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
+            if effect.kind == "human":  # the answer, checked against the answer type the run asks with
+                self.replayed += 1
+                return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
             return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
         if self._doomed:
             await self._expire_doomed()
+        if effect.kind == "human":
+            return await self._asked(key, effect, call)  # type: ignore[return-value]  # the answer type the run asks with
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         raised: list[Exception] = []
@@ -293,10 +347,92 @@ class DurableJournal:
             returned.append(result)
             return self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started)
 
-        await self.store.step(key, body)
+        self._running.add(key)
+        try:
+            await self.store.step(key, body)
+        finally:
+            self._running.discard(key)
+            self._change()
         if raised:
             raise raised[0]
         return returned[0]
+
+    # -- people's answers ----------------------------------------------------------------------
+
+    def _change(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    async def _asked(self, key: str, effect: Effect, call: Callable[[], Awaitable[object]]) -> object:
+        """A ``"human"`` effect with no record: record the answer given since the run waited
+        (when it answers this very question: same payload), else park this branch on the open
+        question until the run stops to wait (:meth:`until_waiting`). The handler is never called."""
+        question = _question(call)
+        payload = question.payload_json
+        given = self._answers.get(key)
+        answer: object = _REFUSED
+        if given is not None and given[0] == payload:
+            try:  # the answer's check is the answer type's own, as the run asks it
+                answer = question.parse(given[1])
+            except ValidationError as exc:
+                self.refused[key] = [f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()]
+        if given is not None and answer is not _REFUSED:
+            self.performed += 1
+            recorded = given[1]
+
+            async def body() -> Record:
+                return self._record(key, effect, {"value": recorded}, [], time.time())
+
+            self._running.add(key)  # recording it is an effect running: the run is not still
+            try:
+                await self.store.step(key, body)
+            finally:
+                self._running.discard(key)
+                self._change()
+            return answer
+        site = _site_text(effect)
+        self.open.append(OpenQuestion(key, question.name, site, tuple(question.index), payload, question.schema,
+                                      question.prompt))
+        self._change()
+        await asyncio.get_running_loop().create_future()  # parked until the run stops (cancelled)
+        raise AssertionError("unreachable")
+
+    async def until_waiting(self, run: Awaitable[_T]) -> _T | list[OpenQuestion]:
+        """Run ``run`` (the pipeline) until it ends — its result — or until every branch still
+        running is parked on an open question with no effect running: then the run is cancelled
+        and the open questions are the result (the run waits; nothing of it stays in memory)."""
+        task = asyncio.ensure_future(run)
+        self._changed = asyncio.Event()
+        while True:
+            changed = asyncio.ensure_future(self._changed.wait())
+            await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
+            changed.cancel()
+            if task.done():
+                return task.result()
+            self._changed.clear()
+            if self.open and self._blocked() and await self._quiet(task):
+                task.cancel()
+                try:
+                    await task
+                except BaseException:  # the cancellation, however the pipeline reports it
+                    pass
+                await self.store.flush()
+                return sorted(self.open, key=lambda q: (q.index, q.key))
+
+    async def _quiet(self, task: asyncio.Future[Any]) -> bool:
+        """Whether the run stays still (no effect starts, ends or parks) for a few turns of the
+        loop: the code between effects runs in turns, so a branch about to start an effect does
+        so within them."""
+        for _ in range(_QUIET_TURNS):
+            await asyncio.sleep(0)
+            if task.done() or self._changed is None or self._changed.is_set() or not self._blocked():
+                return False
+        return True
+
+    def _blocked(self) -> bool:
+        """Whether every running effect waits on an open question asked inside its call (its
+        key is a prefix of the question's: the question is in the branch below it)."""
+        return all(any(q.key.startswith(key + "/") for q in self.open) for key in self._running)
 
     def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
         if effect.kind == "fn":  # a pure fn re-runs on replay: nothing to record, no number taken
@@ -324,6 +460,17 @@ class DurableJournal:
 
 
 _NO_STATE = object()
+_REFUSED = object()
+
+
+def _question(call: Callable[[], Awaitable[object]]) -> Question[Any]:
+    """The question of a ``"human"`` effect's call (an :class:`agentmonad.human.Asking`)."""
+    if not isinstance(call, Asking):
+        raise RecordError(f"a human effect's call is an Asking, not {type(call).__name__}")
+    return call.question
+
+#: Loop turns a run must stay still to be waiting (see :meth:`DurableJournal._quiet`).
+_QUIET_TURNS = 50
 
 
 def state_delta(before: object, after: object) -> dict[str, Any]:
@@ -370,7 +517,7 @@ def whole_states(records: list[Record]) -> list[object]:
         *path, n = str(record["key"]).split("/")
         return tuple(path), int(n)
 
-    for record in sorted(records, key=number):
+    for record in sorted((r for r in records if r.get("kind") != WAITING), key=number):
         path, _ = number(record)
         result = record.get("result", {})
         if "delta" in result:
