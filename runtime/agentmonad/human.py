@@ -28,15 +28,16 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, Generic, TypeVar, cast, final
-
-from pydantic import TypeAdapter, ValidationError
+from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar, cast, final
 
 from ._show import safe_str, short_repr
 from .context import current_run_context
 from .effects import perform
 from .errors import _ValueError
 from .outcome import Ok, Site
+
+if TYPE_CHECKING:  # pydantic is imported where an answer is validated: `import agentmonad` stays light
+    from pydantic import TypeAdapter, ValidationError
 
 __all__ = [
     "Question",
@@ -130,6 +131,8 @@ _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
 
 def _adapter(answer: Any) -> TypeAdapter[Any]:
     """The pydantic adapter of ``answer``, one per type: building one walks the type."""
+    from pydantic import TypeAdapter
+
     try:
         return _ADAPTERS[answer]
     except KeyError:
@@ -220,6 +223,8 @@ class Asking:
             raise NoAnswer(question.name, "deadline", question.deadline) from None
         except EOFError:
             raise NoAnswer(question.name, "closed", question.deadline) from None
+        from pydantic import ValidationError
+
         try:
             return question.parse(raw)
         except ValidationError as exc:
@@ -259,6 +264,8 @@ class ConsoleHuman:
         """Ask ``question`` until the answer validates; the validated answer."""
         async with self._lock:
             self._say(_heading(question))
+            from pydantic import ValidationError
+
             while True:
                 line = await asyncio.to_thread(self._readline)
                 if not line:
