@@ -30,6 +30,7 @@ from mcec.run.interpret import Interpreter
 from mcec.render import render_text
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
+from journals import PassThroughJournal
 
 _counter = itertools.count()
 
@@ -112,7 +113,7 @@ def test_negative_literal_patterns_agree() -> None:
 # ---------------------------------------------------------------- the effect seam (issue 30)
 
 
-class EffectLog:
+class EffectLog(PassThroughJournal):
     """A journal and an event sink at once (what a durable or traced run attaches): every
     effect it hears of, as comparable data."""
 
@@ -130,26 +131,6 @@ class EffectLog:
 
     def record(self, effect: Any, result: object) -> None:
         self.heard.append(("recorded", effect.kind, effect.site, effect.index, result))
-
-    # the journal protocol (agentmonad.context.Journal): run every call, and record its result
-    async def perform(self, effect: Any, call: Any) -> Any:
-        result = await call()
-        self.record(effect, result)
-        return result
-
-    def perform_sync(self, effect: Any, call: Any) -> Any:
-        result = call()
-        self.record(effect, result)
-        return result
-
-    def branches(self, context: Any) -> Any:
-        return context.with_index
-
-    def deadline_entered(self, deadline: Any) -> None:
-        pass
-
-    def deadline_expired(self, deadline: Any) -> None:
-        pass
 
 
 def _by_index(heard: list[tuple[Any, ...]]) -> dict[tuple[int, ...], list[tuple[Any, ...]]]:

@@ -38,6 +38,7 @@ from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
 from mcec.compiler import compile_source
 from mcec.run.interpret import interpret
 from mcec.span import SourceFile
+from journals import PassThroughJournal
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "research" / "research.mce"
@@ -294,25 +295,9 @@ def test_with_no_sink_attached_no_event_is_made_and_no_span_opened(monkeypatch: 
     made.clear()
     spans: list[Any] = []
 
-    class Journal:  # the journal protocol (agentmonad.context.Journal): run every call, note the span
-        async def perform(self, effect: Any, call: Any) -> Any:
-            result = await call()
+    class Journal(PassThroughJournal):  # runs every call, notes the span it ran in
+        def record(self, effect: Any, result: object) -> None:
             spans.append(current_run_context().span)
-            return result
-
-        def perform_sync(self, effect: Any, call: Any) -> Any:
-            result = call()
-            spans.append(current_run_context().span)
-            return result
-
-        def branches(self, context: Any) -> Any:
-            return context.with_index
-
-        def deadline_entered(self, deadline: Any) -> None:
-            pass
-
-        def deadline_expired(self, deadline: Any) -> None:
-            pass
 
     assert asyncio.run(_grouped().run(0)) == Ok((4, (200, 300, 400)), 1)
     with hooks(journal=Journal()):

@@ -11,6 +11,7 @@ from agentmonad.context import EMPTY, Scope, current_run_context
 from agentmonad.control import Deadline, previous_failure, remember_failure, forget_failure, use_retry_clock, RetryClock
 from agentmonad.llm import LLMConfig, ModelSettings, budget, current_usage, llm_config, llm_scope, usage
 from agentmonad.mcp import tool_scope
+from journals import PassThroughJournal
 
 
 def test_outside_a_run_nothing_is_open_and_no_hook_is_attached() -> None:
@@ -158,7 +159,7 @@ def test_a_budget_learns_the_state_reached_through_the_run_context() -> None:
 # ---------------------------------------------------------------- the effect seam
 
 
-class Recorder:
+class Recorder(PassThroughJournal):
     """A journal and an event sink at once: what a durable or traced run would attach."""
 
     def __init__(self) -> None:
@@ -178,26 +179,6 @@ class Recorder:
 
     def record(self, effect: Any, result: object) -> None:
         self.journal.append((effect.kind, effect.site.step, effect.index, result))
-
-    # the journal protocol (agentmonad.context.Journal): run every call, and record its result
-    async def perform(self, effect: Any, call: Any) -> Any:
-        result = await call()
-        self.record(effect, result)
-        return result
-
-    def perform_sync(self, effect: Any, call: Any) -> Any:
-        result = call()
-        self.record(effect, result)
-        return result
-
-    def branches(self, context: Any) -> Any:
-        return context.with_index
-
-    def deadline_entered(self, deadline: Any) -> None:
-        pass
-
-    def deadline_expired(self, deadline: Any) -> None:
-        pass
 
 
 def _interpreted_program() -> Any:
