@@ -87,7 +87,8 @@ def _compile_one(
 
     A missing ``out_dir`` is created (with its parents) when the first module
     is written into it. ``durable`` (``--durable``) adds the durable check's diagnostics
-    (MCE033) for ``pipelines`` (``--pipeline``; None: every pipeline).
+    (MCE033) for ``pipelines`` (``--pipeline``; None: every pipeline); with one of them, nothing
+    is written.
     """
     source, problem = load_source(spec)
     if problem is not None:
@@ -96,9 +97,13 @@ def _compile_one(
     assert source is not None
     result = compile_source(source)
     reporter.add(result.diagnostics, source)
+    not_durable = False
     if durable and result.program is not None:
-        reporter.add(durable_diagnostics(spec, result.program, pipelines), source)
-    if result.generated is None:
+        found = durable_diagnostics(spec, result.program, pipelines)
+        reporter.add(found, source)
+        # `--durable` asked for a module that runs durably: one that cannot is a failed compile
+        not_durable = any(d.is_error for d in found)
+    if result.generated is None or not_durable:
         return result, None, False
     target = output_path(spec, out_dir)
     try:

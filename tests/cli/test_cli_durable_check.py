@@ -52,3 +52,6 @@ def test_compile_durable_reports_mce033(cases: Path) -> None:
     done = mcec("compile", "--no-mypy", "--durable", "mce033_used_spec.mce", cwd=cases)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "error[MCE033]: a durable run cannot record the state in specs/hooked.mce (used as `marked`)" in done.stdout
+    # a module that cannot run durably is not what --durable asked for: nothing written, no "compiled"
+    assert not list(cases.glob("mce033_used_spec*.py")), sorted(p.name for p in cases.iterdir())
+    assert "compiled" not in done.stderr, done.stderr
