@@ -51,7 +51,7 @@ from mcec.span import Span
 if TYPE_CHECKING:
     from mcec.check.typed import Program
     from mcec.run.stream import StreamPrinter
-    from mcec.run.timeline import Timeline
+    from mcec.run.timeline import Node, Timeline
 
 
 
@@ -565,11 +565,15 @@ def _stream_printer(program: Program, out: TextIO) -> StreamPrinter:
 
 def show_trace(timeline: Timeline, form: str, stream: TextIO) -> None:
     """``--trace``: the run's tree as text, or as JSON (``--trace json``)."""
+    show_tree(timeline.tree(), form, stream)
+
+
+def show_tree(roots: list[Node], form: str, stream: TextIO) -> None:
+    """A run's tree (a timeline's, or a durable run's records') as ``--trace`` prints it."""
     import json
 
     from mcec.run.timeline import as_json, render_text
 
-    roots = timeline.tree()
     if form == "json":
         stream.write(json.dumps({"trace": as_json(roots)}, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -599,6 +603,11 @@ def run_durable(args: argparse.Namespace, out: TextIO) -> int:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     out.write(dumps(payload) + "\n")
+    if args.trace is not None:  # the run as its records have it, every resumed segment included
+        from mcec.durable import show_tree as recorded_tree
+
+        out.flush()
+        show_tree(recorded_tree(str(payload["run_id"]), db=args.db)[1], args.trace, sys.stderr)
     # a run that waits for people did not fail: it stops until they answer (`mcec runs answer`)
     return 0 if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
 
