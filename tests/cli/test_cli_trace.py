@@ -5,18 +5,14 @@ a pseudo-terminal the test opens; quiet when stderr is not a terminal.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
-import select
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
+from terminal import on_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 RESEARCH = ROOT / "examples" / "research" / "research.mce"
@@ -112,29 +108,8 @@ def test_on_a_terminal_mcec_run_shows_the_each_progress(tmp_path: Path) -> None:
     """stderr is a pseudo-terminal (100 columns): rich draws the bar, done/total climbing,
     then erases it; stdout (a pipe) gets the result alone."""
     _spec(tmp_path)
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mcec", "run", "b.mce", "batch", "--input", json.dumps(list(range(12)))],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=follower, text=True,
-        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"},
-    )
-    os.close(follower)
-    drawn = b""
-    while True:
-        ready, _, _ = select.select([leader], [], [], 60)
-        assert ready, "no output from mcec run on the terminal"
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the other end closed: the process exited
-            break
-        if not chunk:
-            break
-        drawn += chunk
-    os.close(leader)
-    out, _ = process.communicate(timeout=60)
-    assert process.returncode == 0 and json.loads(out)["value"] == [2 * i for i in range(12)]
-    screen = drawn.decode("utf-8", "replace")
+    status, out, screen = on_a_terminal(["run", "b.mce", "batch", "--input", json.dumps(list(range(12)))], tmp_path)
+    assert status == 0 and json.loads(out)["value"] == [2 * i for i in range(12)]
     assert "each (b.mce:8)" in screen and "step work (b.mce:8)" in screen  # the bar, the running step
     counts = {n for n in range(13) if f"{n}/12" in screen}
     assert 12 in counts and len(counts) >= 3, screen  # it climbed, and was drawn complete
