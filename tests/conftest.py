@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -161,6 +162,9 @@ def mcec_in_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monk
     def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         with monkeypatch.context() as patch:
             patch.chdir(cwd)
+            # `compile`, `build` and `run` put the project's folder on sys.path, as the command's own
+            # process would keep it: the test's process must not keep it for the next test
+            patch.setattr(sys, "path", list(sys.path))
             for name, value in {"NO_COLOR": "1", **(env or {})}.items():
                 patch.setenv(name, value)
             capsys.readouterr()  # what the test printed before is not the command's

@@ -15,7 +15,6 @@ from typing import TextIO
 
 from mcec.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Subparsers
 from mcec.cli.compile import add_model_option, compile_to_run, load_compiled
-from mcec.run.serve import ServeError, StateError, pipeline_tools, serve_stdio
 
 
 def add_serve(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
@@ -48,8 +47,10 @@ def run_serve(args: argparse.Namespace, out: TextIO) -> int:
     from contextlib import nullcontext
     from pathlib import Path
 
+    # the runtime and the MCP server: what serving needs, imported when serving (not by `mcec --help`)
     from agentmonad.llm import llm_config
     from mcec.run.runner import RunError, llm_run_config
+    from mcec.run.serve import ServeError, StateError, pipeline_tools, serve_stdio
 
     spec = Path(args.file)
     result = compile_to_run(spec)

@@ -1,7 +1,10 @@
 """Nothing is lost: concurrent builds, stale temporaries, an unusable ``.mcec``,
 ``fmt`` through links, outputs that would collide (issue 18, items 16–20).
 
-CLI behaviour is tested with real ``python -m mcec`` subprocesses.
+Builds side by side, and a build waiting on another's lock, are real ``python -m mcec``
+subprocesses; what a single command does to the files (``fmt`` through links, an unusable
+``.mcec``) runs it in this process (``mcec_in_process``: the same ``main``, without an
+interpreter's start; ``fmt`` and ``build`` keep real subprocesses here and in tests/tools/test_fmt.py).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import stat
 import string
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +30,9 @@ fn show : int -> str = impl.show
 
 pipeline p : int -> str = show;
 """
+
+#: ``mcec_in_process`` (tests/conftest.py): ``run(*args, cwd=FOLDER)``.
+McecRun = Callable[..., subprocess.CompletedProcess[str]]
 
 IMPL = '''\
 def show(value: int) -> str:
@@ -145,21 +152,21 @@ def test_a_dead_writers_temporary_is_removed(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- item 18: an unusable .mcec
 
 
-def test_build_with_mcec_a_file_is_a_diagnostic(tmp_path: Path) -> None:
+def test_build_with_mcec_a_file_is_a_diagnostic(tmp_path: Path, mcec_in_process: McecRun) -> None:
     project = _project(tmp_path, 1)
     (project / ".mcec").write_text("not a folder\n")
-    done = mcec(project, "build", "--no-mypy")
+    done = mcec_in_process("build", "--no-mypy", cwd=project)
     _no_internal_error(done)
     assert done.returncode == 2
     assert "error[MCE006]" in done.stdout and "`.mcec` is a file" in done.stdout
     assert (project / ".mcec").read_text() == "not a folder\n"
 
 
-def test_build_state_that_cannot_be_saved_still_reports_everything(tmp_path: Path) -> None:
+def test_build_state_that_cannot_be_saved_still_reports_everything(tmp_path: Path, mcec_in_process: McecRun) -> None:
     project = _project(tmp_path, 1)
     (project / "app" / "broken.mce").write_text("pipeline q : int -> int = nowhere;\n")
     (project / ".mcec" / "build.json").mkdir(parents=True)  # os.replace onto a folder fails, even for root
-    done = mcec(project, "build", "--no-mypy")
+    done = mcec_in_process("build", "--no-mypy", cwd=project)
     _no_internal_error(done)
     assert done.returncode == 2
     assert "error[MCE002]: unknown name `nowhere`" in done.stdout  # collected before the save failed
@@ -190,7 +197,7 @@ FORMATTED = "fn show : int -> str = impl.show\npipeline p : int -> str = show;\n
 
 
 @pytest.mark.parametrize("kind", ["relative", "absolute", "chain", "other-folder"])
-def test_fmt_formats_the_file_a_symlink_points_to_and_keeps_the_link(tmp_path: Path, kind: str) -> None:
+def test_fmt_formats_the_file_a_symlink_points_to_and_keeps_the_link(tmp_path: Path, kind: str, mcec_in_process: McecRun) -> None:
     real = tmp_path / "specs" / "real.mce"
     real.parent.mkdir()
     real.write_text(UNFORMATTED)
@@ -205,7 +212,7 @@ def test_fmt_formats_the_file_a_symlink_points_to_and_keeps_the_link(tmp_path: P
         link.symlink_to("middle.mce")
     else:
         link.symlink_to("specs/real.mce")
-    done = mcec(tmp_path, "fmt", str(link.relative_to(tmp_path)))
+    done = mcec_in_process("fmt", str(link.relative_to(tmp_path)), cwd=tmp_path)
     _no_internal_error(done)
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and real.read_text() == FORMATTED
@@ -213,21 +220,21 @@ def test_fmt_formats_the_file_a_symlink_points_to_and_keeps_the_link(tmp_path: P
     assert not [p for p in tmp_path.rglob(".*") if ".mcec-" in p.name]
 
 
-def test_fmt_of_a_folder_writes_through_the_links_in_it(tmp_path: Path) -> None:
+def test_fmt_of_a_folder_writes_through_the_links_in_it(tmp_path: Path, mcec_in_process: McecRun) -> None:
     (tmp_path / "real.mce").write_text(UNFORMATTED)
     (tmp_path / "specs").mkdir()
     (tmp_path / "specs" / "link.mce").symlink_to("../real.mce")
-    done = mcec(tmp_path, "fmt", "specs")
+    done = mcec_in_process("fmt", "specs", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "specs" / "link.mce").is_symlink() and (tmp_path / "real.mce").read_text() == FORMATTED
 
 
-def test_fmt_keeps_hard_links_together(tmp_path: Path) -> None:
+def test_fmt_keeps_hard_links_together(tmp_path: Path, mcec_in_process: McecRun) -> None:
     first = tmp_path / "a.mce"
     first.write_text(UNFORMATTED)
     second = tmp_path / "b.mce"
     os.link(first, second)
-    done = mcec(tmp_path, "fmt", "a.mce")
+    done = mcec_in_process("fmt", "a.mce", cwd=tmp_path)
     _no_internal_error(done)
     assert done.returncode == 0, done.stderr
     assert first.read_text() == second.read_text() == FORMATTED
