@@ -638,7 +638,7 @@ def whole_states(records: list[Record]) -> list[object]:
         *path, n = str(record["key"]).split("/")
         return tuple(path), int(n)
 
-    for record in sorted((r for r in records if r.get("kind") != WAITING), key=number):
+    for record in sorted((r for r in records if r.get("kind") not in (WAITING, CANCELLED)), key=number):
         path, _ = number(record)
         result = record.get("result", {})
         if "delta" in result:
