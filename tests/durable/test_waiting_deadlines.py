@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from pgserver import postgres_url  # noqa: F401  (the fixture)
 
 from mcec import durable
@@ -146,3 +149,33 @@ def test_two_processes_answering_at_once_take_turns_on_sqlite(tmp_path: Path) ->
 
 def test_two_processes_answering_at_once_take_turns_on_postgres(tmp_path: Path, postgres_url: str) -> None:  # noqa: F811
     _answers_race(tmp_path, postgres_url)
+
+
+def _busy(url: str) -> str:
+    """What a second holder of the run's lock is told while the first holds it."""
+    from mcec.durable.locks import LockBusy, run_lock
+
+    with run_lock(url, "held", wait=5):
+        with pytest.raises(LockBusy) as busy, run_lock(url, "held", wait=0.2):
+            pass
+        with run_lock(url, "other", wait=0):  # another run's lock is another lock
+            pass
+    with run_lock(url, "held", wait=0):  # let go: taken at once
+        pass
+    return str(busy.value)
+
+
+def test_a_held_run_lock_is_waited_for_then_refused_with_who_holds_it(tmp_path: Path, postgres_url: str) -> None:  # noqa: F811
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    assert _busy(url) == (f"run held is being run by another process (process {os.getpid()} on {socket.gethostname()}) "
+                          "and was still after 0.2 s; try again when it waits or ends (`mcec runs list`)")
+    assert _busy(postgres_url).startswith("run held is being run by another process (a process holding its lock)")
+    # a row left by a process that is gone (killed) is taken over
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    with sqlite3.connect(tmp_path / "runs.sqlite") as connection:
+        connection.execute("insert into mcec_run_locks values ('held', ?, 0)", (f"{socket.gethostname()}:{gone.stdout.strip()}",))
+    from mcec.durable.locks import run_lock
+
+    with run_lock(url, "held", wait=1):
+        pass
+
