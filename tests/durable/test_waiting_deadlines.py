@@ -178,4 +178,3 @@ def test_a_held_run_lock_is_waited_for_then_refused_with_who_holds_it(tmp_path: 
 
     with run_lock(url, "held", wait=1):
         pass
-
