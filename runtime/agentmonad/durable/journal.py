@@ -480,12 +480,20 @@ class DurableJournal:
         whose task has started and not ended, and the call of each effect running now (a step
         that asks runs its question in the branch below it). A branch between two effects is
         not parked, however long its pure work takes; so the rule is exact, not a guess from
-        how long the run stayed still. It is decided each time something changes: an effect
-        starts or ends, a question is parked, an element's task ends."""
+        how long the run stayed still. It is decided each time something changes (an effect
+        starts or ends, a question is parked, an element's task ends), once no task of the run
+        can still run: a group whose element just ended takes it in first (and may fail, and
+        cancel the parked branches), so the run is never found waiting between the two.
+
+        The element tasks are known through a task factory set on the loop while the run runs:
+        a group starts each element's task in a context holding the run context
+        :meth:`branches` handed it, which is how the factory tells them from other tasks (a
+        client's reader task that lives as long as its session is no branch)."""
         loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
         previous = loop.get_task_factory()
-        loop.set_task_factory(self._task_factory(previous))
+        factory = self._task_factory(previous)
+        loop.set_task_factory(factory)
         task = asyncio.ensure_future(run)
         try:
             while True:
@@ -510,12 +518,10 @@ class DurableJournal:
                     await self.store.flush()
                     return waiting
         finally:
-            if loop.get_task_factory() is self._factory:
+            if loop.get_task_factory() is factory:
                 loop.set_task_factory(previous)
             self._changed = None
             self._handed.clear()
-
-    _factory: Any = None
 
     def _task_factory(self, previous: Any) -> Any:
         """A task factory that knows the tasks of this run's ``par``/``each`` elements (a group
@@ -534,7 +540,6 @@ class DurableJournal:
                     task.add_done_callback(self._ended)
             return task
 
-        self._factory = factory
         return factory
 
     def _ended(self, task: asyncio.Future[Any]) -> None:
@@ -546,8 +551,8 @@ class DurableJournal:
         future not done yet (CPython's ``Task._fut_waiter``: the future a task is suspended on)."""
         for task in (root, *self._live):
             if not task.done():
-                waiter = getattr(task, "_fut_waiter", None)
-                if waiter is None or waiter.done():
+                waiter: object = getattr(task, "_fut_waiter", _UNKNOWN)
+                if waiter is None or (isinstance(waiter, asyncio.Future) and waiter.done()):
                     return True
         return False
 
@@ -585,6 +590,8 @@ class DurableJournal:
 
 _NO_STATE = object()
 _REFUSED = object()
+#: A task whose suspension this Python does not show (not CPython): taken as suspended.
+_UNKNOWN = object()
 
 
 def _question(call: Callable[[], Awaitable[object]]) -> Question[Any]:
