@@ -1,4 +1,4 @@
-"""``mcec runs list|show|resume|cancel|waiting|answer``: the durable runs in a run database (docs/language.md §13).
+"""``mcec runs list|show|resume|cancel|waiting|answer|expire``: the durable runs in a run database (docs/language.md §13).
 
 Bad input (an unknown run id, an unreachable database, a spec changed since the run started) is
 a message on stderr and exit status 2, never a traceback.
@@ -51,6 +51,8 @@ def add_runs(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     answer.add_argument("--index", default=None, metavar="I[,J…]",
                         help="the element index of the question inside each/par (when it is asked more than once)")
     answer.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
+    action("expire", "resume every waiting run whose question's deadline (within S) passed: it goes on with NoAnswer",
+           False)
 
 
 def run_runs(args: argparse.Namespace, out: TextIO) -> int:
@@ -59,6 +61,7 @@ def run_runs(args: argparse.Namespace, out: TextIO) -> int:
 
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "list": _list, "show": _show, "resume": _resume, "cancel": _cancel, "waiting": _waiting, "answer": _answer,
+        "expire": _expire,
     }
     try:
         return handlers[args.action](args, out)
@@ -119,8 +122,9 @@ def _waiting(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(questions, indent=2) + "\n")
         return EXIT_OK
     rows = [[q["run_id"], q["name"], ",".join(map(str, q["index"])) or "-", str(q["site"] or "-"),
+             (str(q["deadline"]) + (" (expired)" if q["expired"] else "")) if q.get("deadline") else "-",
              json.dumps(q["question"], separators=(",", ":"))[:60]] for q in questions]
-    _table(out, ["run id", "question", "index", "site", "payload"], rows)
+    _table(out, ["run id", "question", "index", "site", "deadline", "payload"], rows)
     return EXIT_OK
 
 
@@ -136,6 +140,17 @@ def _answer(args: argparse.Namespace, out: TextIO) -> int:
                      allow_changed_spec=args.allow_changed_spec)
     out.write(dumps(payload) + "\n")
     return EXIT_OK if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
+
+
+def _expire(args: argparse.Namespace, out: TextIO) -> int:
+    """Resume the waiting runs whose questions expired; print each one's id and status now."""
+    from mcec.durable import list_runs, resume_expired
+
+    resumed = resume_expired(db=args.db)
+    statuses = {r.run_id: r.status for r in list_runs(db=args.db)} if resumed else {}
+    for run_id in resumed:
+        out.write(f"resumed run {run_id}: {statuses.get(run_id, '?')}\n")
+    return EXIT_OK
 
 
 def _cancel(args: argparse.Namespace, out: TextIO) -> int:

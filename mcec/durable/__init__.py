@@ -40,12 +40,16 @@ if TYPE_CHECKING:
     from mcec.run.timeline import Node
 
 __all__ = [
-    "DurableError", "RunSummary", "answer", "cancel", "database_url", "list_runs", "resume", "run", "show", "show_tree",
-    "waiting",
+    "DurableError", "RunSummary", "answer", "cancel", "database_url", "list_runs", "resume", "resume_expired", "run",
+    "show", "show_tree", "waiting",
 ]
 
 #: The database of ``mcec run --durable`` when neither ``--db`` nor ``MCEC_DB`` names one.
 DEFAULT_DB = Path(".mcec") / "runs.sqlite"
+
+#: How long a process waits for the lock of a run another process is running (starting,
+#: resuming, answering, cancelling it), in seconds, before it gives up with a message.
+LOCK_WAIT = 60.0
 
 
 class DurableError(Exception):
@@ -141,6 +145,8 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from mcec.run.interpret import interpret
     from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
 
+    if str(request.get("run_id")) in _cancelling:  # cancelled while it waits: record that, run nothing
+        return {"ok": None, "status": "cancelled"}
     if request.get("cwd") and request["cwd"] not in sys.path:  # the spec's modules import as they did
         sys.path.insert(0, request["cwd"])
     pipeline = request["pipeline"]
@@ -226,6 +232,23 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
 #: question's payload and the answer (JSON). Set by :func:`answer` just before it resumes.
 _given: dict[str, dict[str, tuple[object, object]]] = {}
 
+#: The waiting runs this process is cancelling (:func:`cancel`): resumed only to record that.
+_cancelling: set[str] = set()
+
+
+@contextmanager
+def _locked(engine: Engine, run_id: str) -> Iterator[None]:
+    """Hold the run's lock in its database (:mod:`mcec.durable.locks`): one process at a time
+    starts, resumes, answers or cancels it. Another process's hold is waited for, up to
+    :data:`LOCK_WAIT` seconds."""
+    from mcec.durable.locks import LockBusy, run_lock
+
+    try:
+        with run_lock(engine.url, run_id, wait=LOCK_WAIT):
+            yield
+    except LockBusy as exc:
+        raise DurableError(str(exc)) from None
+
 
 def _payload(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
     if "failed" in result:
@@ -250,7 +273,8 @@ def run(
     its recorded outcome when it finished. The run is the compiled pipeline; ``interpret``: the
     reference interpreter's (what ``mcec run --interpret`` runs)."""
     spec = str(spec)
-    with _engine(db) as engine:
+    chosen = run_id or uuid.uuid4().hex[:12]
+    with _engine(db) as engine, _locked(engine, chosen):
         if run_id is not None:
             existing = engine.run(run_id)
             if existing is not None:
@@ -267,7 +291,6 @@ def run(
             llm_run_config(program, list(models))
         except RunError as exc:
             raise DurableError(str(exc)) from exc
-        chosen = run_id or uuid.uuid4().hex[:12]
         request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
                    "run_id": chosen}
         engine.launch(_execute)
@@ -295,11 +318,12 @@ def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
 def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = False) -> dict[str, Any]:
     """Resume the run ``run_id`` from its last completed effect (a finished run: its recorded
     outcome); the Outcome as :func:`run` gives it."""
-    with _engine(db) as engine:
+    with _engine(db) as engine, _locked(engine, run_id):
         return _resume(engine, run_id, allow_changed_spec)
 
 
 def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, Any]:
+    """Resume ``run_id`` (the caller holds its lock)."""
     info = _known(engine, run_id)
     if info.status == "SUCCESS" and info.result is not None:
         return _payload(run_id, info.result)
@@ -444,24 +468,50 @@ def _effect(record: Record, state: object) -> dict[str, Any]:
 
 
 def cancel(run_id: str, *, db: str | None = None) -> None:
-    """Cancel the run ``run_id``: a process running it stops at its next effect; ``resume`` takes it up again."""
+    """Cancel the run ``run_id``: a process running it stops at its next effect (this waits,
+    up to :data:`LOCK_WAIT` seconds, until it has); a run waiting for people is ``cancelled``
+    from then on and takes no answer. ``resume`` takes either up again."""
     with _engine(db) as engine:
         _known(engine, run_id)
-        engine.cancel(run_id)
+        engine.cancel(run_id)  # a process running it stops at its next effect, and lets go of its lock
+        with _locked(engine, run_id):
+            info = _known(engine, run_id)
+            if _status(info, engine.steps(run_id)) != "waiting":
+                return
+            # a waiting run's workflow is already CANCELLED in DBOS (the state DBOS resumes): it is
+            # resumed only to record that it is cancelled, running nothing of the pipeline
+            _cancelling.add(run_id)
+            try:
+                engine.launch(_execute)
+                asyncio.run(engine.resume(run_id))
+            finally:
+                _cancelling.discard(run_id)
 
 
 def _open_questions(engine: Engine, info: RunInfo) -> list[dict[str, Any]]:
-    """The questions the run ``info`` waits on (none: it does not wait)."""
+    """The questions the run ``info`` waits on (none: it does not wait), each with its
+    ``deadline`` (ISO time, None: none) and whether it ``expired``."""
     steps = engine.steps(info.run_id)
     if _status(info, steps) != "waiting":
         return []
-    return [dict(q) for q in steps[-1].get("questions", [])]
+    now = time.time()
+    return [{**q, "deadline": q.get("deadline"), "expired": _expired(q, now)} for q in steps[-1].get("questions", [])]
+
+
+def _expired(question: dict[str, Any], now: float) -> bool:
+    """Whether the deadline of ``question`` (as the waiting record keeps it) has passed."""
+    from agentmonad.durable.journal import epoch
+
+    deadline = question.get("deadline")
+    return isinstance(deadline, str) and epoch(deadline) <= now
 
 
 def waiting(*, db: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
     """Every open question of every waiting run (or of ``run_id``), oldest run first: its
     ``run_id``, the ask step's ``name``, ``site``, element ``index`` (inside ``each``/``par``),
-    the ``question`` payload as JSON, the answer's JSON ``schema`` and the rendered ``prompt``."""
+    the ``question`` payload as JSON, the answer's JSON ``schema``, the rendered ``prompt``,
+    when it was first ``asked``, its ``within`` seconds and ``deadline`` (ISO UTC times; None:
+    no deadline) and whether it has ``expired``."""
     with _engine(db) as engine:
         infos = [_known(engine, run_id)] if run_id is not None else engine.runs()
         return [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
@@ -472,14 +522,26 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
     """Answer the open question ``name`` (at element ``index`` when the run asks it more than
     once) of the waiting run ``run_id`` with ``value_json``, and resume the run: its Outcome as
     :func:`run` gives it (``"status": "waiting"`` again while other questions are open). The
-    answer is validated against the answer type's recorded JSON schema first; a bad one is a
-    :class:`DurableError` with pydantic's errors, and the run keeps waiting."""
-    with _engine(db) as engine:
+    answer is validated against the answer type when the run resumes; a bad one is a
+    :class:`DurableError` with pydantic's errors, and the run keeps waiting. So is an answer to
+    a question whose deadline passed, or to a cancelled run. While another process runs the run
+    (resuming or answering it), this waits for it, then answers if the question is still open."""
+    with _engine(db) as engine, _locked(engine, run_id):
         info = _known(engine, run_id)
         questions = _open_questions(engine, info)
         if not questions:
-            raise DurableError(f"run {run_id} is not waiting for an answer (it is {_status(info, engine.steps(run_id))})")
+            status = _status(info, engine.steps(run_id))
+            if status == "cancelled":
+                raise DurableError(f"run {run_id} was cancelled: it takes no answer (`mcec runs resume {run_id}` "
+                                   "takes it up again, and it waits for its questions again)")
+            raise DurableError(f"run {run_id} is not waiting for an answer (it is {status})")
         question = _chosen(run_id, questions, name, index)
+        if question["expired"]:
+            raise DurableError(
+                f"the question {name} of run {run_id} expired at {question['deadline']} (within {question['within']:g} s): "
+                f"the answer is refused; `mcec runs resume {run_id}` (or `mcec runs expire`) goes on with "
+                f"NoAnswer(reason=\"deadline\")"
+            )
         key = str(question["key"])
         _given.setdefault(run_id, {})[key] = (question["question"], _parsed(question, value_json))
         try:
@@ -490,6 +552,33 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
         if refused is not None:
             raise DurableError(f"bad answer to {name}: {'; '.join(refused)} (the run keeps waiting)")
         return resumed
+
+
+def resume_expired(*, db: str | None = None) -> list[str]:
+    """Resume every waiting run one of whose questions has expired (its ``within S`` passed):
+    each records ``NoAnswer(reason="deadline")`` for it and goes on (to its ``catch``/``orelse``,
+    or fails with it). The ids of the runs resumed, oldest first. What ``mcec runs expire``
+    does, for a cron job or a worker to call now and then. A run that cannot be resumed (its
+    spec changed, another process holds it) does not stop the others: a :class:`DurableError`
+    naming each is raised after them."""
+    with _engine(db) as engine:
+        now = time.time()
+        due = [info.run_id for info in engine.runs() if any(_expired(q, now) for q in _open_questions(engine, info))]
+    resumed: list[str] = []
+    problems: list[str] = []
+    for run_id in due:  # each resume launches DBOS in this process and stops it again
+        try:
+            with _engine(db) as engine, _locked(engine, run_id):
+                if not any(q["expired"] for q in _open_questions(engine, _known(engine, run_id))):
+                    continue  # answered or resumed by another process meanwhile
+                _resume(engine, run_id, False)
+            resumed.append(run_id)
+        except DurableError as exc:
+            problems.append(f"{run_id}: {exc}")
+    if problems:
+        done = f" (resumed: {', '.join(resumed)})" if resumed else ""
+        raise DurableError("some runs with expired questions were not resumed" + done + ":\n  " + "\n  ".join(problems))
+    return resumed
 
 
 def _chosen(run_id: str, questions: list[dict[str, Any]], name: str, index: Sequence[int] | None) -> dict[str, Any]:

@@ -138,15 +138,17 @@ class Timeline:
 
 #: A record's result key -> the outcome kind it shows as (``none``: a pause, which returns nothing).
 _RECORDED_OUTCOMES = {"ok": "ok", "value": "ok", "none": "ok", "err": "err", "raised": "err", "timeout": "timeout"}
+#: The kinds of the records a durable run keeps when it stops (not effects: they have no branch path).
+_STOPS = ("waiting", "cancelled")
 _SITE_TEXT = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+) \((?P<step>.*)\)$")
 
 
 def record_outcome(record: Mapping[str, Any]) -> str:
     """The outcome kind of a durable run's record: ``ok``, ``err`` (a declared error, returned or
     raised), ``timeout`` (a deadline that fired there), ``waiting`` (where the run stopped to wait
-    for people), else ``?``."""
-    if record.get("kind") == "waiting":
-        return "waiting"
+    for people), ``cancelled`` (where a waiting run was cancelled), else ``?``."""
+    if record.get("kind") in _STOPS:
+        return str(record["kind"])
     result = record.get("result") or {}
     return next((kind for key, kind in _RECORDED_OUTCOMES.items() if key in result), "?")
 
@@ -194,7 +196,11 @@ def from_records(
     records (``done``: those whose effects all succeeded; the total is not known), ``unfinished``
     unless the run ended or its branch recorded something after it; an effect whose call was
     still running when the run stopped shows as ``unfinished`` above the records made inside it.
-    ``outcome`` is the run's (None: it has not ended)."""
+    ``outcome`` is the run's (None: it has not ended). A record of the run stopping (to wait for
+    people, or cancelled while it waited) is a node at the end of the run, its questions noted."""
+    stops = [record for record in records if record.get("kind") in _STOPS]
+    states = [state for record, state in zip(records, states) if record.get("kind") not in _STOPS]
+    records = [record for record in records if record.get("kind") not in _STOPS]
     run = Node("run", pipeline, None, (), started if started is not None else 0.0, outcome=outcome)
     if outcome is not None and started is not None and ended is not None:
         run.duration = max(ended - started, 0.0)
@@ -242,6 +248,11 @@ def from_records(
         )
 
     _close_groups(run, finished)
+    for stop in stops:
+        node = Node(str(stop["kind"]), str(stop["kind"]), None, (), 0.0, outcome=record_outcome(stop), duration=0.0)
+        node.notes = [f"question {q.get('name')}" + (f" at {q['index']}" if q.get("index") else "")
+                      for q in stop.get("questions", ())]
+        run.children.append(node)
     if started is None and records:
         run.start = min(float(r.get("started", 0.0)) for r in records)
     return [run]

@@ -17,9 +17,10 @@ from pydantic import BaseModel
 from agentmonad import AgentMonad, lift_step
 from agentmonad.context import hooks
 from agentmonad.durable import DurableJournal, MemoryStore, Record, TypeTable
-from agentmonad.durable.journal import OpenQuestion
-from agentmonad.human import ERRORS, Question, ask
-from agentmonad.outcome import Ok, Outcome, Site
+from agentmonad.durable.codec import SiteTypes
+from agentmonad.durable.journal import OpenQuestion, iso_time
+from agentmonad.human import ERRORS, NoAnswer, Question, ask
+from agentmonad.outcome import Err, Ok, Outcome, Site
 
 SITE = Site("approve", "refund.mce", 7, 1)
 
@@ -61,7 +62,8 @@ def each_refund() -> Any:
 def _run(program: Any, records: list[Record], answers: dict[str, tuple[object, object]] | None = None
          ) -> tuple[Any, DurableJournal]:
     store = MemoryStore(records)
-    journal = DurableJournal(store, TypeTable({}, {}), {str(r["key"]): r for r in records}, answers or {})
+    journal = DurableJournal(store, TypeTable({}, {"note": SiteTypes(str, int, ())}), {str(r["key"]): r for r in records},
+                             answers or {})
 
     async def main() -> Any:
         with hooks(journal=journal, human=Refuser()):
@@ -117,3 +119,64 @@ def test_a_bad_answer_is_refused_with_pydantics_errors_and_the_question_stays_op
     ended, journal = _run(approve()(ORDERS[0]), records, {"0": (payload, {"ok": "perhaps"})})
     assert [q.key for q in ended] == ["0"] and records == []
     assert journal.refused == {"0": ["ok: Input should be a valid boolean, unable to interpret input"]}
+
+
+NOTE = Site("note", "refund.mce", 9, 1)
+
+
+def note() -> Any:
+    """An async step (an effect) that notes its input."""
+
+    async def impl(state: int, text: str) -> Outcome[int, Exception, str]:
+        return Ok(f"noted {text}", state)
+
+    return lift_step(impl, name="note", errors=(), site=NOTE, is_async=True)
+
+
+def test_a_sibling_doing_long_pure_work_between_effects_does_not_make_the_run_wait() -> None:
+    # one branch parks on its question; the other runs 300 pure elements one at a time (each a
+    # task: many turns of the loop with no effect starting or ending), then an effect: the run
+    # waits only once that effect is recorded (a rule by loop turns stopped it before)
+    pure_work = AgentMonad.each(list(range(300)), lambda i: AgentMonad.pure(i), limit=1)
+    program = AgentMonad.par([approve()(ORDERS[0]), pure_work.then(lambda done: note()(f"{len(done)} done"))])
+    records: list[Record] = []
+    ended, journal = _run(program, records)
+    assert [q.key for q in ended] == ["0.0/0"]
+    assert [(r["key"], r["step"]) for r in records] == [("0.1/1", "note")]  # the sibling's effect ran
+
+
+def test_a_question_cancelled_with_its_branch_is_not_open() -> None:
+    # the sibling fails: the group cancels the parked branch; the run ends with the error, not waiting
+    failing = AgentMonad.each(list(range(100)), lambda i: AgentMonad.pure(i), limit=1).then(
+        lambda _: AgentMonad.fail(ValueError("no")))
+    ended, journal = _run(AgentMonad.par([approve()(ORDERS[0]), failing]), [])
+    assert not isinstance(ended, list) and journal.open == []
+
+
+def test_an_expired_question_records_no_answer_and_the_run_goes_on() -> None:
+    # the run first asked 10 s ago (its waiting record says so); the ask is `within 5`
+    within = 5.0
+
+    def asking() -> Any:
+        async def impl(state: int, question: Refund) -> Outcome[int, Exception, Approval]:
+            return Ok(await ask(SITE, "approve", question, Approval, "Refund?", within), state)
+
+        return lift_step(impl, name="approve", errors=ERRORS, site=SITE, is_async=True, kind=None)
+
+    records: list[Record] = []
+    first, _ = _run(asking()(ORDERS[0]), records)
+    [question] = first
+    assert question.within == within and question.deadline == question.asked + within
+    waited = {"key": "waiting:1", "kind": "waiting", "questions": [question.as_json() | {"asked": iso_time(question.asked - 10)}]}
+    records.append(waited)
+    outcome, journal = _run(asking()(ORDERS[0]), records)
+    assert isinstance(outcome, Err) and isinstance(outcome.error, NoAnswer)
+    assert (outcome.error.reason, outcome.error.seconds) == ("deadline", within)
+    assert [(r["key"], r["result"]["raised"]["type"]) for r in records if r.get("kind") == "human"] == [
+        ("0", "agentmonad.human.NoAnswer")]
+    again, journal = _run(asking()(ORDERS[0]), records)  # replayed from its record, whatever the clock says
+    assert isinstance(again, Err) and isinstance(again.error, NoAnswer) and journal.replayed == 1
+    # not yet expired (asked just now): it waits, its deadline counted from its first asking
+    kept = OpenQuestion.from_json(question.as_json())
+    still, _ = _run(asking()(ORDERS[0]), [{**waited, "questions": [kept.as_json()]}])
+    assert [q.asked for q in still] == [kept.asked]

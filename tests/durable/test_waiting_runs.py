@@ -122,3 +122,19 @@ def test_a_step_that_asks_waits_and_runs_again_up_to_its_question(tmp_path: Path
     done = durable.answer("nested", "approve", '{"ok": true}', db=db)
     assert done == {"ok": True, "value": ["paid"], "state": {"paid": 1}, "run_id": "nested"}
     assert _lines(effects) == ["asking A-1", "asking A-1", "pay True"]  # the step ran again up to its question
+
+
+#: One branch asks; its sibling goes through 400 pure `each(limit=1)` elements, then notes an effect.
+SIBLING = Path(__file__).parent / "askbox" / "sibling.mce"
+
+
+def test_a_run_waits_only_once_a_sibling_doing_pure_work_reaches_its_effect(tmp_path: Path) -> None:
+    effects = tmp_path / "effects.txt"
+    started = _mcec(["run", str(SIBLING), "busy", "--input", '"A-1:120"', "--durable", "--run-id", "s1", "--db",
+                     "runs.sqlite"], tmp_path, effects)
+    assert started.returncode == 0, started.stderr
+    assert [q["name"] for q in json.loads(started.stdout)["questions"]] == ["approve"]
+    assert _lines(effects) == ["note total 159600"]  # the sibling's work was done before the run waited
+    done = _mcec(["runs", "answer", "s1", "approve", "--value", '{"ok": true}', "--db", "runs.sqlite"], tmp_path, effects)
+    assert json.loads(done.stdout) == {"ok": True, "value": ["paid", "total 159600"], "state": {"paid": 1}, "run_id": "s1"}
+    assert _lines(effects) == ["note total 159600", "pay True"]  # the note was recorded: not run again

@@ -32,7 +32,7 @@ from dbos import DBOS, DBOSClient, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from dbos._serialization import Serializer
 
-from .journal import WAITING, Record
+from .journal import CANCELLED, WAITING, Record
 
 __all__ = ["Engine", "DBOSStore", "JsonSerializer", "RunInfo", "WORKFLOW"]
 
@@ -135,6 +135,8 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     result = await _runner[0](request, DBOSStore(), records)
     if result.get("status") == WAITING:
         await _wait(run_id, result)
+    elif result.get("status") == CANCELLED:
+        await _stop(run_id, {"key": CANCELLED, "kind": CANCELLED, "step": CANCELLED, "site": None})
     return result
 
 
@@ -144,12 +146,18 @@ async def _wait(run_id: str, result: dict[str, Any]) -> None:
     resumes (a finished one it does not), and it holds nothing in memory or in a queue: an
     answer from any process resumes it (:meth:`Engine.resume`)."""
     questions = result.get("questions", [])
+    await _stop(run_id, {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING, "site": None,
+                         "questions": questions, "refused": result.get("refused", {})})
+
+
+async def _stop(run_id: str, record: Record) -> None:
+    """Keep ``record`` (a step of its own: why the run stops) and cancel the workflow. A waiting
+    run cancelled by the user keeps a ``cancelled`` record the same way, after its waiting one."""
 
     async def kept() -> Record:
-        return {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING, "site": None,
-                "questions": questions, "refused": result.get("refused", {})}
+        return record
 
-    await DBOS.run_step_async({"name": WAITING}, kept)
+    await DBOS.run_step_async({"name": str(record["kind"])}, kept)
     # through the client, outside the workflow: DBOS's own cancel inside it would be an operation
     # of the workflow, taking a step id a resumed run's next effect is then given
     await asyncio.to_thread(_client[0].cancel_workflow, run_id)
@@ -244,8 +252,8 @@ class Engine:
             ended: dict[str, Any] = await result
         except DBOSAwaitedWorkflowCancelledError:
             waits = self.waiting(run_id)
-            if waits is None:
-                raise  # cancelled, not waiting
+            if waits is None:  # cancelled, not waiting (by `mcec runs cancel`, or a waiting run marked so)
+                return {"ok": None, "status": CANCELLED}
             return {"ok": None, "status": WAITING, "questions": waits.get("questions", []),
                     "refused": waits.get("refused", {})}
         return ended

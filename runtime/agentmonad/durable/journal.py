@@ -20,22 +20,24 @@ wrong value.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, final
 
 from pydantic import ValidationError
 
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
 from ..control import Deadline
-from ..human import Asking, Question
+from ..human import ERRORS, Asking, NoAnswer, Question
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError", "state_delta", "apply_delta",
-    "whole_states", "OpenQuestion", "WAITING",
+    "whole_states", "OpenQuestion", "WAITING", "CANCELLED", "iso_time", "epoch",
 ]
 
 _T = TypeVar("_T")
@@ -53,13 +55,29 @@ Record = dict[str, Any]
 #: resumed run does not replay it.
 WAITING = "waiting"
 
+#: The kind of the record a waiting run keeps when it is cancelled (``mcec runs cancel``): the run
+#: is then ``cancelled``, not ``waiting``. Not an effect either.
+CANCELLED = "cancelled"
+
+
+def iso_time(epoch: float) -> str:
+    """``epoch`` (Unix time) as an ISO 8601 UTC time: what records and ``mcec runs waiting`` show."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+def epoch(iso: str) -> float:
+    """What :func:`iso_time` wrote, as Unix time."""
+    return datetime.fromisoformat(iso).timestamp()
+
 
 @final
 @dataclass(frozen=True, slots=True)
 class OpenQuestion:
     """A question of an ``ask`` step (a ``"human"`` effect) that a durable run waits on: ``key``
     is the effect's identity (what an answer is recorded under), ``payload`` the question value
-    as JSON and ``schema`` the answer's JSON schema, exactly as the run asked them."""
+    as JSON and ``schema`` the answer's JSON schema, exactly as the run asked them. ``asked`` is
+    when the run first asked it (Unix time; kept from one wait to the next), ``within`` the ask's
+    ``within S`` (None: no deadline), so its deadline is ``asked + within``."""
 
     key: str
     name: str
@@ -68,17 +86,31 @@ class OpenQuestion:
     payload: object
     schema: dict[str, Any]
     prompt: str | None
+    asked: float = field(default=0.0, compare=False)
+    within: float | None = field(default=None, compare=False)
+
+    @property
+    def deadline(self) -> float | None:
+        """When the question expires (Unix time), or None: it waits as long as it takes."""
+        return None if self.within is None else self.asked + self.within
 
     def as_json(self) -> dict[str, Any]:
-        """As JSON (what the waiting record and ``mcec runs waiting`` show)."""
+        """As JSON (what the waiting record and ``mcec runs waiting`` show): times as ISO UTC."""
+        deadline = self.deadline
         return {"key": self.key, "name": self.name, "site": self.site, "index": list(self.index),
-                "question": self.payload, "schema": self.schema, "prompt": self.prompt}
+                "question": self.payload, "schema": self.schema, "prompt": self.prompt,
+                "asked": iso_time(self.asked), "within": self.within,
+                "deadline": iso_time(deadline) if deadline is not None else None}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> OpenQuestion:
-        """What :meth:`as_json` wrote."""
+        """What :meth:`as_json` wrote (a record from before deadlines were kept: asked at 0, no deadline)."""
+        asked = data.get("asked")
+        within = data.get("within")
         return OpenQuestion(str(data["key"]), str(data["name"]), data.get("site"), tuple(data.get("index", ())),
-                            data.get("question"), dict(data.get("schema", {})), data.get("prompt"))
+                            data.get("question"), dict(data.get("schema", {})), data.get("prompt"),
+                            epoch(asked) if isinstance(asked, str) else 0.0,
+                            float(within) if within is not None else None)
 
 
 class ReplayMismatch(Exception):
@@ -162,11 +194,21 @@ class DurableJournal:
     its store), records every other effect in ``store``. ``types`` gives each site's types."""
 
     def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {},
-                 answers: Mapping[str, tuple[object, object]] = {}) -> None:
+                 answers: Mapping[str, tuple[object, object]] = {}, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.types = types
-        # a waiting record is not an effect: a resumed run does not replay it
-        self._recorded = {k: r for k, r in recorded.items() if r.get("kind") != WAITING}
+        # a waiting (or cancelled) record is not an effect: a resumed run does not replay it
+        self._recorded = {k: r for k, r in recorded.items() if r.get("kind") not in (WAITING, CANCELLED)}
+        #: When each question was first asked (by key: its payload and the time), from the waiting
+        #: records: an ask's deadline counts from there, however often the run waited since.
+        self._first_asked: dict[str, tuple[object, float]] = {}
+        for record in recorded.values():
+            for question in record.get("questions", ()) if record.get("kind") == WAITING else ():
+                asked = OpenQuestion.from_json(question)
+                known = self._first_asked.get(asked.key)
+                if asked.asked and (known is None or (known[0] == asked.payload and asked.asked < known[1])):
+                    self._first_asked[asked.key] = (asked.payload, asked.asked)
+        self._clock = clock
         #: Answers given to open questions since the run waited: by question key, the question
         #: payload they answer (JSON) and the answer (JSON, validated against the answer type).
         self._answers = dict(answers)
@@ -174,9 +216,13 @@ class DurableJournal:
         self.open: list[OpenQuestion] = []
         #: Answers given that did not validate, by question key: pydantic's errors (the question stays open).
         self.refused: dict[str, list[str]] = {}
-        #: The keys of the effects running now (not parked questions): the run waits only when
-        #: each of them is waiting on a question asked inside its own call (a step that asks).
+        #: The keys of the effects running now: each one's own call is a live branch (below its key).
         self._running: set[str] = set()
+        #: The tasks running a ``par``/``each`` element, and its branch path (see :meth:`until_waiting`).
+        self._live: dict[asyncio.Future[Any], tuple[str, ...]] = {}
+        #: Element run contexts handed to a group and not yet started, by id: their branch paths.
+        self._handed: dict[int, tuple[RunContext, tuple[str, ...]]] = {}
+        self._stopping = False
         self._changed: asyncio.Event | None = None
         self._counters: dict[tuple[str, ...], int] = {}
         self._deadlines: dict[int, str] = {}
@@ -198,9 +244,18 @@ class DurableJournal:
         return path, number, "/".join((*path, str(number)))
 
     def branches(self, context: RunContext) -> Callable[[int], RunContext]:
-        """A group starts: it takes a number, its element ``i`` is the branch ``number.i``."""
+        """A group starts: it takes a number, its element ``i`` is the branch ``number.i``. The
+        task that runs an element is a live branch from its start to its end (:meth:`until_waiting`)."""
         path, number, _ = self._take()
-        return lambda i: context.with_index(i).with_part(_Branch, _Branch((*path, f"{number}.{i}")))
+
+        def element(i: int) -> RunContext:
+            branch = (*path, f"{number}.{i}")
+            element_context = context.with_index(i).with_part(_Branch, _Branch(branch))
+            if self._changed is not None:  # watched: the task the group starts with it is a live branch
+                self._handed[id(element_context)] = (element_context, branch)
+            return element_context
+
+        return element
 
     # -- deadlines -----------------------------------------------------------------------------
 
@@ -320,6 +375,8 @@ class DurableJournal:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
             if effect.kind == "human":  # the answer, checked against the answer type the run asks with
                 self.replayed += 1
+                if "raised" in record["result"]:  # no answer came in time (its deadline passed)
+                    raise decode_error(record["result"]["raised"], ERRORS)
                 return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
             return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
         if self._doomed:
@@ -365,8 +422,10 @@ class DurableJournal:
 
     async def _asked(self, key: str, effect: Effect, call: Callable[[], Awaitable[object]]) -> object:
         """A ``"human"`` effect with no record: record the answer given since the run waited
-        (when it answers this very question: same payload), else park this branch on the open
-        question until the run stops to wait (:meth:`until_waiting`). The handler is never called."""
+        (when it answers this very question: same payload); else, when the ask's deadline
+        (``within S``, counted from when the run first asked it) has passed, record and raise
+        ``NoAnswer(reason="deadline")``; else park this branch on the open question until the
+        run stops to wait (:meth:`until_waiting`). The handler is never called."""
         question = _question(call)
         payload = question.payload_json
         given = self._answers.get(key)
@@ -376,12 +435,19 @@ class DurableJournal:
                 answer = question.parse(given[1])
             except ValidationError as exc:
                 self.refused[key] = [f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()]
-        if given is not None and answer is not _REFUSED:
+        first = self._first_asked.get(key)
+        now = self._clock()
+        asked = first[1] if first is not None and first[0] == payload else now
+        expired = given is None and question.deadline is not None and now >= asked + question.deadline
+        if (given is not None and answer is not _REFUSED) or expired:
             self.performed += 1
-            recorded = given[1]
+            result: dict[str, object] = (
+                {"raised": encode_error(NoAnswer(question.name, "deadline", question.deadline))} if expired
+                else {"value": given[1] if given is not None else None}
+            )
 
             async def body() -> Record:
-                return self._record(key, effect, {"value": recorded}, [], time.time())
+                return self._record(key, effect, result, [], now)
 
             self._running.add(key)  # recording it is an effect running: the run is not still
             try:
@@ -389,50 +455,113 @@ class DurableJournal:
             finally:
                 self._running.discard(key)
                 self._change()
+            if expired:  # its outcome is recorded: a replay raises it again (perform)
+                raise NoAnswer(question.name, "deadline", question.deadline)
             return answer
         site = _site_text(effect)
-        self.open.append(OpenQuestion(key, question.name, site, tuple(question.index), payload, question.schema,
-                                      question.prompt))
+        opened = OpenQuestion(key, question.name, site, tuple(question.index), payload, question.schema,
+                              question.prompt, asked, question.deadline)
+        self.open.append(opened)
         self._change()
-        await asyncio.get_running_loop().create_future()  # parked until the run stops (cancelled)
+        try:
+            await asyncio.get_running_loop().create_future()  # parked until the run stops (cancelled)
+        finally:
+            if not self._stopping:  # its branch was cancelled by the run itself (a sibling failed): not open
+                self.open.remove(opened)
+                self._change()
         raise AssertionError("unreachable")
 
     async def until_waiting(self, run: Awaitable[_T]) -> _T | list[OpenQuestion]:
-        """Run ``run`` (the pipeline) until it ends — its result — or until every branch still
-        running is parked on an open question with no effect running: then the run is cancelled
-        and the open questions are the result (the run waits; nothing of it stays in memory)."""
-        task = asyncio.ensure_future(run)
+        """Run ``run`` (the pipeline) until it ends — its result — or until it waits: then the
+        run is cancelled and the open questions are the result (nothing of it stays in memory).
+
+        The run waits when every live branch with no live branch below it is parked on an open
+        question. The live branches are the run's own (the root), each ``par``/``each`` element
+        whose task has started and not ended, and the call of each effect running now (a step
+        that asks runs its question in the branch below it). A branch between two effects is
+        not parked, however long its pure work takes; so the rule is exact, not a guess from
+        how long the run stayed still. It is decided each time something changes (an effect
+        starts or ends, a question is parked, an element's task ends), once no task of the run
+        can still run: a group whose element just ended takes it in first (and may fail, and
+        cancel the parked branches), so the run is never found waiting between the two.
+
+        The element tasks are known through a task factory set on the loop while the run runs:
+        a group starts each element's task in a context holding the run context
+        :meth:`branches` handed it, which is how the factory tells them from other tasks (a
+        client's reader task that lives as long as its session is no branch)."""
+        loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
-        while True:
-            changed = asyncio.ensure_future(self._changed.wait())
-            await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
-            changed.cancel()
-            if task.done():
-                return task.result()
-            self._changed.clear()
-            if self.open and self._blocked() and await self._quiet(task):
-                task.cancel()
-                try:
-                    await task
-                except BaseException:  # the cancellation, however the pipeline reports it
-                    pass
-                await self.store.flush()
-                return sorted(self.open, key=lambda q: (q.index, q.key))
+        previous = loop.get_task_factory()
+        factory = self._task_factory(previous)
+        loop.set_task_factory(factory)
+        task = asyncio.ensure_future(run)
+        try:
+            while True:
+                changed = asyncio.ensure_future(self._changed.wait())
+                await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+                self._changed.clear()
+                # a task of the run that can run now (a group taking in an element that just
+                # ended) runs before the run is found waiting: what it does may change that
+                while not task.done() and self.open and self._waits() and self._ready(task):
+                    await asyncio.sleep(0)
+                if task.done():
+                    return task.result()
+                if self.open and self._waits():
+                    waiting = sorted(self.open, key=lambda q: (q.index, q.key))
+                    self._stopping = True
+                    task.cancel()
+                    try:
+                        await task
+                    except BaseException:  # the cancellation, however the pipeline reports it
+                        pass
+                    await self.store.flush()
+                    return waiting
+        finally:
+            if loop.get_task_factory() is factory:
+                loop.set_task_factory(previous)
+            self._changed = None
+            self._handed.clear()
 
-    async def _quiet(self, task: asyncio.Future[Any]) -> bool:
-        """Whether the run stays still (no effect starts, ends or parks) for a few turns of the
-        loop: the code between effects runs in turns, so a branch about to start an effect does
-        so within them."""
-        for _ in range(_QUIET_TURNS):
-            await asyncio.sleep(0)
-            if task.done() or self._changed is None or self._changed.is_set() or not self._blocked():
-                return False
-        return True
+    def _task_factory(self, previous: Any) -> Any:
+        """A task factory that knows the tasks of this run's ``par``/``each`` elements (a group
+        starts each element's task in a context holding the run context :meth:`branches` gave):
+        each is a live branch until it ends, and its end is a change to decide on."""
 
-    def _blocked(self) -> bool:
-        """Whether every running effect waits on an open question asked inside its call (its
-        key is a prefix of the question's: the question is in the branch below it)."""
-        return all(any(q.key.startswith(key + "/") for q in self.open) for key in self._running)
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:
+            task: asyncio.Future[Any] = (
+                previous(loop, coro, **kwargs) if previous is not None else asyncio.Task(coro, loop=loop, **kwargs)
+            )
+            context: contextvars.Context | None = kwargs.get("context")
+            if context is not None and self._handed:
+                handed = self._handed.pop(id(context.run(current_run_context)), None)
+                if handed is not None:
+                    self._live[task] = handed[1]
+                    task.add_done_callback(self._ended)
+            return task
+
+        return factory
+
+    def _ended(self, task: asyncio.Future[Any]) -> None:
+        self._live.pop(task, None)
+        self._change()
+
+    def _ready(self, root: asyncio.Future[Any]) -> bool:
+        """Whether a task of the run (its root, an element's) can run now rather than waits on a
+        future not done yet (CPython's ``Task._fut_waiter``: the future a task is suspended on)."""
+        for task in (root, *self._live):
+            if not task.done():
+                waiter: object = getattr(task, "_fut_waiter", _UNKNOWN)
+                if waiter is None or (isinstance(waiter, asyncio.Future) and waiter.done()):
+                    return True
+        return False
+
+    def _waits(self) -> bool:
+        """Whether every live branch with no live branch below it is parked on an open question."""
+        live = {(), *self._live.values(), *(tuple(key.split("/")) for key in self._running)}
+        parked = {tuple(q.key.split("/")[:-1]) for q in self.open}
+        below = {path[:n] for path in live for n in range(len(path))}  # the branches with one below them
+        return all(path in parked for path in live - below)
 
     def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
         if effect.kind == "fn":  # a pure fn re-runs on replay: nothing to record, no number taken
@@ -461,6 +590,8 @@ class DurableJournal:
 
 _NO_STATE = object()
 _REFUSED = object()
+#: A task whose suspension this Python does not show (not CPython): taken as suspended.
+_UNKNOWN = object()
 
 
 def _question(call: Callable[[], Awaitable[object]]) -> Question[Any]:
@@ -468,9 +599,6 @@ def _question(call: Callable[[], Awaitable[object]]) -> Question[Any]:
     if not isinstance(call, Asking):
         raise RecordError(f"a human effect's call is an Asking, not {type(call).__name__}")
     return call.question
-
-#: Loop turns a run must stay still to be waiting (see :meth:`DurableJournal._quiet`).
-_QUIET_TURNS = 50
 
 
 def state_delta(before: object, after: object) -> dict[str, Any]:
@@ -517,7 +645,7 @@ def whole_states(records: list[Record]) -> list[object]:
         *path, n = str(record["key"]).split("/")
         return tuple(path), int(n)
 
-    for record in sorted((r for r in records if r.get("kind") != WAITING), key=number):
+    for record in sorted((r for r in records if r.get("kind") not in (WAITING, CANCELLED)), key=number):
         path, _ = number(record)
         result = record.get("result", {})
         if "delta" in result:

@@ -80,3 +80,34 @@ async def pay(state: Desk, approval: Approval) -> Outcome[Desk, Never, str]:
     if not approval.ok:
         return Ok(f"refused: {approval.note}", state)
     return Ok("paid", Desk(state.paid + 1))
+
+
+def skip(refund: Refund) -> str:
+    """What a refund nobody approved in time settles as."""
+    return f"skipped {refund.order}"
+
+
+def first(text: str) -> Refund:
+    """The first refund of ``text``."""
+    return refunds(text)[0]
+
+
+def numbers(text: str) -> list[int]:
+    """400 numbers: pure work for ``each(limit=1)`` to go through one at a time."""
+    return list(range(400))
+
+
+def double(number: int) -> int:
+    """Twice ``number``."""
+    return 2 * number
+
+
+def total(numbers: list[int]) -> str:
+    """The sum of ``numbers``, as text."""
+    return f"total {sum(numbers)}"
+
+
+async def note(state: Desk, text: str) -> Outcome[Desk, Never, str]:
+    """Note ``text`` (an effect: a line in the effects file)."""
+    _effect(f"note {text}")
+    return Ok(text, state)
