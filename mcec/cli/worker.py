@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from mcec.cli.common import EXIT_OK, EXIT_USAGE, Subparsers
@@ -16,17 +17,18 @@ from mcec.cli.common import EXIT_OK, EXIT_USAGE, Subparsers
 __all__ = ["COMMANDS", "add_worker", "run_worker"]
 
 
-def _positive(kind: type[int] | type[float]) -> object:
-    def parse(text: str) -> int | float:
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` more than 0."""
+
+    def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text} is not more than 0")
+            raise argparse.ArgumentTypeError(f"{text}: give a number more than 0")
         return value
 
-    parse.__name__ = kind.__name__  # argparse names the type in its message
     return parse
 
 
@@ -42,15 +44,15 @@ def add_worker(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
                          help="the run database: postgresql://… shared by every worker (default: $MCEC_DB, else "
                          ".mcec/runs.sqlite, for workers on this machine only)")
     command.add_argument("--queue", default="default", metavar="NAME", help="the queue to serve (default: default)")
-    command.add_argument("--concurrency", type=_positive(int), default=8, metavar="N",  # type: ignore[arg-type]
+    command.add_argument("--concurrency", type=_positive(int), default=8, metavar="N",
                          help="runs at once in this worker (default: 8)")
     command.add_argument("--drain-seconds", type=float, default=30.0, metavar="S",
                          help="on SIGTERM, how long runs in flight may take to finish (default: 30)")
-    command.add_argument("--heartbeat-seconds", type=_positive(float), default=1.0, metavar="S",  # type: ignore[arg-type]
+    command.add_argument("--heartbeat-seconds", type=_positive(float), default=1.0, metavar="S",
                          help="how often the worker says it is alive and looks for dead workers' runs (default: 1)")
-    command.add_argument("--stale-after", type=_positive(float), default=10.0, metavar="S",  # type: ignore[arg-type]
+    command.add_argument("--stale-after", type=_positive(float), default=10.0, metavar="S",
                          help="a worker silent this long is dead: its runs are re-enqueued (default: 10)")
-    command.add_argument("--poll-seconds", type=_positive(float), default=1.0, metavar="S",  # type: ignore[arg-type]
+    command.add_argument("--poll-seconds", type=_positive(float), default=1.0, metavar="S",
                          help="how often each queue is polled for runs (default: 1)")
     command.set_defaults(func=run_worker)
 

@@ -9,6 +9,7 @@ the queue name is the version check, made before a worker ever sees the run.
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Sequence
@@ -59,7 +60,6 @@ def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_Q
     of this spec version to run: ``{"run_id", "status": "enqueued", "queue"}``. The input is
     checked first (nothing is enqueued when it is bad); an existing ``run_id`` of the same run is
     not enqueued again (its status is given instead)."""
-    from mcec.fingerprint import fingerprint
     from mcec.run.runner import RunError, llm_run_config, prepare
 
     check_queue_name(queue)
@@ -72,8 +72,7 @@ def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_Q
                 from mcec.durable import _status
 
                 return {"run_id": run_id, "status": _status(existing, engine.steps(run_id)), "queue": queue}
-        program = _program(spec)
-        problems = _durable_problems(program, pipeline)
+        program, digest, problems = _checked(spec, pipeline)
         if problems:
             raise DurableError(f"{pipeline} cannot run durably:\n  " + "\n  ".join(problems))
         try:  # bad input is refused before anything is enqueued
@@ -84,8 +83,33 @@ def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_Q
         chosen = run_id or uuid.uuid4().hex[:12]
         request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
                    "run_id": chosen}
-        engine.enqueue(chosen, request, queue_name(queue, fingerprint(program).digest))
+        engine.enqueue(chosen, request, queue_name(queue, digest))
         return {"run_id": chosen, "status": "enqueued", "queue": queue}
+
+
+#: Specs checked by this process for enqueuing, by (path, pipeline), with the file's size and
+#: mtime they were checked at: a batch enqueues many runs of one spec, checked once (its Python
+#: modules are imported once per process anyway).
+_CHECKED: dict[tuple[str, str], tuple[tuple[int, int], Program, str, list[str]]] = {}
+
+
+def _checked(spec: str, pipeline: str) -> tuple[Program, str, list[str]]:
+    """``spec``'s checked program, its fingerprint's digest, and what stops ``pipeline`` from
+    running durably."""
+    from mcec.fingerprint import fingerprint
+
+    try:
+        stat = os.stat(spec)
+    except OSError:
+        stat = None
+    key, stamp = (os.path.abspath(spec), pipeline), (stat.st_mtime_ns, stat.st_size) if stat else (0, 0)
+    known = _CHECKED.get(key)
+    if known is not None and stat is not None and known[0] == stamp:
+        return known[1], known[2], known[3]
+    program = _program(spec)
+    found = (program, fingerprint(program).digest, _durable_problems(program, pipeline))
+    _CHECKED[key] = (stamp, *found)
+    return found
 
 
 def result(run_id: str, *, db: str | None = None, wait: bool = True, poll_seconds: float = 0.1,

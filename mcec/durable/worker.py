@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mcec.durable import DurableError, _compiled, _engine, _execute, _first_line, _served, _shown_url
 
 if TYPE_CHECKING:
-    from agentmonad.durable.dbos import QueueSpec
+    from agentmonad.durable.dbos import QueueSpec, Runner
     from agentmonad.durable.journal import Record, Store
 
 __all__ = ["DEFAULT_CONCURRENCY", "serve"]
@@ -82,8 +82,6 @@ def serve(specs: Sequence[str], *, db: str | None = None, queue: str = "default"
     flight have ``drain_seconds`` to finish; when some are still running then, the process
     exits at once (``os._exit(0)``) leaving them to another worker. Raises
     :class:`DurableError` when a spec does not check or the database cannot be reached."""
-    from agentmonad.durable.dbos import QueueSpec
-
     from mcec.durable.queues import check_queue_name, queues_for
     from mcec.fingerprint import SpecFingerprint
 
@@ -138,19 +136,34 @@ def serve(specs: Sequence[str], *, db: str | None = None, queue: str = "default"
 
     stopping = stop if stop is not None else threading.Event()
     signalled: list[str] = []
-    if threading.current_thread() is threading.main_thread():
-        def on_signal(number: int, frame: FrameType | None) -> None:
-            signalled.append(signal.Signals(number).name)
-            stopping.set()
 
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-    names = sorted(queues)
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        signalled.append(signal.Signals(number).name)
+        stopping.set()
+
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # a library caller's own thread keeps its signals
+        for number in (signal.SIGTERM, signal.SIGINT):
+            previous[number] = signal.signal(number, on_signal)
+    try:
+        _work(db, list(queues.values()), executor_id, runner, poll_seconds, heartbeat_seconds, stale_after,
+              drain_seconds, concurrency, stopping, signalled, say)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 0
+
+
+def _work(db: str | None, queues: list[QueueSpec], executor_id: str, runner: Runner, poll_seconds: float,
+          heartbeat_seconds: float, stale_after: float, drain_seconds: float, concurrency: int | None,
+          stopping: threading.Event, signalled: list[str], say: Callable[[str], None]) -> None:
+    """The worker's life once its specs are compiled: launch, beat and recover until stopped, drain."""
+    names = sorted(q.name for q in queues)
     with _engine(db) as engine:
         engine.executor_id = executor_id
         try:
             engine.heartbeat(names)  # a row before any run is taken: a worker killed at once is recoverable
-            engine.launch(runner, queues=list(queues.values()), executor_id=executor_id, poll_seconds=poll_seconds)
+            engine.launch(runner, queues=queues, executor_id=executor_id, poll_seconds=poll_seconds)
         except Exception as exc:
             raise DurableError(f"cannot serve queues in {_shown_url(engine.url)}: {_first_line(exc)}") from exc
         shown = "no limit" if concurrency is None else str(concurrency)
@@ -186,5 +199,4 @@ def serve(specs: Sequence[str], *, db: str | None = None, queue: str = "default"
             os._exit(0)
         engine.forget()
         say("stopped")
-    return 0
 

@@ -206,6 +206,9 @@ async def _recorded(run_id: str) -> list[Any]:
 
 
 _client: list[DBOSClient] = []
+#: The databases this process has brought up to DBOS's schema (once is enough: a process that
+#: enqueues many runs opens the database for each).
+_migrated: set[str] = set()
 
 
 def _status(raw: Any) -> RunInfo:
@@ -273,7 +276,10 @@ class Engine:
         self.url = url
         self._launched = False
         self.executor_id: str | None = None
-        DBOS.migrate(url)  # a new database gets DBOS's tables (an up-to-date one is left as it is)
+        self._workers_table = False
+        if url not in _migrated:  # a new database gets DBOS's tables (an up-to-date one is left as it is)
+            DBOS.migrate(url)
+            _migrated.add(url)
         self.client = DBOSClient(system_database_url=url, serializer=JsonSerializer(), application_name=APPLICATION)
         _client[:] = [self.client]
 
@@ -345,7 +351,17 @@ class Engine:
     # ------------------------------------------------------------------ workers: heartbeats, recovery
 
     def _sql(self) -> sa.Engine:
+        """The run database, with the workers' table in it (made by the first worker to need it)."""
         engine: sa.Engine = self.client._sys_db.engine
+        if not self._workers_table:
+            try:
+                _metadata.create_all(engine, checkfirst=True)
+            except sa.exc.DBAPIError:
+                # Postgres's CREATE TABLE IF NOT EXISTS races with another worker's (a duplicate
+                # type): the table is there then, made by that worker
+                if not sa.inspect(engine).has_table(_workers.name):
+                    raise
+            self._workers_table = True
         return engine
 
     def heartbeat(self, queues: Sequence[str] = ()) -> None:
@@ -354,7 +370,6 @@ class Engine:
         sql = self._sql()
         now = _db_now(sql.dialect.name)
         with sql.begin() as c:
-            _metadata.create_all(c, checkfirst=True)
             done = c.execute(_workers.update().where(_workers.c.executor_id == self.executor_id).values(heartbeat=now))
             if done.rowcount == 0:  # the first beat (or a row a peer took for dead: alive again)
                 c.execute(_workers.insert().values(executor_id=self.executor_id, host=socket.gethostname(),
@@ -366,7 +381,6 @@ class Engine:
         if self.executor_id is None:
             return
         with self._sql().begin() as c:
-            _metadata.create_all(c, checkfirst=True)
             c.execute(_workers.update().where(_workers.c.executor_id == self.executor_id).values(heartbeat=0.0))
 
     def forget(self) -> None:
@@ -374,13 +388,11 @@ class Engine:
         if self.executor_id is None:
             return
         with self._sql().begin() as c:
-            _metadata.create_all(c, checkfirst=True)
             c.execute(_workers.delete().where(_workers.c.executor_id == self.executor_id))
 
     def workers(self) -> list[WorkerInfo]:
         """Every worker with a heartbeat row, and the database clock's time now."""
         with self._sql().begin() as c:
-            _metadata.create_all(c, checkfirst=True)
             rows = c.execute(sa.select(_workers)).fetchall()
         return [WorkerInfo(r.executor_id, r.host, r.pid, tuple(json.loads(r.queues)), r.started, r.heartbeat)
                 for r in rows]
@@ -394,7 +406,6 @@ class Engine:
         sql = self._sql()
         now = _db_now(sql.dialect.name)
         with sql.begin() as c:
-            _metadata.create_all(c, checkfirst=True)
             stale = c.execute(sa.select(_workers.c.executor_id).where(
                 _workers.c.heartbeat < now - stale_after, _workers.c.executor_id != (self.executor_id or ""))).scalars().all()
         recovered: dict[str, list[str]] = {}

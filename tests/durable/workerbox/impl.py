@@ -1,6 +1,7 @@
 """Steps for the worker tests: each appends ``STEP INPUT PID`` to the file named by
-``MCEC_EFFECTS`` after sleeping ``MCEC_PACE`` seconds, so a test counts which effects ran, how
-often, and in which worker process."""
+``MCEC_EFFECTS`` after sleeping ``MCEC_PACE`` seconds (a hundred times that for the second and third
+steps of an input starting with ``slow``), so a test counts which effects ran, how often, and in
+which worker process."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ class Tally:
 
 
 async def _effect(step: str, text: str, state: Tally) -> Outcome[Tally, None, str]:
-    await asyncio.sleep(float(os.environ.get("MCEC_PACE", "0")))
+    slow = text.startswith("slow") and step != "first"
+    await asyncio.sleep(float(os.environ.get("MCEC_PACE", "0")) * (100 if slow else 1))
     path = os.environ.get("MCEC_EFFECTS")
     if path:
         with open(path, "a", encoding="utf-8") as out:
