@@ -264,6 +264,10 @@ def test_a_run_of_another_spec_version_waits_for_a_worker_of_that_version(
         assert outcome["ok"] and outcome["value"] == "v2.first.third"
         assert {pid for _, run, pid in fleet.effects_of("v2")} == {new.pid}
         assert new.stop() == 0
+        # its queue is known now, and still no worker of the old version takes a run from it
+        durable.enqueue(newer, "work", '"v3"', queue=SHARED, run_id="v3", db=fleet.db)
+        time.sleep(1.5)  # the fleet looks for new queues every second
+        assert {r.run_id: r.status for r in durable.list_runs(db=fleet.db)}["v3"] == "enqueued"
     finally:
         newer.unlink()
 
