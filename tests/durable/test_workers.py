@@ -313,3 +313,21 @@ def test_bad_input_is_a_message_and_exit_status_2(tmp_path: Path, postgres_url: 
     done = subprocess.run([sys.executable, "-m", "mcec", "worker", "missing.mce", "--db", db], capture_output=True,
                           text=True, env=_env(tmp_path / "effects.txt", 0.0), cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and done.stderr == "mcec worker: no spec missing.mce\n", done
+
+
+def test_a_run_resumed_by_hand_runs_in_the_resuming_process_not_in_a_worker(
+    fleet: Fleet, mcec_in_process: Any, tmp_path: Path
+) -> None:
+    # enqueued where no worker listens, cancelled, then resumed by hand: DBOS puts a resumed run
+    # on its internal queue, which every process polls; the workers leave it to the resumer (an
+    # answer to a waiting run, say, lives in the resumer's memory only)
+    durable.enqueue(WORK, "work", '"h0"', queue="nobody", run_id="h0", db=fleet.db)
+    durable.cancel("h0", db=fleet.db)
+    effects = tmp_path / "effects.txt"
+    resumed = mcec_in_process("runs", "resume", "h0", "--db", fleet.db, cwd=tmp_path,
+                              env={"MCEC_EFFECTS": str(effects), "MCEC_PACE": "0"})
+    assert resumed.returncode == 0, resumed.stderr
+    payload = json.loads(resumed.stdout)
+    assert payload.pop("run_id") == "h0" and payload == _expected("h0")
+    assert {pid for _, _, pid in _effects(effects)} == {str(os.getpid())}
+    assert not fleet.effects_of("h0")
