@@ -41,6 +41,7 @@ from typing import Any, final
 import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, EnqueueOptions, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
+from dbos._utils import INTERNAL_QUEUE_NAME
 from dbos._serialization import Serializer
 
 from .journal import WAITING, Record
@@ -409,9 +410,13 @@ class Engine:
             stale = c.execute(sa.select(_workers.c.executor_id).where(
                 _workers.c.heartbeat < now - stale_after, _workers.c.executor_id != (self.executor_id or ""))).scalars().all()
         recovered: dict[str, list[str]] = {}
+        sys_db = _dbos()._sys_db
         for dead in stale:
-            handles = DBOS._recover_pending_workflows([dead])
-            recovered[dead] = [h.get_workflow_id() for h in handles]
+            # what DBOS._recover_pending_workflows does, keeping which runs *this* call re-enqueued
+            # (a peer recovering at the same moment finds them no longer PENDING)
+            pending = sys_db.get_pending_workflows(dead, APPLICATION)
+            recovered[dead] = [w.workflow_id for w in pending
+                               if sys_db.reenqueue_for_recovery(w.workflow_id, [dead], INTERNAL_QUEUE_NAME)]
             with sql.begin() as c:
                 c.execute(_workers.delete().where(_workers.c.executor_id == dead, _workers.c.heartbeat < now - stale_after))
         return recovered
