@@ -43,6 +43,7 @@ COMMAND_MODULES: list[str] = [
     "mcec.cli.explain",
     "mcec.cli.lsp",
     "mcec.cli.runs",
+    "mcec.cli.worker",
 ]
 
 
