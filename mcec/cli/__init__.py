@@ -39,6 +39,7 @@ COMMAND_MODULES: list[str] = [
     "mcec.cli.explain",
     "mcec.cli.lsp",
     "mcec.cli.runs",
+    "mcec.cli.worker",
 ]
 
 

@@ -416,6 +416,9 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     durable.add_argument(
         "--allow-changed-spec", action="store_true", help="resume a run although its spec changed since it started"
     )
+    durable.add_argument("--queue", default=None, metavar="NAME",
+                         help="enqueue the run for a worker (`mcec worker`) instead of running it here; print its id")
+    durable.add_argument("--wait", action="store_true", help="with --queue: wait for the run's Outcome and print it")
     command.add_argument(
         "--stream",
         action="store_true",
@@ -501,8 +504,8 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_USAGE
     if args.durable:
         return run_durable(args, out)
-    if args.run_id is not None or args.db is not None or args.allow_changed_spec:
-        print("mcec run: --run-id, --db and --allow-changed-spec go with --durable", file=sys.stderr)
+    if args.run_id is not None or args.db is not None or args.allow_changed_spec or args.queue is not None or args.wait:
+        print("mcec run: --run-id, --db, --allow-changed-spec, --queue and --wait go with --durable", file=sys.stderr)
         return EXIT_USAGE
     result = compile_to_run(Path(args.file))
     if isinstance(result, int):
@@ -578,6 +581,11 @@ def run_durable(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.run.runner import dumps
 
     ensure_importable(Path(args.file))
+    if args.wait and args.queue is None:
+        print("mcec run: --wait goes with --queue (a run without --queue runs here, and is waited for)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.queue is not None:
+        return _enqueue_durable(args, out)
     try:
         payload = run(
             args.file,
@@ -595,6 +603,32 @@ def run_durable(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_USAGE
     out.write(dumps(payload) + "\n")
     # a run that waits for people did not fail: it stops until they answer (`mcec runs answer`)
+    return 0 if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
+
+
+def _enqueue_durable(args: argparse.Namespace, out: TextIO) -> int:
+    """``mcec run --durable --queue NAME``: enqueue the run for a worker; print ``{"run_id",
+    "status": "enqueued", "queue"}`` (``--wait``: the Outcome once a worker has run it)."""
+    import json
+
+    from mcec.durable import DurableError, enqueue, result
+    from mcec.run.runner import dumps
+
+    if args.allow_changed_spec:
+        print("mcec run: --allow-changed-spec goes with resuming a run here, not with --queue", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        queued = enqueue(args.file, args.pipeline, args.input, queue=args.queue, run_id=args.run_id, db=args.db,
+                         state_json=args.state, models=args.model, interpret=args.interpret)
+        if not args.wait:
+            out.write(json.dumps(queued) + "\n")
+            return 0
+        payload = result(queued["run_id"], db=args.db, wait=True)
+    except DurableError as exc:
+        print(f"mcec run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    assert payload is not None
+    out.write(dumps(payload) + "\n")
     return 0 if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
 
 

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from mcec.run.timeline import Node
 
 __all__ = [
-    "DurableError", "RunSummary", "answer", "cancel", "database_url", "list_runs", "resume", "run", "show", "show_tree",
-    "waiting",
+    "DurableError", "RunSummary", "answer", "cancel", "database_url", "enqueue", "list_runs", "result", "resume", "run",
+    "serve_worker", "show", "show_tree", "waiting",
 ]
 
 #: The database of ``mcec run --durable`` when neither ``--db`` nor ``MCEC_DB`` names one.
@@ -152,7 +152,9 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         sys.path.insert(0, request["cwd"])
     pipeline = request["pipeline"]
     try:
-        compiled = _compiled(request["spec"], generate=not request.get("interpret"))
+        generate = not request.get("interpret")
+        # a worker compiled its specs once when it started; a process of its own compiles the run's
+        compiled = _served.get((request["spec"], generate)) or _compiled(request["spec"], generate=generate)
         program = compiled.program
         assert program is not None
         value, state = prepare(program, pipeline, request["input"], request.get("state"))
@@ -213,6 +215,10 @@ async def _elements(program: Program, request: dict[str, Any]) -> ElementsHook |
     if not request.get("elements") and await ElementQueues().queue_of(run_id) is None:
         return None
     return ElementsHook(distributor(program, request, run_id))
+
+
+#: The specs a worker serves, compiled when it started: by (spec path, compiled or not).
+_served: dict[tuple[str, bool], CompileResult] = {}
 
 
 @contextmanager
@@ -303,15 +309,17 @@ def run(
         chosen = run_id or uuid.uuid4().hex[:12]
         request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
                    "run_id": chosen}
-        engine.launch(_execute)
         if elements:
-            from agentmonad.durable.dbos import declare_element_queues
+            from agentmonad.durable.dbos import QueueSpec
 
             from mcec.durable.elements import element_queues
             from mcec.fingerprint import fingerprint
 
             request["elements"] = True
-            declare_element_queues(element_queues(program, fingerprint(program).digest))
+            queues = [QueueSpec(name, limit, None) for name, limit in element_queues(program, fingerprint(program).digest)]
+            engine.launch(_execute, queues=queues, poll_seconds=0.05)
+        else:
+            engine.launch(_execute)
         return _payload(chosen, asyncio.run(engine.start(chosen, request)))
 
 
@@ -364,7 +372,8 @@ class RunSummary:
     run_id: str
     spec: str
     pipeline: str
-    #: ``running`` (or interrupted: resume it), ``finished``, ``failed``, ``waiting``, ``cancelled``.
+    #: ``running`` (or interrupted: resume it), ``enqueued`` (waiting for a worker), ``finished``,
+    #: ``failed``, ``waiting``, ``cancelled``.
     status: str
     started: float | None
     last_step: str | None
@@ -389,6 +398,8 @@ def _status(info: RunInfo, steps: list[Record]) -> str:
             return "failed"
         case "CANCELLED":
             return "cancelled"
+        case "ENQUEUED":
+            return "enqueued"
         case _:
             return "running"
 
@@ -456,7 +467,7 @@ def _run_outcome(info: RunInfo, records: list[Record]) -> str | None:
     """The run's outcome kind as a trace shows it: ``ok``, ``err``, ``defect``, ``cancelled``, or
     None while it has not ended (running, or interrupted)."""
     match _status(info, records):
-        case "running" | "waiting":
+        case "running" | "waiting" | "enqueued":
             return None
         case "cancelled":
             return "cancelled"
@@ -555,3 +566,36 @@ def _parsed(question: dict[str, Any], value_json: str) -> object:
         return json.loads(value_json)
     except ValueError as exc:
         raise DurableError(f"the answer to {question['name']} is not JSON: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------- workers (docs/language.md "Workers")
+
+
+def enqueue(spec: str | Path, pipeline: str, input_json: str, *, queue: str = "default", run_id: str | None = None,
+            db: str | None = None, state_json: str | None = None, models: Sequence[str] = (),
+            interpret: bool = False) -> dict[str, Any]:
+    """Put a durable run on ``queue`` for a worker (``mcec worker``) to run instead of running it
+    here: ``{"run_id", "status": "enqueued", "queue"}`` (see :func:`mcec.durable.queues.enqueue`)."""
+    from mcec.durable.queues import enqueue as enqueue_run
+
+    return enqueue_run(str(spec), pipeline, input_json, queue=queue, run_id=run_id, db=db, state_json=state_json,
+                       models=models, interpret=interpret)
+
+
+def result(run_id: str, *, db: str | None = None, wait: bool = True, timeout: float | None = None) -> dict[str, Any] | None:
+    """The Outcome of the run ``run_id`` as :func:`run` gives it, wherever it ran (``wait``: once
+    it ends; else None while it has not)."""
+    from mcec.durable.queues import result as run_result
+
+    return run_result(run_id, db=db, wait=wait, timeout=timeout)
+
+
+def serve_worker(specs: Sequence[str | Path], *, db: str | None = None, queue: str = "default",
+                 concurrency: int | None = 8, drain_seconds: float = 30.0, heartbeat_seconds: float = 1.0,
+                 stale_after: float = 10.0, poll_seconds: float = 1.0) -> int:
+    """Serve the runs of ``specs`` enqueued on ``queue`` until SIGTERM/SIGINT, as ``mcec worker``
+    does (see :func:`mcec.durable.worker.serve`); the exit status."""
+    from mcec.durable.worker import serve
+
+    return serve([str(s) for s in specs], db=db, queue=queue, concurrency=concurrency, drain_seconds=drain_seconds,
+                 heartbeat_seconds=heartbeat_seconds, stale_after=stale_after, poll_seconds=poll_seconds)

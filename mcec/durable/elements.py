@@ -120,7 +120,7 @@ _loaded: dict[tuple[str, str, bool], _Loaded] = {}
 
 
 def _load(request: dict[str, Any]) -> _Loaded:
-    from mcec.durable import DurableError, _compiled
+    from mcec.durable import DurableError, _compiled, _served
     from mcec.durable.types import type_table
     from mcec.fingerprint import SpecFingerprint, fingerprint
     from mcec.run.runner import llm_run_config, load_module
@@ -130,7 +130,12 @@ def _load(request: dict[str, Any]) -> _Loaded:
     loaded = _loaded.get(key)
     if loaded is not None:
         return loaded
-    compiled: CompileResult = _compiled(str(request["spec"]), generate=not request.get("interpret"))
+    generate = not request.get("interpret")
+    # a worker has its specs compiled already (mcec.durable.worker): the one of the run's version
+    # (the path the run started with may not exist on this machine)
+    served = [c for (_, gen), c in _served.items() if gen == generate and c.program is not None
+              and fingerprint(c.program).digest == wanted]
+    compiled: CompileResult = served[0] if served else _compiled(str(request["spec"]), generate=generate)
     program = compiled.program
     assert program is not None
     if fingerprint(program).digest != wanted:

@@ -16,6 +16,13 @@ Everything is stored as JSON (:class:`JsonSerializer`), never pickle. DBOS recov
 workflows of *this* process's executor when it launches; each process is an executor of its
 own, so a process never takes up another one's runs by itself: a run is resumed when someone asks
 (:meth:`Engine.resume`).
+
+Workers (docs/language.md "Workers"): a run can also be *enqueued* (:meth:`Engine.enqueue`) on a
+DBOS queue, which a worker process listens to (``Engine.launch(..., queues=…)``); DBOS's dequeue
+(one transaction that turns an ``ENQUEUED`` run ``PENDING`` and names the executor) is what
+makes one worker, and one only, take it. A worker also writes a heartbeat into a table of ours
+(``mcec_workers``: DBOS keeps none); a live worker re-enqueues the ``PENDING`` runs of a worker
+whose heartbeat is stale (:meth:`Engine.recover_stale`), on the queue each was on.
 """
 
 from __future__ import annotations
@@ -23,21 +30,28 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import socket
+import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
-from dbos import DBOS, DBOSClient, SetWorkflowID
+import sqlalchemy as sa
+from dbos import DBOS, DBOSClient, EnqueueOptions, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 from dbos._serialization import Serializer
 
 from .journal import WAITING, Record
 
-__all__ = ["Engine", "DBOSStore", "JsonSerializer", "RunInfo", "WORKFLOW"]
+__all__ = ["Engine", "DBOSStore", "JsonSerializer", "QueueSpec", "RunInfo", "WORKFLOW", "WorkerInfo"]
 
 #: The name of the workflow every durable run is.
 WORKFLOW = "mcec_run"
+#: DBOS's application name and version of every mcec process (versions are the spec
+#: fingerprint's business, carried by the queue names, not DBOS's code hash).
+APPLICATION = "mcec"
 
 #: What runs a run: its request, the store to record in, and the records it has so far (by key);
 #: gives the run's result (JSON).
@@ -117,6 +131,35 @@ class RunInfo:
     result: dict[str, Any] | None
     created: float | None
     updated: float | None
+    #: The DBOS queue the run was enqueued on (None: started in a process of its own).
+    queue: str | None = None
+    #: The executor (process) that runs or ran it last.
+    executor: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """A DBOS queue a worker listens to: ``concurrency`` runs at once across every worker (None: no
+    limit), ``worker_concurrency`` at once in each worker (None: no limit)."""
+
+    name: str
+    concurrency: int | None
+    worker_concurrency: int | None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """One worker's heartbeat row: its executor id, where it runs, the queues it listens to, and
+    the database clock's time of its start and of its last heartbeat (epoch seconds)."""
+
+    executor_id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    started: float
+    heartbeat: float
 
 
 _runner: list[Runner] = []
@@ -172,7 +215,29 @@ def _status(raw: Any) -> RunInfo:
     output = raw.output if isinstance(raw.output, dict) else None
     created = raw.created_at / 1000 if raw.created_at else None
     updated = raw.updated_at / 1000 if raw.updated_at else None
-    return RunInfo(raw.workflow_id, str(raw.status), request, output, created, updated)
+    return RunInfo(raw.workflow_id, str(raw.status), request, output, created, updated, raw.queue_name, raw.executor_id)
+
+
+_metadata = sa.MetaData()
+#: The workers' heartbeats (DBOS keeps no table of live executors): one row per worker process,
+#: its ``heartbeat`` the database clock's epoch seconds, so machines' clocks need not agree.
+_workers = sa.Table(
+    "mcec_workers",
+    _metadata,
+    sa.Column("executor_id", sa.Text, primary_key=True),
+    sa.Column("host", sa.Text, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("queues", sa.Text, nullable=False),
+    sa.Column("started", sa.Float, nullable=False),
+    sa.Column("heartbeat", sa.Float, nullable=False),
+)
+
+
+def _db_now(dialect: str) -> sa.ColumnElement[float]:
+    """The database clock, in epoch seconds (every worker's heartbeat is stamped by one clock)."""
+    if dialect == "sqlite":
+        return sa.literal_column("((julianday('now') - 2440587.5) * 86400.0)", sa.Float)
+    return sa.literal_column("extract(epoch from clock_timestamp())", sa.Float)
 
 
 class _QuietCancels(logging.Filter):
@@ -187,6 +252,17 @@ class _QuietCancels(logging.Filter):
 logging.getLogger("dbos").addFilter(_QuietCancels())
 
 
+def _dbos() -> Any:
+    """DBOS's launched instance (its queue threads and active workflows have no public handle)."""
+    from dbos._dbos import _get_dbos_instance
+
+    return _get_dbos_instance()
+
+
+def _internal_queue() -> Any:
+    return _dbos()._registry.get_internal_queue()
+
+
 @final
 class Engine:
     """DBOS configured for durable runs on the database at ``url`` (``sqlite:///…`` or
@@ -196,28 +272,147 @@ class Engine:
     def __init__(self, url: str) -> None:
         self.url = url
         self._launched = False
+        self.executor_id: str | None = None
         DBOS.migrate(url)  # a new database gets DBOS's tables (an up-to-date one is left as it is)
-        self.client = DBOSClient(system_database_url=url, serializer=JsonSerializer())
+        self.client = DBOSClient(system_database_url=url, serializer=JsonSerializer(), application_name=APPLICATION)
         _client[:] = [self.client]
 
-    def launch(self, runner: Runner) -> None:
-        """Start DBOS in this process, running durable runs with ``runner``."""
+    def launch(self, runner: Runner, *, queues: Sequence[QueueSpec] = (), executor_id: str | None = None,
+               poll_seconds: float = 1.0) -> None:
+        """Start DBOS in this process, running durable runs with ``runner``, and take the runs
+        enqueued on exactly ``queues`` (none: a process that runs only what it starts or resumes
+        itself), each polled every ``poll_seconds``. ``executor_id`` names this process for
+        recovery (default: a new id)."""
         _runner[:] = [runner]
+        self.executor_id = executor_id or f"mcec-{uuid.uuid4().hex}"
         DBOS(
             config={
-                "name": "mcec",
+                "name": APPLICATION,
                 "system_database_url": self.url,
                 "serializer": JsonSerializer(),
                 # an executor of its own: DBOS recovers only this process's runs at launch (none)
-                "executor_id": f"mcec-{uuid.uuid4().hex}",
+                "executor_id": self.executor_id,
                 # versions are the spec's fingerprint's business, not DBOS's code hash
-                "application_version": "mcec",
+                "application_version": APPLICATION,
                 "log_level": "ERROR",
                 "notification_listener_polling_interval_sec": 0.05,
             }
         )
+        # DBOS listens to every queue of the application unless told: a process must not be handed
+        # runs of queues it was not asked to serve (its spec may not even be the run's)
+        DBOS.listen_queues([q.name for q in queues])
         DBOS.launch()
         self._launched = True
+        for q in queues:
+            # the queue's limits live in its database row (DBOS reloads them every poll), so the
+            # worker started last sets them for every worker of that queue
+            DBOS.register_queue(q.name, global_concurrency=q.concurrency, worker_concurrency=q.worker_concurrency,
+                                polling_interval_sec=poll_seconds, on_conflict="always_update")
+        if queues:
+            # DBOS's internal queue (every process takes from it) holds the runs a `runs resume` or
+            # `runs answer` puts back: that process waits to run them itself (an answer it was
+            # given lives in its memory), so a worker leaves them alone
+            _internal_queue()._worker_concurrency = 0
+
+    def enqueue(self, run_id: str, request: dict[str, Any], queue: str) -> None:
+        """Put the run ``run_id`` with ``request`` on the DBOS queue ``queue`` for a worker to take
+        (nothing runs in this process; no launch needed)."""
+        options: EnqueueOptions = {"workflow_name": WORKFLOW, "queue_name": queue, "workflow_id": run_id,
+                                   "app_version": APPLICATION, "workflow_id_reuse_policy": "reject"}
+        self.client.enqueue(options, request)
+
+    def wait_result(self, run_id: str, poll_seconds: float = 0.1, timeout: float | None = None) -> dict[str, Any] | None:
+        """The result of ``run_id`` once it has ended (or stops to wait for people: its open
+        questions, as :meth:`start` gives them); None when ``timeout`` seconds pass first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            info = self.run(run_id)
+            if info is not None:
+                if info.status == "SUCCESS" and info.result is not None:
+                    return info.result
+                if info.status == "CANCELLED":
+                    waits = self.waiting(run_id)
+                    if waits is not None:
+                        return {"ok": None, "status": WAITING, "questions": waits.get("questions", []),
+                                "refused": waits.get("refused", {})}
+                    return {"ok": False, "failed": "it was cancelled"}
+                if info.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+                    return {"ok": False, "failed": f"it ended {info.status}"}
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            time.sleep(poll_seconds)
+
+    # ------------------------------------------------------------------ workers: heartbeats, recovery
+
+    def _sql(self) -> sa.Engine:
+        engine: sa.Engine = self.client._sys_db.engine
+        return engine
+
+    def heartbeat(self, queues: Sequence[str] = ()) -> None:
+        """Record that this process (a launched worker) is alive (its row made on the first call)."""
+        assert self.executor_id is not None, "heartbeat after launch"
+        sql = self._sql()
+        now = _db_now(sql.dialect.name)
+        with sql.begin() as c:
+            _metadata.create_all(c, checkfirst=True)
+            done = c.execute(_workers.update().where(_workers.c.executor_id == self.executor_id).values(heartbeat=now))
+            if done.rowcount == 0:  # the first beat (or a row a peer took for dead: alive again)
+                c.execute(_workers.insert().values(executor_id=self.executor_id, host=socket.gethostname(),
+                                                   pid=os.getpid(), queues=json.dumps(list(queues)), started=now,
+                                                   heartbeat=now))
+
+    def mark_dead(self) -> None:
+        """Mark this worker's heartbeat as stale at once: a peer recovers its runs at its next scan."""
+        if self.executor_id is None:
+            return
+        with self._sql().begin() as c:
+            _metadata.create_all(c, checkfirst=True)
+            c.execute(_workers.update().where(_workers.c.executor_id == self.executor_id).values(heartbeat=0.0))
+
+    def forget(self) -> None:
+        """Remove this worker's heartbeat row (it stopped with nothing left running)."""
+        if self.executor_id is None:
+            return
+        with self._sql().begin() as c:
+            _metadata.create_all(c, checkfirst=True)
+            c.execute(_workers.delete().where(_workers.c.executor_id == self.executor_id))
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every worker with a heartbeat row, and the database clock's time now."""
+        with self._sql().begin() as c:
+            _metadata.create_all(c, checkfirst=True)
+            rows = c.execute(sa.select(_workers)).fetchall()
+        return [WorkerInfo(r.executor_id, r.host, r.pid, tuple(json.loads(r.queues)), r.started, r.heartbeat)
+                for r in rows]
+
+    def recover_stale(self, stale_after: float) -> dict[str, list[str]]:
+        """Re-enqueue the ``PENDING`` runs of every worker whose heartbeat is older than
+        ``stale_after`` seconds (each back on its own queue, for any live worker serving it) and
+        drop their rows; by dead executor, the runs re-enqueued. Two workers recovering at once
+        is harmless: DBOS re-enqueues only a run still ``PENDING`` under the dead executor, and its
+        dequeue hands each run to one worker."""
+        sql = self._sql()
+        now = _db_now(sql.dialect.name)
+        with sql.begin() as c:
+            _metadata.create_all(c, checkfirst=True)
+            stale = c.execute(sa.select(_workers.c.executor_id).where(
+                _workers.c.heartbeat < now - stale_after, _workers.c.executor_id != (self.executor_id or ""))).scalars().all()
+        recovered: dict[str, list[str]] = {}
+        for dead in stale:
+            handles = DBOS._recover_pending_workflows([dead])
+            recovered[dead] = [h.get_workflow_id() for h in handles]
+            with sql.begin() as c:
+                c.execute(_workers.delete().where(_workers.c.executor_id == dead, _workers.c.heartbeat < now - stale_after))
+        return recovered
+
+    def stop_taking(self) -> None:
+        """Stop dequeuing (the runs in flight go on): the first step of a worker's drain."""
+        for event in _dbos().background_thread_stop_events:
+            event.set()
+
+    def in_flight(self) -> int:
+        """How many runs this process is running now."""
+        return len(_dbos()._active_workflows_set.activeList())
 
     def close(self) -> None:
         """Stop DBOS (if launched) and the client."""
@@ -353,9 +548,3 @@ def workflow_id() -> str | None:
     """The id of the workflow running here (None: none)."""
     return DBOS.workflow_id
 
-
-def declare_element_queues(queues: list[tuple[str, int]], *, polling: float = 0.05) -> None:
-    """Declare the element queues ``queues`` (name, global concurrency) in this launched process,
-    which then takes elements from them: a process that runs a run's elements itself (tests)."""
-    for name, concurrency in queues:
-        DBOS.register_queue(name, global_concurrency=concurrency, polling_interval_sec=polling)
