@@ -129,34 +129,49 @@ class ElementDistributor:
             "state": encode_value(types.result.state, state, "the state"),
             "deadline": deadline_of(run),
         }
-        while True:
-            element_id = await self._attach(base, self.queues[str(site)], request)
+        queue = self.queues[str(site)]
+        current = [base]  # the attempt awaited now
+        # the enqueue runs to its end even if this branch is cancelled meanwhile: an element put on
+        # the queue after its branch stopped caring would run for nothing
+        handed = asyncio.ensure_future(self.backend.enqueue(queue, base, request))  # one that exists: attached to
+        self.enqueued += 1
+        try:
+            await asyncio.shield(handed)
+            while True:
+                status, result = await self._ended(current[0])
+                if status != "CANCELLED":
+                    break
+                # cancelled by someone else (an earlier process of this run): it never finished,
+                # it runs again as a new attempt (or the run attaches to the last one)
+                current[0] = await self._attach(base, queue, request)
+        except asyncio.CancelledError:
+            # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
+            # cancel must reach the database even if this task is cancelled again meanwhile)
             try:
-                status, result = await self._ended(element_id)
+                await asyncio.shield(self._cancel(handed, current))
             except asyncio.CancelledError:
-                # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
-                # cancel must reach the database even if this task is cancelled again meanwhile)
-                try:
-                    await asyncio.shield(self.backend.cancel([element_id]))
-                except asyncio.CancelledError:
-                    pass
-                raise
-            if status == "CANCELLED":
-                continue  # cancelled by someone else: it never finished, it runs again (a new attempt)
-            return self._outcome(site, state, types.result, element_id, status, result)
+                pass
+            raise
+        return self._outcome(site, state, types.result, current[0], status, result)
+
+    async def _cancel(self, handed: asyncio.Future[None], current: list[str]) -> None:
+        """Cancel the element once it is on the queue (or its enqueue failed)."""
+        try:
+            await handed
+        except Exception:
+            return
+        await self.backend.cancel([current[0]])
 
     async def _attach(self, base: str, queue: str, request: dict[str, Any]) -> str:
-        """The element's workflow: the last attempt that exists and was not cancelled, else a new one enqueued."""
+        """The element's workflow once its first attempt was found cancelled: the last attempt that
+        was not cancelled, else a new one enqueued."""
         attempts = await self.backend.attempts(base)
-        if attempts:
-            attempts.sort(key=lambda a: _attempt(base, a[0]))
-            last, status = attempts[-1]
-            if status != "CANCELLED":
-                self.attached += 1
-                return last
-            element_id = f"{base}#{_attempt(base, last) + 1}"
-        else:
-            element_id = base
+        attempts.sort(key=lambda a: _attempt(base, a[0]))
+        last, status = attempts[-1] if attempts else (base, "CANCELLED")
+        if status != "CANCELLED":
+            self.attached += 1
+            return last
+        element_id = f"{base}#{_attempt(base, last) + 1}"
         await self.backend.enqueue(queue, element_id, request)
         self.enqueued += 1
         return element_id
