@@ -50,6 +50,7 @@ def _without_id(report: dict[str, Any]) -> dict[str, Any]:
         ("stateful", [1, 2, 3, 4, 5], True),
         ("failing", list(range(1, 13)), False),
         ("nested", [1, 2, 3], True),
+        ("timed", [1, 2, 3, 4, 5, 6], False),
     ],
 )
 def test_elements_on_queues_give_the_in_process_outcome(postgres_url: str, pipeline: str, values: list[int],
@@ -71,12 +72,18 @@ def test_elements_on_queues_give_the_in_process_outcome(postgres_url: str, pipel
         assert queued["error"]["site"] == inline["error"]["site"]
         assert 1 <= list(handed.values()).count("CANCELLED") and len(handed) < len(values)
         assert "PENDING" not in handed.values() and "ENQUEUED" not in handed.values()
+    elif pipeline == "timed":
+        # the run's timeout fires before the elements are done (6 of 0.25 s, 2 at once, in 0.4 s):
+        # those in flight are cancelled, the rest never handed out, and the catch gives []
+        assert inline == {**inline, "ok": True, "value": []}
+        assert "CANCELLED" in handed.values() and len(handed) < len(values)
+        assert "PENDING" not in handed.values() and "ENQUEUED" not in handed.values()
     else:
         assert inline["ok"] is True
         assert len(handed) == len(values) * groups and set(handed.values()) == {"SUCCESS"}
     # the run recorded each element's outcome as an effect of its own (what a resumed run replays)
     shown = durable.show(f"queued-{tag}", db=postgres_url)
-    assert {e["kind"] for e in shown["effects"]} == {"element"}
+    assert {e["kind"] for e in shown["effects"]} == ({"timeout"} if pipeline == "timed" else {"element"})
 
 
 def test_a_resumed_run_replays_its_elements(postgres_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

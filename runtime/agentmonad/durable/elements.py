@@ -139,6 +139,10 @@ class ElementDistributor:
             await asyncio.shield(handed)
             while True:
                 status, result = await self._ended(current[0])
+                if status == "SUCCESS" and isinstance(result, dict) and result.get("expired") and deadline_of(run) is not None:
+                    # the worker stopped it at the run's deadline, which fires here at once (or a
+                    # clock's skew later): its cancellation ends this wait, as a timeout in-process
+                    await asyncio.get_running_loop().create_future()
                 if status != "CANCELLED":
                     break
                 # cancelled by someone else (an earlier process of this run): it never finished,

@@ -66,3 +66,14 @@ async def picky(state: Tally, n: int) -> Outcome[Tally, Refused, int]:
 
 def add(pair: tuple[list[int], list[int]]) -> list[int]:
     return [a + b for a, b in zip(*pair)]
+
+
+async def late(state: Tally, n: int) -> Outcome[Tally, Refused, int]:
+    """Slower than the timeout around its each allows for all of them."""
+    await asyncio.sleep(0.25)
+    _effect(f"late {n}")
+    return Ok(n, state)
+
+
+def gave_up(error: object) -> list[int]:
+    return []
