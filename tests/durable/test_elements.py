@@ -145,7 +145,8 @@ def test_a_batch_spread_over_three_workers_survives_one_killed(postgres_url: str
             time.sleep(0.02)
         log = _log(tmp_path)
         busy = Counter(e["pid"] for e in log if e["event"] == "started")
-        victim = next(w for w in workers if w.pid in busy)
+        victim = next((w for w in workers if w.pid in busy), None)
+        assert victim is not None, "no worker ran an element"
         victim.send_signal(signal.SIGKILL)
         ended_before = {e["index"][-1] for e in log if e["event"] == "ended"}
         outcome = result(run_id, db=postgres_url, timeout=90)
