@@ -310,17 +310,26 @@ def run(
         request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
                    "run_id": chosen}
         if elements:
-            from agentmonad.durable.dbos import QueueSpec
-
-            from mcec.durable.elements import element_queues
-            from mcec.fingerprint import fingerprint
-
             request["elements"] = True
-            queues = [QueueSpec(name, limit, None) for name, limit in element_queues(program, fingerprint(program).digest)]
-            engine.launch(_execute, queues=queues, poll_seconds=0.05)
-        else:
-            engine.launch(_execute)
+        _launch(engine, program, request)
         return _payload(chosen, asyncio.run(engine.start(chosen, request)))
+
+
+def _launch(engine: Engine, program: Program | None, request: dict[str, Any]) -> None:
+    """Launch DBOS to run ``request``'s run in this process: listening to the element queues of
+    its spec (``program``, needed then) when it runs its elements through them itself (``elements=True``)."""
+    if not request.get("elements"):
+        engine.launch(_execute)
+        return
+    assert program is not None, "a run that runs its elements itself is launched with its program"
+    from agentmonad.durable.dbos import QueueSpec, take_resumed_runs
+
+    from mcec.durable.elements import element_queues
+    from mcec.fingerprint import fingerprint
+
+    queues = [QueueSpec(name, limit, None) for name, limit in element_queues(program, fingerprint(program).digest)]
+    engine.launch(_execute, queues=queues, poll_seconds=0.05)
+    take_resumed_runs()  # `engine.resume` hands the run to this process through DBOS's internal queue
 
 
 def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
@@ -353,7 +362,7 @@ def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, 
     if info.status == "SUCCESS" and info.result is not None:
         return _payload(run_id, info.result)
     _refuse_changed(info, allow_changed_spec)
-    engine.launch(_execute)
+    _launch(engine, _program(str(info.request["spec"])) if info.request.get("elements") else None, info.request)
     return _payload(run_id, asyncio.run(engine.resume(run_id)))
 
 

@@ -117,6 +117,8 @@ class _Loaded:
 
 
 _loaded: dict[tuple[str, str, bool], _Loaded] = {}
+#: The interpreter's body of each ``each``, by loaded spec and site.
+_arrows: dict[tuple[int, str], Callable[[Any], Any]] = {}
 
 
 def _load(request: dict[str, Any]) -> _Loaded:
@@ -200,7 +202,9 @@ async def execute_element(request: dict[str, Any], store: Store, records: dict[s
             body = getattr(loaded.module, str(request["body"]))
             running: Callable[[], Awaitable[Any]] = lambda: body(state, value)  # noqa: E731
         else:
-            arrow = Interpreter(loaded.program).arrow(find_each(loaded.program, site).body)
+            arrow = _arrows.get((id(loaded), site))
+            if arrow is None:  # one interpreter per spec version and site, as one compiled module
+                arrow = _arrows[(id(loaded), site)] = Interpreter(loaded.program).arrow(find_each(loaded.program, site).body)
             program: AgentMonad[Any, Any, Any] = arrow(value)
             running = lambda: program.run(state)  # noqa: E731
     except (DurableError, RunError, LookupError, AttributeError, KeyError) as exc:

@@ -548,3 +548,10 @@ def workflow_id() -> str | None:
     """The id of the workflow running here (None: none)."""
     return DBOS.workflow_id
 
+
+
+def take_resumed_runs() -> None:
+    """Let this launched process take the runs DBOS's internal queue holds (the runs it resumes
+    itself): :meth:`Engine.launch` with queues leaves them alone, as a worker must; a process
+    that listens to element queues only to run its own run's elements resumes its run that way."""
+    _internal_queue()._worker_concurrency = None
