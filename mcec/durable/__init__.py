@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 if TYPE_CHECKING:
+    from agentmonad.concurrency import ElementsHook
     from agentmonad.durable.dbos import Engine, RunInfo
     from agentmonad.durable.journal import Record, Store
 
@@ -75,6 +76,11 @@ def _engine(db: str | None) -> Iterator[Engine]:
         from agentmonad.durable.dbos import Engine
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise DurableError(f"durable runs need DBOS: pip install 'mcec[durable]' ({exc})") from exc
+    from agentmonad.durable.dbos import set_element_runner
+
+    from mcec.durable.elements import execute_element
+
+    set_element_runner(execute_element)  # this process may run `each` elements of queued runs
     url = database_url(db)
     try:
         engine = Engine(url)
@@ -137,7 +143,8 @@ def _durable_problems(program: Program, pipeline: str) -> list[str]:
 async def _execute(request: dict[str, Any], store: Store, records: dict[str, Record]) -> dict[str, Any]:
     """Run one durable run's pipeline with its journal (the workflow's body): the Outcome as JSON."""
     from agentmonad import Defect
-    from agentmonad.context import hooks
+    from agentmonad.concurrency import ElementsHook
+    from agentmonad.context import current_run_context, hooks, reset_run_context, set_run_context
     from agentmonad.durable import DurableJournal, ReplayMismatch
     from agentmonad.llm import llm_config, usage
 
@@ -162,13 +169,19 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         module = load_module(program, compiled.generated) if compiled.generated is not None else None
     except (DurableError, RunError) as exc:
         return {"ok": False, "failed": str(exc)}
+    elements = await _elements(program, request)
     try:
         with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
-            if module is None:  # the reference interpreter
-                running = interpret(program, pipeline, state, value)
-            else:  # the compiled pipeline: every effect goes through the seam too
-                running = getattr(module, pipeline)(state, value)
-            ended = await journal.until_waiting(running)
+            token = set_run_context(current_run_context().with_part(ElementsHook, elements)) if elements else None
+            try:
+                if module is None:  # the reference interpreter
+                    running = interpret(program, pipeline, state, value)
+                else:  # the compiled pipeline: every effect goes through the seam too
+                    running = getattr(module, pipeline)(state, value)
+                ended = await journal.until_waiting(running)
+            finally:
+                if token is not None:
+                    reset_run_context(token)
         await store.flush()
         if isinstance(ended, list):  # it waits for people: their open questions
             return {"ok": None, "status": "waiting", "questions": [q.as_json() for q in ended],
@@ -191,6 +204,23 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     if llm is not None:
         payload["usage"] = used.as_dict()
     return payload
+
+
+async def _elements(program: Program, request: dict[str, Any]) -> ElementsHook | None:
+    """The element distributor of a run a worker took from a queue (or one started with
+    ``elements=True``): its ``each(limit=N)`` elements go on their queues. A run started in-process
+    runs them itself."""
+    from agentmonad.concurrency import ElementsHook
+    from agentmonad.durable.dbos import ElementQueues
+
+    from mcec.durable.elements import distributor, each_sites
+
+    if not each_sites(program):
+        return None
+    run_id = str(request.get("run_id"))
+    if not request.get("elements") and await ElementQueues().queue_of(run_id) is None:
+        return None
+    return ElementsHook(distributor(program, request, run_id))
 
 
 #: The specs a worker serves, compiled when it started: by (spec path, compiled or not).
@@ -273,11 +303,14 @@ def run(
     allow_changed_spec: bool = False,
     models: Sequence[str] = (),
     interpret: bool = False,
+    elements: bool = False,
 ) -> dict[str, Any]:
     """Run ``pipeline`` of ``spec`` on ``input_json`` durably; the Outcome as ``mcec run`` prints
     it, plus ``run_id``. With the ``run_id`` of an earlier run: resume it (its own input), or give
     its recorded outcome when it finished. The run is the compiled pipeline; ``interpret``: the
-    reference interpreter's (what ``mcec run --interpret`` runs)."""
+    reference interpreter's (what ``mcec run --interpret`` runs). ``elements``: its ``each(limit=N)``
+    elements go on their queues as in a queued run, and this process takes them from there itself
+    (what a worker does; to see a run's elements as workers run them, in one process)."""
     spec = str(spec)
     chosen = run_id or uuid.uuid4().hex[:12]
     with _engine(db) as engine, _locked(engine, chosen):
@@ -299,8 +332,27 @@ def run(
             raise DurableError(str(exc)) from exc
         request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
                    "run_id": chosen}
-        engine.launch(_execute)
+        if elements:
+            request["elements"] = True
+        _launch(engine, program, request)
         return _payload(chosen, asyncio.run(engine.start(chosen, request)))
+
+
+def _launch(engine: Engine, program: Program | None, request: dict[str, Any]) -> None:
+    """Launch DBOS to run ``request``'s run in this process: listening to the element queues of
+    its spec (``program``, needed then) when it runs its elements through them itself (``elements=True``)."""
+    if not request.get("elements"):
+        engine.launch(_execute)
+        return
+    assert program is not None, "a run that runs its elements itself is launched with its program"
+    from agentmonad.durable.dbos import QueueSpec, take_resumed_runs
+
+    from mcec.durable.elements import element_queues
+    from mcec.fingerprint import fingerprint
+
+    queues = [QueueSpec(name, limit, None) for name, limit in element_queues(program, fingerprint(program).digest)]
+    engine.launch(_execute, queues=queues, poll_seconds=0.05)
+    take_resumed_runs()  # `engine.resume` hands the run to this process through DBOS's internal queue
 
 
 def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
@@ -334,7 +386,7 @@ def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, 
     if info.status == "SUCCESS" and info.result is not None:
         return _payload(run_id, info.result)
     _refuse_changed(info, allow_changed_spec)
-    engine.launch(_execute)
+    _launch(engine, _program(str(info.request["spec"])) if info.request.get("elements") else None, info.request)
     return _payload(run_id, asyncio.run(engine.resume(run_id)))
 
 

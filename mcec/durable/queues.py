@@ -44,13 +44,17 @@ def queue_name(queue: str, digest: str) -> str:
 
 def queues_for(program: Program, queue: str, concurrency: int | None) -> list[QueueSpec]:
     """The DBOS queues a worker serving ``program`` on the user queue ``queue`` listens to: the
-    queue of its runs, at most ``concurrency`` of them at once in each worker (None: no limit)."""
+    queue of its runs, at most ``concurrency`` of them at once in each worker (None: no limit),
+    and the queue of each ``each(limit=N)`` of its pipelines, at most ``N`` elements at once across
+    every worker (:mod:`mcec.durable.elements`)."""
     from agentmonad.durable.dbos import QueueSpec
 
+    from mcec.durable.elements import element_queues
     from mcec.fingerprint import fingerprint
 
     digest = fingerprint(program).digest
-    return [QueueSpec(queue_name(queue, digest), concurrency=None, worker_concurrency=concurrency)]
+    return [QueueSpec(queue_name(queue, digest), concurrency=None, worker_concurrency=concurrency),
+            *(QueueSpec(name, concurrency=limit, worker_concurrency=None) for name, limit in element_queues(program, digest))]
 
 
 def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_QUEUE, run_id: str | None = None,

@@ -66,6 +66,9 @@ def type_table(program: t.Program) -> TypeTable:
                         by_site[_site_key(node.name, node.span)] = types(node.sig)
                     case t.TSpawn():
                         by_site[_site_key("spawn", node.span)] = types(node.sig)
+                    case t.TEach():
+                        # an element a worker ran: the body's outcome (mcec.durable.elements)
+                        by_site[_site_key("each", node.span)] = types(node.body.sig)
                     case _:
                         pass
                 stack.extend(t.children(node))

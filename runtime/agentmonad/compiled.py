@@ -63,7 +63,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Generic, TypeAlias, TypeVar, TypeVarTuple, Unpack, cast
 
 from ._show import callable_name
-from .concurrency import run_group
+from .concurrency import elements_start, run_group
 from .context import HOOKS_ALIVE, EffectKind, RunContext, current_run_context
 from .contract import raised
 from .contract import stop as _stop
@@ -312,7 +312,14 @@ async def _each(
     merge: Callable[[_S, Sequence[_S]], _S] | None,
     site: Site,
 ) -> Ok[_S, list[_B]] | Err[_S, Any]:
-    out = await run_group(state, len(values), lambda i: body(state, values[i]), limit, merge, site)
+    start: Callable[[int], Coroutine[Any, Any, Outcome[Any, Any, Any]]] | None = None
+    if HOOKS_ALIVE:  # a durable run may hand the elements to workers; the body is a module-level function
+        name = getattr(body, "__qualname__", "<")
+        if "<" not in name and "." not in name:  # a worker finds it by this name in its own compiled module
+            start = elements_start(state, values, name, limit, site)
+    if start is None:
+        start = lambda i: body(state, values[i])  # noqa: E731
+    out = await run_group(state, len(values), start, limit, merge, site)
     return cast("Ok[_S, list[_B]] | Err[_S, Any]", out)
 
 

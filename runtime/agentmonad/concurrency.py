@@ -12,6 +12,13 @@ never lost. On success the outputs come back in source order and the
 state is ``merge(state, branch_states)``.
 
 Both ``AgentMonad.par``/``each`` and ``agentmonad.compiled.par``/``each`` call it.
+
+An ``each`` with a limit may hand its elements to other processes: with an
+:class:`Elements` hook attached to the run context (a durable run a worker took
+from a queue, :mod:`agentmonad.durable.elements`), :func:`elements_start` makes
+branch ``i`` a wait for element ``i``'s remote run instead of the body's own
+run. The group is the same: its limit, order, fail-fast (a cancelled branch
+cancels its remote element) and merge are run_group's.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ import asyncio
 import contextvars
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, final
 
 from ._show import short_repr
 from .context import current_run_context, set_run_context
@@ -29,11 +37,49 @@ from .errors import Defect, MergeConflict
 from .observe import GroupSpan
 from .outcome import Err, Ok, Outcome, Site
 
-__all__ = ["run_group", "merge_outcome"]
+__all__ = ["run_group", "merge_outcome", "Elements", "ElementsHook", "elements_start"]
 
 _S = TypeVar("_S")
 
 Start = Callable[[int], Coroutine[Any, Any, Outcome[Any, Any, Any]]]
+
+
+class Elements(Protocol):
+    """Runs ``each`` elements in other processes (a durable run's queue: the element
+    distributor of :mod:`agentmonad.durable.elements`)."""
+
+    def takes(self, site: Site, limit: int | None) -> bool:
+        """Whether the ``each`` at ``site`` (with ``limit``) hands its elements out."""
+        ...
+
+    def element(self, site: Site, index: int, state: Any, value: Any, body: str | None) -> Coroutine[Any, Any, Outcome[Any, Any, Any]]:
+        """Element ``index`` of the ``each`` at ``site``, run elsewhere on ``(state, value)``:
+        its Outcome. ``body`` names the compiled body function (``None``: the interpreter's
+        ``each`` at ``site``). Runs in the element's branch context (``run_group`` sets it)."""
+        ...
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ElementsHook:
+    """The :class:`Elements` attached to a run context (kept in ``RunContext.parts`` under this class)."""
+
+    elements: Elements
+
+
+def elements_start(
+    state: Any, values: Sequence[Any], body: str | None, limit: int | None, site: Site | None
+) -> Start | None:
+    """The branches of an ``each`` when its elements run elsewhere (an :class:`ElementsHook`
+    attached that takes this ``each``), else None (they run here)."""
+    run = current_run_context()
+    if not run.hooked or site is None:
+        return None
+    hook = run.part(ElementsHook)
+    if hook is None or not hook.elements.takes(site, limit):
+        return None
+    elements = hook.elements
+    return lambda i: elements.element(site, i, state, values[i], body)
 
 
 def _as_defect(exc: Exception, site: Site | None, state: object) -> Defect:

@@ -111,8 +111,10 @@ class OpenSpan:
 #: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model, a
 #: ``retry``'s pause between attempts (through the seam only when a journal is attached: its
 #: length is drawn at random, so a durable run records it and does not sleep again on replay),
-#: a person's answer to an ``ask`` step (:mod:`agentmonad.human`).
-EffectKind = Literal["step", "fn", "tool", "model", "pause", "human"]
+#: a person's answer to an ``ask`` step (:mod:`agentmonad.human`), an ``each`` element run by
+#: another process of a durable run (:mod:`agentmonad.durable.elements`; its effects are that
+#: process's).
+EffectKind = Literal["step", "fn", "tool", "model", "pause", "human", "element"]
 
 
 @final

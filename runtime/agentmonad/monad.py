@@ -72,7 +72,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, Never, TypeAlias, TypeVar, assert_never, cast, final
 
 from ._show import callable_name, short_repr
-from .concurrency import run_group
+from .concurrency import elements_start, run_group
 from .contract import fn_defect, raised, stop
 from .context import EffectKind, RunContext, current_run_context
 from .effects import perform, perform_sync
@@ -1169,6 +1169,8 @@ async def _run_each(node: _Each[Any, Any, Any, Any], state: Any) -> Outcome[Any,
     values, body = node.values, node.body
     # The body runs inside its branch, so an exception in it is that branch's
     # Defect, not an escape from the group.
-    return await run_group(
-        state, len(values), lambda i: _interpret(_Bind(_Pure(values[i]), body), state), node.limit, node.merge, node.site
-    )
+    # a durable run may hand the elements to workers (the interpreter's own body: found there by site)
+    start = elements_start(state, values, None, node.limit, node.site)
+    if start is None:
+        start = lambda i: _interpret(_Bind(_Pure(values[i]), body), state)  # noqa: E731
+    return await run_group(state, len(values), start, node.limit, node.merge, node.site)

@@ -23,7 +23,10 @@ from pydantic_core import to_jsonable_python
 
 from ..outcome import Err, Ok, Site
 
-__all__ = ["SiteTypes", "TypeTable", "RecordError", "encode_result", "decode_result", "encode_error", "decode_error"]
+__all__ = [
+    "SiteTypes", "TypeTable", "RecordError", "encode_result", "decode_result", "encode_error", "decode_error",
+    "encode_value", "decode_value",
+]
 
 
 class RecordError(Exception):
@@ -77,6 +80,16 @@ def _load(type_: Any, data: object, what: str) -> Any:
         return _adapter(type_).validate_python(data)
     except ValidationError as exc:
         raise RecordError(f"the recorded {what} is not a {_name(type_)} any more: {exc}") from exc
+
+
+def encode_value(type_: Any, value: object, what: str) -> object:
+    """``value`` as JSON, as a ``type_`` (an ``each`` element's value and state on their way to a worker)."""
+    return _dump(type_, value, what)
+
+
+def decode_value(type_: Any, data: object, what: str) -> Any:
+    """What :func:`encode_value` wrote, validated as a ``type_``."""
+    return _load(type_, data, what)
 
 
 def _name(type_: Any) -> str:
@@ -141,7 +154,11 @@ def encode_result(result: object, types: SiteTypes) -> dict[str, object]:
     if type(result) is Ok:
         return {"ok": _dump(types.value, result.value, "the value"), "state": _dump(types.state, result.state, "the state")}
     if type(result) is Err:
-        return {"err": encode_error(result.error), "state": _dump(types.state, result.state, "the state")}
+        encoded: dict[str, object] = {"err": encode_error(result.error), "state": _dump(types.state, result.state, "the state")}
+        if result.site is not None:  # the step that failed (an each element's: the step inside its body)
+            site = result.site
+            encoded["site"] = [site.step, site.file, site.line, site.column]
+        return encoded
     return {"value": _dump(types.value, result, "the value")}
 
 
@@ -150,5 +167,6 @@ def decode_result(data: Mapping[str, Any], types: SiteTypes) -> object:
     if "ok" in data:
         return Ok(_load(types.value, data["ok"], "value"), _load(types.state, data["state"], "state"))
     if "err" in data:
-        return Err(decode_error(data["err"], types.errors), _load(types.state, data["state"], "state"))
+        site = Site(*data["site"]) if "site" in data else None
+        return Err(decode_error(data["err"], types.errors), _load(types.state, data["state"], "state"), site)
     return _load(types.value, data["value"], "value")

@@ -494,3 +494,88 @@ class Engine:
     def cancel(self, run_id: str) -> None:
         """Cancel ``run_id``: a process running it stops at its next effect."""
         self.client.cancel_workflow(run_id)
+
+
+# ----------------------------------------------------------------------- each elements on queues
+# (agentmonad.durable.elements: an ``each(limit=N)`` of a queued run hands its elements to a queue)
+
+#: The name of the workflow an ``each`` element handed to a queue is.
+ELEMENT_WORKFLOW = "mcec_element"
+
+_element_runner: list[Runner] = []
+
+
+def set_element_runner(runner: Runner) -> None:
+    """What runs an element's workflow in this process (``mcec`` gives it before launch)."""
+    _element_runner[:] = [runner]
+
+
+@DBOS.workflow(name=ELEMENT_WORKFLOW)
+async def _mcec_element(request: dict[str, Any]) -> dict[str, Any]:
+    """The workflow of one ``each`` element: its body's effects are recorded here, so a worker
+    that dies mid-element leaves a workflow another one resumes from its last completed effect."""
+    element_id = DBOS.workflow_id
+    assert element_id is not None and _element_runner, "an element runs in a process that set its runner"
+    recorded = await _recorded(element_id)
+    used = max((step["function_id"] for step in recorded), default=-1)
+    for _ in range(used + 1):  # as _mcec_run: new effects take new step ids
+        DBOS.reserve_step()
+    records = {r["key"]: r for r in (s["output"] for s in recorded) if isinstance(r, dict) and "key" in r}
+    return await _element_runner[0](request, DBOSStore(), records)
+
+
+#: DBOS's statuses of a workflow that has ended.
+_ENDED = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
+
+
+@final
+class ElementQueues:
+    """The :class:`~agentmonad.durable.elements.Backend` of a durable run on DBOS: enqueues
+    element workflows and reads their results through the client (outside the run's workflow:
+    none of this takes a step id of the run's)."""
+
+    __slots__ = ("_client",)
+
+    def __init__(self, client: DBOSClient | None = None) -> None:
+        self._client = client if client is not None else _client[0]
+
+    async def attempts(self, base: str) -> list[tuple[str, str]]:
+        """The element workflows whose id is ``base`` or ``base#n``, with their status."""
+        found = await asyncio.to_thread(self._client.list_workflows, workflow_id_prefix=base, load_input=False,
+                                        load_output=False)
+        return [(w.workflow_id, str(w.status)) for w in found
+                if w.workflow_id == base or w.workflow_id.startswith(base + "#")]
+
+    async def enqueue(self, queue: str, element_id: str, request: dict[str, Any]) -> None:
+        """Put the element ``element_id`` on ``queue`` (an id that exists already: attached to, not run again)."""
+        await self._client.enqueue_async({"queue_name": queue, "workflow_name": ELEMENT_WORKFLOW,
+                                          "workflow_id": element_id, "app_version": "mcec"}, request)
+
+    async def ended(self, element_ids: list[str]) -> dict[str, tuple[str, Any]]:
+        """Of ``element_ids``, those that ended: their status and result (or error)."""
+        found = await asyncio.to_thread(self._client.list_workflows, workflow_ids=element_ids, status=_ENDED,
+                                        load_input=False)
+        return {w.workflow_id: (str(w.status), w.output if w.output is not None else w.error) for w in found}
+
+    async def cancel(self, element_ids: list[str]) -> None:
+        """Cancel the elements ``element_ids`` (those that ended keep their result)."""
+        await asyncio.to_thread(self._client.cancel_workflows, element_ids)
+
+    async def queue_of(self, run_id: str) -> str | None:
+        """The queue the run ``run_id`` was taken from (None: it was started in-process)."""
+        found = await asyncio.to_thread(self._client.list_workflows, workflow_ids=[run_id], load_input=False,
+                                        load_output=False)
+        return found[0].queue_name if found else None
+
+
+def workflow_id() -> str | None:
+    """The id of the workflow running here (None: none)."""
+    return DBOS.workflow_id
+
+
+
+def take_resumed_runs() -> None:
+    """Let this launched process take the runs DBOS's internal queue holds (the runs it resumes
+    itself): :meth:`Engine.launch` with queues leaves them alone, as a worker must; a process
+    that listens to element queues only to run its own run's elements resumes its run that way."""
+    _internal_queue()._worker_concurrency = None

@@ -37,7 +37,7 @@ from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_resul
 
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError", "state_delta", "apply_delta",
-    "whole_states", "OpenQuestion", "WAITING", "CANCELLED", "iso_time", "epoch",
+    "whole_states", "OpenQuestion", "WAITING", "CANCELLED", "iso_time", "epoch", "branch_key",
 ]
 
 _T = TypeVar("_T")
@@ -363,7 +363,7 @@ class DurableJournal:
         """The run context of the effect's own call: its inner effects in the branch below it, and
         a model call's tokens kept for its record."""
         context = current_run_context().with_part(_Branch, _Branch((*path, str(number))))
-        if effect.kind != "model":
+        if effect.kind != "model" and effect.kind != "element":  # an element's tokens come back with its result
             return context, None
         capture = _Capture()
         return context.with_meter(capture), capture
@@ -586,6 +586,12 @@ class DurableJournal:
             reset_run_context(token)
         self.store.later(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
         return result
+
+
+def branch_key() -> str:
+    """The identity of the code running here (its branch path; inside an effect's call, the
+    effect's own identity): what names an ``each`` element run elsewhere (its workflow id)."""
+    return "/".join((current_run_context().part(_Branch) or _ROOT).path)
 
 
 _NO_STATE = object()

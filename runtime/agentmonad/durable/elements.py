@@ -1,0 +1,231 @@
+"""``each`` elements of a durable run handed to worker processes over a queue (docs/language.md,
+"`each` over workers").
+
+A durable run that a worker took from a queue attaches an :class:`ElementDistributor` to its run
+context (an :class:`~agentmonad.concurrency.ElementsHook`). An ``each(limit=N)`` there no longer
+runs its body in this process: branch ``i`` of the group (``run_group`` still starts at most ``N``
+at once, in order, and fails fast) puts element ``i`` on the queue of the ``each``'s site — a DBOS
+workflow of its own, ``mcec_element``, that any worker listening to that queue runs — and awaits
+its result. The element's effects are recorded in its own workflow; its result (the body's Outcome,
+its tokens) comes back here and is recorded in the run's journal as an effect of kind
+``"element"`` under the element's identity, so a resumed run replays it and does not hand the
+element out again.
+
+The element workflow's id is ``{run_id}/{identity}`` (``identity`` is the element's identity in the
+run's journal): a run resumed before an element ended attaches to the same workflow. A branch
+cancelled (a sibling failed, the run was cancelled, an enclosing ``timeout`` fired) cancels its
+element's workflow. An element found cancelled when a run (re)attaches — cancelled by an earlier
+process of the run — runs again as ``{run_id}/{identity}#2`` (``#3``…): it never finished, so
+nothing of it was kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, final
+
+from ..context import Effect, RunContext, current_run_context
+from ..control import Deadline
+from ..errors import Defect
+from ..outcome import Outcome, Site
+from ..usage import record_usage
+from .codec import SiteTypes, decode_result, encode_value
+from .journal import branch_key
+
+__all__ = ["Backend", "ElementDistributor", "ElementFailed", "ElementTypes", "deadline_of"]
+
+
+class ElementFailed(Exception):
+    """An element run by a worker ended with a defect (or its workflow with an error): the
+    cause of the run's :class:`~agentmonad.errors.Defect` at the ``each``."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ElementTypes:
+    """The types an ``each``'s element travels with: its ``value`` (the body's input), and
+    ``result``: the body's output, the state and the body's errors."""
+
+    value: Any
+    result: SiteTypes
+
+
+class Backend(Protocol):
+    """The queues the elements go on (:class:`agentmonad.durable.dbos.ElementQueues`)."""
+
+    def attempts(self, base: str) -> Awaitable[list[tuple[str, str]]]:
+        """The element workflows ``base`` and ``base#n`` that exist, with their status."""
+        ...
+
+    def enqueue(self, queue: str, element_id: str, request: dict[str, Any]) -> Awaitable[None]:
+        """Put the element ``element_id`` on ``queue``."""
+        ...
+
+    def ended(self, element_ids: list[str]) -> Awaitable[dict[str, tuple[str, Any]]]:
+        """Of ``element_ids``, those that ended: status and result."""
+        ...
+
+    def cancel(self, element_ids: list[str]) -> Awaitable[None]:
+        """Cancel ``element_ids``."""
+        ...
+
+
+def deadline_of(run: RunContext) -> float | None:
+    """The earliest deadline ``run`` is under, as Unix time (None: no ``timeout`` encloses it)."""
+    loop = asyncio.get_running_loop()
+    # a Deadline keeps when it runs out on the loop's clock (inf while held: no deadline now)
+    left = min((g._when - loop.time() for g in run.guards if isinstance(g, Deadline)), default=math.inf)
+    return time.time() + left if math.isfinite(left) else None
+
+
+@final
+class ElementDistributor:
+    """The :class:`~agentmonad.concurrency.Elements` of one durable run: hands the elements of
+    each ``each(limit=N)`` whose site has a queue in ``queues`` (site text to queue name) to that
+    queue. ``request`` is what every element's request starts with (the run's spec, pipeline,
+    fingerprint…); ``types`` the element types of each site (by site text)."""
+
+    def __init__(self, backend: Backend, run_id: str, request: Mapping[str, Any], queues: Mapping[str, str],
+                 types: Mapping[str, ElementTypes], *, poll: float = 0.02) -> None:
+        self.backend = backend
+        self.run_id = run_id
+        self.request = dict(request)
+        self.queues = dict(queues)
+        self.types = dict(types)
+        self.poll = poll
+        #: Elements awaited now, by workflow id: one poller reads all their results at once.
+        self._waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
+        self._poller: asyncio.Task[None] | None = None
+        #: How many elements this process handed out, and how many it found ended already (tests).
+        self.enqueued = 0
+        self.attached = 0
+
+    def takes(self, site: Site, limit: int | None) -> bool:
+        """An ``each`` with a limit at a site that has a queue (one without a limit runs here)."""
+        return limit is not None and str(site) in self.queues
+
+    async def element(self, site: Site, index: int, state: Any, value: Any, body: str | None) -> Outcome[Any, Any, Any]:
+        """Element ``index``, run by a worker: recorded in the run's journal (replayed on resume)."""
+        run = current_run_context()
+        journal = run.journal
+        assert journal is not None, "elements are handed out by durable runs only"
+        effect = Effect("element", site, run.index)
+        return await journal.perform(effect, lambda: self._remote(site, state, value, body, run))
+
+    async def _remote(self, site: Site, state: Any, value: Any, body: str | None, run: RunContext) -> Outcome[Any, Any, Any]:
+        types = self.types[str(site)]
+        base = f"{self.run_id}/{branch_key()}"
+        request = {
+            **self.request,
+            "run_id": self.run_id,
+            "site": str(site),
+            "body": body,
+            "index": list(run.index),
+            "value": encode_value(types.value, value, "the element"),
+            "state": encode_value(types.result.state, state, "the state"),
+            "deadline": deadline_of(run),
+        }
+        queue = self.queues[str(site)]
+        current = [base]  # the attempt awaited now
+        # the enqueue runs to its end even if this branch is cancelled meanwhile: an element put on
+        # the queue after its branch stopped caring would run for nothing
+        handed = asyncio.ensure_future(self.backend.enqueue(queue, base, request))  # one that exists: attached to
+        self.enqueued += 1
+        try:
+            await asyncio.shield(handed)
+            while True:
+                status, result = await self._ended(current[0])
+                if status == "SUCCESS" and isinstance(result, dict) and result.get("expired") and deadline_of(run) is not None:
+                    # the worker stopped it at the run's deadline, which fires here at once (or a
+                    # clock's skew later): its cancellation ends this wait, as a timeout in-process
+                    await asyncio.get_running_loop().create_future()
+                if status != "CANCELLED":
+                    break
+                # cancelled by someone else (an earlier process of this run): it never finished,
+                # it runs again as a new attempt (or the run attaches to the last one)
+                current[0] = await self._attach(base, queue, request)
+        except asyncio.CancelledError:
+            # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
+            # cancel must reach the database even if this task is cancelled again meanwhile)
+            try:
+                await asyncio.shield(self._cancel(handed, current))
+            except asyncio.CancelledError:
+                pass
+            raise
+        return self._outcome(site, state, types.result, current[0], status, result)
+
+    async def _cancel(self, handed: asyncio.Future[None], current: list[str]) -> None:
+        """Cancel the element once it is on the queue (or its enqueue failed)."""
+        try:
+            await handed
+        except Exception:
+            return
+        await self.backend.cancel([current[0]])
+
+    async def _attach(self, base: str, queue: str, request: dict[str, Any]) -> str:
+        """The element's workflow once its first attempt was found cancelled: the last attempt that
+        was not cancelled, else a new one enqueued."""
+        attempts = await self.backend.attempts(base)
+        attempts.sort(key=lambda a: _attempt(base, a[0]))
+        last, status = attempts[-1] if attempts else (base, "CANCELLED")
+        if status != "CANCELLED":
+            self.attached += 1
+            return last
+        element_id = f"{base}#{_attempt(base, last) + 1}"
+        await self.backend.enqueue(queue, element_id, request)
+        self.enqueued += 1
+        return element_id
+
+    def _outcome(self, site: Site, state: Any, types: SiteTypes, element_id: str, status: str, result: Any) -> Outcome[Any, Any, Any]:
+        if status == "SUCCESS" and isinstance(result, dict) and "outcome" in result:
+            for model, prompt, completion in result.get("usage", ()):
+                record_usage(str(model), int(prompt), int(completion))  # the run's meters and this record's
+            outcome: Outcome[Any, Any, Any] = decode_result(result["outcome"], types)  # type: ignore[assignment]  # an ok or err
+            return outcome
+        if status == "SUCCESS" and isinstance(result, dict) and result.get("expired"):
+            raise Defect(site, state, ElementFailed(f"element {element_id} ran past the run's deadline, which has not fired here"))
+        if isinstance(result, dict) and "defect" in result:
+            message = str(result["defect"].get("message"))
+        elif isinstance(result, dict) and "failed" in result:
+            message = str(result["failed"])
+        else:
+            message = f"its workflow ended {status}: {result}"
+        raise Defect(site, state, ElementFailed(f"element {element_id}: {message}"))
+
+    async def _ended(self, element_id: str) -> tuple[str, Any]:
+        future: asyncio.Future[tuple[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[element_id] = future
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll())
+        try:
+            return await future
+        finally:
+            if self._waiting.get(element_id) is future:
+                del self._waiting[element_id]
+
+    async def _poll(self) -> None:
+        """Read the results of every awaited element, one query a turn, until none is awaited."""
+        while self._waiting:
+            ids = list(self._waiting)
+            try:
+                ended = await self.backend.ended(ids)
+            except Exception as exc:  # the database is gone: every awaited element fails with it
+                for future in self._waiting.values():
+                    if not future.done():
+                        future.set_exception(exc)
+                self._waiting.clear()
+                return
+            for element_id, found in ended.items():
+                waiting = self._waiting.pop(element_id, None)
+                if waiting is not None and not waiting.done():
+                    waiting.set_result(found)
+            await asyncio.sleep(self.poll)
+
+
+def _attempt(base: str, element_id: str) -> int:
+    return 1 if element_id == base else int(element_id[len(base) + 1:])
+

@@ -1,0 +1,189 @@
+"""``each(limit=N)`` elements of a queued durable run handed to workers (docs/language.md, "`each`
+over workers"), on a real PostgreSQL server: in one process listening to the element queues, the
+Outcome is the in-process durable run's (stateless, stateful with a merge, a failing element,
+groups nested in a ``par``; compiled and interpreted); across three ``mcec worker`` processes a
+200-element ``each`` is spread over the workers and survives one of them killed mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
+
+from mcec import durable
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = Path(__file__).parent / "elementbox" / "elements.mce"
+
+
+def _elements(db: str, run_id: str) -> dict[str, str]:
+    """The element workflows of ``run_id``, with their DBOS status."""
+    from agentmonad.durable.dbos import ELEMENT_WORKFLOW, Engine
+
+    engine = Engine(db)
+    try:
+        found = engine.client.list_workflows(name=ELEMENT_WORKFLOW, workflow_id_prefix=f"{run_id}/", load_input=False,
+                                             load_output=False)
+        return {w.workflow_id: str(w.status) for w in found}
+    finally:
+        engine.close()
+
+
+def _without_id(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k != "run_id"}
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "values", "interpret"),
+    [
+        ("stateless", list(range(1, 9)), False),
+        ("stateful", [1, 2, 3, 4, 5], False),
+        ("stateful", [1, 2, 3, 4, 5], True),
+        ("failing", list(range(1, 13)), False),
+        ("nested", [1, 2, 3], True),
+        ("timed", [1, 2, 3, 4, 5, 6], False),
+    ],
+)
+def test_elements_on_queues_give_the_in_process_outcome(postgres_url: str, pipeline: str, values: list[int],
+                                                         interpret: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCEC_PACE", "0.01")
+    monkeypatch.syspath_prepend(str(ROOT))
+    tag = f"{pipeline}-{'i' if interpret else 'c'}-{time.monotonic_ns()}"
+    inline = durable.run(SPEC, pipeline, json.dumps(values), db=postgres_url, run_id=f"inline-{tag}", interpret=interpret)
+    queued = durable.run(SPEC, pipeline, json.dumps(values), db=postgres_url, run_id=f"queued-{tag}",
+                         interpret=interpret, elements=True)
+    assert _without_id(queued) == _without_id(inline)
+    assert _elements(postgres_url, f"inline-{tag}") == {}  # a run started in-process keeps its elements
+    handed = _elements(postgres_url, f"queued-{tag}")
+    groups = 2 if pipeline == "nested" else 1
+    if pipeline == "failing":
+        # fail-fast: the refused element (7) ends the group; the elements in flight then are
+        # cancelled, those after them never handed out
+        assert inline["ok"] is False and inline["error"]["type"] == "Refused"
+        assert queued["error"]["site"] == inline["error"]["site"]
+        assert 1 <= list(handed.values()).count("CANCELLED") and len(handed) < len(values)
+        assert "PENDING" not in handed.values() and "ENQUEUED" not in handed.values()
+    elif pipeline == "timed":
+        # the run's timeout fires before the elements are done (6 of 0.25 s, 2 at once, in 0.4 s):
+        # those in flight are cancelled, the rest never handed out, and the catch gives []
+        assert inline == {**inline, "ok": True, "value": []}
+        assert "CANCELLED" in handed.values() and len(handed) < len(values)
+        assert "PENDING" not in handed.values() and "ENQUEUED" not in handed.values()
+    else:
+        assert inline["ok"] is True
+        assert len(handed) == len(values) * groups and set(handed.values()) == {"SUCCESS"}
+    # the run recorded each element's outcome as an effect of its own (what a resumed run replays)
+    shown = durable.show(f"queued-{tag}", db=postgres_url)
+    assert {e["kind"] for e in shown["effects"]} == ({"timeout"} if pipeline == "timed" else {"element"})
+
+
+def test_a_resumed_run_replays_its_elements(postgres_url: str, tmp_path: Path) -> None:
+    """A run cancelled mid-way (its elements in flight cancelled with it) and resumed: the elements
+    it recorded are replayed, not handed out again; the others run (again), and the Outcome is the
+    in-process run's."""
+    values = list(range(1, 13))
+    reference = durable.run(SPEC, "stateful", json.dumps(values), db=postgres_url, run_id=f"ref-{time.monotonic_ns()}")
+    run_id = f"resumed-{time.monotonic_ns()}"
+    effects = tmp_path / "effects.txt"
+    env = dict(os.environ, MCEC_EFFECTS=str(effects), MCEC_PACE="0.1", PYTHONPATH=str(ROOT))
+    script = (f"from mcec import durable; durable.run({str(SPEC)!r}, 'stateful', {json.dumps(values)!r}, "
+              f"db={postgres_url!r}, run_id={run_id!r}, elements=True)")
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    while len(_lines(effects)) < 4 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    durable.cancel(run_id, db=postgres_url)  # the run stops at its next effect, its elements in flight with it
+    process.communicate(timeout=60)
+    recorded = {e["key"] for e in durable.show(run_id, db=postgres_url)["effects"] if e["kind"] == "element"}
+    ran_before = Counter(_lines(effects))
+    assert recorded and len(recorded) < len(values), recorded
+    os.environ["MCEC_EFFECTS"] = str(effects)
+    try:
+        again = durable.resume(run_id, db=postgres_url)
+    finally:
+        del os.environ["MCEC_EFFECTS"]
+    assert _without_id(again) == _without_id(reference)
+    ran = Counter(_lines(effects))
+    assert set(ran) == {f"note {n}" for n in values}
+    # an element whose outcome the run recorded before the cancel did not run again
+    replayed = {f"note {values[int(key.split('/')[0].split('.')[1])]}" for key in recorded}
+    assert all(ran[line] == ran_before[line] == 1 for line in replayed), (replayed, ran)
+    statuses = _elements(postgres_url, run_id)
+    assert any("#" in element for element in statuses) or len(statuses) == len(values)
+
+
+def _lines(path: Path) -> list[str]:
+    """The effect lines of ``path`` without their pid."""
+    return [line.split(" ", 1)[1] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# ----------------------------------------------------------------------------- across workers
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(MCEC_EFFECTS=str(tmp / "effects.txt"), MCEC_ELEMENT_LOG=str(tmp / "elements.jsonl"), MCEC_PACE="0.02",
+               PYTHONPATH=str(ROOT))
+    env.pop("MCEC_DB", None)
+    return env
+
+
+def _log(tmp: Path) -> list[dict[str, Any]]:
+    path = tmp / "elements.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+
+
+def test_a_batch_spread_over_three_workers_survives_one_killed(postgres_url: str, tmp_path: Path) -> None:
+    from mcec.durable.queues import enqueue, result
+
+    values = list(range(200))
+    reference = durable.run(SPEC, "batch", json.dumps(values), db=postgres_url, run_id=f"reference-{time.monotonic_ns()}")
+    env = _env(tmp_path)
+    workers = [subprocess.Popen([sys.executable, "-m", "mcec", "worker", str(SPEC), "--db", postgres_url,
+                                 "--poll-seconds", "0.05", "--heartbeat-seconds", "0.5", "--stale-after", "4"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+               for _ in range(3)]
+    try:
+        run_id = f"batch-{time.monotonic_ns()}"
+        enqueued = enqueue(str(SPEC), "batch", json.dumps(values), run_id=run_id, db=postgres_url)
+        assert enqueued["status"] == "enqueued"
+        # kill a worker that has run elements, once a fifth of the elements have ended
+        deadline = time.monotonic() + 60
+        while sum(e["event"] == "ended" for e in _log(tmp_path)) < 40 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        log = _log(tmp_path)
+        busy = Counter(e["pid"] for e in log if e["event"] == "started")
+        victim = next((w for w in workers if w.pid in busy), None)
+        assert victim is not None, "no worker ran an element"
+        victim.send_signal(signal.SIGKILL)
+        ended_before = {e["index"][-1] for e in log if e["event"] == "ended"}
+        outcome = result(run_id, db=postgres_url, timeout=90)
+        assert outcome is not None, "the run did not end"
+        assert _without_id(outcome) == _without_id(reference)
+        log = _log(tmp_path)
+        pids = {e["pid"] for e in log if e["event"] == "ended"}
+        assert len(pids) >= 2, f"the elements ran on {len(pids)} worker(s)"
+        runs = Counter(int(line.split()[2]) for line in (tmp_path / "effects.txt").read_text().splitlines())
+        assert set(runs) == set(values)  # every element ran
+        twice = {n for n, count in runs.items() if count > 1}
+        assert not twice & ended_before, f"elements completed before the kill ran again: {sorted(twice & ended_before)}"
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+        for w in workers:
+            try:
+                w.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.communicate()
