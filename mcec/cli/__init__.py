@@ -61,6 +61,7 @@ COMMAND_OF: dict[str, str] = {
     "explain": "mcec.cli.explain",
     "lsp": "mcec.cli.lsp",
     "runs": "mcec.cli.runs",
+    "worker": "mcec.cli.worker",
 }
 
 

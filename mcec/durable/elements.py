@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
-from mcec.check import typed as t
-
 if TYPE_CHECKING:
     import types as pytypes
+
+    from mcec.check import typed as t
 
     from agentmonad.durable.elements import ElementDistributor, ElementTypes
     from agentmonad.durable.journal import Record, Store
@@ -46,6 +46,8 @@ def _site_text(span: Any) -> str:
 def each_sites(program: t.Program) -> dict[str, t.TEach]:
     """Every ``each`` with a limit in the pipelines of ``program`` (not of the specs it uses: their
     ``each`` runs in the process that runs their pipeline), by site text."""
+    from mcec.check import typed as t  # here: opening the run database (`runs list`) needs no compiler
+
     found: dict[str, t.TEach] = {}
     for pipeline in program.pipelines:
         stack: list[t.TExpr] = [pipeline.body]
