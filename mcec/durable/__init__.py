@@ -169,7 +169,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         module = load_module(program, compiled.generated) if compiled.generated is not None else None
     except (DurableError, RunError) as exc:
         return {"ok": False, "failed": str(exc)}
-    elements = await _elements(program, request)
+    elements = _elements(program, request)
     try:
         with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
             token = set_run_context(current_run_context().with_part(ElementsHook, elements)) if elements else None
@@ -206,20 +206,18 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     return payload
 
 
-async def _elements(program: Program, request: dict[str, Any]) -> ElementsHook | None:
-    """The element distributor of a run a worker took from a queue (or one started with
-    ``elements=True``): its ``each(limit=N)`` elements go on their queues. A run started in-process
-    runs them itself."""
+def _elements(program: Program, request: dict[str, Any]) -> ElementsHook | None:
+    """The element distributor of a run enqueued for workers (its request names its queue) or
+    started with ``elements=True``: its ``each(limit=N)`` elements go on their queues. A run started
+    in-process runs them itself, resumed or not (a resumed run is taken from DBOS's internal queue,
+    so where a run was last taken from does not say which kind it is)."""
     from agentmonad.concurrency import ElementsHook
-    from agentmonad.durable.dbos import ElementQueues
 
     from mcec.durable.elements import distributor, each_sites
 
-    if not each_sites(program):
+    if not (request.get("elements") or request.get("queue")) or not each_sites(program):
         return None
     run_id = str(request.get("run_id"))
-    if not request.get("elements") and await ElementQueues().queue_of(run_id) is None:
-        return None
     return ElementsHook(distributor(program, request, run_id))
 
 

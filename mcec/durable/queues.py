@@ -85,9 +85,11 @@ def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_Q
         except RunError as exc:
             raise DurableError(str(exc)) from exc
         chosen = run_id or uuid.uuid4().hex[:12]
+        # the queue goes with the request: a queued run hands its `each` elements to workers wherever
+        # it is resumed (mcec.durable._elements)
         request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
-                   "run_id": chosen}
-        engine.enqueue(chosen, request, queue_name(queue, digest))
+                   "run_id": chosen, "queue": queue_name(queue, digest)}
+        engine.enqueue(chosen, request, request["queue"])
         return {"run_id": chosen, "status": "enqueued", "queue": queue}
 
 

@@ -561,12 +561,6 @@ class ElementQueues:
         """Cancel the elements ``element_ids`` (those that ended keep their result)."""
         await asyncio.to_thread(self._client.cancel_workflows, element_ids)
 
-    async def queue_of(self, run_id: str) -> str | None:
-        """The queue the run ``run_id`` was taken from (None: it was started in-process)."""
-        found = await asyncio.to_thread(self._client.list_workflows, workflow_ids=[run_id], load_input=False,
-                                        load_output=False)
-        return found[0].queue_name if found else None
-
 
 def workflow_id() -> str | None:
     """The id of the workflow running here (None: none)."""
