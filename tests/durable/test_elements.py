@@ -74,9 +74,11 @@ def test_elements_on_queues_give_the_in_process_outcome(postgres_url: str, pipel
         assert "PENDING" not in handed.values() and "ENQUEUED" not in handed.values()
     elif pipeline == "timed":
         # the run's timeout fires before the elements are done (6 of 0.25 s, 2 at once, in 0.4 s):
-        # those in flight are cancelled, the rest never handed out, and the catch gives []
+        # those in flight are cancelled (or finished just before the run read them: on a loaded
+        # machine both of the first two can end inside the poll that sees the timeout), the rest are
+        # never handed out, and the catch gives []
         assert inline == {**inline, "ok": True, "value": []}
-        assert "CANCELLED" in handed.values() and len(handed) < len(values)
+        assert set(handed.values()) <= {"CANCELLED", "SUCCESS"} and len(handed) < len(values)
         assert "PENDING" not in handed.values() and "ENQUEUED" not in handed.values()
     else:
         assert inline["ok"] is True
