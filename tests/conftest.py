@@ -28,6 +28,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 #: :func:`pytest_collection_modifyitems` starts them first. A new file that takes more than about 20 s
 #: belongs here: a slow file started last sets the tail of the parallel run.
 SLOW_FILES = (
+    # the durable files of session 6 (their sums at -n 2, quiet: 65–80 s each; mostly processes that
+    # start DBOS and workers that poll)
+    "tests/durable/test_waiting_deadlines.py",
+    "tests/durable/test_elements.py",
+    "tests/durable/test_kill.py",
+    "tests/durable/test_workers.py",
+    "tests/durable/test_waiting_runs.py",
     "tests/test_bench_smoke.py",
     "tests/test_bench_smoke_check.py",
     "tests/codegen/test_codegen.py",
