@@ -318,22 +318,30 @@ def run(
                 _same_run(existing, spec, pipeline, input_json)
                 return _resume(engine, run_id, allow_changed_spec)
         program = _program(spec)
-        problems = _durable_problems(program, pipeline)
-        if problems:
-            raise DurableError(f"{pipeline} cannot run durably:\n  " + "\n  ".join(problems))
-        from mcec.run.runner import RunError, llm_run_config, prepare
-
-        try:  # bad input is refused before anything is recorded
-            prepare(program, pipeline, input_json, state_json)
-            llm_run_config(program, list(models))
-        except RunError as exc:
-            raise DurableError(str(exc)) from exc
-        request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
-                   "run_id": chosen}
+        request = _new_request(program, _durable_problems(program, pipeline), spec, pipeline, input_json, state_json,
+                               models, interpret=interpret, run_id=chosen)
         if elements:
             request["elements"] = True
         _launch(engine, program, request)
         return _payload(chosen, asyncio.run(engine.start(chosen, request)))
+
+
+def _new_request(program: Program, problems: list[str], spec: str, pipeline: str, input_json: str,
+                 state_json: str | None, models: Sequence[str], *, interpret: bool, run_id: str) -> dict[str, Any]:
+    """The request of a new durable run (started here or enqueued): refused with a
+    :class:`DurableError` when the pipeline cannot run durably (``problems``) or the input is bad,
+    before anything is recorded or enqueued."""
+    from mcec.run.runner import RunError, llm_run_config, prepare
+
+    if problems:
+        raise DurableError(f"{pipeline} cannot run durably:\n  " + "\n  ".join(problems))
+    try:
+        prepare(program, pipeline, input_json, state_json)
+        llm_run_config(program, list(models))
+    except RunError as exc:
+        raise DurableError(str(exc)) from exc
+    return {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
+            "run_id": run_id}
 
 
 def _launch(engine: Engine, program: Program | None, request: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcec.durable import DurableError, _durable_problems, _engine, _payload, _program, _request, _same_run
+from mcec.durable import DurableError, _durable_problems, _engine, _new_request, _payload, _program, _same_run
 
 if TYPE_CHECKING:
     from agentmonad.durable.dbos import QueueSpec
@@ -64,7 +64,6 @@ def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_Q
     of this spec version to run: ``{"run_id", "status": "enqueued", "queue"}``. The input is
     checked first (nothing is enqueued when it is bad); an existing ``run_id`` of the same run is
     not enqueued again (its status is given instead)."""
-    from mcec.run.runner import RunError, llm_run_config, prepare
 
     check_queue_name(queue)
     spec = str(spec)
@@ -77,18 +76,12 @@ def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_Q
 
                 return {"run_id": run_id, "status": _status(existing, engine.steps(run_id)), "queue": queue}
         program, digest, problems = _checked(spec, pipeline)
-        if problems:
-            raise DurableError(f"{pipeline} cannot run durably:\n  " + "\n  ".join(problems))
-        try:  # bad input is refused before anything is enqueued
-            prepare(program, pipeline, input_json, state_json)
-            llm_run_config(program, list(models))
-        except RunError as exc:
-            raise DurableError(str(exc)) from exc
         chosen = run_id or uuid.uuid4().hex[:12]
+        request = _new_request(program, problems, spec, pipeline, input_json, state_json, models,
+                               interpret=interpret, run_id=chosen)
         # the queue goes with the request: a queued run hands its `each` elements to workers wherever
         # it is resumed (mcec.durable._elements)
-        request = {**_request(program, spec, pipeline, input_json, state_json, models), "interpret": interpret,
-                   "run_id": chosen, "queue": queue_name(queue, digest)}
+        request["queue"] = queue_name(queue, digest)
         engine.enqueue(chosen, request, request["queue"])
         return {"run_id": chosen, "status": "enqueued", "queue": queue}
 
