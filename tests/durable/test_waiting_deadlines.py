@@ -21,27 +21,12 @@ import pytest
 from pgserver import postgres_url  # noqa: F401  (the fixture)
 
 from mcec import durable
+from tests.durable.processes import env, lines, mcec
 
-ROOT = Path(__file__).resolve().parents[2]
 ASKBOX = Path(__file__).parent / "askbox"
 DESK = ASKBOX / "desk.mce"
 #: `approve` there is `within 2`: a late answer is refused, a resume goes on with NoAnswer.
 DEADLINE = ASKBOX / "deadline.mce"
-
-
-def _env(effects: Path, pace: float = 0) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCEC_EFFECTS": str(effects), "MCEC_PACE": str(pace)}
-    env.pop("MCEC_DB", None)
-    return env
-
-
-def _mcec(args: list[str], cwd: Path, effects: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True, cwd=cwd,
-                          env=_env(effects), timeout=120)
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
 def _statuses(db: str) -> dict[str, str]:
@@ -51,7 +36,7 @@ def _statuses(db: str) -> dict[str, str]:
 def test_a_deadline_passes_while_the_run_waits(tmp_path: Path) -> None:
     effects, db = tmp_path / "effects.txt", "runs.sqlite"
     url = f"sqlite:///{tmp_path / db}"
-    started = _mcec(["run", str(DEADLINE), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "late",
+    started = mcec(["run", str(DEADLINE), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "late",
                      "--db", db], tmp_path, effects)
     assert started.returncode == 0, started.stderr
     [asked] = json.loads(started.stdout)["questions"]
@@ -62,20 +47,20 @@ def test_a_deadline_passes_while_the_run_waits(tmp_path: Path) -> None:
     assert (shown["deadline"], shown["expired"]) == (asked["deadline"], time.time() >= deadline)
     while time.time() < deadline:
         time.sleep(0.1)
-    listed = _mcec(["runs", "waiting", "--db", db], tmp_path, effects)
+    listed = mcec(["runs", "waiting", "--db", db], tmp_path, effects)
     [expired] = json.loads(listed.stdout)
     assert (expired["run_id"], expired["deadline"], expired["expired"]) == ("late", asked["deadline"], True)
-    late = _mcec(["runs", "answer", "late", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
+    late = mcec(["runs", "answer", "late", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
     assert late.returncode == 2 and "Traceback" not in late.stderr
     assert late.stderr == (f"mcec runs answer: the question approve of run late expired at {asked['deadline']} "
                            "(within 2 s): the answer is refused; `mcec runs resume late` (or `mcec runs expire`) "
                            'goes on with NoAnswer(reason="deadline")\n')
     assert _statuses(url) == {"late": "waiting"}
-    resumed = _mcec(["runs", "resume", "late", "--db", db], tmp_path, effects)
+    resumed = mcec(["runs", "resume", "late", "--db", db], tmp_path, effects)
     assert resumed.returncode == 1, resumed.stderr
     error = json.loads(resumed.stdout)["error"]
     assert error["type"] == "NoAnswer" and "no answer to approve within 2.0 s" in error["message"]
-    assert _statuses(url) == {"late": "finished"} and _lines(effects) == []  # ended, with its error
+    assert _statuses(url) == {"late": "finished"} and lines(effects) == []  # ended, with its error
     [*_, record] = durable.show("late", db=url)["effects"]
     assert (record["key"], record["kind"], record["outcome"]) == ("0.0/0", "human", "err")
     assert durable.resume("late", db=url) == json.loads(resumed.stdout)  # its recorded outcome
@@ -84,14 +69,14 @@ def test_a_deadline_passes_while_the_run_waits(tmp_path: Path) -> None:
 def test_runs_expire_resumes_the_runs_whose_questions_expired(tmp_path: Path) -> None:
     effects, db = tmp_path / "effects.txt", "runs.sqlite"
     for run_id, spec, pipeline in (("skip", DEADLINE, "settle_or_skip"), ("patient", DESK, "settle")):
-        started = _mcec(["run", str(spec), pipeline, "--input", '"A-1:120,B-2:80"', "--durable", "--run-id", run_id,
+        started = mcec(["run", str(spec), pipeline, "--input", '"A-1:120,B-2:80"', "--durable", "--run-id", run_id,
                          "--db", db], tmp_path, effects)
         assert json.loads(started.stdout)["status"] == "waiting", started.stderr
     url = f"sqlite:///{tmp_path / db}"
     deadline = max(datetime.fromisoformat(q["deadline"]).timestamp() for q in durable.waiting(db=url) if q["deadline"])
     while time.time() < deadline:
         time.sleep(0.1)
-    expired = _mcec(["runs", "expire", "--db", db], tmp_path, effects)
+    expired = mcec(["runs", "expire", "--db", db], tmp_path, effects)
     assert (expired.returncode, expired.stdout) == (0, "resumed run skip: finished\n"), expired.stderr
     assert durable.resume("skip", db=url) == {"ok": True, "value": ["skipped A-1", "skipped B-2"], "state": {"paid": 0},
                                               "run_id": "skip"}
@@ -102,34 +87,34 @@ def test_runs_expire_resumes_the_runs_whose_questions_expired(tmp_path: Path) ->
 def test_a_waiting_run_that_is_cancelled_takes_no_answer_until_resumed(tmp_path: Path) -> None:
     effects, db = tmp_path / "effects.txt", "runs.sqlite"
     url = f"sqlite:///{tmp_path / db}"
-    started = _mcec(["run", str(DESK), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "c1", "--db", db],
+    started = mcec(["run", str(DESK), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "c1", "--db", db],
                     tmp_path, effects)
     assert json.loads(started.stdout)["status"] == "waiting", started.stderr
-    cancelled = _mcec(["runs", "cancel", "c1", "--db", db], tmp_path, effects)
+    cancelled = mcec(["runs", "cancel", "c1", "--db", db], tmp_path, effects)
     assert (cancelled.returncode, cancelled.stdout, cancelled.stderr) == (0, "cancelled run c1\n", "")
     assert _statuses(url) == {"c1": "cancelled"} and durable.waiting(db=url) == []
     assert durable.show("c1", db=url)["status"] == "cancelled"
-    answered = _mcec(["runs", "answer", "c1", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
+    answered = mcec(["runs", "answer", "c1", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
     assert answered.returncode == 2
     assert answered.stderr.startswith("mcec runs answer: run c1 was cancelled: it takes no answer")
-    resumed = _mcec(["runs", "resume", "c1", "--db", db], tmp_path, effects)  # taken up again: it waits again
+    resumed = mcec(["runs", "resume", "c1", "--db", db], tmp_path, effects)  # taken up again: it waits again
     assert resumed.returncode == 0, resumed.stderr
     assert [q["name"] for q in json.loads(resumed.stdout)["questions"]] == ["approve"]
     assert _statuses(url) == {"c1": "waiting"}
-    done = _mcec(["runs", "answer", "c1", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
+    done = mcec(["runs", "answer", "c1", "approve", "--value", '{"ok": true}', "--db", db], tmp_path, effects)
     assert json.loads(done.stdout) == {"ok": True, "value": ["paid"], "state": {"paid": 1}, "run_id": "c1"}
-    assert _lines(effects) == ["pay True"]
+    assert lines(effects) == ["pay True"]
 
 
 def _answers_race(tmp_path: Path, db: str) -> None:
     """Two processes answer the two questions of one run at the same moment, each paying slowly."""
     effects, race = tmp_path / "effects.txt", f"race-{tmp_path.name}"  # a Postgres database is shared by the session
-    started = _mcec(["run", str(DESK), "settle", "--input", '"A-1:120,B-2:80"', "--durable", "--run-id", race,
+    started = mcec(["run", str(DESK), "settle", "--input", '"A-1:120,B-2:80"', "--durable", "--run-id", race,
                      "--db", db], tmp_path, effects)
     assert json.loads(started.stdout)["status"] == "waiting", started.stderr
     answering = [
         subprocess.Popen([sys.executable, "-m", "mcec", "runs", "answer", race, "approve", "--index", str(i), "--value",
-                          value, "--db", db], cwd=tmp_path, env=_env(effects, pace=1.5), stdout=subprocess.PIPE,
+                          value, "--db", db], cwd=tmp_path, env=env(effects, pace=1.5), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
         for i, value in ((0, '{"ok": true}'), (1, '{"ok": false, "note": "no receipt"}'))
     ]
@@ -138,7 +123,7 @@ def _answers_race(tmp_path: Path, db: str) -> None:
     outcomes = sorted((json.loads(out) for out, _ in ended), key=lambda o: o.get("status") != "waiting")
     assert outcomes[0]["status"] == "waiting"  # the first one answered, paid, and waited for the other question
     assert outcomes[1] == {"ok": True, "value": ["paid", "refused: no receipt"], "state": {"paid": 1}, "run_id": race}
-    assert sorted(_lines(effects)) == ["pay False", "pay True"]  # each paid once: never run twice at once
+    assert sorted(lines(effects)) == ["pay False", "pay True"]  # each paid once: never run twice at once
     assert durable.resume(race, db=db if "://" in db else f"sqlite:///{tmp_path / db}")["ok"] is True
 
 

@@ -8,7 +8,6 @@ through the Python API (:func:`mcec.durable.answer`, :func:`mcec.durable.waiting
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -20,31 +19,16 @@ from typing import Any
 import pytest
 
 from mcec import durable
+from tests.durable.processes import env, lines, mcec
 
-ROOT = Path(__file__).resolve().parents[2]
 DESK = Path(__file__).parent / "askbox" / "desk.mce"
 #: The same with a Python step that asks (its question is asked inside the step's own call).
 REFUNDS = Path(__file__).parent / "askbox" / "refunds.mce"
 
 
-def _env(effects: Path, pace: float = 0) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCEC_EFFECTS": str(effects), "MCEC_PACE": str(pace)}
-    env.pop("MCEC_DB", None)
-    return env
-
-
-def _mcec(args: list[str], cwd: Path, effects: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True, cwd=cwd,
-                          env=_env(effects), timeout=120)
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-
-
 def test_a_waiting_run_is_answered_from_other_processes_and_finishes(tmp_path: Path) -> None:
     effects, db = tmp_path / "effects.txt", "runs.sqlite"
-    started = _mcec(["run", str(DESK), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "r1", "--db", db],
+    started = mcec(["run", str(DESK), "settle", "--input", '"A-1:120"', "--durable", "--run-id", "r1", "--db", db],
                     tmp_path, effects)
     assert started.returncode == 0, started.stderr
     payload = json.loads(started.stdout)
@@ -57,30 +41,30 @@ def test_a_waiting_run_is_answered_from_other_processes_and_finishes(tmp_path: P
     # the process is gone; the run is in the database only
     url = f"sqlite:///{tmp_path / db}"
     assert [(r.run_id, r.status) for r in durable.list_runs(db=url)] == [("r1", "waiting")]
-    open_ = _mcec(["runs", "waiting", "--db", db], tmp_path, effects)
+    open_ = mcec(["runs", "waiting", "--db", db], tmp_path, effects)
     assert [(q["run_id"], q["name"], q["question"]) for q in json.loads(open_.stdout)] == [
         ("r1", "approve", {"order": "A-1", "amount": 120.0})
     ]
-    bad = _mcec(["runs", "answer", "r1", "approve", "--value", '{"ok": "perhaps"}', "--db", db], tmp_path, effects)
+    bad = mcec(["runs", "answer", "r1", "approve", "--value", '{"ok": "perhaps"}', "--db", db], tmp_path, effects)
     assert bad.returncode == 2
     assert bad.stderr == ("mcec runs answer: bad answer to approve: ok: Input should be a valid boolean, unable to "
                           "interpret input (the run keeps waiting)\n")
     assert [r.status for r in durable.list_runs(db=url)] == ["waiting"]
     # answered from a process killed while it pays: the answer was recorded, the run resumes past it
     answering = subprocess.Popen([sys.executable, "-m", "mcec", "runs", "answer", "r1", "approve", "--value",
-                                  '{"ok": true}', "--db", db], cwd=tmp_path, env=_env(effects, pace=60),
+                                  '{"ok": true}', "--db", db], cwd=tmp_path, env=env(effects, pace=60),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _recorded(tmp_path / db, "0.0/0"):
         time.sleep(0.05)
     answering.send_signal(signal.SIGKILL)
     answering.communicate()
-    assert _lines(effects) == []  # killed before it paid
+    assert lines(effects) == []  # killed before it paid
     assert [r.status for r in durable.list_runs(db=url)] == ["running"]  # interrupted, no longer waiting
-    resumed = _mcec(["runs", "resume", "r1", "--db", db], tmp_path, effects)
+    resumed = mcec(["runs", "resume", "r1", "--db", db], tmp_path, effects)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"ok": True, "value": ["paid"], "state": {"paid": 1}, "run_id": "r1"}
-    assert _lines(effects) == ["pay True"]  # paid once, after the answer
+    assert lines(effects) == ["pay True"]  # paid once, after the answer
     with pytest.raises(durable.DurableError, match=r"run r1 is not waiting for an answer \(it is finished\)"):
         durable.answer("r1", "approve", '{"ok": true}', db=url)
 
@@ -121,7 +105,7 @@ def test_a_step_that_asks_waits_and_runs_again_up_to_its_question(tmp_path: Path
     assert payload["status"] == "waiting" and [q["key"] for q in payload["questions"]] == ["0.0/0/0"]
     done = durable.answer("nested", "approve", '{"ok": true}', db=db)
     assert done == {"ok": True, "value": ["paid"], "state": {"paid": 1}, "run_id": "nested"}
-    assert _lines(effects) == ["asking A-1", "asking A-1", "pay True"]  # the step ran again up to its question
+    assert lines(effects) == ["asking A-1", "asking A-1", "pay True"]  # the step ran again up to its question
 
 
 #: One branch asks; its sibling goes through 400 pure `each(limit=1)` elements, then notes an effect.
@@ -130,11 +114,11 @@ SIBLING = Path(__file__).parent / "askbox" / "sibling.mce"
 
 def test_a_run_waits_only_once_a_sibling_doing_pure_work_reaches_its_effect(tmp_path: Path) -> None:
     effects = tmp_path / "effects.txt"
-    started = _mcec(["run", str(SIBLING), "busy", "--input", '"A-1:120"', "--durable", "--run-id", "s1", "--db",
+    started = mcec(["run", str(SIBLING), "busy", "--input", '"A-1:120"', "--durable", "--run-id", "s1", "--db",
                      "runs.sqlite"], tmp_path, effects)
     assert started.returncode == 0, started.stderr
     assert [q["name"] for q in json.loads(started.stdout)["questions"]] == ["approve"]
-    assert _lines(effects) == ["note total 159600"]  # the sibling's work was done before the run waited
-    done = _mcec(["runs", "answer", "s1", "approve", "--value", '{"ok": true}', "--db", "runs.sqlite"], tmp_path, effects)
+    assert lines(effects) == ["note total 159600"]  # the sibling's work was done before the run waited
+    done = mcec(["runs", "answer", "s1", "approve", "--value", '{"ok": true}', "--db", "runs.sqlite"], tmp_path, effects)
     assert json.loads(done.stdout) == {"ok": True, "value": ["paid", "total 159600"], "state": {"paid": 1}, "run_id": "s1"}
-    assert _lines(effects) == ["note total 159600", "pay True"]  # the note was recorded: not run again
+    assert lines(effects) == ["note total 159600", "pay True"]  # the note was recorded: not run again
