@@ -353,11 +353,9 @@ def test_a_hanging_step_is_bounded_by_an_outer_timeout(pipeline: str) -> None:
     for runner, run in spec.runs({"hang": hang}).items():
         started.clear()
         cancelled.clear()
-        t0 = time.perf_counter()
         what, out = asyncio.run(settle(asyncio.wait_for(run(pipeline, TState(), 6), 0.1)))
-        elapsed = time.perf_counter() - t0
         assert what == "raised" and isinstance(out, TimeoutError), (runner, out)
-        assert elapsed < 2.0, (runner, elapsed)  # a cancelled 5 s sleep ends early
+        # a sleep waited out instead of cancelled ends with an AssertionError, never listed here
         assert started and sorted(cancelled) == sorted(started), runner
 
 
@@ -481,6 +479,28 @@ pipeline each_async : int -> int = many >>= each(limit=3) avictim >>= total;
 """
 
 
+def _run_to_interrupt(run: Awaitable[Any]) -> None:
+    """Run `run` on a fresh loop as `asyncio.run` does, and retrieve its task's exception.
+
+    `asyncio.run` lets an interrupt out of its loop and never retrieves the main task's exception,
+    so the task logs it when it is finalized, inside whichever test the collector happens to run
+    in; inside an `ast.parse` CPython 3.11 then fails with "AST constructor recursion depth
+    mismatch" (gh-106905). Retrieving it here leaves nothing to log, without a full collection.
+    """
+    with asyncio.Runner() as runner:
+        loop = runner.get_loop()
+        task = loop.create_task(_awaited(run))
+        try:
+            loop.run_until_complete(task)
+        finally:
+            if task.done() and not task.cancelled():
+                task.exception()
+
+
+async def _awaited(run: Awaitable[Any]) -> Any:
+    return await run
+
+
 @pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit])
 @pytest.mark.parametrize(
     "pipeline", ["chain_sync", "chain_async", "par_sync", "par_async", "each_sync", "each_async"]
@@ -507,16 +527,11 @@ def test_interrupts_propagate_untouched_and_siblings_are_cancelled(kind: type, p
     for runner, run in spec.runs({"hang": hang, "victim": victim, "avictim": avictim}).items():
         hanging.clear()
         cancelled.clear()
-        t0 = time.perf_counter()
         with pytest.raises(kind) as info:
-            asyncio.run(run(pipeline, TState(), 5))
-        # asyncio.run lets the interrupt out of its loop and never retrieves the main task's
-        # exception; collect that task here, so its finalizer's log does not run inside a later
-        # test's ast.parse (which CPython 3.11 then fails with "AST constructor recursion depth
-        # mismatch", gh-106905)
-        gc.collect()
+            _run_to_interrupt(run(pipeline, TState(), 5))
         assert info.value is signal, runner  # the very object, not wrapped in a Defect
-        assert time.perf_counter() - t0 < 2.0
+        # a hanging sibling waited out instead of cancelled ends its sleep with an AssertionError
+        # and is never listed as cancelled
         assert sorted(cancelled) == sorted(hanging), runner
         if pipeline.startswith(("par", "each")):
             assert hanging, runner
