@@ -45,7 +45,7 @@ from mcec.diagnostics import Diagnostic, error
 from mcec.span import SourceFile, Span
 from mcec.syntax import tree as s
 from mcec.syntax.errors import ErrorSite, StackItem, describe_bad_character, describe_unexpected, reserved_word
-from mcec.syntax.grammar import PYTHON_KEYWORDS, load_grammar, tables
+from mcec.syntax.grammar import PYTHON_KEYWORDS, grammar_parser, tables
 
 __all__ = ["MAX_DEPTH", "MAX_DIGITS", "MAX_SYNTAX_ERRORS", "ParseResult", "PlanParse", "parse", "parse_plan", "parse_region"]
 
@@ -221,10 +221,9 @@ _LOCK: Final = threading.Lock()
 @functools.cache
 def _lark() -> lark.Lark:
     """The LALR parser with the builder embedded (grammar analysis takes a while: once per process)."""
-    parser = lark.Lark(
-        load_grammar(),
+    parser = grammar_parser(
+        "parser",
         start=["start", "plan"],
-        parser="lalr",
         lexer="contextual",
         transformer=_BUILDER,
         lexer_callbacks={"COMMENT": _BUILDER.comment},
