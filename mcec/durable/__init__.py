@@ -109,26 +109,40 @@ def _first_line(exc: BaseException) -> str:
 # ----------------------------------------------------------------------------- the run itself
 
 
-def _program(spec: str) -> Program:
-    """The checked program of ``spec`` (DurableError with its first diagnostic when it does not check)."""
-    program = _compiled(spec, generate=False).program
+def _program(spec: str, *, generate: bool = False) -> Program:
+    """The checked program of ``spec`` (DurableError with its first diagnostic when it does not check);
+    ``generate`` when this process will run it compiled (so that it is compiled once)."""
+    program = _compiled(spec, generate=generate).program
     assert program is not None
     return program
 
 
+#: The specs this process checked or compiled, by path and text, so that a run checks and compiles
+#: its spec once: before it is recorded, to refuse it early, and again where it runs.
+_compiled_specs: dict[tuple[str, str], CompileResult] = {}
+
+
 def _compiled(spec: str, *, generate: bool) -> CompileResult:
-    """``spec`` checked (and, with ``generate``, compiled); DurableError when it does not check."""
+    """``spec`` checked (and, with ``generate``, compiled); DurableError when it does not check.
+    Kept for the process while the spec's text stays the same."""
     from mcec.cli.common import load_source
     from mcec.compiler import check_source, compile_source
 
     source, problem = load_source(Path(spec))
     if problem is not None or source is None:
         raise DurableError(problem.message if problem is not None else f"cannot read {spec}")
+    key = (str(Path(spec).resolve()), source.text)
+    kept = _compiled_specs.get(key)
+    if kept is not None and (kept.generated is not None or not generate):
+        return kept
     result = compile_source(source) if generate else check_source(source)
     if result.program is None:
         first = next((d for d in result.diagnostics if d.is_error), None)
         detail = f"{first.code}: {first.message}" if first is not None else "it does not check"
         raise DurableError(f"{spec} does not check ({detail}); run `mcec check {spec}`")
+    if len(_compiled_specs) >= 32:  # a long-lived process that runs many specs keeps the latest
+        _compiled_specs.pop(next(iter(_compiled_specs)))
+    _compiled_specs[key] = result
     return result
 
 
@@ -252,7 +266,7 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
     spec = info.request.get("spec")
     if not isinstance(spec, str):
         raise DurableError(f"run {info.run_id} is not a durable run of mcec")
-    program = _program(spec)
+    program = _program(spec, generate=not info.request.get("interpret"))
     recorded = SpecFingerprint.from_json(info.request["fingerprint"])
     current = fingerprint(program)
     if recorded.digest != current.digest and not allow_changed_spec:
@@ -317,7 +331,7 @@ def run(
             if existing is not None:
                 _same_run(existing, spec, pipeline, input_json)
                 return _resume(engine, run_id, allow_changed_spec)
-        program = _program(spec)
+        program = _program(spec, generate=not interpret)
         request = _new_request(program, _durable_problems(program, pipeline), spec, pipeline, input_json, state_json,
                                models, interpret=interpret, run_id=chosen)
         if elements:
