@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -115,18 +116,28 @@ def test_internal_error_is_tidy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
     assert "internal compiler error: RuntimeError: kaboom" in capsys.readouterr().err
 
 
-def test_mypy_cache_goes_where_mypy_cache_dir_says(tmp_path: Path) -> None:
+def test_mypy_cache_goes_where_mypy_cache_dir_says(tmp_path: Path, shared_mypy_cache: Path) -> None:
     """``MYPY_CACHE_DIR`` moves mcec's mypy cache, as it moves mypy's own (without it the
     cache is ``.mcec/mypy_cache`` under the working directory)."""
     (tmp_path / "m.py").write_text("def f(value: str) -> str:\n    return value\n")
     (tmp_path / "ok.mce").write_text("import m\n\nfn f : str -> str = m.f\npipeline p : str -> str = f >>= f;\n")
+    # a copy of the session's cache (tests/conftest.py), so that mypy does not start cold (~20 s):
+    # what is under test is where this run writes, told by what it changed there
     shared = tmp_path / "shared-cache"
+    shutil.copytree(shared_mypy_cache, shared)
+
+    def files() -> dict[Path, tuple[int, int]]:
+        return {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in shared.rglob("*") if p.is_file()}
+
+    before = files()
     env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(tmp_path), MYPY_CACHE_DIR=str(shared))
     done = subprocess.run(
         [sys.executable, "-m", "mcec", "check", "ok.mce"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert any(shared.rglob("*")), "mypy wrote no cache where MYPY_CACHE_DIR says"
+    written = {p.relative_to(shared).parts[0] for p, stamp in files().items() if before.get(p) != stamp}
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in written, f"mypy wrote no cache where MYPY_CACHE_DIR says: {written}"
+    assert "mcec-verdicts" in written  # and mcec kept its verdict beside it
     assert not (tmp_path / ".mcec").exists()
 
 
