@@ -2,7 +2,7 @@
 over workers"), on a real PostgreSQL server: in one process listening to the element queues, the
 Outcome is the in-process durable run's (stateless, stateful with a merge, a failing element,
 groups nested in a ``par``; compiled and interpreted); across three ``mcec worker`` processes a
-200-element ``each`` is spread over the workers and survives one of them killed mid-run."""
+60-element ``each`` is spread over the workers and survives one of them killed mid-run."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def _log(tmp: Path) -> list[dict[str, Any]]:
 def test_a_batch_spread_over_three_workers_survives_one_killed(postgres_url: str, tmp_path: Path) -> None:
     from mcec.durable.queues import enqueue, result
 
-    values = list(range(200))
+    values = list(range(60))
     reference = durable.run(SPEC, "batch", json.dumps(values), db=postgres_url, run_id=f"reference-{time.monotonic_ns()}")
     env = _env(tmp_path)
     workers = [subprocess.Popen([sys.executable, "-m", "mcec", "worker", str(SPEC), "--db", postgres_url,
@@ -161,7 +161,7 @@ def test_a_batch_spread_over_three_workers_survives_one_killed(postgres_url: str
         assert enqueued["status"] == "enqueued"
         # kill a worker that has run elements, once a fifth of the elements have ended
         deadline = time.monotonic() + 60
-        while sum(e["event"] == "ended" for e in _log(tmp_path)) < 40 and time.monotonic() < deadline:
+        while sum(e["event"] == "ended" for e in _log(tmp_path)) < 12 and time.monotonic() < deadline:
             time.sleep(0.02)
         log = _log(tmp_path)
         busy = Counter(e["pid"] for e in log if e["event"] == "started")

@@ -171,6 +171,7 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of every durable run: replay what is recorded, record the rest."""
     run_id = DBOS.workflow_id
     assert run_id is not None and _runner, "a durable run starts through Engine"
+    _internal_queue_polls(INTERNAL_QUEUE_POLL_SECONDS)
     recorded = await _recorded(run_id)
     used = max((step["function_id"] for step in recorded), default=-1)
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
@@ -275,6 +276,24 @@ def _internal_queue() -> Any:
     return _dbos()._registry.get_internal_queue()
 
 
+#: How often a process that resumes a run looks for it on DBOS's internal queue until it has started,
+#: and how often it reads whether the run has ended. DBOS's defaults, 1 s each, made every `runs
+#: resume`, `runs answer` and `runs cancel` of a waiting run wait about 2 s doing nothing
+#: (benchmarks/README.md, "Test suite").
+RESUME_POLL_SECONDS = 0.05
+RESULT_POLL_SECONDS = 0.1
+#: DBOS's own polling interval for its internal queue, put back once this process's run has started.
+INTERNAL_QUEUE_POLL_SECONDS = 1.0
+
+
+def _internal_queue_polls(seconds: float) -> None:
+    """Set how often DBOS's internal queue is polled in this process (its worker thread reads the
+    queue's interval at every poll, and starts with it)."""
+    queue = _internal_queue()
+    assert hasattr(queue, "_polling_interval_sec"), "DBOS's Queue no longer keeps its polling interval there"
+    queue._polling_interval_sec = seconds
+
+
 @final
 class Engine:
     """DBOS configured for durable runs on the database at ``url`` (``sqlite:///…`` or
@@ -316,6 +335,10 @@ class Engine:
         # DBOS listens to every queue of the application unless told: a process must not be handed
         # runs of queues it was not asked to serve (its spec may not even be the run's)
         DBOS.listen_queues([q.name for q in queues])
+        if not queues:
+            # a run this process resumes goes through DBOS's internal queue: take it at once (the
+            # run puts DBOS's interval back when it starts)
+            _internal_queue_polls(RESUME_POLL_SECONDS)
         DBOS.launch()
         self._launched = True
         for q in queues:
@@ -456,7 +479,7 @@ class Engine:
         """Resume the run ``run_id`` (interrupted, failed, cancelled or waiting) and wait for its
         result (or for it to wait again)."""
         handle = await DBOS.resume_workflow_async(run_id)
-        return await self._result(run_id, handle.get_result())
+        return await self._result(run_id, handle.get_result(polling_interval_sec=RESULT_POLL_SECONDS))
 
     async def _result(self, run_id: str, result: Awaitable[Any]) -> dict[str, Any]:
         try:
