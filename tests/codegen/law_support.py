@@ -26,6 +26,7 @@ from toolbox import Neg, Odd, TState
 from agentmonad import Defect, Err, LoopExhausted, MergeConflict, Ok, Outcome, PlanRejected, Site, Timeout
 from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
+from shared_index import shared_index
 from mcec.render import render_text
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
@@ -80,7 +81,7 @@ def compile_lines(*lines: str) -> Any:
     """The module compiled from the law header and ``lines``."""
     text = LAW_HEADER + "\n".join(lines) + "\n"
     source = SourceFile(f"law_{next(_counter)}.mce", text)
-    result = compile_source(source)
+    result = compile_source(source, index=shared_index(source.path))
     assert result.ok, render_text(result.diagnostics, {source.path: source}, color=False) + text
     assert result.program is not None and result.generated is not None
     return load_module(result.program, result.generated)

@@ -19,6 +19,7 @@ from toolbox import TState
 
 from agentmonad import Defect, Err, Ok, Outcome
 from mcec.compiler import compile_source
+from shared_index import shared_index
 from mcec.render import render_text
 from mcec.run.interpret import Interpreter
 from mcec.run.runner import load_module
@@ -78,7 +79,7 @@ def test_a_fired_timeout_reports_the_interpreters_state_in_every_nested_helper(
         + "\n"
     )
     source = SourceFile(f"law_{next(_counter)}.mce", text)
-    result = compile_source(source)
+    result = compile_source(source, index=shared_index(source.path))
     assert result.ok and result.program is not None and result.generated is not None, render_text(
         result.diagnostics, {source.path: source}, color=False
     ) + text

@@ -21,6 +21,7 @@ from toolbox import TState
 
 from agentmonad import Err, Ok, Outcome, Timeout
 from mcec.compiler import compile_source
+from shared_index import shared_index
 from mcec.render import render_text
 from mcec.run.interpret import Interpreter
 from mcec.run.runner import load_module
@@ -130,7 +131,7 @@ def _fired(body: str) -> tuple[Any, Any]:
     """The program and module of ``timeout(0.05) body`` (with a pipeline ``slow_then_hang``)."""
     text = LAW_HEADER + "pipeline slow_then_hang : int -> int = note >>= hang;\n" + line("main", "int -> int", f"timeout(0.05) {body}") + "\n"
     source = SourceFile(f"law_{next(_counter)}.mce", text)
-    result = compile_source(source)
+    result = compile_source(source, index=shared_index(source.path))
     assert result.ok and result.program is not None and result.generated is not None, render_text(
         result.diagnostics, {source.path: source}, color=False
     )

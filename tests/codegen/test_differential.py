@@ -26,6 +26,7 @@ from agentmonad.context import hooks
 from agentmonad.events import EffectEnded, EffectStarted, Event
 from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
+from shared_index import shared_index
 from mcec.run.interpret import Interpreter
 from mcec.render import render_text
 from mcec.run.runner import load_module
@@ -52,7 +53,7 @@ def _observe(coro: Any) -> tuple[Any, ...]:
 def compile_spec(text: str) -> Any:
     """Compile a spec in memory; fail the test with rendered diagnostics on errors."""
     source = SourceFile(f"diff_{next(_counter)}.mce", text)
-    result = compile_source(source)
+    result = compile_source(source, index=shared_index(source.path))
     assert result.ok, render_text(result.diagnostics, {source.path: source}, color=False) + text
     assert result.program is not None and result.generated is not None
     return result.program, load_module(result.program, result.generated)

@@ -35,6 +35,7 @@ from toolbox import Neg, Odd, TState
 from agentmonad import Defect, Err, Ok, Site
 from agentmonad.control import fake_retry_clock
 from mcec.compiler import compile_source
+from shared_index import shared_index
 from mcec.run.interpret import Interpreter
 from mcec.render import render_text
 from mcec.run.runner import load_module
@@ -171,7 +172,7 @@ def test_injected_faults_compiled_matches_interpreter(spec: str, inputs: list[in
     plans: list[dict[str, Fault]] = data.draw(st.lists(fault_plans(spec), min_size=3, max_size=6))
     file = f"inject_{next(_counter)}.mce"
     source = SourceFile(file, spec)
-    result = compile_source(source)
+    result = compile_source(source, index=shared_index(source.path))
     assert result.ok, render_text(result.diagnostics, {file: source}, color=False) + spec
     assert result.program is not None and result.generated is not None
     module = load_module(result.program, result.generated)
@@ -217,7 +218,7 @@ def test_every_fault_kind_at_every_step_compiled_matches_interpreter(spec: str, 
     injected into every toolbox entry of one spec that nests par/each/catch (or
     the v2 control-flow forms), on a few inputs — so every kind surely fires."""
     file = f"inject_{next(_counter)}.mce"
-    result = compile_source(SourceFile(file, spec))
+    result = compile_source(SourceFile(file, spec), index=shared_index(file))
     assert result.ok and result.program is not None and result.generated is not None
     module = load_module(result.program, result.generated)
     originals = {name: getattr(module, name) for name in FAULTABLE}
