@@ -43,9 +43,10 @@ def test_the_server_never_runs_as_root(postgres_url: str) -> None:
     with psycopg.connect(postgres_url) as connection:
         row = connection.execute("SELECT setting FROM pg_settings WHERE name = 'data_directory'").fetchone()
         pid_row = connection.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None and pid_row is not None
+        assert row is not None and pid_row is not None
+        # read while connected: the backend process ends with its connection
+        backend = Path(f"/proc/{pid_row[0]}/status").read_text().splitlines()
     owner = Path(row[0]).stat().st_uid
-    backend = Path(f"/proc/{pid_row[0]}/status").read_text().splitlines()
     uid = next(int(line.split()[1]) for line in backend if line.startswith("Uid:"))
     assert uid == owner
     if os.geteuid() == 0:
