@@ -23,42 +23,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-#: The test files that take longest, longest first (the per-file sums of a quiet full run's test times,
-#: 2026-12-02, benchmarks/README.md "Test suite"; each 20–60 s, against under 20 s for every other file).
-#: :func:`pytest_collection_modifyitems` starts them first. A new file that takes more than about 20 s
-#: belongs here: a slow file started last sets the tail of the parallel run.
+#: The test files that take longest, longest first (the per-file sums of a full run's test times,
+#: 2026-12-02, `--junitxml`; benchmarks/README.md "Test suite"; each 15–85 s, against under 15 s for
+#: every other file). :func:`pytest_collection_modifyitems` starts them first. A new file that takes
+#: more than about 15 s belongs here: a slow file started last sets the tail of the parallel run.
 SLOW_FILES = (
-    # the durable files of session 6 (their sums at -n 2, quiet: 65–80 s each; mostly processes that
-    # start DBOS and workers that poll)
     "tests/durable/test_waiting_deadlines.py",
-    "tests/durable/test_elements.py",
-    "tests/durable/test_kill.py",
-    "tests/durable/test_workers.py",
-    "tests/durable/test_waiting_runs.py",
     "tests/test_bench_smoke.py",
-    "tests/test_bench_smoke_check.py",
+    "tests/test_exhaustive_dispatch.py",
+    "tests/durable/test_workers.py",
     "tests/codegen/test_codegen.py",
     "tests/codegen/test_compiler_inputs.py",
-    "tests/cli/test_cli_compile.py",
-    "tests/check/test_check_agreement.py",
-    "tests/cli/test_template_freshness.py",
-    "tests/codegen/test_compiled_timeout_nesting.py",
-    "tests/codegen/test_compiled_control_laws.py",
-    "tests/cli/test_cli_uses.py",
-    "tests/cli/test_cli_check.py",
-    "tests/tools/test_serve.py",
-    "tests/test_exhaustive_dispatch.py",
-    "tests/runtime/test_llm_wire.py",
-    "tests/runtime/test_mcp_lifecycle.py",
-    "tests/integrations/test_pytest_plugin.py",
+    "tests/durable/test_kill.py",
+    "tests/test_bench_smoke_check.py",
     "tests/codegen/test_wide_groups.py",
-    "tests/codegen/test_compiled_retry_loop.py",
-    "tests/cli/test_files_nothing_lost.py",
+    "tests/durable/test_elements.py",
+    "tests/integrations/test_pytest_plugin.py",
+    "tests/tools/test_serve.py",
+    "tests/check/test_check_agreement.py",
+    "tests/runtime/test_mcp_lifecycle.py",
     "tests/cli/test_cli_uses_compile.py",
-    "tests/runtime/test_control_flow.py",
-    "tests/cli/test_cli_graph_plan.py",
-    "tests/test_mcp_research.py",
+    "tests/cli/test_template_freshness.py",
+    "tests/runtime/test_llm_wire.py",
+    "tests/cli/test_cli_uses.py",
     "tests/runtime/test_mcp_hardening.py",
+    "tests/durable/test_waiting_runs.py",
+    "tests/runtime/test_runtime_faults.py",
+    "tests/codegen/test_compiled_timeout_nesting.py",
+    "tests/cli/test_cli_check.py",
+    "tests/test_mcp_research.py",
+    "tests/runtime/test_llm_typing.py",
+    "tests/cli/test_cli_compile.py",
+    "tests/runtime/test_mcp_tools.py",
+    "tests/check/test_check_props.py",
+    "tests/codegen/test_differential.py",
+    "tests/cli/test_cli_trace.py",
+    "tests/cli/test_files_nothing_lost.py",
+    "tests/durable/test_journal.py",
 )
 
 
