@@ -3,6 +3,7 @@ session's mypy caches, ``mcec`` run in this process, and the order xdist hands o
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -99,6 +100,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return rank.get(path, len(SLOW_FILES))
 
     items.sort(key=key)  # stable: the order within a rank (a file, or the rest) is the collected one
+
+
+@pytest.fixture(autouse=True)
+def _dbos_logs_to_an_open_stream() -> Iterator[None]:
+    """After each test, point DBOS's console log handler back at an open stream.
+
+    DBOS makes that handler once per process, on ``sys.stderr`` as it is then: inside a test that
+    captures its output (``capsys``, :func:`mcec_in_process`) that is the capture's stream, closed
+    when the test ends, and every later launch of DBOS in the worker (which flushes its handlers)
+    failed with "I/O operation on closed file".
+    """
+    yield
+    if "dbos" not in logging.Logger.manager.loggerDict:
+        return
+    for handler in logging.getLogger("dbos").handlers:
+        stream = getattr(handler, "stream", None)
+        if isinstance(handler, logging.StreamHandler) and stream is not None and getattr(stream, "closed", False):
+            handler.stream = sys.stderr  # not setStream, which flushes the closed stream first
 
 
 @pytest.fixture

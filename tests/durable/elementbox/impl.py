@@ -53,13 +53,32 @@ async def note(state: Tally, n: int) -> Outcome[Tally, Refused, str]:
     return Ok(f"#{n}", replace(state, seen=state.seen + (f"n{n}",), total=state.total + n))
 
 
+#: The elements above 7 of ``picky`` that started, per run (in this process).
+_STARTED: dict[str, set[int]] = {}
+
+
+def _run_of_this_call() -> str:
+    """The durable run this call belongs to (an element's workflow id is ``{run_id}/{element}``)."""
+    from agentmonad.durable.dbos import workflow_id
+
+    return (workflow_id() or "").split("/", 1)[0]
+
+
 async def picky(state: Tally, n: int) -> Outcome[Tally, Refused, int]:
-    """Refuses 7; the others take a while (so the refusal cancels elements in flight)."""
+    """Refuses 7 once 8 has started; those above 7 take 30 s (so the refusal always finds one in
+    flight, which fail-fast must cancel), those below are quick."""
     await _pace()
+    started = _STARTED.setdefault(_run_of_this_call(), set())
     if n == 7:
+        for _ in range(500):  # 8 starts once 5 or 6 frees its slot (up to 5 s on a loaded machine)
+            if 8 in started:
+                break
+            await asyncio.sleep(0.01)
         _effect(f"refuse {n}")
         raise Refused(n)
-    await asyncio.sleep(float(os.environ.get("MCEC_PACE", "0")) * 5)
+    if n > 7:
+        started.add(n)
+        await asyncio.sleep(30)
     _effect(f"picky {n}")
     return Ok(n, state)
 
