@@ -5,17 +5,14 @@ database, a spec changed since the run started — a message and exit status 2, 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mcec.cli import main
+from tests.durable.processes import mcec_with
 
-ROOT = Path(__file__).resolve().parents[2]
 NOTES = Path(__file__).parent / "flowbox" / "notes.mce"
 
 
@@ -42,33 +39,26 @@ def test_durable_options_need_durable(capsys: pytest.CaptureFixture[str]) -> Non
     assert "go with --durable" in capsys.readouterr().err
 
 
-def _mcec(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    environment.pop("MCEC_DB", None)
-    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True, cwd=cwd,
-                          env=environment, timeout=120)
-
-
 def test_a_changed_spec_is_refused_unless_allowed(tmp_path: Path) -> None:
     spec = tmp_path / "notes.mce"
     shutil.copy(NOTES, spec)
-    died = _mcec(["run", str(spec), "note", "--input", '"x"', "--durable", "--run-id", "r1"], tmp_path, MCEC_DIE="x.")
+    died = mcec_with(["run", str(spec), "note", "--input", '"x"', "--durable", "--run-id", "r1"], tmp_path, MCEC_DIE="x.")
     assert died.returncode == -9 or died.returncode == 9, died.stderr  # the second jot killed the process
     assert (tmp_path / ".mcec" / "runs.sqlite").exists()  # the default database
-    listed = _mcec(["runs", "list", "--format", "json"], tmp_path)
+    listed = mcec_with(["runs", "list", "--format", "json"], tmp_path)
     assert [(r["run_id"], r["status"], r["last_step"]) for r in json.loads(listed.stdout)] == [("r1", "running", "jot")]
-    other = _mcec(["run", str(spec), "note", "--input", '"y"', "--durable", "--run-id", "r1"], tmp_path)
+    other = mcec_with(["run", str(spec), "note", "--input", '"y"', "--durable", "--run-id", "r1"], tmp_path)
     assert other.returncode == 2 and other.stderr.startswith('mcec run: run r1 exists with another input "x"'), other.stderr
     spec.write_text(spec.read_text(encoding="utf-8") + "pipeline again : str -> str = jot;\n", encoding="utf-8")
-    refused = _mcec(["runs", "resume", "r1"], tmp_path)
+    refused = mcec_with(["runs", "resume", "r1"], tmp_path)
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("mcec runs resume: run r1 cannot resume: "), refused.stderr
     assert "notes.mce" in refused.stderr and "--allow-changed-spec" in refused.stderr and "Traceback" not in refused.stderr
-    resumed = _mcec(["run", str(spec), "note", "--input", '"x"', "--durable", "--run-id", "r1", "--allow-changed-spec"],
+    resumed = mcec_with(["run", str(spec), "note", "--input", '"x"', "--durable", "--run-id", "r1", "--allow-changed-spec"],
                     tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"ok": True, "value": "x..", "state": {"written": ["x", "x."]}, "run_id": "r1"}
-    shown = json.loads(_mcec(["runs", "show", "r1", "--format", "json"], tmp_path).stdout)
+    shown = json.loads(mcec_with(["runs", "show", "r1", "--format", "json"], tmp_path).stdout)
     assert [(e["step"], e["outcome"], e["state"]) for e in shown["effects"]] == [
         ("jot", "ok", {"written": ["x"]}), ("jot", "ok", {"written": ["x", "x."]})
     ]

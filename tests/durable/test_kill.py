@@ -20,22 +20,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.durable.processes import env, lines, mcec
+
 FLOW = Path(__file__).parent / "flowbox" / "flow.mce"
 #: Effects that can be in flight at once in flow.mce: two `each` elements, or the two `par` branches.
 IN_FLIGHT = 2
-
-
-def _env(effects: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(MCEC_EFFECTS=str(effects), MCEC_PACE="0.03", PYTHONPATH=str(ROOT))
-    env.pop("MCEC_DB", None)
-    return env
-
-
-def _mcec(args: list[str], effects: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True,
-                          env=_env(effects), cwd=cwd, timeout=120)
+#: The pause of every step (MCEC_PACE), so that a kill lands inside the run.
+PACE = 0.03
 
 
 def _outcome(stdout: str) -> dict[str, Any]:
@@ -44,16 +35,12 @@ def _outcome(stdout: str) -> dict[str, Any]:
     return payload
 
 
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-
-
 def _reference(tmp: Path, db: str) -> tuple[dict[str, Any], list[str]]:
     """The same durable run, uninterrupted."""
     effects = tmp / "reference.txt"
-    done = _mcec(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--db", db], effects, tmp)
+    done = mcec(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--db", db], tmp, effects, PACE)
     assert done.returncode == 0, done.stderr
-    return _outcome(done.stdout), _lines(effects)
+    return _outcome(done.stdout), lines(effects)
 
 
 #: The uninterrupted run's outcome and effects, per database kind (made once).
@@ -68,7 +55,7 @@ def _check_resumed(tmp: Path, db: str, kill_after: float) -> None:
     effects = tmp / f"{run_id}.txt"
     args = ["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id, "--db", db]
     process = subprocess.Popen([sys.executable, "-m", "mcec", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=_env(effects), cwd=tmp)
+                               text=True, env=env(effects, PACE), cwd=tmp)
     # the kill is timed from the first effect (the process's start-up is not the run)
     deadline = time.monotonic() + 60
     while not effects.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -76,11 +63,11 @@ def _check_resumed(tmp: Path, db: str, kill_after: float) -> None:
     time.sleep(kill_after)
     process.send_signal(signal.SIGKILL)
     process.communicate()
-    before = _lines(effects)
-    resumed = _mcec(["runs", "resume", run_id, "--db", db], effects, tmp)
+    before = lines(effects)
+    resumed = mcec(["runs", "resume", run_id, "--db", db], tmp, effects, PACE)
     assert resumed.returncode == 0, resumed.stderr
     assert _outcome(resumed.stdout) == _REFERENCE["outcome"]
-    after = Counter(_lines(effects))
+    after = Counter(lines(effects))
     reference = Counter(_REFERENCE["lines"])
     assert after - reference == Counter() or sum((after - reference).values()) <= IN_FLIGHT, (before, after)
     assert reference - after == Counter(), "an effect of the uninterrupted run never ran"
@@ -88,10 +75,10 @@ def _check_resumed(tmp: Path, db: str, kill_after: float) -> None:
         return
     _REFERENCE["finished_checked"] = True
     # resuming a finished run prints its recorded outcome and runs nothing (checked once per database)
-    again = _mcec(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id, "--db", db],
-                  effects, tmp)
+    again = mcec(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id, "--db", db],
+                 tmp, effects, PACE)
     assert again.returncode == 0 and _outcome(again.stdout) == _REFERENCE["outcome"]
-    assert Counter(_lines(effects)) == after
+    assert Counter(lines(effects)) == after
 
 
 @settings(max_examples=int(os.environ.get('MCEC_KILL_EXAMPLES', '2')), deadline=None, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.function_scoped_fixture])
