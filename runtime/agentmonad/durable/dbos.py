@@ -41,6 +41,7 @@ from typing import Any, final
 import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, EnqueueOptions, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
+from dbos._queue import DEFAULT_QUEUE_POLLING_INTERVAL_SEC
 from dbos._utils import INTERNAL_QUEUE_NAME
 from dbos._serialization import Serializer
 
@@ -171,7 +172,7 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of every durable run: replay what is recorded, record the rest."""
     run_id = DBOS.workflow_id
     assert run_id is not None and _runner, "a durable run starts through Engine"
-    _internal_queue_polls(INTERNAL_QUEUE_POLL_SECONDS)
+    _internal_queue_polls(DEFAULT_QUEUE_POLLING_INTERVAL_SEC)  # this process's run has started: DBOS's own again
     recorded = await _recorded(run_id)
     used = max((step["function_id"] for step in recorded), default=-1)
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
@@ -282,8 +283,6 @@ def _internal_queue() -> Any:
 #: (benchmarks/README.md, "Test suite").
 RESUME_POLL_SECONDS = 0.05
 RESULT_POLL_SECONDS = 0.1
-#: DBOS's own polling interval for its internal queue, put back once this process's run has started.
-INTERNAL_QUEUE_POLL_SECONDS = 1.0
 
 
 def _internal_queue_polls(seconds: float) -> None:
