@@ -28,6 +28,8 @@ whose heartbeat is stale (:meth:`Engine.recover_stale`), on the queue each was o
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import json
 import logging
 import os
@@ -82,9 +84,9 @@ class JsonSerializer(Serializer):
 
 @final
 class DBOSStore:
-    """A journal's :class:`~agentmonad.durable.journal.Store` in the running DBOS workflow. A record
-    left for later (a sync step's, a deadline's expiry) is written by a task started at once, so it
-    is kept by the run's next await, not only with the next async effect's."""
+    """A journal's :class:`~agentmonad.durable.journal.Store` in the running DBOS workflow. A sync
+    effect's record is written before the effect returns (:meth:`keep`); a record left for later (a
+    deadline's expiry) is written by a task started at once, so it is kept by the run's next await."""
 
     __slots__ = ("_pending", "_writer")
 
@@ -100,6 +102,19 @@ class DBOSStore:
 
         record: Record = await DBOS.run_step_async({"name": key}, run)
         return record
+
+    def keep(self, record: Record) -> None:
+        """Write ``record`` as a step of the workflow now. The caller is sync code on the event
+        loop (a sync effect that just completed), where DBOS allows no sync step: the step id is
+        drawn here (:meth:`DBOS.reserve_step`) and the write runs on a thread in this workflow's
+        context while the loop waits for it — as the sync effect itself held the loop."""
+        reservation = DBOS.reserve_step()
+        context = contextvars.copy_context()
+
+        def kept() -> Record:
+            return record
+
+        _keeper().submit(context.run, reservation.run, {"name": str(record["key"])}, kept).result()
 
     def later(self, record: Record) -> None:
         self._pending.append(record)
@@ -119,6 +134,16 @@ class DBOSStore:
         await self._write()
         if self._writer is not None:
             await self._writer
+
+
+_keepers: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _keeper() -> concurrent.futures.ThreadPoolExecutor:
+    """The thread that writes sync effects' records (one: the loop waits for each write)."""
+    if not _keepers:
+        _keepers.append(concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcec-keep"))
+    return _keepers[0]
 
 
 @final

@@ -125,9 +125,14 @@ class Store(Protocol):
         left with :meth:`later` are kept first."""
         ...
 
+    def keep(self, record: Record) -> None:
+        """Keep ``record`` now, before returning: a sync effect's, which completed and must be
+        recorded before the run's next effect starts (a crash then must not run it again)."""
+        ...
+
     def later(self, record: Record) -> None:
-        """Keep ``record`` at the next :meth:`step` or :meth:`flush` (for what cannot wait:
-        a sync effect, a deadline's expiry)."""
+        """Keep ``record`` at the next :meth:`step` or :meth:`flush` (for what happens outside
+        the run's own flow: a deadline's expiry, fired by the event loop's timer)."""
         ...
 
     async def flush(self) -> None:
@@ -151,6 +156,9 @@ class MemoryStore:
         record = await body()
         self.records.append(record)
         return record
+
+    def keep(self, record: Record) -> None:
+        self.records.append(record)
 
     def later(self, record: Record) -> None:
         self._pending.append(record)
@@ -580,11 +588,11 @@ class DurableJournal:
         except Exception as exc:
             raised = self._raised(effect, exc)
             if raised is not None:
-                self.store.later(self._record(key, effect, raised, capture.calls if capture else [], started))
+                self.store.keep(self._record(key, effect, raised, capture.calls if capture else [], started))
             raise
         finally:
             reset_run_context(token)
-        self.store.later(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
+        self.store.keep(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
         return result
 
 
