@@ -84,9 +84,16 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
+    # a cell is data from the run database: a control character in it must not start a line of its own
+    rows = [[_printable(cell) for cell in row] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
     for row in [header, *rows]:
         out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+
+
+def _printable(text: str) -> str:
+    """``text`` with every unprintable character escaped (``\\n``, ``\\x1b``…)."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:

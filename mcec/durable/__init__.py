@@ -60,13 +60,13 @@ class DurableError(Exception):
 def database_url(db: str | None = None) -> str:
     """The database URL: ``db``, else ``$MCEC_DB``, else an SQLite file ``.mcec/runs.sqlite`` in the
     working directory (its folder made when missing). A bare path is an SQLite file."""
+    from mcec.durable.urls import resolved
+
     chosen = db or os.environ.get("MCEC_DB")
     if not chosen:
         DEFAULT_DB.parent.mkdir(exist_ok=True)
         return f"sqlite:///{DEFAULT_DB.resolve()}"
-    if "://" not in chosen:
-        return f"sqlite:///{Path(chosen).resolve()}"
-    return chosen
+    return resolved(chosen)
 
 
 @contextmanager
@@ -85,7 +85,9 @@ def _engine(db: str | None) -> Iterator[Engine]:
     try:
         engine = Engine(url)
     except Exception as exc:
-        raise DurableError(f"cannot open the run database {_shown_url(url)}: {_first_line(exc)}") from exc
+        from mcec.durable.urls import redacted
+
+        raise DurableError(f"cannot open the run database {_shown_url(url)}: {redacted(_first_line(exc), url)}") from None
     try:
         yield engine
     finally:
@@ -93,17 +95,45 @@ def _engine(db: str | None) -> Iterator[Engine]:
 
 
 def _shown_url(url: str) -> str:
-    """``url`` without a password."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        credentials, host = rest.rsplit("@", 1)
-        return f"{scheme}://{credentials.split(':', 1)[0]}@{host}"
-    return url
+    """``url`` without its secrets (:func:`mcec.durable.urls.shown`)."""
+    from mcec.durable.urls import shown
+
+    return shown(url)
+
+
+def _first_line_of(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else text
 
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+#: The longest run id accepted.
+MAX_RUN_ID = 200
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` when it can name a new run: 1 to :data:`MAX_RUN_ID` printable characters, no
+    spaces (a run id is printed on a line of its own in `runs list`, and typed in a shell)."""
+    if not run_id or len(run_id) > MAX_RUN_ID or not run_id.isprintable() or any(c.isspace() for c in run_id):
+        raise DurableError(f"bad run id {run_id!r}: 1 to {MAX_RUN_ID} printable characters, no spaces")
+    return run_id
+
+
+def _same_input(a: str, b: str) -> bool:
+    """Whether two input JSON texts are the same input: the same JSON value, types included
+    (``1``, ``1.0`` and ``true`` are three inputs, though Python's ``==`` takes them for one)."""
+    try:
+        return _canonical(json.loads(a)) == _canonical(json.loads(b))
+    except (ValueError, RecursionError):
+        return False
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # ----------------------------------------------------------------------------- the run itself
@@ -160,6 +190,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from agentmonad.concurrency import ElementsHook
     from agentmonad.context import current_run_context, hooks, reset_run_context, set_run_context
     from agentmonad.durable import DurableJournal, ReplayMismatch
+    from agentmonad.durable.dbos import RunNotStarted
     from agentmonad.llm import llm_config, usage
 
     from mcec.durable.types import type_table
@@ -168,8 +199,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
 
     if str(request.get("run_id")) in _cancelling:  # cancelled while it waits: record that, run nothing
         return {"ok": None, "status": "cancelled"}
-    if request.get("cwd") and request["cwd"] not in sys.path:  # the spec's modules import as they did
-        sys.path.insert(0, request["cwd"])
+    _importable_as_started(request)
     pipeline = request["pipeline"]
     try:
         generate = not request.get("interpret")
@@ -181,8 +211,8 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         llm = llm_run_config(program, list(request.get("models", [])))
         journal = DurableJournal(store, type_table(program), records, _given.get(str(request.get("run_id")), {}))
         module = load_module(program, compiled.generated) if compiled.generated is not None else None
-    except (DurableError, RunError) as exc:
-        return {"ok": False, "failed": str(exc)}
+    except (DurableError, RunError) as exc:  # the cause is outside the run: it stays resumable
+        raise RunNotStarted(str(exc)) from None
     elements = _elements(program, request)
     try:
         with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
@@ -203,8 +233,8 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         outcome = ended
     except Defect as defect:
         cause = defect.cause
-        if isinstance(cause, ReplayMismatch):
-            return {"ok": False, "failed": str(cause)}
+        if isinstance(cause, ReplayMismatch):  # the spec changed under it: resumable under the one it started with
+            raise RunNotStarted(str(cause)) from None
         return {
             "ok": False,
             "defect": {
@@ -259,6 +289,14 @@ def _request(program: Program, spec: str, pipeline: str, input_json: str, state_
     }
 
 
+def _importable_as_started(request: dict[str, Any]) -> None:
+    """Put the folder the run was started from on ``sys.path`` (``mcec run`` put it there): the
+    spec's modules import as they did then, whichever folder resumes, answers or expires it."""
+    cwd = request.get("cwd")
+    if isinstance(cwd, str) and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+
+
 def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
     """A run resumes under the spec it started with, unless the user says otherwise."""
     from mcec.fingerprint import SpecFingerprint, describe_change, fingerprint
@@ -266,9 +304,14 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
     spec = info.request.get("spec")
     if not isinstance(spec, str):
         raise DurableError(f"run {info.run_id} is not a durable run of mcec")
+    _importable_as_started(info.request)
     program = _program(spec, generate=not info.request.get("interpret"))
     recorded = SpecFingerprint.from_json(info.request["fingerprint"])
-    current = fingerprint(program)
+    try:  # it imports the modules of the types the run records: the user's code
+        current = fingerprint(program)
+    except Exception as exc:
+        raise DurableError(f"run {info.run_id} cannot resume here: importing the modules of {os.path.basename(spec)} "
+                           f"failed: {type(exc).__name__}: {_first_line(exc)} (the run is as it was)") from None
     if recorded.digest != current.digest and not allow_changed_spec:
         raise DurableError(
             f"run {info.run_id} cannot resume: {describe_change(recorded, current)}\n"
@@ -299,6 +342,9 @@ def _locked(engine: Engine, run_id: str) -> Iterator[None]:
 
 
 def _payload(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    if result.get("resumable"):
+        raise DurableError(f"run {run_id} stopped: {_first_line_of(str(result['failed']))} (nothing of it is lost: "
+                           f"fix that, then `mcec runs resume {run_id}`)")
     if "failed" in result:
         raise DurableError(f"run {run_id}: {result['failed']}")
     return {**result, "run_id": run_id}
@@ -324,7 +370,7 @@ def run(
     elements go on their queues as in a queued run, and this process takes them from there itself
     (what a worker does; to see a run's elements as workers run them, in one process)."""
     spec = str(spec)
-    chosen = run_id or uuid.uuid4().hex[:12]
+    chosen = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:12]
     with _engine(db) as engine, _locked(engine, chosen):
         if run_id is not None:
             existing = engine.run(run_id)
@@ -380,11 +426,7 @@ def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
     another spec, pipeline or input (the user meant a new run, or mistyped the id)."""
     asked = {"spec": str(Path(spec).resolve()), "pipeline": pipeline}
     differs = [f"{key} {info.request.get(key)!r}" for key, value in asked.items() if info.request.get(key) != value]
-    try:
-        same_input = json.loads(input_json) == json.loads(str(info.request.get("input")))
-    except ValueError:
-        same_input = False
-    if not same_input:
+    if not _same_input(input_json, str(info.request.get("input"))):
         differs.append(f"input {info.request.get('input')}")
     if differs:
         raise DurableError(
@@ -445,6 +487,8 @@ def _status(info: RunInfo, steps: list[Record]) -> str:
     match info.status:
         case "CANCELLED" if steps and steps[-1].get("kind") == "waiting":
             return "waiting"
+        case "CANCELLED" if steps and steps[-1].get("kind") == "stopped":
+            return "stopped"
         case "SUCCESS":
             return "failed" if info.result is None or "defect" in info.result or "failed" in info.result else "finished"
         case "ERROR" | "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
@@ -520,7 +564,7 @@ def _run_outcome(info: RunInfo, records: list[Record]) -> str | None:
     """The run's outcome kind as a trace shows it: ``ok``, ``err``, ``defect``, ``cancelled``, or
     None while it has not ended (running, or interrupted)."""
     match _status(info, records):
-        case "running" | "waiting" | "enqueued":
+        case "running" | "waiting" | "enqueued" | "stopped":
             return None
         case "cancelled":
             return "cancelled"
@@ -553,7 +597,10 @@ def cancel(run_id: str, *, db: str | None = None) -> None:
     up to :data:`LOCK_WAIT` seconds, until it has); a run waiting for people is ``cancelled``
     from then on and takes no answer. ``resume`` takes either up again."""
     with _engine(db) as engine:
-        _known(engine, run_id)
+        info = _known(engine, run_id)
+        ended = _status(info, engine.steps(run_id))
+        if ended in ("finished", "failed"):
+            raise DurableError(f"run {run_id} has already ended ({ended}): there is nothing to cancel")
         engine.cancel(run_id)  # a process running it stops at its next effect, and lets go of its lock
         with _locked(engine, run_id):
             info = _known(engine, run_id)
@@ -684,6 +731,8 @@ def _parsed(question: dict[str, Any], value_json: str) -> object:
         return json.loads(value_json)
     except ValueError as exc:
         raise DurableError(f"the answer to {question['name']} is not JSON: {exc}") from exc
+    except RecursionError:
+        raise DurableError(f"the answer to {question['name']} is nested too deeply to be an answer") from None
 
 
 # ----------------------------------------------------------------------------- workers (docs/language.md "Workers")

@@ -15,7 +15,9 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcec.durable import DurableError, _durable_problems, _engine, _new_request, _payload, _program, _same_run
+from mcec.durable import (
+    DurableError, _durable_problems, _engine, _new_request, _payload, _program, _same_run, check_run_id,
+)
 
 if TYPE_CHECKING:
     from agentmonad.durable.dbos import QueueSpec
@@ -66,6 +68,8 @@ def enqueue(spec: str, pipeline: str, input_json: str, *, queue: str = DEFAULT_Q
     not enqueued again (its status is given instead)."""
 
     check_queue_name(queue)
+    if run_id is not None:
+        check_run_id(run_id)
     spec = str(spec)
     with _engine(db) as engine:
         if run_id is not None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import json
 import logging
@@ -41,15 +42,16 @@ from dataclasses import dataclass
 from typing import Any, final
 
 import sqlalchemy as sa
-from dbos import DBOS, DBOSClient, EnqueueOptions, SetWorkflowID
-from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
-from dbos._queue import DEFAULT_QUEUE_POLLING_INTERVAL_SEC
-from dbos._utils import INTERNAL_QUEUE_NAME
-from dbos._serialization import Serializer
+from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, SetWorkflowID
 
-from .journal import CANCELLED, WAITING, Record
+from .dbos_internals import (
+    CANCELLED_ERRORS, DEFAULT_QUEUE_POLLING_INTERVAL_SEC, INTERNAL_QUEUE_NAME, DBOSAwaitedWorkflowCancelledError,
+    dbos_instance, internal_queue, refuse_pickled_rows, set_polling_interval, set_worker_concurrency,
+)
 
-__all__ = ["Engine", "DBOSStore", "JsonSerializer", "QueueSpec", "RunInfo", "WORKFLOW", "WorkerInfo"]
+from .journal import CANCELLED, STOPPED, WAITING, Record
+
+__all__ = ["Engine", "DBOSStore", "JsonSerializer", "QueueSpec", "RunInfo", "RunNotStarted", "WORKFLOW", "WorkerInfo"]
 
 #: The name of the workflow every durable run is.
 WORKFLOW = "mcec_run"
@@ -60,6 +62,14 @@ APPLICATION = "mcec"
 #: What runs a run: its request, the store to record in, and the records it has so far (by key);
 #: gives the run's result (JSON).
 Runner = Callable[[dict[str, Any], "DBOSStore", dict[str, Record]], Awaitable[dict[str, Any]]]
+
+
+class RunNotStarted(Exception):
+    """A runner could not run the run in this process, for a cause outside the run (a module that
+    fails to import, a model module missing, a spec that changed under it): nothing is recorded as
+    its outcome. The workflow records a ``stopped`` record with the reason and cancels itself, so
+    the run stays resumable (DBOS resumes a cancelled workflow, never an ended one), and a resume
+    with the cause fixed goes on from its last completed effect."""
 
 
 @final
@@ -114,7 +124,10 @@ class DBOSStore:
         def kept() -> Record:
             return record
 
-        _keeper().submit(context.run, reservation.run, {"name": str(record["key"])}, kept).result()
+        def write() -> Record:
+            return reservation.run({"name": str(record["key"])}, kept)
+
+        _keeper().submit(context.run, write).result()
 
     def later(self, record: Record) -> None:
         self._pending.append(record)
@@ -203,7 +216,12 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
         DBOS.reserve_step()
     records = {r["key"]: r for r in (s["output"] for s in recorded) if isinstance(r, dict) and "key" in r}
-    result = await _runner[0](request, DBOSStore(), records)
+    try:
+        result = await _runner[0](request, DBOSStore(), records)
+    except RunNotStarted as exc:
+        await _stop(run_id, {"key": f"{STOPPED}:{used + 1}", "kind": STOPPED, "step": STOPPED, "site": None,
+                             "reason": str(exc)})
+        return {"ok": False, "failed": str(exc), "resumable": True}
     if result.get("status") == WAITING:
         await _wait(run_id, result)
     elif result.get("status") == CANCELLED:
@@ -284,22 +302,27 @@ class _QuietCancels(logging.Filter):
     every time (and a cancelled run is the user's doing): not an error to show."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        cancelled = (DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError)
-        return not (record.exc_info and isinstance(record.exc_info[1], cancelled))
+        return not (record.exc_info and isinstance(record.exc_info[1], CANCELLED_ERRORS))
 
 
 logging.getLogger("dbos").addFilter(_QuietCancels())
+# DBOS logs at ERROR once launched (Engine.launch); before that — opening a database it cannot
+# reach — its warnings would come before mcec's own message on the same failure
+logging.getLogger("dbos").setLevel(logging.ERROR)
+refuse_pickled_rows()
 
 
-def _dbos() -> Any:
-    """DBOS's launched instance (its queue threads and active workflows have no public handle)."""
-    from dbos._dbos import _get_dbos_instance
+def _write_ahead(url: str) -> None:
+    """Put the SQLite database at ``url`` in WAL mode (kept in the file): a step's write is one
+    append and one sync, and readers (``mcec runs list`` while a run runs) do not block it; DBOS
+    leaves SQLite in its rollback-journal mode, several syncs per step."""
+    import sqlite3
 
-    return _get_dbos_instance()
-
-
-def _internal_queue() -> Any:
-    return _dbos()._registry.get_internal_queue()
+    path = sa.make_url(url).database
+    if not path or path == ":memory:":
+        return
+    with contextlib.closing(sqlite3.connect(path, timeout=30)) as connection:
+        connection.execute("pragma journal_mode=wal")
 
 
 #: How often a process that resumes a run looks for it on DBOS's internal queue until it has started,
@@ -313,9 +336,7 @@ RESULT_POLL_SECONDS = 0.1
 def _internal_queue_polls(seconds: float) -> None:
     """Set how often DBOS's internal queue is polled in this process (its worker thread reads the
     queue's interval at every poll, and starts with it)."""
-    queue = _internal_queue()
-    assert hasattr(queue, "_polling_interval_sec"), "DBOS's Queue no longer keeps its polling interval there"
-    queue._polling_interval_sec = seconds
+    set_polling_interval(internal_queue(), seconds)
 
 
 @final
@@ -330,6 +351,8 @@ class Engine:
         self.executor_id: str | None = None
         self._workers_table = False
         if url not in _migrated:  # a new database gets DBOS's tables (an up-to-date one is left as it is)
+            if url.startswith("sqlite"):
+                _write_ahead(url)
             DBOS.migrate(url)
             _migrated.add(url)
         self.client = DBOSClient(system_database_url=url, serializer=JsonSerializer(), application_name=APPLICATION)
@@ -374,7 +397,7 @@ class Engine:
             # DBOS's internal queue (every process takes from it) holds the runs a `runs resume` or
             # `runs answer` puts back: that process waits to run them itself (an answer it was
             # given lives in its memory), so a worker leaves them alone
-            _internal_queue()._worker_concurrency = 0
+            set_worker_concurrency(internal_queue(), 0)
 
     def enqueue(self, run_id: str, request: dict[str, Any], queue: str) -> None:
         """Put the run ``run_id`` with ``request`` on the DBOS queue ``queue`` for a worker to take
@@ -393,11 +416,8 @@ class Engine:
                 if info.status == "SUCCESS" and info.result is not None:
                     return info.result
                 if info.status == "CANCELLED":
-                    waits = self.waiting(run_id)
-                    if waits is not None:
-                        return {"ok": None, "status": WAITING, "questions": waits.get("questions", []),
-                                "refused": waits.get("refused", {})}
-                    return {"ok": False, "failed": "it was cancelled"}
+                    stopped = self._stopped(run_id)
+                    return stopped if stopped.get("status") != CANCELLED else {"ok": False, "failed": "it was cancelled"}
                 if info.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
                     return {"ok": False, "failed": f"it ended {info.status}"}
             if deadline is not None and time.monotonic() > deadline:
@@ -465,7 +485,7 @@ class Engine:
             stale = c.execute(sa.select(_workers.c.executor_id).where(
                 _workers.c.heartbeat < now - stale_after, _workers.c.executor_id != (self.executor_id or ""))).scalars().all()
         recovered: dict[str, list[str]] = {}
-        sys_db = _dbos()._sys_db
+        sys_db = dbos_instance()._sys_db
         for dead in stale:
             # what DBOS._recover_pending_workflows does, keeping which runs *this* call re-enqueued
             # (a peer recovering at the same moment finds them no longer PENDING)
@@ -478,12 +498,12 @@ class Engine:
 
     def stop_taking(self) -> None:
         """Stop dequeuing (the runs in flight go on): the first step of a worker's drain."""
-        for event in _dbos().background_thread_stop_events:
+        for event in dbos_instance().background_thread_stop_events:
             event.set()
 
     def in_flight(self) -> int:
         """How many runs this process is running now."""
-        return len(_dbos()._active_workflows_set.activeList())
+        return len(dbos_instance()._active_workflows_set.activeList())
 
     def close(self) -> None:
         """Stop DBOS (if launched) and the client."""
@@ -509,12 +529,20 @@ class Engine:
         try:
             ended: dict[str, Any] = await result
         except DBOSAwaitedWorkflowCancelledError:
-            waits = self.waiting(run_id)
-            if waits is None:  # cancelled, not waiting (by `mcec runs cancel`, or a waiting run marked so)
-                return {"ok": None, "status": CANCELLED}
-            return {"ok": None, "status": WAITING, "questions": waits.get("questions", []),
-                    "refused": waits.get("refused", {})}
+            return self._stopped(run_id)
         return ended
+
+    def _stopped(self, run_id: str) -> dict[str, Any]:
+        """The result of a run whose workflow is cancelled: it waits for people (its open questions),
+        it could not go on (``failed``, and ``resumable``), or it was cancelled."""
+        steps = self.steps(run_id)
+        last = steps[-1] if steps else {}
+        if last.get("kind") == WAITING:
+            return {"ok": None, "status": WAITING, "questions": last.get("questions", []),
+                    "refused": last.get("refused", {})}
+        if last.get("kind") == STOPPED:
+            return {"ok": False, "failed": str(last.get("reason")), "resumable": True}
+        return {"ok": None, "status": CANCELLED}
 
     def waiting(self, run_id: str) -> Record | None:
         """The waiting record of ``run_id`` when it waits for people (its open questions), else None."""
@@ -619,4 +647,4 @@ def take_resumed_runs() -> None:
     """Let this launched process take the runs DBOS's internal queue holds (the runs it resumes
     itself): :meth:`Engine.launch` with queues leaves them alone, as a worker must; a process
     that listens to element queues only to run its own run's elements resumes its run that way."""
-    _internal_queue()._worker_concurrency = None
+    set_worker_concurrency(internal_queue(), None)

@@ -37,7 +37,7 @@ from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_resul
 
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError", "state_delta", "apply_delta",
-    "whole_states", "OpenQuestion", "WAITING", "CANCELLED", "iso_time", "epoch", "branch_key",
+    "whole_states", "OpenQuestion", "WAITING", "CANCELLED", "STOPPED", "NOT_EFFECTS", "iso_time", "epoch", "branch_key",
 ]
 
 _T = TypeVar("_T")
@@ -58,6 +58,14 @@ WAITING = "waiting"
 #: The kind of the record a waiting run keeps when it is cancelled (``mcec runs cancel``): the run
 #: is then ``cancelled``, not ``waiting``. Not an effect either.
 CANCELLED = "cancelled"
+
+#: The kind of the record a run keeps when it could not go on in the process that took it up
+#: (``reason``: a module that failed to import, a spec that changed under it): the run is then
+#: ``stopped``, resumable once the cause is fixed. Not an effect either.
+STOPPED = "stopped"
+
+#: The kinds of record that say why a run stopped, not what an effect gave: never replayed.
+NOT_EFFECTS = (WAITING, CANCELLED, STOPPED)
 
 
 def iso_time(epoch: float) -> str:
@@ -206,7 +214,7 @@ class DurableJournal:
         self.store = store
         self.types = types
         # a waiting (or cancelled) record is not an effect: a resumed run does not replay it
-        self._recorded = {k: r for k, r in recorded.items() if r.get("kind") not in (WAITING, CANCELLED)}
+        self._recorded = {k: r for k, r in recorded.items() if r.get("kind") not in NOT_EFFECTS}
         #: When each question was first asked (by key: its payload and the time), from the waiting
         #: records: an ask's deadline counts from there, however often the run waited since.
         self._first_asked: dict[str, tuple[object, float]] = {}
@@ -659,7 +667,7 @@ def whole_states(records: list[Record]) -> list[object]:
         *path, n = str(record["key"]).split("/")
         return tuple(path), int(n)
 
-    for record in sorted((r for r in records if r.get("kind") not in (WAITING, CANCELLED)), key=number):
+    for record in sorted((r for r in records if r.get("kind") not in NOT_EFFECTS), key=number):
         path, _ = number(record)
         result = record.get("result", {})
         if "delta" in result:

@@ -1,0 +1,90 @@
+"""Every place mcec touches DBOS Transact below its public API (``dbos>=3.4,<4``), in one module.
+
+DBOS keeps no public handle on what is here: its launched instance's queue threads, active
+workflows and system database, its internal queue, the cancellation errors it raises, and the
+decoder it picks by a row's ``serialization`` column. ``tests/durable/test_dbos_internals.py``
+checks each of these against the installed DBOS, so an upgrade that moves one fails there,
+loudly, not in a run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from dbos import Serializer
+from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
+from dbos._queue import DEFAULT_QUEUE_POLLING_INTERVAL_SEC
+from dbos._utils import INTERNAL_QUEUE_NAME
+
+__all__ = [
+    "CANCELLED_ERRORS", "DEFAULT_QUEUE_POLLING_INTERVAL_SEC", "INTERNAL_QUEUE_NAME", "DBOSAwaitedWorkflowCancelledError",
+    "ForeignRow", "dbos_instance", "internal_queue", "refuse_pickled_rows", "set_polling_interval",
+]
+
+#: What DBOS raises in and around a workflow that was cancelled.
+CANCELLED_ERRORS = (DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError)
+
+
+class ForeignRow(Exception):
+    """A row of the run database was written in a serialization mcec never writes (DBOS's pickle):
+    it is refused, never decoded, since decoding a pickle runs whatever code the row names."""
+
+
+def dbos_instance() -> Any:
+    """DBOS's launched instance (its queue threads, active workflows and system database)."""
+    from dbos._dbos import _get_dbos_instance
+
+    return _get_dbos_instance()
+
+
+def internal_queue() -> Any:
+    """DBOS's internal queue, where a resumed workflow waits for a process to take it."""
+    return dbos_instance()._registry.get_internal_queue()
+
+
+def set_polling_interval(queue: Any, seconds: float) -> None:
+    """Set how often ``queue`` is polled in this process (its worker thread reads the interval at
+    every poll)."""
+    assert hasattr(queue, "_polling_interval_sec"), "DBOS's Queue no longer keeps its polling interval there"
+    queue._polling_interval_sec = seconds
+
+
+def set_worker_concurrency(queue: Any, limit: int | None) -> None:
+    """How many runs of ``queue`` this process runs at once (0: it takes none)."""
+    assert hasattr(queue, "_worker_concurrency"), "DBOS's Queue no longer keeps its worker concurrency there"
+    queue._worker_concurrency = limit
+
+
+class _RefusedPickle(Serializer):
+    """Stands in for DBOS's pickle serializer: a row that names it is refused (:class:`ForeignRow`)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def serialize(self, data: Any) -> str:
+        raise ForeignRow("mcec never writes a pickled value to the run database")
+
+    def deserialize(self, serialized_data: str) -> NoReturn:
+        raise ForeignRow(
+            f"a row of the run database is in the {self._name} serialization, which mcec never writes: refused, not "
+            "decoded (decoding it would run the code it names); someone else wrote to this database"
+        )
+
+    def name(self) -> str:
+        return self._name
+
+
+def refuse_pickled_rows() -> None:
+    """Make DBOS refuse every row in its pickle serialization, in this process. DBOS picks a row's
+    decoder from the row's own ``serialization`` column, so anyone who can write one row (a shared
+    database user, a copied SQLite file, a restored backup) could otherwise run code in every
+    process that reads runs. Its encode and decode functions look the pickle serializer up as a
+    module global at each call: replacing that global is the whole change."""
+    import dbos._serialization as serialization
+
+    current = serialization.DBOSDefaultSerializer
+    if isinstance(current, _RefusedPickle):
+        return
+    name = current.name()
+    assert name == "py_pickle", f"DBOS's default serializer is {name!r}, no longer its pickle"
+    serialization.DBOSDefaultSerializer = _RefusedPickle(name)
