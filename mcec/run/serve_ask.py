@@ -63,12 +63,16 @@ class ElicitationForm:
 
     def answer(self, name: str, content: Mapping[str, object]) -> object:
         """The answer an accepted form's ``content`` gives, still to be validated against the
-        answer type: JSON text fields parsed, ``answer`` unwrapped. Raises :class:`BadAnswer`
-        (the ask ``name``'s) for a JSON text field that is not JSON or a missing ``answer``."""
+        answer type: JSON text fields parsed (an optional one left empty dropped: its default
+        applies), ``answer`` unwrapped. Raises :class:`BadAnswer` (the ask ``name``'s) for a JSON
+        text field that is not JSON or a missing ``answer``."""
         values = dict(content)
+        required = set(self.schema.get("required", ()))
         for field in sorted(self.json_fields):
             raw = values.get(field)
-            if isinstance(raw, str):  # another value (a number, a list of strings) is validated as it is
+            if isinstance(raw, str) and not raw.strip() and field not in required:
+                del values[field]  # a text box left empty: the field's default
+            elif isinstance(raw, str):  # another value (a number, a list of strings) is validated as it is
                 try:
                     values[field] = json.loads(raw)
                 except ValueError as exc:

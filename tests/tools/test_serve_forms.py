@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent
 from pydantic import TypeAdapter
@@ -248,3 +249,39 @@ def test_every_answer_type_has_a_flat_form() -> None:
     )
     choice = elicitation_form(TypeAdapter(Literal["a", "b"]).json_schema())
     assert choice.schema["properties"]["answer"] == {"type": "string", "enum": ["a", "b"]} and not choice.json_fields
+
+
+def test_a_models_fields_are_form_fields_or_json_text() -> None:
+    from enum import Enum
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    from agentmonad.human import BadAnswer
+    from tests.tools.askforms.impl import Line
+
+    class Colour(str, Enum):
+        RED = "red"
+        BLUE = "blue"
+
+    class Pick(BaseModel):
+        colour: Colour = Colour.RED
+        size: Literal["S", "M"] | None = None
+        tags: list[Literal["new", "sale"]] = []
+        when: str
+        lines: list[Line] = []
+        extra: dict[str, int]
+
+    form = elicitation_form(TypeAdapter(Pick).json_schema())
+    assert_flat_form(form.schema)
+    fields = form.schema["properties"]
+    assert fields["colour"] == {"type": "string", "enum": ["red", "blue"], "title": "Colour", "default": "red"}
+    assert fields["size"] == {"type": "string", "enum": ["S", "M"], "title": "Size"}
+    assert fields["tags"] == {"type": "array", "items": {"type": "string", "enum": ["new", "sale"]}, "title": "Tags"}
+    assert form.json_fields == {"lines", "extra"} and form.schema["required"] == ["when", "extra"]
+    # JSON text parsed; an optional one left empty takes its default; a required one must be JSON
+    answer = form.answer("pick", {"when": "now", "tags": ["sale"], "lines": " ", "extra": '{"a": 1}'})
+    assert TypeAdapter(Pick).validate_python(answer) == Pick(when="now", tags=["sale"], extra={"a": 1})
+    with pytest.raises(BadAnswer) as raised:
+        form.answer("pick", {"when": "now", "extra": ""})
+    assert raised.value.errors[0].startswith("extra: not JSON")
