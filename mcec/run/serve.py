@@ -29,11 +29,11 @@ after it (docs/language.md §9):
   keeps serving.
 
 An ``ask`` step (a question to a person, docs/language.md §15) is asked of the MCP client as a
-form *elicitation* (``elicitation/create``) carrying the question and the answer's JSON schema
-(an answer that is not an object is the form's one field ``answer``): :class:`McpHuman`. A
-client that did not declare form elicitation gets ``NoOneToAsk``; one that declines or cancels,
-``NoAnswer``; both are the step's typed errors, so the call's result is an ``isError`` result
-naming them.
+form *elicitation* (``elicitation/create``) carrying the question and a form for the answer type
+(:mod:`mcec.run.serve_ask`: :class:`McpHuman`). Whatever the client does — answers, declines,
+cannot elicit, replies with an error or with a malformed result — ends as the answer or as the
+step's typed errors (``NoOneToAsk``, ``NoAnswer``, ``BadAnswer``), never as a Defect, so a spec's
+``catch``/``orelse`` handles it, and an unhandled one is an ``isError`` result naming it.
 
 While serving, stdout belongs to the protocol: the SDK points fd 1 at stderr
 for everything else, so a step that prints cannot corrupt the stream.
@@ -53,6 +53,7 @@ from agentmonad import Defect, Err, Ok, Outcome, to_tool_result
 from mcec.run.pyobjects import ResolveError, python_type
 from mcec.span import SourceFile
 from mcec.check.typed import Program, RefKind, TPipeline, TRef
+from mcec.run.serve_ask import McpHuman
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
@@ -354,43 +355,6 @@ async def call_pipeline(tool: PipelineTool, arguments: Mapping[str, Any]) -> Cal
     except Exception as exc:
         return _error_result(f"internal error in {tool.name}: {type(exc).__name__}: {safe_text(exc)}")
     return render_outcome(tool, outcome)
-
-
-class McpHuman:
-    """The :class:`~agentmonad.context.HumanInput` of one ``tools/call``: asks the MCP client
-    (``session``) by form elicitation, related to the call's request ``request_id``."""
-
-    def __init__(self, session: Any, request_id: Any) -> None:
-        self._session = session
-        self._request_id = request_id
-
-    def _can_elicit(self) -> bool:
-        from mcp.types import ClientCapabilities, ElicitationCapability, FormElicitationCapability
-
-        wanted = ClientCapabilities(elicitation=ElicitationCapability(form=FormElicitationCapability()))
-        return bool(self._session.check_client_capability(wanted))
-
-    async def ask(self, question: Any) -> object:
-        """The client's answer to ``question`` (an ``agentmonad.human.Question``): its form's
-        content (the ``answer`` field's value when the answer is not an object)."""
-        from agentmonad.human import NoAnswer, NoOneToAsk
-
-        if not self._can_elicit():
-            raise NoOneToAsk(question.name)
-        schema, wrapped = elicitation_schema(question.schema)
-        result = await self._session.elicit_form(question.text(), schema, related_request_id=self._request_id)
-        if result.action != "accept" or result.content is None:
-            raise NoAnswer(question.name, result.action, None)
-        content: dict[str, Any] = dict(result.content)
-        return content.get("answer") if wrapped else content
-
-
-def elicitation_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """The form schema of an answer's JSON schema, and whether the answer is wrapped as the
-    form's one field ``answer`` (an elicitation form is an object of fields)."""
-    if schema.get("type") == "object" and "properties" in schema:
-        return schema, False
-    return {"type": "object", "properties": {"answer": schema}, "required": ["answer"]}, True
 
 
 async def serve_stdio(tools: list[PipelineTool], name: str) -> None:

@@ -77,12 +77,16 @@ class NoOneToAsk(_ValueError):
 
 class NoAnswer(_ValueError):
     """No answer came to the ask step ``name``: ``reason`` says why (its deadline of
-    ``seconds`` passed: ``"deadline"``; the handler's input ended: ``"closed"``).
+    ``seconds`` passed: ``"deadline"``; the handler's input ended: ``"closed"``; the person
+    declined or cancelled: ``"decline"``, ``"cancel"``; the handler's channel answered with an
+    error, e.g. an MCP client's JSON-RPC error: ``"error"``).
 
     >>> str(NoAnswer("approve", "deadline", 3600))
     'no answer to approve within 3600 s'
     >>> str(NoAnswer("approve", "closed", None))
     'no answer to approve: the input ended'
+    >>> str(NoAnswer("approve", "decline", None))
+    'no answer to approve: declined'
     """
 
     _fields = ("name", "reason", "seconds")
@@ -96,7 +100,16 @@ class NoAnswer(_ValueError):
     def __str__(self) -> str:
         if self.reason == "deadline":
             return f"no answer to {safe_str(self.name)} within {safe_str(self.seconds)} s"
-        return f"no answer to {safe_str(self.name)}: the input ended"
+        why = _NO_ANSWER_WHY.get(self.reason, self.reason) if isinstance(self.reason, str) else self.reason
+        return f"no answer to {safe_str(self.name)}: {safe_str(why)}"
+
+
+_NO_ANSWER_WHY = {
+    "closed": "the input ended",
+    "decline": "declined",
+    "cancel": "cancelled",
+    "error": "the client answered with an error",
+}
 
 
 class BadAnswer(_ValueError):

@@ -15,7 +15,7 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent
 
-from mcec.run.serve import elicitation_schema
+from mcec.run.serve_ask import elicitation_form
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = "tests/durable/askbox/desk.mce"
@@ -71,8 +71,10 @@ def test_a_client_that_cannot_elicit_gets_no_one_to_ask() -> None:
 
 
 def test_an_answer_that_is_not_an_object_is_the_forms_one_field() -> None:
-    assert elicitation_schema({"type": "boolean"}) == (
+    plain = elicitation_form({"type": "boolean"})
+    assert (plain.schema, plain.wrapped) == (
         {"type": "object", "properties": {"answer": {"type": "boolean"}}, "required": ["answer"]}, True
     )
     model = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-    assert elicitation_schema(model) == (model, False)
+    fields = elicitation_form(model)
+    assert (fields.schema, fields.wrapped, fields.json_fields) == (model, False, frozenset())
