@@ -411,14 +411,13 @@ def _launch(engine: Engine, program: Program | None, request: dict[str, Any]) ->
         engine.launch(_execute)
         return
     assert program is not None, "a run that runs its elements itself is launched with its program"
-    from agentmonad.durable.dbos import QueueSpec, take_resumed_runs
+    from agentmonad.durable.dbos import QueueSpec
 
     from mcec.durable.elements import element_queues
     from mcec.fingerprint import fingerprint
 
     queues = [QueueSpec(name, limit, None) for name, limit in element_queues(program, fingerprint(program).digest)]
     engine.launch(_execute, queues=queues, poll_seconds=0.05)
-    take_resumed_runs()  # `engine.resume` hands the run to this process through DBOS's internal queue
 
 
 def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:

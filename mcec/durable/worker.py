@@ -163,7 +163,7 @@ def _work(db: str | None, queues: list[QueueSpec], executor_id: str, runner: Run
         engine.executor_id = executor_id
         try:
             engine.heartbeat(names)  # a row before any run is taken: a worker killed at once is recoverable
-            engine.launch(runner, queues=queues, executor_id=executor_id, poll_seconds=poll_seconds)
+            engine.launch(runner, queues=queues, executor_id=executor_id, poll_seconds=poll_seconds, resumes=False)
         except Exception as exc:
             raise DurableError(f"cannot serve queues in {_shown_url(engine.url)}: {_first_line(exc)}") from exc
         shown = "no limit" if concurrency is None else str(concurrency)

@@ -26,7 +26,7 @@ def test_the_instance_and_its_internal_queue_are_reachable() -> None:
     assert hasattr(DBOSRegistry, "get_internal_queue")
     # a Queue is made only by a launched DBOS: what the setters change must be its own attributes
     source = inspect.getsource(Queue.__init__)
-    assert "self._polling_interval_sec" in source and "self._worker_concurrency" in source
+    assert "self._worker_concurrency" in source
 
 
 def test_pickled_rows_are_refused_by_every_decoder_dbos_picks() -> None:

@@ -46,7 +46,7 @@ from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, SetWorkflowID
 
 from .dbos_internals import (
     CANCELLED_ERRORS, DEFAULT_QUEUE_POLLING_INTERVAL_SEC, INTERNAL_QUEUE_NAME, DBOSAwaitedWorkflowCancelledError,
-    dbos_instance, internal_queue, refuse_pickled_rows, set_polling_interval, set_worker_concurrency,
+    dbos_instance, internal_queue, refuse_pickled_rows, set_worker_concurrency,
 )
 
 from .journal import CANCELLED, STOPPED, WAITING, Record
@@ -210,7 +210,7 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of every durable run: replay what is recorded, record the rest."""
     run_id = DBOS.workflow_id
     assert run_id is not None and _runner, "a durable run starts through Engine"
-    _internal_queue_polls(DEFAULT_QUEUE_POLLING_INTERVAL_SEC)  # this process's run has started: DBOS's own again
+    _resumed_here()  # this process's run has started: its private queue is polled at DBOS's pace again
     recorded = await _recorded(run_id)
     used = max((step["function_id"] for step in recorded), default=-1)
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
@@ -325,18 +325,23 @@ def _write_ahead(url: str) -> None:
         connection.execute("pragma journal_mode=wal")
 
 
-#: How often a process that resumes a run looks for it on DBOS's internal queue until it has started,
+#: How often a process that resumes a run looks for it on its private queue until it has started,
 #: and how often it reads whether the run has ended. DBOS's defaults, 1 s each, made every `runs
 #: resume`, `runs answer` and `runs cancel` of a waiting run wait about 2 s doing nothing
 #: (benchmarks/README.md, "Test suite").
 RESUME_POLL_SECONDS = 0.05
 RESULT_POLL_SECONDS = 0.1
 
+#: The private queue of this process (see :meth:`Engine.launch`), while its resumed run has not started.
+_private: list[tuple[DBOSClient, str]] = []
 
-def _internal_queue_polls(seconds: float) -> None:
-    """Set how often DBOS's internal queue is polled in this process (its worker thread reads the
-    queue's interval at every poll, and starts with it)."""
-    set_polling_interval(internal_queue(), seconds)
+
+def _resumed_here() -> None:
+    """The run this process resumed has started: its private queue back to DBOS's pace (DBOS reloads
+    a queue's row at every poll)."""
+    if _private:
+        client, name = _private.pop()
+        client.register_queue(name, polling_interval_sec=DEFAULT_QUEUE_POLLING_INTERVAL_SEC, on_conflict="always_update")
 
 
 @final
@@ -348,6 +353,7 @@ class Engine:
     def __init__(self, url: str) -> None:
         self.url = url
         self._launched = False
+        self._private: str | None = None
         self.executor_id: str | None = None
         self._workers_table = False
         if url not in _migrated:  # a new database gets DBOS's tables (an up-to-date one is left as it is)
@@ -359,13 +365,25 @@ class Engine:
         _client[:] = [self.client]
 
     def launch(self, runner: Runner, *, queues: Sequence[QueueSpec] = (), executor_id: str | None = None,
-               poll_seconds: float = 1.0) -> None:
+               poll_seconds: float = 1.0, resumes: bool = True) -> None:
         """Start DBOS in this process, running durable runs with ``runner``, and take the runs
-        enqueued on exactly ``queues`` (none: a process that runs only what it starts or resumes
-        itself), each polled every ``poll_seconds``. ``executor_id`` names this process for
-        recovery (default: a new id)."""
+        enqueued on exactly ``queues``, each polled every ``poll_seconds``. ``executor_id`` names
+        this process for recovery (default: a new id). ``resumes``: this process resumes runs
+        itself (:meth:`resume`), through a queue of its own that no other process listens to — a
+        worker (False) takes only what its queues hold.
+
+        DBOS resumes a workflow by enqueuing it; on DBOS's internal queue, which every launched
+        process polls, any process could take it — without the answer, the lock or the cancel
+        mark the resuming process holds. So no mcec process takes from the internal queue, and a
+        process that resumes a run puts it on its private queue (``mcec-resume-<executor>``,
+        registered before launch so that its poller starts with DBOS, dropped by :meth:`close`)."""
         _runner[:] = [runner]
         self.executor_id = executor_id or f"mcec-{uuid.uuid4().hex}"
+        if resumes:
+            self._private = f"mcec-resume-{self.executor_id}"
+            self.client.register_queue(self._private, polling_interval_sec=RESUME_POLL_SECONDS,
+                                       on_conflict="always_update")
+            _private[:] = [(self.client, self._private)]
         DBOS(
             config={
                 "name": APPLICATION,
@@ -381,23 +399,15 @@ class Engine:
         )
         # DBOS listens to every queue of the application unless told: a process must not be handed
         # runs of queues it was not asked to serve (its spec may not even be the run's)
-        DBOS.listen_queues([q.name for q in queues])
-        if not queues:
-            # a run this process resumes goes through DBOS's internal queue: take it at once (the
-            # run puts DBOS's interval back when it starts)
-            _internal_queue_polls(RESUME_POLL_SECONDS)
+        DBOS.listen_queues([q.name for q in queues] + ([self._private] if self._private else []))
         DBOS.launch()
+        set_worker_concurrency(internal_queue(), 0)  # see above: never take another process's resumed run
         self._launched = True
         for q in queues:
             # the queue's limits live in its database row (DBOS reloads them every poll), so the
             # worker started last sets them for every worker of that queue
             DBOS.register_queue(q.name, global_concurrency=q.concurrency, worker_concurrency=q.worker_concurrency,
                                 polling_interval_sec=poll_seconds, on_conflict="always_update")
-        if queues:
-            # DBOS's internal queue (every process takes from it) holds the runs a `runs resume` or
-            # `runs answer` puts back: that process waits to run them itself (an answer it was
-            # given lives in its memory), so a worker leaves them alone
-            set_worker_concurrency(internal_queue(), 0)
 
     def enqueue(self, run_id: str, request: dict[str, Any], queue: str) -> None:
         """Put the run ``run_id`` with ``request`` on the DBOS queue ``queue`` for a worker to take
@@ -507,6 +517,13 @@ class Engine:
 
     def close(self) -> None:
         """Stop DBOS (if launched) and the client."""
+        if self._private is not None:
+            try:  # its poller sees the row gone and stops; a run still on it is resumed elsewhere later
+                self.client.delete_queue(self._private)
+            except Exception:  # the database went away: the row is left, harmless (nobody listens to it)
+                pass
+            self._private = None
+            _private.clear()
         if self._launched:
             DBOS.destroy(destroy_registry=False)
             self._launched = False
@@ -522,7 +539,8 @@ class Engine:
     async def resume(self, run_id: str) -> dict[str, Any]:
         """Resume the run ``run_id`` (interrupted, failed, cancelled or waiting) and wait for its
         result (or for it to wait again)."""
-        handle = await DBOS.resume_workflow_async(run_id)
+        assert self._private is not None, "resume after launch(resumes=True)"
+        handle = await DBOS.resume_workflow_async(run_id, queue_name=self._private)
         return await self._result(run_id, handle.get_result(polling_interval_sec=RESULT_POLL_SECONDS))
 
     async def _result(self, run_id: str, result: Awaitable[Any]) -> dict[str, Any]:
@@ -642,9 +660,3 @@ def workflow_id() -> str | None:
     return DBOS.workflow_id
 
 
-
-def take_resumed_runs() -> None:
-    """Let this launched process take the runs DBOS's internal queue holds (the runs it resumes
-    itself): :meth:`Engine.launch` with queues leaves them alone, as a worker must; a process
-    that listens to element queues only to run its own run's elements resumes its run that way."""
-    set_worker_concurrency(internal_queue(), None)

@@ -18,7 +18,7 @@ from dbos._utils import INTERNAL_QUEUE_NAME
 
 __all__ = [
     "CANCELLED_ERRORS", "DEFAULT_QUEUE_POLLING_INTERVAL_SEC", "INTERNAL_QUEUE_NAME", "DBOSAwaitedWorkflowCancelledError",
-    "ForeignRow", "dbos_instance", "internal_queue", "refuse_pickled_rows", "set_polling_interval",
+    "ForeignRow", "dbos_instance", "internal_queue", "refuse_pickled_rows", "set_worker_concurrency",
 ]
 
 #: What DBOS raises in and around a workflow that was cancelled.
@@ -40,13 +40,6 @@ def dbos_instance() -> Any:
 def internal_queue() -> Any:
     """DBOS's internal queue, where a resumed workflow waits for a process to take it."""
     return dbos_instance()._registry.get_internal_queue()
-
-
-def set_polling_interval(queue: Any, seconds: float) -> None:
-    """Set how often ``queue`` is polled in this process (its worker thread reads the interval at
-    every poll)."""
-    assert hasattr(queue, "_polling_interval_sec"), "DBOS's Queue no longer keeps its polling interval there"
-    queue._polling_interval_sec = seconds
 
 
 def set_worker_concurrency(queue: Any, limit: int | None) -> None:
