@@ -42,14 +42,18 @@ def add_runs(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     resume = action("resume", "resume a run from its last completed effect; print its Outcome", True)
     resume.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
     action("cancel", "cancel a run (a process running it stops at its next effect)", True)
-    action("waiting", "every open question of every waiting run", False).add_argument(
-        "--format", choices=("text", "json"), default="json"
-    )
+    waiting = action("waiting", "every open question of every waiting run", False)
+    waiting.add_argument("--format", choices=("text", "json"), default="json")
+    waiting.add_argument("--about", action="append", default=None, metavar="FIELD=VALUE",
+                         help="only the questions whose payload has FIELD equal to VALUE (repeatable: all must hold)")
     answer = action("answer", "answer an open question of a waiting run and resume it; print its Outcome", True)
     answer.add_argument("name", metavar="NAME", help="the ask step's name")
     answer.add_argument("--value", required=True, metavar="JSON", help="the answer, as JSON for the answer type")
     answer.add_argument("--index", default=None, metavar="I[,J…]",
                         help="the element index of the question inside each/par (when it is asked more than once)")
+    answer.add_argument("--about", action="append", default=None, metavar="FIELD=VALUE",
+                        help="the question whose payload has FIELD equal to VALUE, e.g. --about order=A-1 (when it is "
+                        "asked more than once; repeatable: all must hold)")
     answer.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
     action("expire", "resume every waiting run whose question's deadline (within S) passed: it goes on with NoAnswer",
            False)
@@ -117,7 +121,7 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
 def _waiting(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.durable import waiting
 
-    questions = waiting(db=args.db)
+    questions = waiting(db=args.db, about=args.about)
     if args.format == "json":
         out.write(json.dumps(questions, indent=2) + "\n")
         return EXIT_OK
@@ -137,7 +141,7 @@ def _answer(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError:
         raise DurableError(f"--index {args.index}: element indices are integers, outermost first (e.g. 0 or 1,2)") from None
     payload = answer(args.run_id, args.name, args.value, index=index, db=args.db,
-                     allow_changed_spec=args.allow_changed_spec)
+                     allow_changed_spec=args.allow_changed_spec, about=args.about)
     out.write(dumps(payload) + "\n")
     return EXIT_OK if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
 

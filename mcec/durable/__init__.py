@@ -25,7 +25,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -587,20 +587,27 @@ def _expired(question: dict[str, Any], now: float) -> bool:
     return isinstance(deadline, str) and epoch(deadline) <= now
 
 
-def waiting(*, db: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Every open question of every waiting run (or of ``run_id``), oldest run first: its
+def waiting(*, db: str | None = None, run_id: str | None = None,
+            about: Mapping[str, object] | Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every open question of every waiting run (or of ``run_id``; ``about``: whose payload has
+    those field values, see :mod:`mcec.durable.questions`), oldest run first: its
     ``run_id``, the ask step's ``name``, ``site``, element ``index`` (inside ``each``/``par``),
     the ``question`` payload as JSON, the answer's JSON ``schema``, the rendered ``prompt``,
     when it was first ``asked``, its ``within`` seconds and ``deadline`` (ISO UTC times; None:
     no deadline) and whether it has ``expired``."""
     with _engine(db) as engine:
         infos = [_known(engine, run_id)] if run_id is not None else engine.runs()
-        return [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
+        found = [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
+    from mcec.durable.questions import matches
+
+    conditions = _about(about)
+    return [q for q in found if matches(q, conditions)]
 
 
 def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | None = None, db: str | None = None,
-           allow_changed_spec: bool = False) -> dict[str, Any]:
-    """Answer the open question ``name`` (at element ``index`` when the run asks it more than
+           allow_changed_spec: bool = False, about: Mapping[str, object] | Sequence[str] | None = None) -> dict[str, Any]:
+    """Answer the open question ``name`` (the one whose payload has the field values ``about``,
+    see :mod:`mcec.durable.questions`, or at element ``index``, when the run asks it more than
     once) of the waiting run ``run_id`` with ``value_json``, and resume the run: its Outcome as
     :func:`run` gives it (``"status": "waiting"`` again while other questions are open). The
     answer is validated against the answer type when the run resumes; a bad one is a
@@ -616,7 +623,7 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
                 raise DurableError(f"run {run_id} was cancelled: it takes no answer (`mcec runs resume {run_id}` "
                                    "takes it up again, and it waits for its questions again)")
             raise DurableError(f"run {run_id} is not waiting for an answer (it is {status})")
-        question = _chosen(run_id, questions, name, index)
+        question = _chosen(run_id, _about_narrowed(run_id, questions, name, about, index), name, index)
         if question["expired"]:
             raise DurableError(
                 f"the question {name} of run {run_id} expired at {question['deadline']} (within {question['within']:g} s): "
@@ -675,6 +682,27 @@ def _chosen(run_id: str, questions: list[dict[str, Any]], name: str, index: Sequ
         raise DurableError(f"run {run_id} has no open question {name!r}" + (f" at index {list(index)}" if index else "")
                            + f"; it waits on: {shown}")
     raise DurableError(f"run {run_id} asks {name!r} {len(named)} times: say which with --index ({shown})")
+
+
+def _about(about: Mapping[str, object] | Sequence[str] | None) -> list[tuple[tuple[str, ...], object]]:
+    """``about`` as :mod:`mcec.durable.questions` conditions (DurableError for a malformed one)."""
+    from mcec.durable.questions import about_conditions
+
+    try:
+        return about_conditions(about)
+    except ValueError as exc:
+        raise DurableError(str(exc)) from None
+
+
+def _about_narrowed(run_id: str, questions: list[dict[str, Any]], name: str,
+                    about: Mapping[str, object] | Sequence[str] | None, index: Sequence[int] | None) -> list[dict[str, Any]]:
+    """The questions ``name`` whose payload is ``about`` what is asked (all: no ``about``)."""
+    from mcec.durable.questions import narrowed
+
+    try:
+        return narrowed(run_id, questions, name, _about(about), index)
+    except ValueError as exc:
+        raise DurableError(str(exc)) from None
 
 
 def _parsed(question: dict[str, Any], value_json: str) -> object:
