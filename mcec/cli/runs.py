@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -103,7 +102,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(show(args.run_id, db=args.db), indent=2) + "\n")
         return EXIT_OK
     shown, tree = show_tree(args.run_id, db=args.db)
-    spec = os.path.relpath(str(shown["spec"])) if shown["spec"] else "?"  # as `mcec runs list` names it
+    spec = str(shown["spec"]) if shown["spec"] else "?"  # absolute, as `mcec runs list` names it
     out.write(f"run {shown['run_id']}: {shown['pipeline']} of {spec} ({shown['status']}, started {shown['started']})\n")
     out.write(render_text(tree) + "\n")
     return EXIT_OK
@@ -147,13 +146,19 @@ def _answer(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _expire(args: argparse.Namespace, out: TextIO) -> int:
-    """Resume the waiting runs whose questions expired; print each one's id and status now."""
-    from mcec.durable import list_runs, resume_expired
+    """Resume the waiting runs whose questions expired; print each one's id and status now, then
+    its Outcome JSON (what ``mcec runs resume`` prints, on one line: one run's per line pair)."""
+    from mcec.durable import DurableError, list_runs, result, resume_expired
 
     resumed = resume_expired(db=args.db)
     statuses = {r.run_id: r.status for r in list_runs(db=args.db)} if resumed else {}
     for run_id in resumed:
         out.write(f"resumed run {run_id}: {statuses.get(run_id, '?')}\n")
+        try:  # what the resume ended with, as its run recorded it (no waiting: it has ended or waits again)
+            outcome = result(run_id, db=args.db, wait=False)
+        except DurableError as exc:
+            outcome = {"ok": False, "failed": str(exc), "run_id": run_id}
+        out.write(json.dumps(outcome, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 

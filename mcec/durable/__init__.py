@@ -466,7 +466,7 @@ def list_runs(*, db: str | None = None) -> list[RunSummary]:
             summaries.append(
                 RunSummary(
                     info.run_id,
-                    os.path.relpath(str(info.request.get("spec", "?"))),
+                    str(info.request.get("spec", "?")),  # absolute, as recorded: whatever folder lists it
                     str(info.request.get("pipeline", "?")),
                     _status(info, steps),
                     info.created,
