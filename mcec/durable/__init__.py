@@ -246,6 +246,7 @@ def _nothing() -> Iterator[None]:
 
 def _request(program: Program, spec: str, pipeline: str, input_json: str, state_json: str | None,
              models: Sequence[str]) -> dict[str, Any]:
+    from mcec.durable.changes import declarations
     from mcec.fingerprint import fingerprint
 
     return {
@@ -255,13 +256,15 @@ def _request(program: Program, spec: str, pipeline: str, input_json: str, state_
         "state": state_json,
         "models": list(models),
         "fingerprint": fingerprint(program).to_json(),
+        "declarations": declarations(program),  # to name what changed, should the spec change
         "cwd": os.getcwd(),
     }
 
 
 def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
     """A run resumes under the spec it started with, unless the user says otherwise."""
-    from mcec.fingerprint import SpecFingerprint, describe_change, fingerprint
+    from mcec.durable.changes import describe_changes
+    from mcec.fingerprint import SpecFingerprint, fingerprint
 
     spec = info.request.get("spec")
     if not isinstance(spec, str):
@@ -271,7 +274,7 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
     current = fingerprint(program)
     if recorded.digest != current.digest and not allow_changed_spec:
         raise DurableError(
-            f"run {info.run_id} cannot resume: {describe_change(recorded, current)}\n"
+            f"run {info.run_id} cannot resume: {describe_changes(info.request, recorded, current, program)}\n"
             "  = help: pass --allow-changed-spec to resume it anyway (recorded values are still checked against today's types)"
         )
 

@@ -46,11 +46,11 @@ def about_conditions(about: Mapping[str, object] | Sequence[str] | None) -> list
                                  "(e.g. --about order=A-1)")
             pairs.append((field.strip(), value))
     conditions: list[Condition] = []
-    for field, value in pairs:
-        path = tuple(field.split("."))
+    for name, wanted in pairs:
+        path = tuple(name.split("."))
         if not all(path):
-            raise ValueError(f"--about {field}={value}: the field name is empty (say FIELD=VALUE, e.g. order=A-1)")
-        conditions.append((path, value))
+            raise ValueError(f"--about {name}={wanted}: the field name is empty (say FIELD=VALUE, e.g. order=A-1)")
+        conditions.append((path, wanted))
     return conditions
 
 
