@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from agentmonad.concurrency import ElementsHook
     from agentmonad.durable.dbos import Engine, RunInfo
     from agentmonad.durable.journal import Record, Store
+    from agentmonad.events import EventSink
 
     from mcec.check.typed import Program
     from mcec.compiler import CompileResult
@@ -163,6 +164,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from agentmonad.llm import llm_config, usage
 
     from mcec.durable.types import type_table
+    from mcec.durable.watch import sink_for, watched
     from mcec.run.interpret import interpret
     from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
 
@@ -171,6 +173,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     if request.get("cwd") and request["cwd"] not in sys.path:  # the spec's modules import as they did
         sys.path.insert(0, request["cwd"])
     pipeline = request["pipeline"]
+    sink = sink_for(str(request.get("run_id")))  # `mcec run --durable --stream`: this process watches the run
     try:
         generate = not request.get("interpret")
         # a worker compiled its specs once when it started; a process of its own compiles the run's
@@ -185,7 +188,8 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         return {"ok": False, "failed": str(exc)}
     elements = _elements(program, request)
     try:
-        with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
+        attached = watched(journal, program, sink)  # watched: a replayed streamed answer is told to the sink
+        with hooks(journal=attached, events=sink), llm_config(llm) if llm is not None else _nothing(), usage() as used:
             token = set_run_context(current_run_context().with_part(ElementsHook, elements)) if elements else None
             try:
                 if module is None:  # the reference interpreter
@@ -319,16 +323,21 @@ def run(
     models: Sequence[str] = (),
     interpret: bool = False,
     elements: bool = False,
+    events: EventSink | None = None,
 ) -> dict[str, Any]:
     """Run ``pipeline`` of ``spec`` on ``input_json`` durably; the Outcome as ``mcec run`` prints
     it, plus ``run_id``. With the ``run_id`` of an earlier run: resume it (its own input), or give
     its recorded outcome when it finished. The run is the compiled pipeline; ``interpret``: the
     reference interpreter's (what ``mcec run --interpret`` runs). ``elements``: its ``each(limit=N)``
     elements go on their queues as in a queued run, and this process takes them from there itself
-    (what a worker does; to see a run's elements as workers run them, in one process)."""
+    (what a worker does; to see a run's elements as workers run them, in one process). ``events``:
+    the sink the run tells what it does here (:mod:`agentmonad.events`: its effects, the streamed
+    answers of its ``stream llm`` steps; :mod:`mcec.durable.watch`)."""
+    from mcec.durable.watch import watching
+
     spec = str(spec)
     chosen = run_id or uuid.uuid4().hex[:12]
-    with _engine(db) as engine, _locked(engine, chosen):
+    with _engine(db) as engine, _locked(engine, chosen), watching(chosen, events):
         if run_id is not None:
             existing = engine.run(run_id)
             if existing is not None:
@@ -396,10 +405,13 @@ def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
         )
 
 
-def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = False) -> dict[str, Any]:
+def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = False,
+           events: EventSink | None = None) -> dict[str, Any]:
     """Resume the run ``run_id`` from its last completed effect (a finished run: its recorded
-    outcome); the Outcome as :func:`run` gives it."""
-    with _engine(db) as engine, _locked(engine, run_id):
+    outcome); the Outcome as :func:`run` gives it. ``events``: as :func:`run`'s."""
+    from mcec.durable.watch import watching
+
+    with _engine(db) as engine, _locked(engine, run_id), watching(run_id, events):
         return _resume(engine, run_id, allow_changed_spec)
 
 
