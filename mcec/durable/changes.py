@@ -39,10 +39,26 @@ SCHEME = 1
 Line = tuple[int, str, list[str]]
 
 
+#: The records of the programs this process recorded runs of (by identity, the program kept so
+#: that its id is not reused): a batch that enqueues many runs of one checked spec makes it once.
+_made: dict[int, tuple[t.Program, dict[str, Any]]] = {}
+
+
 def declarations(program: t.Program) -> dict[str, Any]:
     """What a durable run records of its spec's parts (the module docstring), as JSON data:
     ``{"scheme": 1, "specs": {SPEC: {"decls": {KEY: DIGEST}, "templates": {KEY: [NAME, DIGEST]},
     "lines": {PIPELINE: [[LINE, DIGEST, [NAME, …]], …]}}}}``; SPEC as the fingerprint names it."""
+    kept = _made.get(id(program))
+    if kept is not None and kept[0] is program:
+        return kept[1]
+    made = _declarations(program)
+    if len(_made) >= 32:  # a long-lived process that runs many specs keeps the latest
+        _made.pop(next(iter(_made)))
+    _made[id(program)] = (program, made)
+    return made
+
+
+def _declarations(program: t.Program) -> dict[str, Any]:
     base = package_root(program.path)
     specs: dict[str, Any] = {}
     for spec in _specs(program):
