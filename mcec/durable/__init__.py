@@ -613,9 +613,9 @@ def waiting(*, db: str | None = None, run_id: str | None = None,
     with _engine(db) as engine:
         infos = [_known(engine, run_id)] if run_id is not None else engine.runs()
         found = [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
-    from mcec.durable.questions import matches
+    from mcec.durable.questions import about_conditions, matches
 
-    conditions = _about(about)
+    conditions = about_conditions(about)
     return [q for q in found if matches(q, conditions)]
 
 
@@ -629,6 +629,8 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
     :class:`DurableError` with pydantic's errors, and the run keeps waiting. So is an answer to
     a question whose deadline passed, or to a cancelled run. While another process runs the run
     (resuming or answering it), this waits for it, then answers if the question is still open."""
+    from mcec.durable.questions import narrowed
+
     with _engine(db) as engine, _locked(engine, run_id):
         info = _known(engine, run_id)
         questions = _open_questions(engine, info)
@@ -638,7 +640,7 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
                 raise DurableError(f"run {run_id} was cancelled: it takes no answer (`mcec runs resume {run_id}` "
                                    "takes it up again, and it waits for its questions again)")
             raise DurableError(f"run {run_id} is not waiting for an answer (it is {status})")
-        question = _chosen(run_id, _about_narrowed(run_id, questions, name, about, index), name, index)
+        question = _chosen(run_id, narrowed(run_id, questions, name, about, index), name, index)
         if question["expired"]:
             raise DurableError(
                 f"the question {name} of run {run_id} expired at {question['deadline']} (within {question['within']:g} s): "
@@ -697,27 +699,6 @@ def _chosen(run_id: str, questions: list[dict[str, Any]], name: str, index: Sequ
         raise DurableError(f"run {run_id} has no open question {name!r}" + (f" at index {list(index)}" if index else "")
                            + f"; it waits on: {shown}")
     raise DurableError(f"run {run_id} asks {name!r} {len(named)} times: say which with --index ({shown})")
-
-
-def _about(about: Mapping[str, object] | Sequence[str] | None) -> list[tuple[tuple[str, ...], object]]:
-    """``about`` as :mod:`mcec.durable.questions` conditions (DurableError for a malformed one)."""
-    from mcec.durable.questions import about_conditions
-
-    try:
-        return about_conditions(about)
-    except ValueError as exc:
-        raise DurableError(str(exc)) from None
-
-
-def _about_narrowed(run_id: str, questions: list[dict[str, Any]], name: str,
-                    about: Mapping[str, object] | Sequence[str] | None, index: Sequence[int] | None) -> list[dict[str, Any]]:
-    """The questions ``name`` whose payload is ``about`` what is asked (all: no ``about``)."""
-    from mcec.durable.questions import narrowed
-
-    try:
-        return narrowed(run_id, questions, name, _about(about), index)
-    except ValueError as exc:
-        raise DurableError(str(exc)) from None
 
 
 def _parsed(question: dict[str, Any], value_json: str) -> object:

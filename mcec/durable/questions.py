@@ -22,6 +22,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcec.durable import DurableError
+
 __all__ = ["about_conditions", "describe", "matches", "narrowed"]
 
 #: A field path (``("order", "id")`` for ``order.id``) and the value it must have.
@@ -30,8 +32,8 @@ Condition = tuple[tuple[str, ...], object]
 
 def about_conditions(about: Mapping[str, object] | Sequence[str] | None) -> list[Condition]:
     """``about`` as conditions: a mapping ``{FIELD: VALUE}`` (the Python API) or the command's
-    ``FIELD=VALUE`` texts. ``ValueError`` with a message for a text without ``=`` or with an
-    empty field name."""
+    ``FIELD=VALUE`` texts. :class:`~mcec.durable.DurableError` with a message for a text without
+    ``=`` or with an empty field name."""
     if about is None:
         return []
     pairs: list[tuple[str, object]]
@@ -42,14 +44,14 @@ def about_conditions(about: Mapping[str, object] | Sequence[str] | None) -> list
         for text in about:
             field, equals, value = text.partition("=")
             if not equals:
-                raise ValueError(f"--about {text}: say FIELD=VALUE, a field of the question's payload and its value "
+                raise DurableError(f"--about {text}: say FIELD=VALUE, a field of the question's payload and its value "
                                  "(e.g. --about order=A-1)")
             pairs.append((field.strip(), value))
     conditions: list[Condition] = []
     for name, wanted in pairs:
         path = tuple(name.split("."))
         if not all(path):
-            raise ValueError(f"--about {name}={wanted}: the field name is empty (say FIELD=VALUE, e.g. order=A-1)")
+            raise DurableError(f"--about {name}={wanted}: the field name is empty (say FIELD=VALUE, e.g. order=A-1)")
         conditions.append((path, wanted))
     return conditions
 
@@ -102,11 +104,12 @@ def _candidate(question: Mapping[str, Any]) -> str:
     return f"{question['name']}{index} about {payload}"
 
 
-def narrowed(run_id: str, questions: list[dict[str, Any]], name: str, conditions: Sequence[Condition],
+def narrowed(run_id: str, questions: list[dict[str, Any]], name: str, about: Mapping[str, object] | Sequence[str] | None,
              index: Sequence[int] | None) -> list[dict[str, Any]]:
-    """The open questions ``name`` of ``questions`` whose payload meets ``conditions`` (all of
-    ``questions`` when there are none). ``ValueError`` listing the candidates when none does, or
-    when several do and no ``index`` says which."""
+    """The open questions ``name`` of ``questions`` whose payload is ``about`` what is asked (all
+    of ``questions`` when nothing is). :class:`~mcec.durable.DurableError` listing the candidates
+    when none is, or when several are and no ``index`` says which."""
+    conditions = about_conditions(about)
     if not conditions:
         return questions
     named = [q for q in questions if q["name"] == name]
@@ -116,8 +119,8 @@ def narrowed(run_id: str, questions: list[dict[str, Any]], name: str, conditions
     listed = "; ".join(_candidate(q) for q in (named or questions))
     if not chosen:
         what = f"{name!r} about {describe(conditions)}" + (f" at index {list(index)}" if index is not None else "")
-        raise ValueError(f"run {run_id} has no open question {what}; it waits on: {listed}")
+        raise DurableError(f"run {run_id} has no open question {what}; it waits on: {listed}")
     if len(chosen) > 1:
-        raise ValueError(f"{len(chosen)} open questions {name!r} of run {run_id} are about {describe(conditions)}: "
+        raise DurableError(f"{len(chosen)} open questions {name!r} of run {run_id} are about {describe(conditions)}: "
                          f"say which with another --about FIELD=VALUE or --index ({'; '.join(_candidate(q) for q in chosen)})")
     return chosen
