@@ -316,8 +316,9 @@ def test_a_durable_run_streams_its_answers_and_a_resume_streams_what_it_asks_the
     assert ended.returncode == 0 and json.loads(ended.stdout)["value"] == "A Capital", ended.stderr
 
 
+@pytest.mark.parametrize("how", [(), ("--interpret",)], ids=["compiled", "interpreted"])
 def test_a_durable_run_streams_a_structured_answer_as_partials_and_replays_it_whole(
-    llm_server: LLMServer, tmp_path: Path
+    llm_server: LLMServer, tmp_path: Path, how: tuple[str, ...]
 ) -> None:
     spec = tmp_path / "study.mce"
     spec.write_text(SPEC.read_text(encoding="utf-8").replace(
@@ -326,7 +327,7 @@ def test_a_durable_run_streams_a_structured_answer_as_partials_and_replays_it_wh
         "pipeline study : Turn -> bool ! LLMFailed | LLMUnavailable | NoOneToAsk | NoAnswer | BadAnswer = report >>= check;"),
         encoding="utf-8")
     run = ("run", str(spec), "study", "--input", '{"text": "Paris"}', "--model", f"fast=test-model@{llm_server.url}",
-           "--durable", "--run-id", "s1", "--db", "runs.sqlite", "--stream")
+           "--durable", "--run-id", "s1", "--db", "runs.sqlite", "--stream", *how)
     llm_server.script(REPORT.model_dump_json())
     first = mcec_in(tmp_path, llm_server, *run)
     assert first.returncode == 0, first.stderr
