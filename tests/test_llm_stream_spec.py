@@ -243,13 +243,6 @@ def test_mcec_run_interpret_stream_prints_what_the_compiled_run_prints(
     assert printed[0] == printed[1] and printed[0].count("\n{") >= 1
 
 
-def test_mcec_run_stream_does_not_go_with_durable(
-    llm_server: LLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream", "--durable")
-    assert status == 2 and out == "" and "--stream does not go with --durable" in err
-
-
 def test_mcec_run_stream_says_when_nothing_streams(
     llm_server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,3 +258,95 @@ def test_mcec_run_stream_says_when_nothing_streams(
     assert status == 0, err
     assert "no llm step of the spec is declared `stream llm`" in err
     assert json.loads(out)["value"] == "hi"
+
+
+# ---------------------------------------------------------------- mcec run --durable --stream
+
+#: A streamed draft a person approves: the run streams the draft, then waits for the answer.
+PUBLISH = """\
+from flowbox import Chat, Turn
+
+state Chat
+
+model fast = openai "gpt-4o-mini"
+stream llm draft : Turn -> str = fast "Write about {{ text }}"
+stream llm title : str -> str = fast "Title for {{ value }}"
+ask approve : str -> str
+
+pipeline publish : Turn -> str ! LLMFailed | LLMUnavailable | NoOneToAsk | NoAnswer | BadAnswer = draft >>= approve >>= title;
+"""
+
+
+def mcec_in(folder: Path, server: LLMServer, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mcec ARGS`` as a process of its own in ``folder``, its model the test server."""
+    environment = {**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{TESTS.parent}", "OPENAI_API_KEY": "sk-test"}
+    environment.pop("MCEC_DB", None)
+    return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True, timeout=120,
+                          env=environment, cwd=folder, check=False)
+
+
+def test_a_durable_run_streams_its_answers_and_a_resume_streams_what_it_asks_the_model_anew(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    spec = tmp_path / "publish.mce"
+    spec.write_text(PUBLISH, encoding="utf-8")
+    run = ("run", str(spec), "publish", "--input", '{"text": "Paris"}', "--model", f"fast=test-model@{llm_server.url}",
+           "--durable", "--run-id", "p1", "--db", "runs.sqlite", "--stream")
+    llm_server.script("Paris is the capital of France.")
+    first = mcec_in(tmp_path, llm_server, *run)
+    assert first.returncode == 0, first.stderr
+    streamed, _, report = first.stdout.partition("\n")
+    assert streamed == "Paris is the capital of France."  # streamed as it arrived, then the Outcome
+    waiting = json.loads(report)
+    assert (waiting["status"], waiting["run_id"]) == ("waiting", "p1")
+    assert [q["question"] for q in waiting["questions"]] == ["Paris is the capital of France."]
+    # run again, it resumes: the draft's answer is the recorded one, told whole (its partials were never recorded)
+    again = mcec_in(tmp_path, llm_server, *run)
+    assert again.returncode == 0, again.stderr
+    streamed, _, report = again.stdout.partition("\n")
+    assert streamed == "Paris is the capital of France." and json.loads(report)["status"] == "waiting"
+    assert len(llm_server.requests) == 1  # the model was asked once
+    llm_server.script("A Capital")
+    answered = mcec_in(tmp_path, llm_server, "runs", "answer", "p1", "approve", "--value", '"Paris, published"',
+                       "--db", "runs.sqlite")
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["value"] == "A Capital" and len(llm_server.requests) == 2
+    # a finished run gives its recorded outcome: nothing runs, nothing streams
+    ended = mcec_in(tmp_path, llm_server, *run)
+    assert ended.returncode == 0 and json.loads(ended.stdout)["value"] == "A Capital", ended.stderr
+
+
+@pytest.mark.parametrize("how", [(), ("--interpret",)], ids=["compiled", "interpreted"])
+def test_a_durable_run_streams_a_structured_answer_as_partials_and_replays_it_whole(
+    llm_server: LLMServer, tmp_path: Path, how: tuple[str, ...]
+) -> None:
+    spec = tmp_path / "study.mce"
+    spec.write_text(SPEC.read_text(encoding="utf-8").replace(
+        "pipeline study : Turn -> Report ! LLMFailed | LLMUnavailable = report;",
+        "ask check : Report -> bool\n"
+        "pipeline study : Turn -> bool ! LLMFailed | LLMUnavailable | NoOneToAsk | NoAnswer | BadAnswer = report >>= check;"),
+        encoding="utf-8")
+    run = ("run", str(spec), "study", "--input", '{"text": "Paris"}', "--model", f"fast=test-model@{llm_server.url}",
+           "--durable", "--run-id", "s1", "--db", "runs.sqlite", "--stream", *how)
+    llm_server.script(REPORT.model_dump_json())
+    first = mcec_in(tmp_path, llm_server, *run)
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    start = lines.index("{")
+    partials = [json.loads(line) for line in lines[:start]]
+    assert len(partials) > 5 and partials[0] == {"title": None, "verdict": None, "cites": None, "scores": None}
+    assert partials[-1] == REPORT.model_dump()
+    assert json.loads("\n".join(lines[start:]))["status"] == "waiting"
+    again = mcec_in(tmp_path, llm_server, *run)  # resumed: the recorded answer, as one partial
+    lines = again.stdout.splitlines()
+    start = lines.index("{")
+    assert [json.loads(line) for line in lines[:start]] == [REPORT.model_dump()], again.stderr
+    assert len(llm_server.requests) == 1
+
+
+def test_a_queued_durable_run_is_not_streamed_here(llm_server: LLMServer, tmp_path: Path) -> None:
+    done = mcec_in(tmp_path, llm_server, "run", str(SPEC), "write", "--input", '{"text": "Paris"}', "--durable",
+                   "--queue", "default", "--stream", "--db", "runs.sqlite")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("mcec run: --stream does not go with --queue: a worker runs the run, and its answers stream "
+                           "there (run it here, without --queue, to stream it)\n")

@@ -504,9 +504,6 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.run.runner import RunError, dumps, llm_run_config, pipeline_site, prepare, run_pipeline
     from mcec.run.timeline import Timeline
 
-    if args.durable and args.stream:
-        print("mcec run: --stream does not go with --durable: a durable run is not streamed", file=sys.stderr)
-        return EXIT_USAGE
     if args.durable:
         return run_durable(args, out)
     if args.run_id is not None or args.db is not None or args.allow_changed_spec or args.queue is not None or args.wait:
@@ -594,8 +591,17 @@ def run_durable(args: argparse.Namespace, out: TextIO) -> int:
         print("mcec run: --wait goes with --queue (a run without --queue runs here, and is waited for)", file=sys.stderr)
         return EXIT_USAGE
     if args.queue is not None:
+        if args.stream:  # a worker runs it: its events are in the worker's process, not this one
+            print("mcec run: --stream does not go with --queue: a worker runs the run, and its answers stream "
+                  "there (run it here, without --queue, to stream it)", file=sys.stderr)
+            return EXIT_USAGE
         return _enqueue_durable(args, out)
+    printer = None
     try:
+        if args.stream:  # the run's events go to the printer while this process runs it (docs §13)
+            from mcec.durable import _program  # checked once: the run reuses it
+
+            printer = _stream_printer(_program(args.file, generate=not args.interpret), out)
         payload = run(
             args.file,
             args.pipeline,
@@ -606,10 +612,14 @@ def run_durable(args: argparse.Namespace, out: TextIO) -> int:
             allow_changed_spec=args.allow_changed_spec,
             models=args.model,
             interpret=args.interpret,
+            events=printer,
         )
     except DurableError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        if printer is not None:
+            printer.close()
     out.write(dumps(payload) + "\n")
     if args.trace is not None:  # the run as its records have it, every resumed segment included
         from mcec.durable import show_tree as recorded_tree

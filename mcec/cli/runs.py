@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -42,14 +41,18 @@ def add_runs(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     resume = action("resume", "resume a run from its last completed effect; print its Outcome", True)
     resume.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
     action("cancel", "cancel a run (a process running it stops at its next effect)", True)
-    action("waiting", "every open question of every waiting run", False).add_argument(
-        "--format", choices=("text", "json"), default="json"
-    )
+    waiting = action("waiting", "every open question of every waiting run", False)
+    waiting.add_argument("--format", choices=("text", "json"), default="json")
+    waiting.add_argument("--about", action="append", default=None, metavar="FIELD=VALUE",
+                         help="only the questions whose payload has FIELD equal to VALUE (repeatable: all must hold)")
     answer = action("answer", "answer an open question of a waiting run and resume it; print its Outcome", True)
     answer.add_argument("name", metavar="NAME", help="the ask step's name")
     answer.add_argument("--value", required=True, metavar="JSON", help="the answer, as JSON for the answer type")
     answer.add_argument("--index", default=None, metavar="I[,J…]",
                         help="the element index of the question inside each/par (when it is asked more than once)")
+    answer.add_argument("--about", action="append", default=None, metavar="FIELD=VALUE",
+                        help="the question whose payload has FIELD equal to VALUE, e.g. --about order=A-1 (when it is "
+                        "asked more than once; repeatable: all must hold)")
     answer.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
     action("expire", "resume every waiting run whose question's deadline (within S) passed: it goes on with NoAnswer",
            False)
@@ -106,7 +109,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(show(args.run_id, db=args.db), indent=2) + "\n")
         return EXIT_OK
     shown, tree = show_tree(args.run_id, db=args.db)
-    spec = os.path.relpath(str(shown["spec"])) if shown["spec"] else "?"  # as `mcec runs list` names it
+    spec = str(shown["spec"]) if shown["spec"] else "?"  # absolute, as `mcec runs list` names it
     out.write(f"run {shown['run_id']}: {shown['pipeline']} of {spec} ({shown['status']}, started {shown['started']})\n")
     out.write(render_text(tree) + "\n")
     return EXIT_OK
@@ -124,7 +127,7 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
 def _waiting(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.durable import waiting
 
-    questions = waiting(db=args.db)
+    questions = waiting(db=args.db, about=args.about)
     if args.format == "json":
         out.write(json.dumps(questions, indent=2) + "\n")
         return EXIT_OK
@@ -144,19 +147,25 @@ def _answer(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError:
         raise DurableError(f"--index {args.index}: element indices are integers, outermost first (e.g. 0 or 1,2)") from None
     payload = answer(args.run_id, args.name, args.value, index=index, db=args.db,
-                     allow_changed_spec=args.allow_changed_spec)
+                     allow_changed_spec=args.allow_changed_spec, about=args.about)
     out.write(dumps(payload) + "\n")
     return EXIT_OK if payload.get("ok") or payload.get("status") == "waiting" else EXIT_ERRORS
 
 
 def _expire(args: argparse.Namespace, out: TextIO) -> int:
-    """Resume the waiting runs whose questions expired; print each one's id and status now."""
-    from mcec.durable import list_runs, resume_expired
+    """Resume the waiting runs whose questions expired; print each one's id and status now, then
+    its Outcome JSON (what ``mcec runs resume`` prints, on one line: one run's per line pair)."""
+    from mcec.durable import DurableError, list_runs, result, resume_expired
 
     resumed = resume_expired(db=args.db)
     statuses = {r.run_id: r.status for r in list_runs(db=args.db)} if resumed else {}
     for run_id in resumed:
         out.write(f"resumed run {run_id}: {statuses.get(run_id, '?')}\n")
+        try:  # what the resume ended with, as its run recorded it (no waiting: it has ended or waits again)
+            outcome = result(run_id, db=args.db, wait=False)
+        except DurableError as exc:
+            outcome = {"ok": False, "failed": str(exc), "run_id": run_id}
+        out.write(json.dumps(outcome, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 

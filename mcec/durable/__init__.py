@@ -25,7 +25,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from agentmonad.concurrency import ElementsHook
     from agentmonad.durable.dbos import Engine, RunInfo
     from agentmonad.durable.journal import Record, Store
+    from agentmonad.events import EventSink
 
     from mcec.check.typed import Program
     from mcec.compiler import CompileResult
@@ -194,6 +195,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from agentmonad.llm import llm_config, usage
 
     from mcec.durable.types import type_table
+    from mcec.durable.watch import sink_for, watched
     from mcec.run.interpret import interpret
     from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
 
@@ -201,6 +203,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         return {"ok": None, "status": "cancelled"}
     _importable_as_started(request)
     pipeline = request["pipeline"]
+    sink = sink_for(str(request.get("run_id")))  # `mcec run --durable --stream`: this process watches the run
     try:
         generate = not request.get("interpret")
         # a worker compiled its specs once when it started; a process of its own compiles the run's
@@ -215,7 +218,8 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         raise RunNotStarted(str(exc)) from None
     elements = _elements(program, request)
     try:
-        with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing(), usage() as used:
+        attached = watched(journal, program, sink)  # watched: a replayed streamed answer is told to the sink
+        with hooks(journal=attached, events=sink), llm_config(llm) if llm is not None else _nothing(), usage() as used:
             token = set_run_context(current_run_context().with_part(ElementsHook, elements)) if elements else None
             try:
                 if module is None:  # the reference interpreter
@@ -276,6 +280,7 @@ def _nothing() -> Iterator[None]:
 
 def _request(program: Program, spec: str, pipeline: str, input_json: str, state_json: str | None,
              models: Sequence[str]) -> dict[str, Any]:
+    from mcec.durable.changes import declarations
     from mcec.fingerprint import fingerprint
 
     return {
@@ -285,6 +290,7 @@ def _request(program: Program, spec: str, pipeline: str, input_json: str, state_
         "state": state_json,
         "models": list(models),
         "fingerprint": fingerprint(program).to_json(),
+        "declarations": declarations(program),  # to name what changed, should the spec change
         "cwd": os.getcwd(),
     }
 
@@ -299,7 +305,8 @@ def _importable_as_started(request: dict[str, Any]) -> None:
 
 def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
     """A run resumes under the spec it started with, unless the user says otherwise."""
-    from mcec.fingerprint import SpecFingerprint, describe_change, fingerprint
+    from mcec.durable.changes import describe_changes
+    from mcec.fingerprint import SpecFingerprint, fingerprint
 
     spec = info.request.get("spec")
     if not isinstance(spec, str):
@@ -314,7 +321,7 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
                            f"failed: {type(exc).__name__}: {_first_line(exc)} (the run is as it was)") from None
     if recorded.digest != current.digest and not allow_changed_spec:
         raise DurableError(
-            f"run {info.run_id} cannot resume: {describe_change(recorded, current)}\n"
+            f"run {info.run_id} cannot resume: {describe_changes(info.request, recorded, current, program)}\n"
             "  = help: pass --allow-changed-spec to resume it anyway (recorded values are still checked against today's types)"
         )
 
@@ -362,16 +369,21 @@ def run(
     models: Sequence[str] = (),
     interpret: bool = False,
     elements: bool = False,
+    events: EventSink | None = None,
 ) -> dict[str, Any]:
     """Run ``pipeline`` of ``spec`` on ``input_json`` durably; the Outcome as ``mcec run`` prints
     it, plus ``run_id``. With the ``run_id`` of an earlier run: resume it (its own input), or give
     its recorded outcome when it finished. The run is the compiled pipeline; ``interpret``: the
     reference interpreter's (what ``mcec run --interpret`` runs). ``elements``: its ``each(limit=N)``
     elements go on their queues as in a queued run, and this process takes them from there itself
-    (what a worker does; to see a run's elements as workers run them, in one process)."""
+    (what a worker does; to see a run's elements as workers run them, in one process). ``events``:
+    the sink the run tells what it does here (:mod:`agentmonad.events`: its effects, the streamed
+    answers of its ``stream llm`` steps; :mod:`mcec.durable.watch`)."""
+    from mcec.durable.watch import watching
+
     spec = str(spec)
     chosen = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:12]
-    with _engine(db) as engine, _locked(engine, chosen):
+    with _engine(db) as engine, _locked(engine, chosen), watching(chosen, events):
         if run_id is not None:
             existing = engine.run(run_id)
             if existing is not None:
@@ -434,10 +446,13 @@ def _same_run(info: RunInfo, spec: str, pipeline: str, input_json: str) -> None:
         )
 
 
-def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = False) -> dict[str, Any]:
+def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = False,
+           events: EventSink | None = None) -> dict[str, Any]:
     """Resume the run ``run_id`` from its last completed effect (a finished run: its recorded
-    outcome); the Outcome as :func:`run` gives it."""
-    with _engine(db) as engine, _locked(engine, run_id):
+    outcome); the Outcome as :func:`run` gives it. ``events``: as :func:`run`'s."""
+    from mcec.durable.watch import watching
+
+    with _engine(db) as engine, _locked(engine, run_id), watching(run_id, events):
         return _resume(engine, run_id, allow_changed_spec)
 
 
@@ -509,7 +524,7 @@ def list_runs(*, db: str | None = None) -> list[RunSummary]:
             summaries.append(
                 RunSummary(
                     info.run_id,
-                    os.path.relpath(str(info.request.get("spec", "?"))),
+                    str(info.request.get("spec", "?")),  # absolute, as recorded: whatever folder lists it
                     str(info.request.get("pipeline", "?")),
                     _status(info, steps),
                     info.created,
@@ -633,26 +648,35 @@ def _expired(question: dict[str, Any], now: float) -> bool:
     return isinstance(deadline, str) and epoch(deadline) <= now
 
 
-def waiting(*, db: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Every open question of every waiting run (or of ``run_id``), oldest run first: its
+def waiting(*, db: str | None = None, run_id: str | None = None,
+            about: Mapping[str, object] | Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every open question of every waiting run (or of ``run_id``; ``about``: whose payload has
+    those field values, see :mod:`mcec.durable.questions`), oldest run first: its
     ``run_id``, the ask step's ``name``, ``site``, element ``index`` (inside ``each``/``par``),
     the ``question`` payload as JSON, the answer's JSON ``schema``, the rendered ``prompt``,
     when it was first ``asked``, its ``within`` seconds and ``deadline`` (ISO UTC times; None:
     no deadline) and whether it has ``expired``."""
     with _engine(db) as engine:
         infos = [_known(engine, run_id)] if run_id is not None else engine.runs()
-        return [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
+        found = [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
+    from mcec.durable.questions import about_conditions, matches
+
+    conditions = about_conditions(about)
+    return [q for q in found if matches(q, conditions)]
 
 
 def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | None = None, db: str | None = None,
-           allow_changed_spec: bool = False) -> dict[str, Any]:
-    """Answer the open question ``name`` (at element ``index`` when the run asks it more than
+           allow_changed_spec: bool = False, about: Mapping[str, object] | Sequence[str] | None = None) -> dict[str, Any]:
+    """Answer the open question ``name`` (the one whose payload has the field values ``about``,
+    see :mod:`mcec.durable.questions`, or at element ``index``, when the run asks it more than
     once) of the waiting run ``run_id`` with ``value_json``, and resume the run: its Outcome as
     :func:`run` gives it (``"status": "waiting"`` again while other questions are open). The
     answer is validated against the answer type when the run resumes; a bad one is a
     :class:`DurableError` with pydantic's errors, and the run keeps waiting. So is an answer to
     a question whose deadline passed, or to a cancelled run. While another process runs the run
     (resuming or answering it), this waits for it, then answers if the question is still open."""
+    from mcec.durable.questions import narrowed
+
     with _engine(db) as engine, _locked(engine, run_id):
         info = _known(engine, run_id)
         questions = _open_questions(engine, info)
@@ -662,7 +686,7 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
                 raise DurableError(f"run {run_id} was cancelled: it takes no answer (`mcec runs resume {run_id}` "
                                    "takes it up again, and it waits for its questions again)")
             raise DurableError(f"run {run_id} is not waiting for an answer (it is {status})")
-        question = _chosen(run_id, questions, name, index)
+        question = _chosen(run_id, narrowed(run_id, questions, name, about, index), name, index)
         if question["expired"]:
             raise DurableError(
                 f"the question {name} of run {run_id} expired at {question['deadline']} (within {question['within']:g} s): "

@@ -77,9 +77,12 @@ def test_runs_expire_resumes_the_runs_whose_questions_expired(tmp_path: Path) ->
     while time.time() < deadline:
         time.sleep(0.1)
     expired = mcec(["runs", "expire", "--db", db], tmp_path, effects)
-    assert (expired.returncode, expired.stdout) == (0, "resumed run skip: finished\n"), expired.stderr
-    assert durable.resume("skip", db=url) == {"ok": True, "value": ["skipped A-1", "skipped B-2"], "state": {"paid": 0},
-                                              "run_id": "skip"}
+    assert expired.returncode == 0, expired.stderr
+    status, outcome = expired.stdout.splitlines()  # its status, then its Outcome (issue 47 item 11)
+    assert status == "resumed run skip: finished"
+    assert json.loads(outcome) == {"ok": True, "value": ["skipped A-1", "skipped B-2"], "state": {"paid": 0},
+                                   "run_id": "skip"}
+    assert durable.resume("skip", db=url) == json.loads(outcome)
     assert _statuses(url) == {"skip": "finished", "patient": "waiting"}  # no deadline: it waits on
     assert durable.resume_expired(db=url) == []
 
