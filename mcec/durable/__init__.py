@@ -191,7 +191,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from agentmonad.concurrency import ElementsHook
     from agentmonad.context import current_run_context, hooks, reset_run_context, set_run_context
     from agentmonad.durable import DurableJournal, ReplayMismatch
-    from agentmonad.durable.dbos import RunNotStarted
+    from agentmonad.durable.dbos import RunNotStarted, given_answers
     from agentmonad.llm import llm_config, usage
 
     from mcec.durable.types import type_table
@@ -212,7 +212,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         assert program is not None
         value, state = prepare(program, pipeline, request["input"], request.get("state"))
         llm = llm_run_config(program, list(request.get("models", [])))
-        journal = DurableJournal(store, type_table(program), records, _given.get(str(request.get("run_id")), {}))
+        journal = DurableJournal(store, type_table(program), records, given_answers(str(request.get("run_id"))))
         module = load_module(program, compiled.generated) if compiled.generated is not None else None
     except (DurableError, RunError) as exc:  # the cause is outside the run: it stays resumable
         raise RunNotStarted(str(exc)) from None
@@ -325,10 +325,6 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
             "  = help: pass --allow-changed-spec to resume it anyway (recorded values are still checked against today's types)"
         )
 
-
-#: Answers given in this process to the runs it resumes: by run id, by question key, the
-#: question's payload and the answer (JSON). Set by :func:`answer` just before it resumes.
-_given: dict[str, dict[str, tuple[object, object]]] = {}
 
 #: The waiting runs this process is cancelling (:func:`cancel`): resumed only to record that.
 _cancelling: set[str] = set()
@@ -648,6 +644,22 @@ def _expired(question: dict[str, Any], now: float) -> bool:
     return isinstance(deadline, str) and epoch(deadline) <= now
 
 
+def _interrupted_questions(engine: Engine, info: RunInfo) -> list[dict[str, Any]]:
+    """The questions a run still waits on though its process died while it ran (an answer resumed
+    it and was killed before it waited again): a run ``running`` whose lock the caller holds —
+    so no process runs it — and that is not a worker's (workers hold no run lock). Those of its
+    last wait that have no record since."""
+    steps = engine.steps(info.run_id)
+    if _status(info, steps) != "running" or info.request.get("queue"):
+        return []
+    last = max((i for i, record in enumerate(steps) if record.get("kind") == "waiting"), default=None)
+    if last is None:
+        return []
+    since = {record.get("key") for record in steps[last + 1:]}
+    now = time.time()
+    return [{**q, "expired": _expired(q, now)} for q in steps[last].get("questions", []) if q.get("key") not in since]
+
+
 def waiting(*, db: str | None = None, run_id: str | None = None,
             about: Mapping[str, object] | Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Every open question of every waiting run (or of ``run_id``; ``about``: whose payload has
@@ -679,7 +691,7 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
 
     with _engine(db) as engine, _locked(engine, run_id):
         info = _known(engine, run_id)
-        questions = _open_questions(engine, info)
+        questions = _open_questions(engine, info) or _interrupted_questions(engine, info)
         if not questions:
             status = _status(info, engine.steps(run_id))
             if status == "cancelled":
@@ -694,13 +706,13 @@ def answer(run_id: str, name: str, value_json: str, *, index: Sequence[int] | No
                 f"NoAnswer(reason=\"deadline\")"
             )
         key = str(question["key"])
-        _given.setdefault(run_id, {})[key] = (question["question"], _parsed(question, value_json))
-        try:
-            resumed = _resume(engine, run_id, allow_changed_spec)
-        finally:
-            _given.pop(run_id, None)
+        # recorded before the run goes on: a process killed from here on leaves the answer in the
+        # database, and whichever process runs the run next applies it
+        engine.give_answer(run_id, key, question["question"], _parsed(question, value_json))
+        resumed = _resume(engine, run_id, allow_changed_spec)
         refused = resumed.get("refused", {}).get(key)
         if refused is not None:
+            engine.take_back_answer(run_id, key)
             raise DurableError(f"bad answer to {name}: {'; '.join(refused)} (the run keeps waiting)")
         return resumed
 

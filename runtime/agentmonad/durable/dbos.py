@@ -46,7 +46,7 @@ from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, SetWorkflowID
 
 from .dbos_internals import (
     CANCELLED_ERRORS, DEFAULT_QUEUE_POLLING_INTERVAL_SEC, INTERNAL_QUEUE_NAME, DBOSAwaitedWorkflowCancelledError,
-    dbos_instance, internal_queue, refuse_pickled_rows, set_worker_concurrency,
+    dbos_instance, internal_queue, refuse_pickled_rows, set_worker_concurrency, system_engine,
 )
 
 from .journal import CANCELLED, STOPPED, WAITING, Record
@@ -260,6 +260,14 @@ async def _recorded(run_id: str) -> list[Any]:
 
 
 _client: list[DBOSClient] = []
+#: The engine launched in this process (what its runs read their answers through).
+_launched: list[Engine] = []
+
+
+def given_answers(run_id: str) -> dict[str, tuple[object, object]]:
+    """The answers given to the questions of ``run_id`` (:meth:`Engine.answers`), for the process
+    that runs it: read from the run database, wherever they were given."""
+    return _launched[0].answers(run_id) if _launched else {}
 #: The databases this process has brought up to DBOS's schema (once is enough: a process that
 #: enqueues many runs opens the database for each).
 _migrated: set[str] = set()
@@ -287,6 +295,21 @@ _workers = sa.Table(
     sa.Column("queues", sa.Text, nullable=False),
     sa.Column("started", sa.Float, nullable=False),
     sa.Column("heartbeat", sa.Float, nullable=False),
+)
+
+
+#: The answers people gave to a waiting run's questions (docs/language.md §15), one row per
+#: question: written by ``runs answer`` before it resumes the run, read by whichever process runs
+#: it next. ``question`` is the question's key (its effect's identity), ``payload`` the question it
+#: answers and ``answer`` the answer (both JSON): an answer applies only to that very question.
+_answers = sa.Table(
+    "mcec_answers",
+    _metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("question", sa.Text, primary_key=True),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("answer", sa.Text, nullable=False),
+    sa.Column("given", sa.Float, nullable=False),
 )
 
 
@@ -378,6 +401,7 @@ class Engine:
         process that resumes a run puts it on its private queue (``mcec-resume-<executor>``,
         registered before launch so that its poller starts with DBOS, dropped by :meth:`close`)."""
         _runner[:] = [runner]
+        _launched[:] = [self]
         self.executor_id = executor_id or f"mcec-{uuid.uuid4().hex}"
         if resumes:
             self._private = f"mcec-resume-{self.executor_id}"
@@ -437,18 +461,41 @@ class Engine:
     # ------------------------------------------------------------------ workers: heartbeats, recovery
 
     def _sql(self) -> sa.Engine:
-        """The run database, with the workers' table in it (made by the first worker to need it)."""
-        engine: sa.Engine = self.client._sys_db.engine
+        """The run database, with mcec's own tables in it (made by the first process to need them)."""
+        engine: sa.Engine = system_engine(self.client)
         if not self._workers_table:
             try:
                 _metadata.create_all(engine, checkfirst=True)
             except sa.exc.DBAPIError:
-                # Postgres's CREATE TABLE IF NOT EXISTS races with another worker's (a duplicate
-                # type): the table is there then, made by that worker
-                if not sa.inspect(engine).has_table(_workers.name):
+                # Postgres's CREATE TABLE IF NOT EXISTS races with another process's (a duplicate
+                # type): the tables are there then, made by that process
+                if not all(sa.inspect(engine).has_table(t.name) for t in _metadata.sorted_tables):
                     raise
             self._workers_table = True
         return engine
+
+    # ------------------------------------------------------------------ answers to a waiting run's questions
+
+    def give_answer(self, run_id: str, question: str, payload: object, answer: object) -> None:
+        """Record ``answer`` to the question ``question`` (its key) of ``run_id``, asked with
+        ``payload``, in one transaction: from then on whichever process runs the run applies it."""
+        sql = self._sql()
+        with sql.begin() as c:
+            c.execute(_answers.delete().where(_answers.c.run_id == run_id, _answers.c.question == question))
+            c.execute(_answers.insert().values(run_id=run_id, question=question, payload=json.dumps(payload),
+                                               answer=json.dumps(answer), given=time.time()))
+
+    def take_back_answer(self, run_id: str, question: str) -> None:
+        """Remove the answer to ``question`` of ``run_id`` (the run refused it: it keeps waiting)."""
+        with self._sql().begin() as c:
+            c.execute(_answers.delete().where(_answers.c.run_id == run_id, _answers.c.question == question))
+
+    def answers(self, run_id: str) -> dict[str, tuple[object, object]]:
+        """The answers given to ``run_id``'s questions: by question key, the payload it answers and the answer."""
+        with self._sql().begin() as c:
+            rows = c.execute(sa.select(_answers.c.question, _answers.c.payload, _answers.c.answer)
+                             .where(_answers.c.run_id == run_id)).fetchall()
+        return {str(r.question): (json.loads(r.payload), json.loads(r.answer)) for r in rows}
 
     def heartbeat(self, queues: Sequence[str] = ()) -> None:
         """Record that this process (a launched worker) is alive (its row made on the first call)."""
@@ -527,6 +574,8 @@ class Engine:
         if self._launched:
             DBOS.destroy(destroy_registry=False)
             self._launched = False
+            if _launched and _launched[0] is self:
+                _launched.clear()
         self.client.destroy()
 
     async def start(self, run_id: str, request: dict[str, Any]) -> dict[str, Any]:

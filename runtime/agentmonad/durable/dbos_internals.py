@@ -18,7 +18,7 @@ from dbos._utils import INTERNAL_QUEUE_NAME
 
 __all__ = [
     "CANCELLED_ERRORS", "DEFAULT_QUEUE_POLLING_INTERVAL_SEC", "INTERNAL_QUEUE_NAME", "DBOSAwaitedWorkflowCancelledError",
-    "ForeignRow", "dbos_instance", "internal_queue", "refuse_pickled_rows", "set_worker_concurrency",
+    "ForeignRow", "dbos_instance", "internal_queue", "refuse_pickled_rows", "set_worker_concurrency", "system_engine",
 ]
 
 #: What DBOS raises in and around a workflow that was cancelled.
@@ -35,6 +35,14 @@ def dbos_instance() -> Any:
     from dbos._dbos import _get_dbos_instance
 
     return _get_dbos_instance()
+
+
+def system_engine(client: Any) -> Any:
+    """The SQLAlchemy engine of a :class:`dbos.DBOSClient`'s system database (the run database),
+    where mcec keeps its own tables beside DBOS's (workers' heartbeats, answers)."""
+    engine = client._sys_db.engine
+    assert hasattr(engine, "begin"), "DBOSClient no longer keeps its system database's engine there"
+    return engine
 
 
 def internal_queue() -> Any:
