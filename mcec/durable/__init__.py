@@ -452,14 +452,31 @@ def resume(run_id: str, *, db: str | None = None, allow_changed_spec: bool = Fal
         return _resume(engine, run_id, allow_changed_spec)
 
 
+#: A worker whose heartbeat is older than this (seconds) is taken for dead by `runs resume` (as by
+#: its peers with their default ``--stale-after``).
+WORKER_STALE_AFTER = 10.0
+
+
 def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, Any]:
     """Resume ``run_id`` (the caller holds its lock)."""
     info = _known(engine, run_id)
     if info.status == "SUCCESS" and info.result is not None:
         return _payload(run_id, info.result)
+    _refuse_a_workers_run(engine, info)
     _refuse_changed(info, allow_changed_spec)
     _launch(engine, _program(str(info.request["spec"])) if info.request.get("elements") else None, info.request)
     return _payload(run_id, asyncio.run(engine.resume(run_id)))
+
+
+def _refuse_a_workers_run(engine: Engine, info: RunInfo) -> None:
+    """A run a live worker is running goes on there: resuming it here too would run its next
+    effect in both processes (workers hold no run lock: DBOS's dequeue gives a run to one worker)."""
+    if info.status != "PENDING" or not info.request.get("queue") or not info.executor:
+        return
+    worker = engine.live_worker(info.executor, WORKER_STALE_AFTER)
+    if worker is not None:
+        raise DurableError(f"run {info.run_id} is being run by worker {worker.executor_id} (pid {worker.pid} on "
+                           f"{worker.host}): it goes on there (`mcec runs cancel {info.run_id}` stops it)")
 
 
 def _known(engine: Engine, run_id: str) -> RunInfo:

@@ -530,6 +530,18 @@ class Engine:
         return [WorkerInfo(r.executor_id, r.host, r.pid, tuple(json.loads(r.queues)), r.started, r.heartbeat)
                 for r in rows]
 
+    def live_worker(self, executor_id: str, stale_after: float) -> WorkerInfo | None:
+        """The worker ``executor_id`` when its heartbeat is younger than ``stale_after`` seconds
+        (by the database clock), else None: no live worker of that id."""
+        sql = self._sql()
+        now = _db_now(sql.dialect.name)
+        with sql.begin() as c:
+            row = c.execute(sa.select(_workers).where(_workers.c.executor_id == executor_id,
+                                                      _workers.c.heartbeat >= now - stale_after)).first()
+        if row is None:
+            return None
+        return WorkerInfo(row.executor_id, row.host, row.pid, tuple(json.loads(row.queues)), row.started, row.heartbeat)
+
     def recover_stale(self, stale_after: float) -> dict[str, list[str]]:
         """Re-enqueue the ``PENDING`` runs of every worker whose heartbeat is older than
         ``stale_after`` seconds (each back on its own queue, for any live worker serving it) and
