@@ -309,6 +309,12 @@ def build_server() -> McecLanguageServer:
             spec.saves.stop()  # its mypy is killed: nothing will show what it finds
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: McecLanguageServer, params: None) -> None:
+        for spec in ls.specs.values():
+            if spec.saves is not None:
+                spec.saves.stop()  # the editor is leaving: no mypy of ours outlives it, none holds the exit up
+
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_files(ls: McecLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:
         if any(not change.uri.endswith(".mce") for change in params.changes):

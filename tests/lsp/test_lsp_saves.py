@@ -166,3 +166,33 @@ async def test_saves_in_a_row_run_one_mypy_at_a_time_and_show_the_last_texts_fin
     assert ends == [starts[-1]], runs  # only the last one ran to its end: the last text's
     with pytest.raises(ProcessLookupError):
         os.kill(int(starts[0]), 0)  # and it is gone
+
+
+@pytest.mark.asyncio
+async def test_closing_a_spec_kills_its_running_mypy(watched_client: LanguageClient, project: Path, watch: Watch) -> None:
+    client = watched_client
+    (project / "impl.py").write_text((project / "impl.py").read_text(encoding="utf-8") + LATE, encoding="utf-8")
+    spec = project / "agent.mce"
+    uri = spec.resolve().as_uri()
+    await open_spec(client, spec)
+    _save(client, spec, 2, _saved_text(1))
+    await watch.started(1)
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    [(_, pid, _)] = watch.lines()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 240  # a guard: the kill was sent before the answer above
+    while _alive(int(pid)):
+        assert loop.time() < deadline, "the closed spec's mypy still runs"
+        await asyncio.sleep(0.02)
+    watch.gate.touch()
+    assert watch.lines() == [["start", pid, "alone"]]  # it never ran to its end
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie not yet reaped by the server counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat_file:
+            return stat_file.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
