@@ -421,16 +421,20 @@ def _mypy_process(args: list[str], search: Sequence[str], cancel: Cancel | None 
     previous = env.get("MYPYPATH")
     if search:
         env["MYPYPATH"] = os.pathsep.join([*search, *([previous] if previous else [])])
-    argv = [_child_python(), "-c", _CHILD, *args]
-    if cancel is None:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        stdout, stderr, returncode = done.stdout, done.stderr, done.returncode
-    else:
-        process = cancel.start(argv, env)
-        stdout, stderr = process.communicate()
-        returncode = process.returncode
-        if cancel.cancelled:
-            raise Cancelled()  # killed, or its verdict came too late to matter: none is kept
+    python = _child_python()
+    argv = [python, "-c", _CHILD, *args]
+    try:
+        if cancel is None:
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+            stdout, stderr, returncode = done.stdout, done.stderr, done.returncode
+        else:
+            process = cancel.start(argv, env)
+            stdout, stderr = process.communicate()
+            returncode = process.returncode
+    except OSError as exc:  # MCEC_MYPY_PYTHON names no program that can be run
+        return _Outcome("", f"cannot run {python} ({exc.strerror or type(exc).__name__})", 2)
+    if cancel is not None and cancel.cancelled:
+        raise Cancelled()  # killed, or its verdict came too late to matter: none is kept
     try:
         reply = json.loads(stdout)
         return _Outcome(

@@ -49,6 +49,14 @@ def test_a_finding_about_no_module_of_the_run_is_not_guessed_at(tmp_path: Path, 
     assert found.message.startswith("mypy could not check the generated code")  # said at the spec's start
 
 
+def test_a_python_for_mypy_that_cannot_run_is_said_at_the_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MCEC_MYPY_PYTHON`` naming no program: one MCE100 at the spec saying so, not a traceback."""
+    monkeypatch.setenv("MCEC_MYPY_PYTHON", str(tmp_path / "no-such-python"))
+    [found] = run_mypy([_generated(tmp_path)], tmp_path / "cache")
+    assert found.code == "MCE100" and found.span.path == "now/main.mce"
+    assert found.message == f"mypy could not check the generated code: cannot run {tmp_path / 'no-such-python'} (No such file or directory)"
+
+
 def test_modules_of_one_name_are_checked_in_runs_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`mcec check a b` with a/main.mce and b/main.mce: mypy takes a/main_mce.py and b/main_mce.py (no
     packages) for one module named twice and refuses to check them together ("Duplicate module")."""
