@@ -35,6 +35,7 @@ __all__ = [
     "check_streams",
     "check_template",
     "read_template",
+    "templated",
 ]
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +53,41 @@ MAX_TEMPLATE_BYTES = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class Templated:
-    """A declaration's name and its template, for a declaration other than ``llm`` that has one
-    (an ``ask``'s question, docs/language.md §15): checked as an ``llm``'s template is."""
+    """A declaration's name, template and input type (as written), for a declaration other than
+    ``llm`` that has a template (an ``ask``'s question, docs/language.md §15): the template is
+    read and checked as an ``llm``'s is, over the input's fields and ``state``."""
 
     name: syntax.Name
     template: syntax.Template
+    input: syntax.TypeExpr
+
+
+def templated(decl: syntax.Decl) -> syntax.LlmDecl | Templated | None:
+    """``decl`` as a declaration whose template is read as an ``llm``'s: an ``llm`` itself, an
+    ``ask`` with a template (its question); None for the others, and for an ask without a
+    template (its question is shown as its JSON). The checker and the language server's
+    completion in templates both find templates through this."""
+    match decl:
+        case syntax.LlmDecl():
+            return decl
+        case syntax.AskDecl():
+            return None if decl.template is None else Templated(decl.name, decl.template, decl.input)
+        case (
+            syntax.FromImport()
+            | syntax.ModuleImport()
+            | syntax.StateDecl()
+            | syntax.ErrorDecl()
+            | syntax.StepDecl()
+            | syntax.FnDecl()
+            | syntax.ServerDecl()
+            | syntax.ToolDecl()
+            | syntax.ModelDecl()
+            | syntax.ToolboxDecl()
+            | syntax.PipelineDecl()
+        ):
+            return None
+        case _:
+            assert_never(decl)
 
 
 def read_template(decl: syntax.LlmDecl | Templated, spec_path: str) -> TemplateSource | Diagnostic:

@@ -22,7 +22,6 @@ from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonInd
 from mcec.diagnostics import Diagnostic, DiagnosticSink
 from mcec.span import Span
 from mcec.check.llm import (
-    Templated,
     TemplateSource,
     check_answer,
     check_model_options,
@@ -30,6 +29,7 @@ from mcec.check.llm import (
     check_streams,
     check_template,
     read_template,
+    templated,
 )
 from mcec.check.typed import (
     Program,
@@ -613,16 +613,16 @@ class DeclarationChecker:
         sig = Sig(input, output, ASK_ERRORS, False)
         text: str | None = None
         template_name: str | None = None
-        if decl.template is not None:
-            templated = Templated(decl.name, decl.template)
-            source = read_template(templated, self.module.path) if self.read_templates else TemplateSource("", None)
+        question = templated(decl)
+        if question is not None:
+            source = read_template(question, self.module.path) if self.read_templates else TemplateSource("", None)
             if isinstance(source, Diagnostic):
                 self.sink.add(source)
-                text, template_name = "", decl.template.text
+                text, template_name = "", question.template.text
             else:
                 text, template_name = source.text, source.name
                 if types_resolved and self.read_templates:
-                    self.sink.extend(check_template(templated, source, input, self.index, self.declared.state))
+                    self.sink.extend(check_template(question, source, input, self.index, self.declared.state))
         if types_resolved:
             problem = check_answer(decl, output)
             if problem is not None:

@@ -31,6 +31,12 @@ the same input (a warm ``mcec check`` of an unchanged spec) reuses that verdict
 without starting mypy; any change starts mypy, which re-types the changed module
 and loads everything else from its incremental cache (the generated module is
 one module: mypy re-types a changed module whole).
+
+A check may be stopped from another thread (:class:`Cancel`: the language server
+stops a save's check when the spec is saved again): its mypy process is killed,
+no verdict is kept, and the check raises :class:`Cancelled`. The child runs on
+the Python ``MCEC_MYPY_PYTHON`` names when it is set (a path; run as ``PYTHON -c
+CODE ARGS…``), else on mcec's own.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +79,46 @@ FLAGS = (
     "--no-color-output",
     "--hide-error-context",
 )
+
+
+#: The variable naming the Python that runs the mypy child (default: the one running mcec).
+PYTHON_VARIABLE = "MCEC_MYPY_PYTHON"
+
+
+class Cancelled(Exception):
+    """The check was cancelled (:meth:`Cancel.cancel`) before mypy gave its verdict."""
+
+
+class Cancel:
+    """A handle another thread stops a check with: :meth:`cancel` kills the check's running mypy
+    process and keeps it from starting another; the check then raises :class:`Cancelled`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Stop the check: kill its mypy process if one runs (from any thread)."""
+        with self._lock:
+            self._cancelled = True
+            if self._process is not None:
+                self._process.kill()
+
+    def start(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+        """Start the check's mypy process, unless the check was cancelled (:class:`Cancelled`)."""
+        with self._lock:  # so that cancel() either comes first or sees the process to kill
+            if self._cancelled:
+                raise Cancelled()
+            self._process = subprocess.Popen(
+                argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            return self._process
 
 
 @dataclass(slots=True)
@@ -176,13 +223,15 @@ def check_in_memory(
     roots: Sequence[Path] = (),
     used: Sequence[UsedModule] = (),
     runs: MypyRuns | None = None,
+    cancel: Cancel | None = None,
 ) -> tuple[Diagnostic, ...]:
     """``mypy --strict`` on generated modules that are not on disk: ``(spec path, code, source
     map)`` each. They are written to a temporary folder for mypy to read (each in a folder of
     its own, so two specs of one name do not clash), and removed afterwards; findings point at
     the specs alone. ``roots`` are folders the user's modules are imported from besides the
     working directory (the specs' package roots); ``used`` are the modules of the specs they use,
-    which mypy reads as they are now (:func:`overlay`). What ``mcec check`` runs by default."""
+    which mypy reads as they are now (:func:`overlay`). What ``mcec check`` runs by default.
+    ``cancel`` stops it from another thread (:class:`Cancel`)."""
     import tempfile
 
     from mcec.codegen import module_name_for
@@ -198,7 +247,7 @@ def check_in_memory(
             files.append(GeneratedFile(target, spec, source_map, temporary=True))
         wanted = _cache_dir_for_run(cache_dir) if cache_dir is not None else None
         cache = wanted if wanted is not None and _writable(wanted) else Path(folder) / ".mypy_cache"
-        return run_mypy(files, cache, roots, used, runs)
+        return run_mypy(files, cache, roots, used, runs, cancel)
 
 
 def _cache_dir_for_run(default: Path) -> Path:
@@ -222,6 +271,7 @@ def run_mypy(
     roots: Sequence[Path] = (),
     used: Sequence[UsedModule] = (),
     runs: MypyRuns | None = None,
+    cancel: Cancel | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Type-check ``files`` with ``mypy --strict``; findings as MCE100 diagnostics.
 
@@ -232,15 +282,15 @@ def run_mypy(
     specs they use, which mypy reads as they are now (:func:`overlay`), whatever is on disk: so
     ``mcec compile`` and ``mcec check`` judge a spec alike when a used spec's module is missing or
     stale. A run whose input is unchanged since a kept verdict is not started (module docstring);
-    ``runs`` counts what happened."""
+    ``runs`` counts what happened. ``cancel`` stops it from another thread (:class:`Cancelled`)."""
     if used:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="mcec-used-") as folder:
             front = overlay(Path(folder), used)
             scratch = _Scratch(Path(folder), tuple((u.module, u.code) for u in used))
-            return _run_batches(files, cache_dir, [front, *roots] if front is not None else roots, scratch, runs)
-    return _run_batches(files, cache_dir, roots, None, runs)
+            return _run_batches(files, cache_dir, [front, *roots] if front is not None else roots, scratch, runs, cancel)
+    return _run_batches(files, cache_dir, roots, None, runs, cancel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +308,7 @@ def _run_batches(
     roots: Sequence[Path],
     scratch: _Scratch | None,
     runs: MypyRuns | None,
+    cancel: Cancel | None,
 ) -> tuple[Diagnostic, ...]:
     """:func:`run_mypy` once the search path is settled: one run per batch of distinct names."""
     batches: list[list[GeneratedFile]] = []
@@ -268,12 +319,17 @@ def _run_batches(
         else:
             batch.append(generated)
     cache = _cache_dir_for_run(cache_dir)
-    found = [d for batch in batches for d in _run_once(batch, cache, roots, scratch, runs or MypyRuns())]
+    found = [d for batch in batches for d in _run_once(batch, cache, roots, scratch, runs or MypyRuns(), cancel)]
     return tuple(sorted(found, key=lambda d: (d.span.path, d.span.start)))  # in spec order, not the module's
 
 
 def _run_once(
-    files: Sequence[GeneratedFile], cache_dir: Path, roots: Sequence[Path], scratch: _Scratch | None, runs: MypyRuns
+    files: Sequence[GeneratedFile],
+    cache_dir: Path,
+    roots: Sequence[Path],
+    scratch: _Scratch | None,
+    runs: MypyRuns,
+    cancel: Cancel | None,
 ) -> list[Diagnostic]:
     """One mypy run over ``files`` (of distinct names), or its kept verdict when its input is unchanged."""
     args = [*FLAGS, "--cache-dir", str(cache_dir), *[str(f.path) for f in files]]
@@ -281,7 +337,7 @@ def _run_once(
     verdicts = _Verdicts(cache_dir, files, search, scratch)
     outcome = verdicts.reuse()
     if outcome is None:
-        outcome = _mypy_process(args, search)
+        outcome = _mypy_process(args, search, cancel)
         runs.started += 1
         verdicts.keep(outcome)
     else:
@@ -358,23 +414,41 @@ os._exit(0)
 """
 
 
-def _mypy_process(args: list[str], search: Sequence[str]) -> _Outcome:
+def _mypy_process(args: list[str], search: Sequence[str], cancel: Cancel | None = None) -> _Outcome:
     """Run mypy on ``args`` in a child process (:data:`_CHILD`) with ``search`` at the front of its
-    module search path (MYPYPATH, for the child alone)."""
+    module search path (MYPYPATH, for the child alone); :class:`Cancelled` when ``cancel`` stopped it."""
     env = dict(os.environ)
     previous = env.get("MYPYPATH")
     if search:
         env["MYPYPATH"] = os.pathsep.join([*search, *([previous] if previous else [])])
-    done = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True, check=False)
+    python = _child_python()
+    argv = [python, "-c", _CHILD, *args]
     try:
-        reply = json.loads(done.stdout)
+        if cancel is None:
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+            stdout, stderr, returncode = done.stdout, done.stderr, done.returncode
+        else:
+            process = cancel.start(argv, env)
+            stdout, stderr = process.communicate()
+            returncode = process.returncode
+    except OSError as exc:  # MCEC_MYPY_PYTHON names no program that can be run
+        return _Outcome("", f"cannot run {python} ({exc.strerror or type(exc).__name__})", 2)
+    if cancel is not None and cancel.cancelled:
+        raise Cancelled()  # killed, or its verdict came too late to matter: none is kept
+    try:
+        reply = json.loads(stdout)
         return _Outcome(
             reply["stdout"], reply["stderr"], int(reply["status"]), tuple(reply["read"]), tuple(reply["watched"])
         )
     except (ValueError, KeyError, TypeError):
         # the child died before it could answer (killed, out of memory, mypy not importable)
-        said = (done.stderr or done.stdout).strip() or f"the mypy process exited with status {done.returncode}"
+        said = (stderr or stdout).strip() or f"the mypy process exited with status {returncode}"
         return _Outcome("", said, 2)
+
+
+def _child_python() -> str:
+    """The Python the mypy child runs on: :data:`PYTHON_VARIABLE`'s when set, else mcec's own."""
+    return os.environ.get(PYTHON_VARIABLE) or sys.executable
 
 
 class _Verdicts:
@@ -398,6 +472,7 @@ class _Verdicts:
             {
                 "mypy": version("mypy"),
                 "python": sys.version,
+                "child": os.environ.get(PYTHON_VARIABLE, ""),
                 "flags": list(FLAGS),
                 "search": ["<used modules>" if s == hidden else s for s in search],
                 "mypypath": os.environ.get("MYPYPATH", ""),

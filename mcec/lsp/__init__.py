@@ -10,8 +10,9 @@ without the protocol:
   ``check``, as ``mcec check --fast`` runs it), and the names in it;
 - :mod:`mcec.lsp.features` — hover, definitions, references, completion, code
   actions, symbols and semantic tokens, each a function of an analysis;
-- :mod:`mcec.lsp.server` — pygls wiring: documents, debouncing, the full check
-  with mypy on save.
+- :mod:`mcec.lsp.saves` — the full check with mypy a save starts, one at a time per
+  spec (a newer save kills the running mypy);
+- :mod:`mcec.lsp.server` — pygls wiring: documents, debouncing, saves.
 
 Only :mod:`mcec.lsp.server` imports pygls, and only ``mcec lsp`` imports it, so
 the other commands pay nothing for the language server.

@@ -21,6 +21,7 @@ from typing import assert_never
 
 from lsprotocol import types as lsp
 
+from mcec.check.llm import templated
 from mcec.check.pyindex import PyClass, PythonIndex
 from mcec.check.typed import (
     PClass,
@@ -653,7 +654,7 @@ def completions(analysis: Analysis, offset: int, index: PythonIndex, tree: s.Mod
     module = analysis.module or tree
     if module is None:
         return _keywords(DECLARATION_WORDS) if re.fullmatch(r"\w*", before) else []
-    if _TEMPLATE_OPEN.search(before) and re.match(r"\s*(?:stream\s+)?llm\b", text[line_start:]) or _in_template(module, offset):
+    if _TEMPLATE_OPEN.search(before) and _TEMPLATED_HEAD.match(text, line_start) or _in_template(module, offset):
         return _template_variables(module, text, offset, index)
     if re.fullmatch(r"\w*", before):
         return _keywords(DECLARATION_WORDS)
@@ -734,32 +735,37 @@ def _output_of(module: s.Module, name: str) -> str | None:
 
 
 def _in_template(module: s.Module, offset: int) -> bool:
-    """True inside an inline ``llm`` template (the cursor after an open ``{{``)."""
+    """True inside an inline template of an ``llm`` or an ``ask`` (:func:`mcec.check.llm.templated`),
+    the cursor after an open ``{{``."""
     for decl in module.decls:
-        if isinstance(decl, s.LlmDecl) and not decl.template.is_file and decl.template.start < offset < decl.template.end:
-            opened = decl.span.source.text[decl.template.start : offset]
-            return bool(_TEMPLATE_OPEN.search(opened))
+        found = templated(decl)
+        if found is None or found.template.is_file or not found.template.start < offset < found.template.end:
+            continue
+        opened = decl.span.source.text[found.template.start : offset]
+        return bool(_TEMPLATE_OPEN.search(opened))
     return False
 
 
-_LLM_HEAD = re.compile(r"\s*(?:stream\s+)?llm\s+(\w+)\s*:\s*([\w.]+)\s*->")
-#: Where an llm declaration starts (``stream llm`` too, docs/language.md §14).
-_LLM_START = re.compile(r"^(?:stream[ \t]+)?llm\b", re.MULTILINE)
+#: The head of a declaration whose template is read as an ``llm``'s (:func:`mcec.check.llm.templated`):
+#: ``[stream] llm n : A ->`` (``stream``: docs/language.md §14) or ``ask n : A ->`` (§15); the name
+#: and the input type are its groups.
+_TEMPLATED_HEAD = re.compile(r"^[ \t]*(?:(?:stream[ \t]+)?llm|ask)\s+(\w+)\s*:\s*([\w.]+)\s*->", re.MULTILINE)
 
 
 def _template_variables(module: s.Module, text: str, offset: int, index: PythonIndex) -> list[lsp.CompletionItem]:
     """The variables the template being written at ``offset`` sees, from the head of its ``llm``
-    (read from the text: while a template is typed the spec seldom parses)."""
-    starts = [m.start() for m in _LLM_START.finditer(text, 0, offset)]
-    head = _LLM_HEAD.match(text, starts[-1] if starts else 0)
-    if head is None:
+    or ``ask``, the last before ``offset`` (read from the text: while a template is typed the spec
+    seldom parses)."""
+    heads = [head for head in _TEMPLATED_HEAD.finditer(text, 0, offset)]
+    if not heads:
         return []
-    return template_variables(module, head.group(1), head.group(2), index)
+    return template_variables(module, heads[-1].group(1), heads[-1].group(2), index)
 
 
 def template_variables(module: s.Module, llm: str, input_type: str, index: PythonIndex) -> list[lsp.CompletionItem]:
-    """The variables the template of ``llm`` may read: the fields of its input type when it is a
-    record (a pydantic model, a dataclass), else ``value``; and ``state`` when there is one."""
+    """The variables the template of ``llm`` (an llm or an ask) may read: the fields of its input
+    type when it is a record (a pydantic model, a dataclass), else ``value``; and ``state`` when
+    there is one."""
     names = ["value"]
     path = python_path(module, input_type)
     owner, _, attr = path.rpartition(".")
@@ -780,19 +786,19 @@ def template_completions(
     text: str, offset: int, template: Path, specs: Iterable[s.Module], index: PythonIndex
 ) -> list[lsp.CompletionItem]:
     """Completion inside a template file (``file "decide.j2"``): after an open ``{{`` or ``{%``, the
-    variables of the ``llm`` whose template it is, found among ``specs`` (the open specs' trees,
-    then the specs beside the template)."""
+    variables of the ``llm`` or ``ask`` whose template it is, found among ``specs`` (the open
+    specs' trees, then the specs beside the template)."""
     if not _TEMPLATE_OPEN.search(text[max(0, offset - 200) : offset]):
         return []
     wanted = template.resolve()
     for module in [*specs, *_specs_beside(template)]:
         for decl in module.decls:
-            if not (isinstance(decl, s.LlmDecl) and decl.template.is_file):
+            found = templated(decl)
+            if found is None or not found.template.is_file:
                 continue
-            if (Path(module.path).parent / decl.template.text).resolve() != wanted:
+            if (Path(module.path).parent / found.template.text).resolve() != wanted:
                 continue
-            spelled = _written(decl.input)
-            return template_variables(module, decl.name.text, spelled, index)
+            return template_variables(module, found.name.text, _written(found.input), index)
     return []
 
 

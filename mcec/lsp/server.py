@@ -11,8 +11,9 @@ When diagnostics are published:
   ``mcec check --fast``;
 - on save: the full check, as ``mcec check`` (code generated in memory, mypy
   --strict on it, cached in ``.mcec/``), in a worker thread so the server keeps
-  answering; its MCE100 findings are kept with the text they were found in and
-  shown again as long as the text is that text;
+  answering, one at a time per spec (:mod:`mcec.lsp.saves`: a newer save kills the
+  running mypy and its text is checked next); its MCE100 findings are kept with the
+  text they were found in and shown again as long as the text is that text;
 - a spec reads the specs it uses (§11) as the editor holds them when they are
   open, unsaved edits included (:meth:`McecLanguageServer.unsaved`), else from
   disk; after an edit to an open spec, the open specs that use it are checked again;
@@ -42,6 +43,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from mcec.version import __version__
+from mcec.codegen.mypy_check import Cancel
 from mcec.check.pyindex import PythonIndex, package_root
 from mcec.check.uses import Specs
 from mcec.diagnostics import Diagnostic
@@ -49,6 +51,7 @@ from mcec.gcpause import without_cycle_collection
 from mcec.lsp import features
 from mcec.lsp.analysis import Analysis, analyse
 from mcec.lsp.positions import offset_of, range_of
+from mcec.lsp.saves import Findings, SaveChecks
 from mcec.span import SourceFile
 from mcec.syntax import tree as s
 
@@ -74,6 +77,8 @@ class OpenSpec:
     full_check: tuple[str, tuple[Diagnostic, ...]] | None = None
     #: The pending debounced check, cancelled by the next change.
     pending: asyncio.Task[None] | None = field(default=None, repr=False)
+    #: The full checks its saves start (made at the first save).
+    saves: SaveChecks | None = field(default=None, repr=False)
 
 
 def path_of(uri: str) -> str:
@@ -178,17 +183,29 @@ class McecLanguageServer(LanguageServer):
             if uri != changed:
                 self.guarded(functools.partial(self.refresh, spec), None)
 
-    async def full_check(self, spec: OpenSpec) -> None:
-        """``mcec check`` of the spec as saved (mypy included), in a worker thread; then publish."""
-        document = self.workspace.get_text_document(spec.uri)
-        text = document.source
-        key = (spec.path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+    def check_saved(self, spec: OpenSpec) -> None:
+        """``mcec check`` of the spec as saved (mypy included), in a worker thread; then publish.
+        A check of an earlier save still running is cancelled (:mod:`mcec.lsp.saves`)."""
+        if spec.saves is None:
+            spec.saves = SaveChecks(
+                functools.partial(self._full_findings, spec.path), functools.partial(self._checked, spec), self.report
+            )
+        spec.saves.request(self.workspace.get_text_document(spec.uri).source)
+
+    def _full_findings(self, path: str, text: str, cancel: Cancel) -> Findings:
+        """mypy's findings on ``text`` (in a worker thread): kept by text, so a spec saved twice
+        unchanged is not checked again."""
+        key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
         found = self._mypy_cache.get(key)
         if found is None:
-            loop = asyncio.get_running_loop()
-            found = await loop.run_in_executor(None, _mypy_findings, spec.path, text)
-            self._mypy_cache[key] = found
+            found = self._mypy_cache[key] = _mypy_findings(path, text, cancel)
+        return found
+
+    def _checked(self, spec: OpenSpec, text: str, found: Findings) -> None:
+        """Keep the full check's findings on ``text``; show them if the spec's text is still that."""
         spec.full_check = (text, found)
+        if self.specs.get(spec.uri) is not spec:
+            return  # closed meanwhile
         current = self.workspace.get_text_document(spec.uri)
         if current.source == text:
             self.publish(spec, current.version)
@@ -232,9 +249,10 @@ def _same_file(path: str, own: Path) -> bool:
         return False
 
 
-def _mypy_findings(path: str, text: str) -> tuple[Diagnostic, ...]:
+def _mypy_findings(path: str, text: str, cancel: Cancel) -> Findings:
     """What ``mcec check`` adds to ``--fast`` for this text: mypy's findings on the generated module
-    (empty when the spec has errors: then no code is generated, as in ``mcec check``)."""
+    (empty when the spec has errors: then no code is generated, as in ``mcec check``);
+    :class:`~mcec.codegen.mypy_check.Cancelled` when ``cancel`` stopped it."""
     from mcec.codegen.mypy_check import CACHE_DIR, check_in_memory, used_modules
     from mcec.compiler import compile_source
 
@@ -244,7 +262,7 @@ def _mypy_findings(path: str, text: str) -> tuple[Diagnostic, ...]:
         return ()
     used = {u.module: u for u in used_modules(result.program)}
     modules = [(path, result.generated.code, result.generated.source_map)]
-    return check_in_memory(modules, CACHE_DIR, [package_root(path)], [used[name] for name in sorted(used)])
+    return check_in_memory(modules, CACHE_DIR, [package_root(path)], [used[name] for name in sorted(used)], cancel=cancel)
 
 
 def build_server() -> McecLanguageServer:
@@ -270,7 +288,8 @@ def build_server() -> McecLanguageServer:
         spec.pending = asyncio.ensure_future(_debounced(ls, spec))
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
-    async def did_save(ls: McecLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    def did_save(ls: McecLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        # not async: each save is handled, its full check asked for, before the next message is read
         spec = ls.specs.get(params.text_document.uri)
         if spec is None:
             return
@@ -278,10 +297,7 @@ def build_server() -> McecLanguageServer:
             spec.pending.cancel()
         ls.guarded(lambda: ls.refresh(spec), None)
         ls.refresh_others(spec.uri)
-        try:
-            await ls.full_check(spec)
-        except Exception as exc:  # mypy or code generation failing is a bug, not the server's end
-            ls.report(exc)
+        ls.guarded(lambda: ls.check_saved(spec), None)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: McecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -289,7 +305,15 @@ def build_server() -> McecLanguageServer:
         spec = ls.specs.pop(params.text_document.uri, None)
         if spec is not None and spec.pending is not None:
             spec.pending.cancel()
+        if spec is not None and spec.saves is not None:
+            spec.saves.stop()  # its mypy is killed: nothing will show what it finds
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: McecLanguageServer, params: None) -> None:
+        for spec in ls.specs.values():
+            if spec.saves is not None:
+                spec.saves.stop()  # the editor is leaving: no mypy of ours outlives it, none holds the exit up
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_files(ls: McecLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:

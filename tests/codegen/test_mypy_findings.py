@@ -35,7 +35,7 @@ def test_findings_mypy_replays_under_an_older_path_are_placed_at_the_spec(tmp_pa
     line = _line_of(generated, "show: Fn")
     older = tmp_path / "earlier-run" / "0" / "main_mce.py"
     output = f'{older}:{line}:1: error: Incompatible types in assignment (expression has type "int", variable has type "str")  [assignment]\n'
-    monkeypatch.setattr("mcec.codegen.mypy_check._mypy_process", lambda args, search: _Outcome(output, "", 1))
+    monkeypatch.setattr("mcec.codegen.mypy_check._mypy_process", lambda args, search, cancel=None: _Outcome(output, "", 1))
     [found] = run_mypy([generated], tmp_path / "cache")
     assert (found.code, found.span.path, found.span.line) == ("MCE100", "now/main.mce", 3)
     assert "_mce.py" not in found.message and "earlier-run" not in found.message
@@ -44,9 +44,17 @@ def test_findings_mypy_replays_under_an_older_path_are_placed_at_the_spec(tmp_pa
 def test_a_finding_about_no_module_of_the_run_is_not_guessed_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     generated = _generated(tmp_path)
     output = f"{tmp_path / 'other_mce.py'}:3:1: error: Name \"x\" is not defined  [name-defined]\n"
-    monkeypatch.setattr("mcec.codegen.mypy_check._mypy_process", lambda args, search: _Outcome(output, "", 1))
+    monkeypatch.setattr("mcec.codegen.mypy_check._mypy_process", lambda args, search, cancel=None: _Outcome(output, "", 1))
     [found] = run_mypy([generated], tmp_path / "cache")
     assert found.message.startswith("mypy could not check the generated code")  # said at the spec's start
+
+
+def test_a_python_for_mypy_that_cannot_run_is_said_at_the_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MCEC_MYPY_PYTHON`` naming no program: one MCE100 at the spec saying so, not a traceback."""
+    monkeypatch.setenv("MCEC_MYPY_PYTHON", str(tmp_path / "no-such-python"))
+    [found] = run_mypy([_generated(tmp_path)], tmp_path / "cache")
+    assert found.code == "MCE100" and found.span.path == "now/main.mce"
+    assert found.message == f"mypy could not check the generated code: cannot run {tmp_path / 'no-such-python'} (No such file or directory)"
 
 
 def test_modules_of_one_name_are_checked_in_runs_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +63,7 @@ def test_modules_of_one_name_are_checked_in_runs_of_their_own(tmp_path: Path, mo
     first, second = _generated(tmp_path, "a"), _generated(tmp_path, "b")
     calls: list[list[str]] = []
 
-    def mypy_run(args: list[str], search: list[str]) -> _Outcome:
+    def mypy_run(args: list[str], search: list[str], cancel: object = None) -> _Outcome:
         files = [a for a in args if a.endswith(".py")]
         calls.append(files)
         if len({Path(f).name for f in files}) != len(files):

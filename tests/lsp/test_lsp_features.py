@@ -219,6 +219,51 @@ async def test_completion_in_a_streaming_llm_offers_types_and_the_inputs_fields(
     assert {"topic", "depth", "state"} <= {i.label for i in items}
 
 
+#: What a template over a `Query` may read in the test project (the spec has a `state`).
+QUERY_VARIABLES = {"topic", "depth", "state"}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize(
+    "declared",
+    ['ask tell : Query -> str = "about {{ ', 'model m = openai "gpt"\nllm tell : Query -> str = m "about {{ '],
+    ids=["ask", "llm"],
+)
+async def test_completion_in_an_inline_template_being_typed_offers_the_inputs_fields_only(
+    client: LanguageClient, project: Path, declared: str
+) -> None:
+    """An ask's template is read as an llm's (docs/language.md §15): inside its `{{`, the question
+    type's fields and `state`, not the spec's steps, pipelines or keywords."""
+    spec = project / "agent.mce"
+    await open_spec(client, spec)
+    typing = AGENT + declared
+    items = await _complete(client, spec, typing, position(typing, "{{ ", inside=3))
+    assert {i.label for i in items} == QUERY_VARIABLES
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize(
+    "declared",
+    ['ask tell : Query -> str = """about\n{{ }} at {{ depth }}"""\n', 'model m = openai "gpt"\nllm tell : Query -> str = m """about\n{{ }} at {{ depth }}"""\n'],
+    ids=["ask", "llm"],
+)
+async def test_completion_in_a_multiline_template_of_a_spec_that_parses_offers_the_inputs_fields_only(
+    client: LanguageClient, project: Path, declared: str
+) -> None:
+    """Where the template lies is read from the spec's tree (the cursor's line is not the head's)."""
+    spec = project / "agent.mce"
+    uri = spec.resolve().as_uri()
+    await open_spec(client, spec)
+    text = AGENT + declared
+    change(client, uri, 2, text)
+    await diagnostics(client, uri)  # checked: the server's tree is this text's
+    found = await client.text_document_completion_async(
+        lsp.CompletionParams(text_document=_doc(spec), position=position(text, "{{ }}", inside=3))
+    )
+    assert isinstance(found, lsp.CompletionList)
+    assert {i.label for i in found.items} == QUERY_VARIABLES
+
+
 @pytest.mark.asyncio(loop_scope="module")
 async def test_completion_in_spawn_offers_toolboxes(client: LanguageClient) -> None:
     meta = ROOT / "examples" / "meta" / "meta.mce"
@@ -386,6 +431,25 @@ async def test_completion_in_a_template_file_offers_the_variables_of_its_llm_ste
     assert isinstance(found, lsp.CompletionList)
     assert {i.label for i in found.items} == {"topic", "depth", "state"}
     assert template.resolve().as_uri() not in client.diagnostics  # a template is not checked as a spec
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_in_a_template_file_offers_the_variables_of_its_ask(client: LanguageClient, project: Path) -> None:
+    spec = project / "agent.mce"
+    spec.write_text(AGENT + 'ask tell : Query -> str = file "tell.j2"\n', encoding="utf-8")
+    template = project / "tell.j2"
+    text = "Shall I tell about {{ "
+    template.write_text(text, encoding="utf-8")
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=template.resolve().as_uri(), language_id="jinja", version=1, text=text)
+        )
+    )
+    found = await client.text_document_completion_async(
+        lsp.CompletionParams(text_document=_doc(template), position=lsp.Position(line=0, character=len(text)))
+    )
+    assert isinstance(found, lsp.CompletionList)
+    assert {i.label for i in found.items} == QUERY_VARIABLES
 
 
 @pytest.mark.asyncio(loop_scope="module")
