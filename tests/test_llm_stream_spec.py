@@ -204,6 +204,30 @@ def test_mcec_run_stream_prints_the_text_then_the_outcome(llm_server: LLMServer)
     assert json.loads(report)["value"] == "Paris is the capital of France."
 
 
+def test_mcec_run_trace_of_a_long_streamed_answer_takes_memory_linear_in_it(llm_server: LLMServer, tmp_path: Path) -> None:
+    """Issue 47: each partial holds the whole answer so far, and the timeline of ``--trace`` kept
+    every one (a 100 KB answer in pieces of 8 characters: 0.7 GB resident, 2.5 GB for 200 KB).
+    It keeps the last; the peak resident memory of the real ``mcec run`` process is measured."""
+    llm_server.chunk_size = 8
+    answer = Report(title="x" * 100_000, verdict="yes", cites=[Cite(url="https://a.example")])
+    llm_server.script(answer.model_dump_json())
+    environment = {**os.environ, "PYTHONPATH": str(TESTS), "OPENAI_API_KEY": "sk-test"}
+    with (tmp_path / "out").open("w") as out, (tmp_path / "err").open("w") as err:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mcec", "run", str(SPEC), "study", "--input", '{"text": "Paris"}',
+             "--model", f"fast=test-model@{llm_server.url}", "--trace"],
+            stdout=out, stderr=err, env=environment,
+        )
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the test process's children's
+        child.returncode = os.waitstatus_to_exitcode(status)
+    assert child.returncode == 0, (tmp_path / "err").read_text()
+    assert json.loads((tmp_path / "out").read_text())["value"] == answer.model_dump()
+    assert "report  model stream.mce" in (tmp_path / "err").read_text()
+    assert len(llm_server.requests) == 1 and llm_server.requests[0].body["stream"] is True
+    resident_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+    assert resident_mb < 300, f"mcec run --trace peaked at {resident_mb:.0f} MB"
+
+
 def mcec_run_here(capsys: pytest.CaptureFixture[str], spec: Path, server: LLMServer, pipeline: str, *options: str) -> tuple[int, str, str]:
     """``mcec run`` in this process (the subprocess test above covers the real process)."""
     from mcec.cli import main
