@@ -6,6 +6,7 @@ interpreted runs streaming alike over real HTTP (tests/llm_server.py), the graph
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from mcec import syntax as s
 from mcec.check.pyindex import PythonIndex
 from mcec.check.types import NONE, STR, ClassRef, Generic, Lit, union
 from mcec.compiler import compile_source
+from mcec.run.changes import apply
 from mcec.run.interpret import interpret
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
@@ -246,12 +248,43 @@ def test_mcec_run_stream_prints_partials_as_json_lines(
     llm_server.script(REPORT.model_dump_json())
     status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream")
     assert status == 0, err
-    lines = out.splitlines()
-    start = lines.index("{")  # the Outcome JSON, pretty-printed, after the partials
-    partials = [json.loads(line) for line in lines[:start]]
+    partials, outcome = streamed_partials(out)
     assert len(partials) > 5 and partials[0] == {"title": None, "verdict": None, "cites": None, "scores": None}
     assert partials[-1] == REPORT.model_dump()
-    assert json.loads("\n".join(lines[start:]))["value"] == REPORT.model_dump()
+    assert {partial["title"] for partial in partials} >= {None, "Pa", "Paris"}  # a string shown as it arrives
+    assert outcome["value"] == REPORT.model_dump()
+
+
+def streamed_partials(out: str) -> tuple[list[Any], Any]:
+    """The partials ``mcec run --stream`` printed (one JSON line a change: applied in order),
+    and the Outcome JSON after them."""
+    lines = out.splitlines()
+    start = lines.index("{")  # the Outcome JSON, pretty-printed, after the partials
+    partials: list[Any] = []
+    for line in lines[:start]:
+        change = json.loads(line)
+        assert set(change) in ({"path", "set"}, {"path", "append"}), change
+        partials.append(apply(copy.deepcopy(partials[-1]) if partials else None, change))
+    return partials, json.loads("\n".join(lines[start:]))
+
+
+def test_mcec_run_stream_prints_output_linear_in_the_answer(
+    llm_server: LLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 47: each partial holds the whole answer so far; printing each whole printed the
+    answer once per piece (a 10 KB answer in pieces of 8: about 6 MB)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    llm_server.chunk_size = 8
+    answer = Report(title="Paris " * 2_000, verdict="no", cites=[Cite(url=f"https://{n}.example") for n in range(20)])
+    llm_server.script(answer.model_dump_json())
+    status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream")
+    assert status == 0, err
+    printed = out[: out.index("\n{\n") + 1]
+    # a line a piece of 8 characters, its path and the piece: about 4 times the answer (before: 500)
+    assert len(printed) < 10 * len(answer.model_dump_json()), f"{len(printed):,} characters printed"
+    partials, outcome = streamed_partials(out)
+    assert partials[-1] == outcome["value"] == answer.model_dump()
+    assert len(partials) > 1_000  # a change a piece, near enough
 
 
 def test_mcec_run_interpret_stream_prints_what_the_compiled_run_prints(
