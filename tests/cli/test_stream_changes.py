@@ -17,7 +17,7 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(_values, min_size=1, max_size=6))
 def test_the_changes_applied_in_order_give_each_value(values: list[object]) -> None:
     shown = apply(None, {"path": [], "set": copy.deepcopy(values[0])})

@@ -129,7 +129,8 @@ def _same(a: object, b: object) -> bool:
     return repr(a) == repr(b)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# 400 examples in the suite (about 7 s); 1,500 under four seeds passed when it was written
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(chunked())
 def test_each_prefix_reads_as_from_json_reads_the_whole_prefix(chunks: list[str]) -> None:
     reading, text = JsonPrefix(), ""
