@@ -202,3 +202,15 @@ def test_reading_a_long_answer_in_small_pieces_parses_each_character_about_once(
         last = reader.feed(answer[at : at + 8]) or last
     assert last is not None and last == partial_model(Report).model_validate_json(answer)
     assert handed[0] < 3 * len(answer), f"{handed[0]:,} characters parsed for an answer of {len(answer):,}"
+
+
+def test_a_long_string_with_escapes_in_long_pieces_reads_as_from_json_reads_it() -> None:
+    """Strings longer than the length at which a piece's text is decoded inside it (4,096)."""
+    text = json.dumps({"a": ("y" * 50 + "\n\ud83d\ude00\"") * 2_000, "b": "é\u2028" * 3_000}, ensure_ascii=False)
+    for size in (len(text), 5_000, 4_093):
+        reading = JsonPrefix()
+        for at in range(0, len(text), size):
+            reading.feed(text[at : at + size])
+            for mode in ("trailing-strings", True):
+                assert _same(reading.read(mode), whole_text(text[: at + size], mode))
+        assert reading.work < 2 * len(text)

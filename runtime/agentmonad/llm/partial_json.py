@@ -42,6 +42,8 @@ _TOKEN_END = re.compile(r"[^0-9A-Za-z+\-.]")
 #: Characters inside a string that need a look: its end, or an escape.
 _STRING_STOP = re.compile(r'["\\]')
 _HIGH_SURROGATE = re.compile(r"u[dD][89abAB][0-9a-fA-F]{2}")
+#: How long the undecoded text of a string may grow inside one piece before it is decoded.
+_DECODE_AT = 4096
 
 
 class _State(Enum):
@@ -267,6 +269,10 @@ class JsonPrefix:
                 self._raw += chunk[at:end]
                 self._safe = len(self._raw)
                 at = end
+                if self._safe > _DECODE_AT:  # a long piece with escapes in it: keep ``_raw`` short
+                    self._decode()
+                    if self._state is _State.NOTHING:
+                        return size
             if found is None:
                 return at
             at += 1
