@@ -206,7 +206,7 @@ def test_reading_a_long_answer_in_small_pieces_parses_each_character_about_once(
 
 def test_a_long_string_with_escapes_in_long_pieces_reads_as_from_json_reads_it() -> None:
     """Strings longer than the length at which a piece's text is decoded inside it (4,096)."""
-    text = json.dumps({"a": ("y" * 50 + "\n\ud83d\ude00\"") * 2_000, "b": "é\u2028" * 3_000}, ensure_ascii=False)
+    text = json.dumps({"a": ("y" * 50 + "\n😀\"") * 2_000, "b": "é\u2028" * 3_000})  # every non-ASCII as \\uXXXX
     for size in (len(text), 5_000, 4_093):
         reading = JsonPrefix()
         for at in range(0, len(text), size):
@@ -214,3 +214,4 @@ def test_a_long_string_with_escapes_in_long_pieces_reads_as_from_json_reads_it()
             for mode in ("trailing-strings", True):
                 assert _same(reading.read(mode), whole_text(text[: at + size], mode))
         assert reading.work < 2 * len(text)
+        assert reading.read(True) == {"a": ("y" * 50 + "\n😀\"") * 2_000, "b": "é\u2028" * 3_000}
