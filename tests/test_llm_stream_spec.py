@@ -6,6 +6,7 @@ interpreted runs streaming alike over real HTTP (tests/llm_server.py), the graph
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from mcec import syntax as s
 from mcec.check.pyindex import PythonIndex
 from mcec.check.types import NONE, STR, ClassRef, Generic, Lit, union
 from mcec.compiler import compile_source
+from mcec.run.changes import apply
 from mcec.run.interpret import interpret
 from mcec.run.runner import load_module
 from mcec.span import SourceFile
@@ -204,6 +206,30 @@ def test_mcec_run_stream_prints_the_text_then_the_outcome(llm_server: LLMServer)
     assert json.loads(report)["value"] == "Paris is the capital of France."
 
 
+def test_mcec_run_trace_of_a_long_streamed_answer_takes_memory_linear_in_it(llm_server: LLMServer, tmp_path: Path) -> None:
+    """Issue 47: each partial holds the whole answer so far, and the timeline of ``--trace`` kept
+    every one (a 100 KB answer in pieces of 8 characters: 0.7 GB resident, 2.5 GB for 200 KB).
+    It keeps the last; the peak resident memory of the real ``mcec run`` process is measured."""
+    llm_server.chunk_size = 8
+    answer = Report(title="x" * 100_000, verdict="yes", cites=[Cite(url="https://a.example")])
+    llm_server.script(answer.model_dump_json())
+    environment = {**os.environ, "PYTHONPATH": str(TESTS), "OPENAI_API_KEY": "sk-test"}
+    with (tmp_path / "out").open("w") as out, (tmp_path / "err").open("w") as err:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mcec", "run", str(SPEC), "study", "--input", '{"text": "Paris"}',
+             "--model", f"fast=test-model@{llm_server.url}", "--trace"],
+            stdout=out, stderr=err, env=environment,
+        )
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the test process's children's
+        child.returncode = os.waitstatus_to_exitcode(status)
+    assert child.returncode == 0, (tmp_path / "err").read_text()
+    assert json.loads((tmp_path / "out").read_text())["value"] == answer.model_dump()
+    assert "report  model stream.mce" in (tmp_path / "err").read_text()
+    assert len(llm_server.requests) == 1 and llm_server.requests[0].body["stream"] is True
+    resident_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+    assert resident_mb < 300, f"mcec run --trace peaked at {resident_mb:.0f} MB"
+
+
 def mcec_run_here(capsys: pytest.CaptureFixture[str], spec: Path, server: LLMServer, pipeline: str, *options: str) -> tuple[int, str, str]:
     """``mcec run`` in this process (the subprocess test above covers the real process)."""
     from mcec.cli import main
@@ -222,12 +248,43 @@ def test_mcec_run_stream_prints_partials_as_json_lines(
     llm_server.script(REPORT.model_dump_json())
     status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream")
     assert status == 0, err
-    lines = out.splitlines()
-    start = lines.index("{")  # the Outcome JSON, pretty-printed, after the partials
-    partials = [json.loads(line) for line in lines[:start]]
+    partials, outcome = streamed_partials(out)
     assert len(partials) > 5 and partials[0] == {"title": None, "verdict": None, "cites": None, "scores": None}
     assert partials[-1] == REPORT.model_dump()
-    assert json.loads("\n".join(lines[start:]))["value"] == REPORT.model_dump()
+    assert {partial["title"] for partial in partials} >= {None, "Pa", "Paris"}  # a string shown as it arrives
+    assert outcome["value"] == REPORT.model_dump()
+
+
+def streamed_partials(out: str) -> tuple[list[Any], Any]:
+    """The partials ``mcec run --stream`` printed (one JSON line a change: applied in order),
+    and the Outcome JSON after them."""
+    lines = out.splitlines()
+    start = lines.index("{")  # the Outcome JSON, pretty-printed, after the partials
+    partials: list[Any] = []
+    for line in lines[:start]:
+        change = json.loads(line)
+        assert set(change) in ({"path", "set"}, {"path", "append"}), change
+        partials.append(apply(copy.deepcopy(partials[-1]) if partials else None, change))
+    return partials, json.loads("\n".join(lines[start:]))
+
+
+def test_mcec_run_stream_prints_output_linear_in_the_answer(
+    llm_server: LLMServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 47: each partial holds the whole answer so far; printing each whole printed the
+    answer once per piece (a 10 KB answer in pieces of 8: about 6 MB)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    llm_server.chunk_size = 8
+    answer = Report(title="Paris " * 2_000, verdict="no", cites=[Cite(url=f"https://{n}.example") for n in range(20)])
+    llm_server.script(answer.model_dump_json())
+    status, out, err = mcec_run_here(capsys, SPEC, llm_server, "study", "--stream")
+    assert status == 0, err
+    printed = out[: out.index("\n{\n") + 1]
+    # a line a piece of 8 characters, its path and the piece: about 4 times the answer (before: 500)
+    assert len(printed) < 10 * len(answer.model_dump_json()), f"{len(printed):,} characters printed"
+    partials, outcome = streamed_partials(out)
+    assert partials[-1] == outcome["value"] == answer.model_dump()
+    assert len(partials) > 1_000  # a change a piece, near enough
 
 
 def test_mcec_run_interpret_stream_prints_what_the_compiled_run_prints(

@@ -428,7 +428,7 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         "--stream",
         action="store_true",
         help="print the answers of `stream llm` steps as they arrive (text as text, a structured "
-        "answer's partials as JSON lines), then the Outcome",
+        "answer's partials as JSON lines, one a change), then the Outcome",
     )
     command.set_defaults(func=run_run)
 

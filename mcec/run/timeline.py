@@ -1,8 +1,9 @@
 """``mcec run --trace``: a run's events as a tree — each step with its ``.mce`` line, duration,
 tokens and outcome — printed after the result (text, or JSON for tools).
 
-:class:`Timeline` is an event sink (``agentmonad.events``) that keeps every event; once the
-run is over, :meth:`Timeline.tree` rebuilds the run's structure from the events' span and
+:class:`Timeline` is an event sink (``agentmonad.events``) that keeps the run's events (of
+a streamed call's partial outputs only the last: each holds the whole answer so far, so keeping
+them all took memory quadratic in the answer, issue 47); once the run is over, :meth:`Timeline.tree` rebuilds the run's structure from the events' span and
 parent numbers (a ``par``/``each`` group's branches under the group, a model request or a
 tool call under the step that made it), :func:`render_text` draws it and :func:`as_json`
 gives it as data.
@@ -22,6 +23,7 @@ from typing import Any, assert_never
 
 from agentmonad.events import (
     EachProgress,
+    Effect,
     EffectEnded,
     EffectStarted,
     Event,
@@ -73,9 +75,18 @@ class Timeline:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        #: where in ``events`` the partial output of each streamed call (its span and effect) is
+        self._partial_at: dict[tuple[int | None, Effect | None], int] = {}
 
     def emit(self, event: Event) -> None:
-        """Keep ``event``."""
+        """Keep ``event``; a :class:`PartialOutput` takes the place of its call's previous one."""
+        if isinstance(event, PartialOutput):
+            call = (event.span, event.effect)
+            at = self._partial_at.get(call)
+            if at is not None:
+                self.events[at] = event
+                return
+            self._partial_at[call] = len(self.events)
         self.events.append(event)
 
     def tree(self) -> list[Node]:

@@ -167,3 +167,19 @@ def test_mcec_run_off_a_terminal_loads_neither_rich_nor_opentelemetry(tmp_path: 
             cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
         )
         assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def test_the_timeline_keeps_the_last_partial_of_each_streamed_call() -> None:
+    """Issue 47: every partial holds the whole answer so far; keeping them all made ``--trace``
+    of a long streamed answer take memory quadratic in it."""
+    from agentmonad.events import Effect, PartialOutput, TextDelta
+    from agentmonad.outcome import Site
+    from mcec.run.timeline import Timeline
+
+    one, two = (Effect("model", Site(name, "s.mce", 3, 1), ()) for name in ("a", "b"))
+    timeline = Timeline()
+    events = [PartialOutput(one, {"t": "P"}, 7), TextDelta(two, "x", 8), PartialOutput(one, {"t": "Pa"}, 7),
+              PartialOutput(two, {"t": "Q"}, 8), PartialOutput(one, {"t": "Par"}, 7)]
+    for event in events:
+        timeline.emit(event)
+    assert timeline.events == [events[4], events[1], events[3]]

@@ -10,9 +10,11 @@ into the generated module (so mypy knows their fields), deriving from
 the interpreter and for a class whose fields the compiler could not read.
 
 :class:`PartialReader` turns the growing text of one answer into partials: it
-parses it with ``pydantic_core.from_json(…, allow_partial=…)`` (first keeping an
-unfinished string, then, when that does not validate — a ``Literal`` half
-written —, dropping it) and validates the result as the partial type. A prefix
+reads it as ``pydantic_core.from_json(…, allow_partial=…)`` reads the whole text
+so far (first keeping an unfinished string, then, when that does not validate —
+a ``Literal`` half written —, dropping it), incrementally
+(:mod:`agentmonad.llm.partial_json`: each piece is parsed once), and validates
+the result as the partial type. A prefix
 that does not validate even so gives no partial: the final answer is validated
 as the step's output type exactly as without streaming.
 
@@ -31,7 +33,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
-from pydantic_core import from_json
+
+from .partial_json import JsonPrefix, Mode
 
 __all__ = ["Partial", "PartialReader", "partial_model"]
 
@@ -90,31 +93,26 @@ def partial_model(cls: type) -> type[Partial]:
 
 
 class PartialReader:
-    """Reads the growing JSON text of one answer as partials of one partial type."""
+    """Reads the growing JSON text of one answer as partials of one partial type.
 
-    __slots__ = ("adapter", "_text", "_last")
+    The text is read incrementally (:class:`~agentmonad.llm.partial_json.JsonPrefix`): each
+    piece once, each read as ``from_json`` reads the whole text so far (issue 47)."""
+
+    __slots__ = ("adapter", "_json", "_last")
 
     def __init__(self, partial: type[Partial]) -> None:
         self.adapter: TypeAdapter[Any] = _adapter(partial)
-        self._text = ""
+        self._json = JsonPrefix()
         self._last: object = None
 
     def feed(self, chunk: str) -> object | None:
         """Add ``chunk`` to the text read so far; the partial it now reads as, or None when
         it reads as nothing new (or nothing valid yet)."""
-        self._text += chunk
-        text = self._text.lstrip()
-        if text.startswith("```"):  # a Markdown fence some models put around JSON
-            text = text.partition("\n")[2]
-        for mode in ("trailing-strings", True):
-            try:
-                data = from_json(text, allow_partial=mode)
-            except ValueError:
-                return None  # not JSON (yet): a fence, prose before the object
-            if not isinstance(data, dict):
-                return None
-            if data == self._last:
-                return None
+        self._json.feed(chunk)
+        for mode in _MODES:
+            data = self._json.read(mode)
+            if not isinstance(data, dict) or data == self._last:
+                return None  # not a JSON object (yet): a fence, prose before it; or nothing new
             try:
                 value: object = self.adapter.validate_python(data)
             except ValidationError:
@@ -122,6 +120,10 @@ class PartialReader:
             self._last = data
             return value
         return None
+
+
+#: An unfinished string kept, then (when that does not validate: a ``Literal`` half written) dropped.
+_MODES: tuple[Mode, ...] = ("trailing-strings", True)
 
 
 @functools.cache
