@@ -388,16 +388,12 @@ def test_a_durable_run_streams_a_structured_answer_as_partials_and_replays_it_wh
     llm_server.script(REPORT.model_dump_json())
     first = mcec_in(tmp_path, llm_server, *run)
     assert first.returncode == 0, first.stderr
-    lines = first.stdout.splitlines()
-    start = lines.index("{")
-    partials = [json.loads(line) for line in lines[:start]]
+    partials, outcome = streamed_partials(first.stdout)
     assert len(partials) > 5 and partials[0] == {"title": None, "verdict": None, "cites": None, "scores": None}
     assert partials[-1] == REPORT.model_dump()
-    assert json.loads("\n".join(lines[start:]))["status"] == "waiting"
+    assert outcome["status"] == "waiting"
     again = mcec_in(tmp_path, llm_server, *run)  # resumed: the recorded answer, as one partial
-    lines = again.stdout.splitlines()
-    start = lines.index("{")
-    assert [json.loads(line) for line in lines[:start]] == [REPORT.model_dump()], again.stderr
+    assert streamed_partials(again.stdout)[0] == [REPORT.model_dump()], again.stderr
     assert len(llm_server.requests) == 1
 
 
