@@ -269,9 +269,7 @@ def test_other_statuses_are_rejected_without_retries(llm_server: LLMServer) -> N
 def test_a_timeout_is_llm_unavailable(llm_server: LLMServer) -> None:
     step = llm_step(FAST, "{{ subject }}", str, name="summarise")
     llm_server.script(text("late", delay=5))
-    t0 = time.perf_counter()
     out = run(call(llm_server, step, TICKET, timeout=0.3))
-    assert time.perf_counter() - t0 < 3
     assert isinstance(out.error, LLMUnavailable) and out.error.kind is LLMUnavailableKind.TIMEOUT
     assert "no answer within 0.3s" in out.error.reason
     llm_server.wait_until(lambda: llm_server.disconnects == 1)

@@ -180,21 +180,19 @@ def test_crash_mid_run(tmp_path: Path) -> None:
     run fail at once with the same reason instead of hanging."""
     _program, module = compile_spec(tmp_path)
 
-    async def main() -> tuple[Any, Any, Any, float]:
+    async def main() -> tuple[Any, Any, Any]:
         async with tool_scope():
             before = await module.say(None, EchoArgs(text="up"))
             died = await module.dies(None, {})
-            started = time.monotonic()
             after = await module.say(None, EchoArgs(text="still there?"))
-            return before, died, after, time.monotonic() - started
+            return before, died, after
 
-    before, died, after, took = asyncio.run(main())
+    before, died, after = asyncio.run(main())
     assert before == Ok("up", None)
     assert isinstance(died, Err) and isinstance(died.error, ToolUnavailable)
     assert "closed the connection" in died.error.reason
     assert isinstance(after, Err) and after.error.reason == died.error.reason
-    assert took < 1.0
-    assert_all_gone(tmp_path, expected=1)
+    assert_all_gone(tmp_path, expected=1)  # the later call started no server again: it had the first one's failure
 
 
 def test_a_scope_with_restart_failed_starts_a_crashed_server_again(tmp_path: Path) -> None:

@@ -40,19 +40,16 @@ def test_fail_fast_cancels_every_sibling() -> None:
     branches = [slow_k(i) for i in range(49)]
     branches.insert(17, fail_k(-1))
 
-    async def main() -> tuple[Any, float, set[asyncio.Task[Any]]]:
-        t0 = time.perf_counter()
+    async def main() -> tuple[Any, set[asyncio.Task[Any]]]:
         out = await AgentMonad.par(branches).run(1)
-        elapsed = time.perf_counter() - t0
         others = asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
-        return out, elapsed, others
+        return out, others
 
-    out, elapsed, leftover = asyncio.run(main())
-    assert elapsed < 0.5
+    out, leftover = asyncio.run(main())
     assert isinstance(out, Err) and isinstance(out.error, Boom)
     assert out.state == 101  # the failing branch's state at its failure
     assert out.site == SITE
-    assert sorted(cancelled) == list(range(49))
+    assert sorted(cancelled) == list(range(49))  # the par did not wait for the 5 s branches: it cancelled them
     assert not leftover
 
 
