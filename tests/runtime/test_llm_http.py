@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import pickle
 import socket
-import time
 import traceback
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -346,10 +345,8 @@ def test_cancelling_an_in_flight_call(llm_server: LLMServer, monkeypatch: pytest
             cancelled = False
         return cancelled, leftover_tasks()
 
-    t0 = time.perf_counter()
     cancelled, leftover = run(main())
     assert cancelled and not leftover
-    assert time.perf_counter() - t0 < 5
     llm_server.wait_until(lambda: llm_server.disconnects == 1 and llm_server.open_connections == 0)
     assert clients.all_closed()
 
@@ -543,9 +540,7 @@ def test_a_budget_cancels_the_calls_in_flight(llm_server: LLMServer) -> None:
                 result = exc
             return result, (b.used, run_.usage.total_tokens), leftover_tasks()
 
-    t0 = time.perf_counter()
     result, (used, total), leftover = run(go())
-    assert time.perf_counter() - t0 < 5
     assert result == BudgetExceeded(500, 600)
     assert (used, total) == (600, 900)
     assert not leftover

@@ -274,9 +274,9 @@ print(json.dumps({"outcome": outcome, "took": took, "child": stat(child), "me": 
 def test_a_timed_out_call_does_not_hold_the_run(tmp_path: Path, how: str) -> None:
     """The issue's ReAct agent: ``call_tool(…, timeout=0.5)`` (or a ``timeout(0.5)`` around a
     tool step) on a tool that works for 5 s, its server unable to stop on end of input,
-    and a process of its group left a zombie by a reaper that does not reap. From the call
-    to the end of the scope's close: under 1.5 s (it was 4.5 s), no process of the group
-    left running."""
+    and a process of its group left a zombie by a reaper that does not reap. The scope's close
+    stops the server instead of waiting for the tool's 5 s (it did wait: 4.5 s after the
+    timeout), and no process of the group is left running."""
     done = subprocess.run(
         [sys.executable, "-c", NON_REAPING_RUN, box_command(tmp_path), how],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
@@ -287,8 +287,8 @@ def test_a_timed_out_call_does_not_hold_the_run(tmp_path: Path, how: str) -> Non
         assert report["outcome"] == "ToolUnavailable: box.block unavailable: no answer within 0.5s"
     else:
         assert report["outcome"] == "Timeout"
-    assert report["took"] < 1.5, report
     assert report["live"] == []
+    assert not list(tmp_path.glob("block-done-*")), "the close waited for the blocked tool to finish"
     # the case the test is about: the server's child ended as a zombie nobody reaps
     assert report["child"] == {"state": "Z", "ppid": report["me"], "pgrp": report["child"]["pgrp"]}
     assert_all_gone(tmp_path, expected=1)
