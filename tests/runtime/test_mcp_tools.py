@@ -285,12 +285,8 @@ def test_par_of_tool_calls_overlaps_and_cancels(tmp_path: Path) -> None:
     async def main() -> None:
         async with tool_scope():
             await module.say(None, EchoArgs(text="warm up"))  # start the server first
-            started = time.monotonic()
             results.append(await module.three(None, {"tag": "p", "seconds": 0.8}))
-            results.append(time.monotonic() - started)
-            started = time.monotonic()
             results.append(await module.doomed(None, {"tag": "c", "seconds": 30, "message": "boom", "delay": 0.5}))
-            results.append(time.monotonic() - started)
             # The server learns of the cancellations after the run has moved on; a server
             # that owes answers when the scope closes is ended at once, so wait for them here.
             deadline = time.monotonic() + 10
@@ -302,15 +298,14 @@ def test_par_of_tool_calls_overlaps_and_cancels(tmp_path: Path) -> None:
         asyncio.run(main())
     assert_all_gone(tmp_path, expected=1)
 
-    together, overlap_time, doomed, doomed_time = results
+    together, doomed = results
     assert together == Ok(("p", "p", "p"), None)
-    assert overlap_time < 2.0  # three sequential calls would take 2.4 s
     starts = [e["t"] for e in events(tmp_path) if e["tag"] == "p" and e["event"] == "start"]
     ends = [e["t"] for e in events(tmp_path) if e["tag"] == "p" and e["event"] == "end"]
     assert len(starts) == 3 and max(starts) < min(ends), "the three calls did not overlap on the server"
 
     assert isinstance(doomed, Err) and isinstance(doomed.error, ToolFailed) and "boom" in doomed.error.text
-    assert doomed_time < 10.0  # not the 30 s of the slow branches
+    # the 30 s branches were not waited for: the server saw both cancelled, neither end
     cancelled = [e for e in events(tmp_path) if e["tag"] == "c" and e["event"] == "cancelled"]
     assert len(cancelled) == 2, events(tmp_path)
     assert not [e for e in events(tmp_path) if e["tag"] == "c" and e["event"] == "end"]
