@@ -87,3 +87,12 @@ def test_every_module_the_suite_imports_comes_with_the_test_extra() -> None:
     closure = _test_closure()
     missing = [m for m in third_party if not any(_canonical(d) in closure for d in owners.get(m, []))]
     assert not missing, f"imported but not brought by `pip install -e '.[test]'`: {missing}"
+
+
+def test_the_durable_extra_brings_the_postgres_driver_with_its_own_libpq() -> None:
+    """``mcec[durable]`` connects to ``--db postgresql://…`` through psycopg (mcec/durable/locks.py
+    names the driver): the extra asks for its binary itself (libpq inside the wheel, nothing from
+    the system), whatever a dbos release pulls in (README's table of extras)."""
+    asked = [Requirement(text) for text in PYPROJECT["project"]["optional-dependencies"]["durable"]]
+    assert any(_canonical(r.name) == "psycopg" and "binary" in r.extras for r in asked), asked
+    assert "psycopg-binary" in _closure([str(r) for r in asked], set())

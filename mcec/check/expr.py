@@ -26,6 +26,7 @@ from mcec.check.report import Situation
 from mcec.diagnostics import DiagnosticSink
 from mcec.span import Span
 from mcec.check.typed import (
+    IDENTITY_FN,
     TFn,
     MergeKind,
     Sig,
@@ -134,7 +135,7 @@ class ExprChecker:
         """
         match expr:
             case syntax.Ref():
-                return self._ref(expr)
+                return self._ref(expr, given)
             case syntax.Bind():
                 return self._chain(list(expr.parts), expr.span, given)
             case syntax.Par():
@@ -177,9 +178,14 @@ class ExprChecker:
 
     # ------------------------------------------------------------ references
 
-    def _ref(self, expr: syntax.Ref) -> TRef:
+    def _ref(self, expr: syntax.Ref, given: Type | None = None) -> TRef | TIdentity:
         name = expr.name
         binding = self.declared.env.lookup(name)
+        if binding is None and name == IDENTITY_FN:
+            # the standard `id`: what it is given, unchanged (Any where nothing is known, as for a
+            # catch that catches nothing)
+            passed = ANY if given is None else given
+            return TIdentity(Sig(passed, passed, frozenset(), False), expr.span, name)
         if binding is None:
             help = self.declared.env.suggestion(name, CALLABLE_KINDS)
             self.sink.add(report.unknown(f"unknown name `{name}`", expr.span, help))

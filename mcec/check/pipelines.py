@@ -231,7 +231,16 @@ class PipelineChecker:
                 self.sink.add(self._other_state_entry(decl, used, entry))
                 continue
             ref = self.exprs.infer(syntax.Ref(entry.text, entry.span))
-            if isinstance(ref, TRef) and ref.sig is not POISONED:
+            if isinstance(ref, TIdentity):  # the standard `id`: nothing a plan would want to call
+                self.sink.add(
+                    report.outside_toolbox(
+                        f"`{entry.text}` is the standard identity fn, which a plan has without a toolbox "
+                        "listing it: a toolbox lists steps, fns, tools, llm steps and pipelines",
+                        entry.span,
+                        help="remove it from the toolbox; a plan may write `id` as any spec does",
+                    )
+                )
+            elif isinstance(ref, TRef) and ref.sig is not POISONED:
                 entries.append(ref)
         sig = Sig(toolbox.input, toolbox.output, toolbox.errors, self.exprs.toolbox_stateful(toolbox))
         return TToolbox(decl.name.text, sig, tuple(entries), decl.span)
@@ -271,7 +280,7 @@ class PipelineChecker:
         """MCE012: the declared input must flow into the body, the body's output into the declared one."""
         decl = pipeline.decl
         name = decl.name.text
-        if isinstance(body, TIdentity):
+        if isinstance(body, TIdentity) and body.written is None:
             if flows(pipeline.input, pipeline.output) is Compat.NO:
                 self.sink.add(
                     report.mismatch(

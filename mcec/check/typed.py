@@ -317,12 +317,21 @@ class TOrElse:
     span: Span
 
 
+#: The standard identity fn: a name every spec has without declaring it (one it declares or
+#: imports itself takes its place), of type ``A -> A`` for the ``A`` it is given where it stands
+#: (docs/language.md §5, "The standard `id`"). ``par <id, classify>`` keeps an input beside what
+#: is made of it.
+IDENTITY_FN = "id"
+
+
 @dataclass(frozen=True, slots=True)
 class TIdentity:
-    """The body of an empty block ``{ }``: passes value and state through (needs A ≤ B)."""
+    """Passes value and state through: the body of an empty block ``{ }`` (needs A ≤ B), or the
+    standard fn :data:`IDENTITY_FN` where a spec names it (``written``)."""
 
     sig: Sig
     span: Span
+    written: str | None = None
 
 
 # ---------------------------------------------------------------- v2 control flow

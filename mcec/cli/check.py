@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -25,7 +26,7 @@ from mcec.render import DEFAULT_LIMIT
 
 
 def add_check(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """``mcec check PATH... [--fast] [--verbose] [--format text|json] [--max-diagnostics N] [--durable [--pipeline NAME]…]``."""
+    """``mcec check PATH... [--fast] [-q] [--verbose] [--format text|json] [--max-diagnostics N] [--durable [--pipeline NAME]…]``."""
     command = subparsers.add_parser(
         "check",
         help="check specs: everything `mcec compile` would report, without writing anything",
@@ -34,6 +35,9 @@ def add_check(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         "that `check` reports every error `compile` would. --fast skips mypy.",
     )
     command.add_argument("--fast", action="store_true", help="do not run mypy on the generated code")
+    command.add_argument(
+        "-q", "--quiet", action="store_true", help="print nothing when no spec has an error (not the `checked …` line)"
+    )
     command.add_argument("--verbose", action="store_true", help="show each diagnostic's note (mypy's own words)")
     command.add_argument("paths", nargs="+", metavar="PATH", help="a .mce file, or a folder searched recursively")
     command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
@@ -85,7 +89,20 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
     reporter.flush(summary=summary)
     if io_failed:
         return EXIT_USAGE
-    return EXIT_ERRORS if reporter.has_errors else EXIT_OK
+    if reporter.has_errors:
+        return EXIT_ERRORS
+    if args.format == "text" and not args.quiet:
+        print(checked_line(files, len(reporter.diagnostics), fast=args.fast), file=sys.stderr)
+    return EXIT_OK
+
+
+def checked_line(files: list[Path], warnings: int, *, fast: bool) -> str:
+    """What a check without errors says on stderr, as ``mcec compile`` says ``compiled X -> Y``:
+    ``checked a.mce: no errors`` (``checked 3 specs``, ``, 2 warnings``; ``--fast`` says mypy
+    did not run), so that success is seen, not guessed from silence."""
+    what = str(files[0]) if len(files) == 1 else f"{len(files)} specs"
+    said = f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""
+    return f"checked {what}: no errors{said}" + (" (--fast: without mypy)" if fast else "")
 
 
 #: The sub-commands this module adds to ``mcec``.

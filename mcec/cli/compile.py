@@ -198,7 +198,7 @@ def _colliding_outputs(files: list[Path], out_dir: Path | None) -> tuple[list[Pa
 
 
 def add_compile(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """``mcec compile FILE... [-o DIR] [--no-mypy] [--format text|json] [--max-diagnostics N]``."""
+    """``mcec compile FILE... [-o DIR] [--no-mypy] [-q] [--format text|json] [--max-diagnostics N]``."""
     command = subparsers.add_parser(
         "compile", help="compile specs to Python modules", description="Compile `.mce` specs to `name_mce.py` modules."
     )
@@ -207,6 +207,9 @@ def add_compile(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         "-o", "--output-dir", type=Path, default=None, metavar="DIR", help="write DIR/name_mce.py (DIR is created)"
     )
     command.add_argument("--no-mypy", action="store_true", help="skip type-checking the output with mypy")
+    command.add_argument(
+        "-q", "--quiet", action="store_true", help="no `compiled X -> Y` line for a spec written without error"
+    )
     command.add_argument("--format", choices=("text", "json"), default="text", help="diagnostic format")
     command.add_argument(
         "--max-diagnostics",
@@ -223,7 +226,7 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
     """Compile each spec, write its module atomically, then run mypy on the outputs.
 
     In text mode one line per spec written goes to stderr, after mypy: ``compiled
-    X -> Y``, or, when mypy found errors in Y, ``failed: X -> Y …``.
+    X -> Y`` (not with ``-q``), or, when mypy found errors in Y, ``failed: X -> Y …``.
     """
     _ensure_importable_cwd()
     limit = args.max_diagnostics or None
@@ -258,7 +261,7 @@ def run_compile(args: argparse.Namespace, out: TextIO) -> int:
                     f"{errors} error{'s' if errors != 1 else ''} in it",
                     file=sys.stderr,
                 )
-            else:
+            elif not args.quiet:
                 print(f"compiled {generated.spec_path} -> {generated.path}", file=sys.stderr)
     reporter.flush()
     if io_failed:

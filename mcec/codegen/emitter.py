@@ -1181,6 +1181,8 @@ def _label(expr: t.TExpr) -> str:
             return "orelse"
         case t.TLocal() | t.TSubAgent():
             return "local"
+        case t.TIdentity(written=str(written)):
+            return written
         case t.TBind() | t.TIdentity():
             return "steps"
         case t.TMatch():

@@ -437,8 +437,8 @@ def _expression_kind(expr: TExpr) -> str:
             return "catch"
         case TOrElse():
             return "orelse"
-        case TIdentity():
-            return "(identity)"
+        case TIdentity(written=written):
+            return written or "(identity)"
         case TMatch():
             return "match"
         case TIf():

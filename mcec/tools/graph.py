@@ -244,7 +244,7 @@ class _Builder:
                     self.edge(source, fallback.entry, "recover", render_errors(errors))
                 return _Frag(attempt.entry, attempt.exits + fallback.exits, fallback.failures)
             case t.TIdentity():
-                node = self.node("pass", "(no steps)", str(e.sig))
+                node = self.node("pass", e.written or "(no steps)", str(e.sig))
                 return _Frag(node, [node], [])
             case t.TMatch():
                 decision = self.node("decision", "match", str(e.sig))

@@ -49,6 +49,27 @@ def test_empty_spec_exits_0(tree: Path) -> None:
     assert done.stdout == ""
 
 
+def test_a_check_without_errors_says_so_in_one_line_and_q_silences_it(tree: Path) -> None:
+    """As ``mcec compile`` says ``compiled X -> Y``: one line on stderr, stdout left to diagnostics."""
+    (tree / "empty.mce").write_text("")
+    (tree / "m.py").write_text("def f(text: str) -> str:\n    return text\n")
+    (tree / "unused.mce").write_text("import m\n\nfn f : str -> str = m.f\n")  # W001: declared but never used
+    done = mcec("check", "--fast", "empty.mce", cwd=tree)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "checked empty.mce: no errors (--fast: without mypy)\n")
+    done = mcec("check", "--fast", "empty.mce", "unused.mce", cwd=tree)
+    assert done.returncode == 0 and "W001" in done.stdout
+    assert done.stderr == "checked 2 specs: no errors, 1 warning (--fast: without mypy)\n"
+    done = mcec("check", "empty.mce", cwd=tree)
+    assert (done.returncode, done.stderr) == (0, "checked empty.mce: no errors\n")
+    for quiet in ("-q", "--quiet"):
+        done = mcec("check", "--fast", quiet, "empty.mce", cwd=tree)
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    done = mcec("check", "--fast", "--format", "json", "empty.mce", cwd=tree)
+    assert done.returncode == 0 and done.stderr == "" and json.loads(done.stdout)["summary"]["errors"] == 0
+    done = mcec("check", "--fast", "a/b/bad.mce", "empty.mce", cwd=tree)
+    assert done.returncode == 1 and "checked" not in done.stderr + done.stdout
+
+
 def test_syntax_error_exits_1_with_rendered_text(tree: Path) -> None:
     done = mcec("check", "a/b/bad.mce", cwd=tree)
     assert done.returncode == 1

@@ -311,3 +311,10 @@ def test_run_reports_a_spec_whose_python_side_does_not_load(
 def test_build_of_a_missing_folder_is_mce005(project: Path, here: Run) -> None:
     done = here("build", "nowhere")
     assert done.returncode == 2 and "error[MCE005]: no such folder: `nowhere`" in done.stdout
+
+
+def test_q_leaves_out_the_compiled_line_as_for_check(project: Path, here: Run) -> None:
+    for quiet in ("-q", "--quiet"):
+        done = here("compile", "--no-mypy", quiet, "app/main.mce")
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+        assert (project / "app" / "main_mce.py").is_file()

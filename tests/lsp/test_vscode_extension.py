@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +50,57 @@ def test_the_manifest_declares_the_language_grammar_and_client() -> None:
     assert ["{", "}"] in configuration["brackets"]
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-def test_the_client_is_valid_javascript() -> None:
-    subprocess.run(["node", "--check", str(EXTENSION / "extension.js")], check=True, timeout=60)
+def _node_and_npm() -> tuple[str, str]:
+    """The machine's ``node`` and ``npm``: the client is tested, never skipped (.ci/run installs
+    Debian's ``nodejs`` and ``npm`` where they are missing)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    assert node is not None and npm is not None, "the VS Code client's test needs node and npm (apt-get install nodejs npm)"
+    return node, npm
+
+
+@pytest.fixture(scope="module")
+def client_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extension's dependencies (vscode-languageclient and what it brings), installed from the
+    npm registry by the extension's own package.json, outside the checkout."""
+    _, npm = _node_and_npm()
+    folder = tmp_path_factory.mktemp("vscode-client")
+    shutil.copy(EXTENSION / "package.json", folder / "package.json")
+    done = subprocess.run([npm, "install", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"],
+                          cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder / "node_modules"
+
+
+def test_the_client_starts_the_server_and_gets_its_diagnostics(client_modules: Path, tmp_path: Path) -> None:
+    """extension.js activated as VS Code would (tests/lsp/vscode_client.js: the `vscode` API stood
+    in for, the rest real): the client it builds names `mcec lsp` over stdio in the workspace's
+    folder, for .mce specs and templates; that server, started as the client starts it and spoken
+    to over the LSP, answers a spec with an unknown name with mcec check's diagnostic."""
+    node, _ = _node_and_npm()
+    (tmp_path / "impl.py").write_text("def ask(text: str) -> int:\n    return len(text)\n", encoding="utf-8")
+    spec = tmp_path / "agent.mce"
+    spec.write_text("import impl\n\nfn ask : str -> int = impl.ask\n\npipeline main : str -> int = aks;\n",
+                    encoding="utf-8")
+    # `mcec` as the default setting names it: this Python's, first on the PATH
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    done = subprocess.run(
+        [node, str(Path(__file__).with_name("vscode_client.js")), str(EXTENSION), str(client_modules), str(tmp_path),
+         str(spec)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert (seen["clients"], seen["id"], seen["subscribed"]) == (1, "mce", 1)
+    assert seen["server"] == {"command": "mcec", "args": ["lsp"], "cwd": str(tmp_path), "transport": 0}  # stdio
+    assert seen["debugServerIsTheSame"]
+    assert {"scheme": "file", "language": "mce"} in seen["documentSelector"]
+    assert {"scheme": "file", "pattern": "**/*.j2"} in seen["documentSelector"]
+    errors = [d for d in seen["diagnostics"] if d["severity"] == 1]
+    assert errors == [{
+        "range": {"start": {"line": 4, "character": 29}, "end": {"line": 4, "character": 32}},
+        "message": "unknown name `aks`\nhelp: did you mean `ask`?", "severity": 1, "code": "MCE002", "source": "mcec",
+    }]
+    assert seen["exitCode"] == 0  # it stopped when the client said exit
 
 
 def test_the_grammar_is_generated_from_the_parsers_grammar() -> None:

@@ -98,8 +98,10 @@ async def hang() -> str:
 @server.tool()
 def block(seconds: float) -> str:
     """Sleep ``seconds`` in a worker thread: neither a cancellation nor the end of
-    stdin can stop it, so the server stays busy (and alive) until it is done."""
+    stdin can stop it, so the server stays busy (and alive) until it is done. Then it writes
+    ``DIR/block-done-<pid>``: a server that got that far was waited for, not stopped."""
     time.sleep(seconds)
+    (DIR / f"block-done-{os.getpid()}").touch()
     return "done"
 
 

@@ -12,7 +12,6 @@ so the plan runner pauses every so often (``mcec.plans.engine.PACE``).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -105,13 +104,10 @@ def test_a_timeout_around_the_spawn_stops_the_worst_accepted_plan_on_time(how: s
     # sync steps never suspend: without pauses the 100,000 runs went on past `timeout(0.02)`
     impl.SCRIPT[:] = [WORST]
     module, program = compiled_edge("spin")
-    started = time.perf_counter()
     if how == "compiled":
         outcome = asyncio.run(module.hurried(impl.Log(), 7))
     else:
         outcome = asyncio.run(interpret(program, "hurried", impl.Log(), 7))
-    elapsed = time.perf_counter() - started
     assert isinstance(outcome, Err) and outcome.error == Timeout(0.02), outcome
     # at ~2 µs a run, 0.02 s is ~10,000 runs on an idle machine (fewer on a busy one)
     assert impl.RUNS[0] < MAX_PLAN_WORK // 2, impl.RUNS[0]
-    assert elapsed < 5, elapsed

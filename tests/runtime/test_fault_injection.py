@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 import toolbox as tb
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from spec_gen import FAULTABLE, HEADER, STEP_FAULTS, Fault, fault_plans, specs
 from toolbox import Neg, Odd, TState
@@ -42,7 +42,6 @@ from mcec.run.runner import load_module
 from mcec.span import SourceFile
 
 _counter = itertools.count()
-STATS: dict[str, int] = {}
 FIRED: set[str] = set()  # fault kinds that fired in the current run
 DECLARED = {"Odd": Odd, "Neg": Neg}
 
@@ -177,7 +176,6 @@ def test_injected_faults_compiled_matches_interpreter(spec: str, inputs: list[in
     assert result.program is not None and result.generated is not None
     module = load_module(result.program, result.generated)
     originals = {name: getattr(module, name) for name in FAULTABLE if hasattr(module, name)}
-    STATS["specs"] = STATS.get("specs", 0) + 1
     for plan in plans:
         fakes = {name: _fake(name, fault) for name, fault in plan.items()}
         for name, impl in {**originals, **fakes}.items():
@@ -186,11 +184,11 @@ def test_injected_faults_compiled_matches_interpreter(spec: str, inputs: list[in
         for value in inputs:
             FIRED.clear()
             compiled = _run(lambda: module.main(TState(), value), spec, file)
-            for kind in FIRED:
-                STATS[f"fired {kind}"] = STATS.get(f"fired {kind}", 0) + 1
+            for kind in sorted(FIRED):  # what was exercised: `pytest --hypothesis-show-statistics` shows it
+                event(f"fired {kind}")
             interpreted = _run(lambda: interpreter.run("main", TState(), value), spec, file)
             assert compiled == interpreted, f"input {value}, faults {plan}\n{spec}"
-            STATS[f"outcome {compiled[0]}"] = STATS.get(f"outcome {compiled[0]}", 0) + 1
+            event(f"outcome {compiled[0]}")
 
 
 EVERY_STEP = (
@@ -243,9 +241,3 @@ def test_every_fault_kind_at_every_step_compiled_matches_interpreter(spec: str, 
     assert all(fired.values()), fired
     used = {name for name in FAULTABLE if re.search(rf"\b{name}\b", spec[len(HEADER) :])}
     assert fired_at == used, used - fired_at  # a fault fired at every step the spec uses
-    STATS.update({f"sweep fired {k}": v for k, v in fired.items()})
-
-
-def test_report_fault_injection_counts() -> None:
-    """Prints what the property test above exercised (run with -s)."""
-    print("\nfault injection:", dict(sorted(STATS.items())))

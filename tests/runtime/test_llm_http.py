@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import pickle
 import socket
-import time
 import traceback
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -269,9 +268,7 @@ def test_other_statuses_are_rejected_without_retries(llm_server: LLMServer) -> N
 def test_a_timeout_is_llm_unavailable(llm_server: LLMServer) -> None:
     step = llm_step(FAST, "{{ subject }}", str, name="summarise")
     llm_server.script(text("late", delay=5))
-    t0 = time.perf_counter()
     out = run(call(llm_server, step, TICKET, timeout=0.3))
-    assert time.perf_counter() - t0 < 3
     assert isinstance(out.error, LLMUnavailable) and out.error.kind is LLMUnavailableKind.TIMEOUT
     assert "no answer within 0.3s" in out.error.reason
     llm_server.wait_until(lambda: llm_server.disconnects == 1)
@@ -348,10 +345,8 @@ def test_cancelling_an_in_flight_call(llm_server: LLMServer, monkeypatch: pytest
             cancelled = False
         return cancelled, leftover_tasks()
 
-    t0 = time.perf_counter()
     cancelled, leftover = run(main())
     assert cancelled and not leftover
-    assert time.perf_counter() - t0 < 5
     llm_server.wait_until(lambda: llm_server.disconnects == 1 and llm_server.open_connections == 0)
     assert clients.all_closed()
 
@@ -545,9 +540,7 @@ def test_a_budget_cancels_the_calls_in_flight(llm_server: LLMServer) -> None:
                 result = exc
             return result, (b.used, run_.usage.total_tokens), leftover_tasks()
 
-    t0 = time.perf_counter()
     result, (used, total), leftover = run(go())
-    assert time.perf_counter() - t0 < 5
     assert result == BudgetExceeded(500, 600)
     assert (used, total) == (600, 900)
     assert not leftover

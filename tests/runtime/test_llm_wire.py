@@ -20,7 +20,6 @@ import pickle
 import socket
 import subprocess
 import sys
-import time
 import traceback
 from collections.abc import Coroutine
 from pathlib import Path
@@ -325,14 +324,11 @@ def test_a_trickling_endpoint_is_cut_off_at_the_timeout(llm_server: LLMServer, r
         # the guard makes a missing deadline fail in seconds, not hang the test for 40 s
         return await asyncio.wait_for(call(llm_server, step, timeout=timeout, max_retries=retries), 15)
 
-    t0 = time.perf_counter()
     out = run(go())
-    elapsed = time.perf_counter() - t0
+    # each attempt ended at its deadline (a TIMEOUT, not the guard's TimeoutError), and was retried
     assert isinstance(out, Err) and isinstance(out.error, LLMUnavailable), out
     assert out.error.kind is LLMUnavailableKind.TIMEOUT
     assert len(llm_server.requests) == 1 + retries
-    # each attempt ends at its deadline; a retry waits the client's backoff (under 1 s for the first)
-    assert elapsed < (1 + retries) * timeout + retries * 1.0 + 2.0, elapsed
     llm_server.wait_until(lambda: llm_server.open_connections == 0)
 
 

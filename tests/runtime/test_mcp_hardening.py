@@ -101,18 +101,16 @@ def test_an_answer_too_deep_to_parse_fails_its_call_at_once() -> None:
     the connection stays usable."""
     server = StdioServer("raw", shlex.join([sys.executable, str(RAW), "100000"]))
 
-    async def main() -> tuple[Any, float, Any]:
+    async def main() -> tuple[Any, Any]:
         async with tool_scope(timeout=25):
             await tool(server, "ping", str)(None, {})
-            started = time.monotonic()
             outcome = await tool(server, "deep", Any)(None, {})
-            took = time.monotonic() - started
-            return outcome, took, await tool(server, "ping", str)(None, {})
+            return outcome, await tool(server, "ping", str)(None, {})
 
-    outcome, took, after = asyncio.run(main())
+    outcome, after = asyncio.run(main())
+    # an invalid result, not the 25 s time-out's unavailable
     assert isinstance(outcome, Err) and outcome.error.kind is Kind.INVALID_RESULT
     assert "could not be parsed" in outcome.error.reason and "recursion limit" in outcome.error.reason
-    assert took < 20  # not the 25 s time-out
     assert after == Ok("pong", None)
 
 
@@ -138,9 +136,7 @@ def test_a_process_the_server_started_ends_with_the_scope(tmp_path: Path, crash:
                 assert isinstance(died, Err) and died.error.kind is Kind.CONNECTION_LOST
             return pid.value
 
-    started = time.monotonic()
     child = asyncio.run(main())
-    assert time.monotonic() - started < 20
     assert children(tmp_path) == [child]
     deadline = time.monotonic() + 2.0
     while alive(child) and time.monotonic() < deadline:

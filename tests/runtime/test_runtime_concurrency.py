@@ -5,7 +5,6 @@ share the same core."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -40,19 +39,16 @@ def test_fail_fast_cancels_every_sibling() -> None:
     branches = [slow_k(i) for i in range(49)]
     branches.insert(17, fail_k(-1))
 
-    async def main() -> tuple[Any, float, set[asyncio.Task[Any]]]:
-        t0 = time.perf_counter()
+    async def main() -> tuple[Any, set[asyncio.Task[Any]]]:
         out = await AgentMonad.par(branches).run(1)
-        elapsed = time.perf_counter() - t0
         others = asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
-        return out, elapsed, others
+        return out, others
 
-    out, elapsed, leftover = asyncio.run(main())
-    assert elapsed < 0.5
+    out, leftover = asyncio.run(main())
     assert isinstance(out, Err) and isinstance(out.error, Boom)
     assert out.state == 101  # the failing branch's state at its failure
     assert out.site == SITE
-    assert sorted(cancelled) == list(range(49))
+    assert sorted(cancelled) == list(range(49))  # the par did not wait for the 5 s branches: it cancelled them
     assert not leftover
 
 
@@ -252,14 +248,17 @@ def test_compiled_branch_raising_is_a_defect_at_the_group() -> None:
     assert info.value.site == SITE and isinstance(info.value.cause, OSError)
 
 
-def test_par_1000_branches_wall_time() -> None:
+def test_par_1000_branches_run_at_once() -> None:
+    under_way: list[int] = [0, 0]  # now, most at once
+
     async def nap(state: int, value: None) -> Ok[int, None]:
+        under_way[0] += 1
+        under_way[1] = max(under_way)
         await asyncio.sleep(0.05)
+        under_way[0] -= 1
         return Ok(None, state)
 
     k = lift_step(nap, name="nap", errors=(), is_async=True)
     prog = AgentMonad.par([k(None) for _ in range(1000)])
-    t0 = time.perf_counter()
     assert isinstance(prog.run_sync(0), Ok)
-    # Run one after another, the branches take 50 s; a coarse bound that a loaded machine cannot miss.
-    assert time.perf_counter() - t0 < 5.0
+    assert under_way == [0, 1000]  # every branch was napping at once, not one after another
