@@ -191,7 +191,8 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from agentmonad.concurrency import ElementsHook
     from agentmonad.context import current_run_context, hooks, reset_run_context, set_run_context
     from agentmonad.durable import DurableJournal, ReplayMismatch
-    from agentmonad.durable.dbos import RunNotStarted, given_answers
+    from agentmonad.durable.dbos import RunNotStarted, given_answers, stop_asked
+    from agentmonad.durable.journal import StopAsked
     from agentmonad.llm import llm_config, usage
 
     from mcec.durable.types import type_table
@@ -199,7 +200,9 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from mcec.run.interpret import interpret
     from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
 
-    if str(request.get("run_id")) in _cancelling:  # cancelled while it waits: record that, run nothing
+    run_id = str(request.get("run_id"))
+    stop = stop_asked(run_id)
+    if stop():  # cancelled while it waited (or before it started): record that, run nothing
         return {"ok": None, "status": "cancelled"}
     _importable_as_started(request)
     pipeline = request["pipeline"]
@@ -212,7 +215,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         assert program is not None
         value, state = prepare(program, pipeline, request["input"], request.get("state"))
         llm = llm_run_config(program, list(request.get("models", [])))
-        journal = DurableJournal(store, type_table(program), records, given_answers(str(request.get("run_id"))))
+        journal = DurableJournal(store, type_table(program), records, given_answers(run_id), stop_asked=stop)
         module = load_module(program, compiled.generated) if compiled.generated is not None else None
     except (DurableError, RunError) as exc:  # the cause is outside the run: it stays resumable
         raise RunNotStarted(str(exc)) from None
@@ -235,6 +238,9 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
             return {"ok": None, "status": "waiting", "questions": [q.as_json() for q in ended],
                     "refused": journal.refused}
         outcome = ended
+    except StopAsked:  # `mcec runs cancel`: every effect that completed is recorded; the run ends cancelled
+        await store.flush()
+        return {"ok": None, "status": "cancelled"}
     except Defect as defect:
         cause = defect.cause
         if isinstance(cause, ReplayMismatch):  # the spec changed under it: resumable under the one it started with
@@ -326,8 +332,6 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
         )
 
 
-#: The waiting runs this process is cancelling (:func:`cancel`): resumed only to record that.
-_cancelling: set[str] = set()
 
 
 @contextmanager
@@ -463,6 +467,7 @@ def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, 
     if info.status == "SUCCESS" and info.result is not None:
         return _payload(run_id, info.result)
     _refuse_a_workers_run(engine, info)
+    engine.take_up(run_id)  # resumed: no longer asked to stop
     _refuse_changed(info, allow_changed_spec)
     _launch(engine, _program(str(info.request["spec"])) if info.request.get("elements") else None, info.request)
     return _payload(run_id, asyncio.run(engine.resume(run_id)))
@@ -628,19 +633,34 @@ def cancel(run_id: str, *, db: str | None = None) -> None:
         ended = _status(info, engine.steps(run_id))
         if ended in ("finished", "failed"):
             raise DurableError(f"run {run_id} has already ended ({ended}): there is nothing to cancel")
-        engine.cancel(run_id)  # a process running it stops at its next effect, and lets go of its lock
+        # a row, before anything else: the process running the run stops before its next effect
+        # (the effect in flight completes and is recorded), then lets go of its lock
+        engine.ask_to_stop(run_id)
+        _until_no_worker_runs(engine, run_id)
         with _locked(engine, run_id):
             info = _known(engine, run_id)
-            if _status(info, engine.steps(run_id)) != "waiting":
-                return
-            # a waiting run's workflow is already CANCELLED in DBOS (the state DBOS resumes): it is
-            # resumed only to record that it is cancelled, running nothing of the pipeline
-            _cancelling.add(run_id)
-            try:
+            status = _status(info, engine.steps(run_id))
+            if status == "waiting":
+                # a waiting run's workflow is already CANCELLED in DBOS (the state DBOS resumes): it is
+                # resumed only to record that it is cancelled (its run sees the row), running nothing
                 engine.launch(_execute)
                 asyncio.run(engine.resume(run_id))
-            finally:
-                _cancelling.discard(run_id)
+            elif status in ("running", "enqueued", "stopped"):  # no process runs it (we hold its lock)
+                engine.cancel(run_id)
+
+
+def _until_no_worker_runs(engine: Engine, run_id: str) -> None:
+    """Wait (up to :data:`LOCK_WAIT` seconds) until no live worker runs ``run_id``: a worker holds
+    no run lock, and stops the run at its next effect once it sees it was asked to."""
+    deadline = time.monotonic() + LOCK_WAIT
+    while time.monotonic() < deadline:
+        info = _known(engine, run_id)
+        if (info.status != "PENDING" or not info.request.get("queue") or not info.executor
+                or engine.live_worker(info.executor, WORKER_STALE_AFTER) is None):
+            return
+        time.sleep(0.05)
+    raise DurableError(f"run {run_id} was asked to stop, but its worker still runs it after {LOCK_WAIT:g} s "
+                       "(it stops before its next effect)")
 
 
 def _open_questions(engine: Engine, info: RunInfo) -> list[dict[str, Any]]:

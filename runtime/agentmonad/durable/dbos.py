@@ -264,6 +264,29 @@ _client: list[DBOSClient] = []
 _launched: list[Engine] = []
 
 
+#: How often a running run reads whether it was asked to stop, at most (seconds): a `runs cancel`
+#: waits for the run to stop, so this is how long an effect may still start after the ask.
+STOP_POLL_SECONDS = 0.1
+
+
+def stop_asked(run_id: str) -> Callable[[], bool]:
+    """Whether ``run_id`` was asked to stop, for its journal to consult before each effect: read
+    from the run database at most every :data:`STOP_POLL_SECONDS` (an effect boundary costs no
+    read in between)."""
+    engine = _launched[0] if _launched else None
+    last = [float("-inf"), False]
+
+    def asked() -> bool:
+        if engine is None:
+            return False
+        now = time.monotonic()
+        if now - float(last[0]) >= STOP_POLL_SECONDS:
+            last[0], last[1] = now, engine.stop_is_asked(run_id)
+        return bool(last[1])
+
+    return asked
+
+
 def given_answers(run_id: str) -> dict[str, tuple[object, object]]:
     """The answers given to the questions of ``run_id`` (:meth:`Engine.answers`), for the process
     that runs it: read from the run database, wherever they were given."""
@@ -310,6 +333,17 @@ _answers = sa.Table(
     sa.Column("payload", sa.Text, nullable=False),
     sa.Column("answer", sa.Text, nullable=False),
     sa.Column("given", sa.Float, nullable=False),
+)
+
+
+#: The runs someone asked to stop (``mcec runs cancel``): a row per run, written by the command and
+#: read by whichever process runs the run, which stops before its next effect
+#: (:func:`stop_asked`); a resume takes the run up again and removes it.
+_cancels = sa.Table(
+    "mcec_cancels",
+    _metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("asked", sa.Float, nullable=False),
 )
 
 
@@ -496,6 +530,24 @@ class Engine:
             rows = c.execute(sa.select(_answers.c.question, _answers.c.payload, _answers.c.answer)
                              .where(_answers.c.run_id == run_id)).fetchall()
         return {str(r.question): (json.loads(r.payload), json.loads(r.answer)) for r in rows}
+
+    # ------------------------------------------------------------------ asking a run to stop
+
+    def ask_to_stop(self, run_id: str) -> None:
+        """Record that ``run_id`` is to stop: the process running it stops before its next effect."""
+        with self._sql().begin() as c:
+            c.execute(_cancels.delete().where(_cancels.c.run_id == run_id))
+            c.execute(_cancels.insert().values(run_id=run_id, asked=time.time()))
+
+    def stop_is_asked(self, run_id: str) -> bool:
+        """Whether someone asked ``run_id`` to stop (and no resume took it up since)."""
+        with self._sql().begin() as c:
+            return c.execute(sa.select(_cancels.c.run_id).where(_cancels.c.run_id == run_id)).first() is not None
+
+    def take_up(self, run_id: str) -> None:
+        """Forget that ``run_id`` was asked to stop (a resume takes it up again)."""
+        with self._sql().begin() as c:
+            c.execute(_cancels.delete().where(_cancels.c.run_id == run_id))
 
     def heartbeat(self, queues: Sequence[str] = ()) -> None:
         """Record that this process (a launched worker) is alive (its row made on the first call)."""

@@ -36,7 +36,7 @@ from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
 __all__ = [
-    "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "RecordError", "state_delta", "apply_delta",
+    "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "StopAsked", "RecordError", "state_delta", "apply_delta",
     "whole_states", "OpenQuestion", "WAITING", "CANCELLED", "STOPPED", "NOT_EFFECTS", "iso_time", "epoch", "branch_key",
 ]
 
@@ -119,6 +119,13 @@ class OpenQuestion:
                             data.get("question"), dict(data.get("schema", {})), data.get("prompt"),
                             epoch(asked) if isinstance(asked, str) else 0.0,
                             float(within) if within is not None else None)
+
+
+class StopAsked(BaseException):
+    """Someone asked the run to stop (``mcec runs cancel``): raised where its next effect would
+    start, which does not. Not an :class:`Exception`, so no ``catch``/``orelse`` of the pipeline
+    takes it: it ends the run's task (its sibling branches cancelled) and the run is recorded
+    ``cancelled``; every effect that completed before it is recorded."""
 
 
 class ReplayMismatch(Exception):
@@ -210,8 +217,11 @@ class DurableJournal:
     its store), records every other effect in ``store``. ``types`` gives each site's types."""
 
     def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {},
-                 answers: Mapping[str, tuple[object, object]] = {}, *, clock: Callable[[], float] = time.time) -> None:
+                 answers: Mapping[str, tuple[object, object]] = {}, *, clock: Callable[[], float] = time.time,
+                 stop_asked: Callable[[], bool] | None = None) -> None:
         self.store = store
+        #: Whether someone asked the run to stop: consulted before each effect starts (:class:`StopAsked`).
+        self._stop_asked = stop_asked
         self.types = types
         # a waiting (or cancelled) record is not an effect: a resumed run does not replay it
         self._recorded = {k: r for k, r in recorded.items() if r.get("kind") not in NOT_EFFECTS}
@@ -395,6 +405,7 @@ class DurableJournal:
                     raise decode_error(record["result"]["raised"], ERRORS)
                 return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
             return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
+        self._stop_if_asked()
         if self._doomed:
             await self._expire_doomed()
         if effect.kind == "human":
@@ -429,6 +440,10 @@ class DurableJournal:
         if raised:
             raise raised[0]
         return returned[0]
+
+    def _stop_if_asked(self) -> None:
+        if self._stop_asked is not None and self._stop_asked():
+            raise StopAsked()
 
     # -- people's answers ----------------------------------------------------------------------
 
@@ -587,6 +602,7 @@ class DurableJournal:
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
             return self._replay(path, record, effect)  # type: ignore[return-value]
+        self._stop_if_asked()
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         started = time.time()
