@@ -25,7 +25,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from mcec.check.typed import Program
     from mcec.compiler import CompileResult
+    from mcec.durable.locks import HeldLock
     from mcec.run.timeline import Node
 
 __all__ = [
@@ -201,7 +202,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
 
     run_id = str(request.get("run_id"))
-    stop = stop_asked(run_id)
+    stop = _stop_check(run_id, stop_asked(run_id))
     if stop():  # cancelled while it waited (or before it started): record that, run nothing
         return {"ok": None, "status": "cancelled"}
     _importable_as_started(request)
@@ -238,6 +239,9 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
             return {"ok": None, "status": "waiting", "questions": [q.as_json() for q in ended],
                     "refused": journal.refused}
         outcome = ended
+    except LockLost:
+        raise RunNotStarted("this process lost the run's lock (its database connection ended) and stopped it before "
+                            "its next effect") from None
     except StopAsked:  # `mcec runs cancel`: every effect that completed is recorded; the run ends cancelled
         await store.flush()
         return {"ok": None, "status": "cancelled"}
@@ -258,6 +262,24 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     if llm is not None:
         payload["usage"] = used.as_dict()
     return payload
+
+
+class LockLost(BaseException):
+    """This process no longer holds the lock of the run it runs (on Postgres: the lock's connection
+    ended), so another process may run the run now: it stops before its next effect."""
+
+
+def _stop_check(run_id: str, asked: Callable[[], bool]) -> Callable[[], bool]:
+    """What a run's journal consults before each effect: whether it was asked to stop (``asked``);
+    and, while this process holds the run's lock, that it still does (:class:`LockLost` if not)."""
+    held = _held.get(run_id)
+
+    def check() -> bool:
+        if held is not None and not held.held():
+            raise LockLost()
+        return asked()
+
+    return check
 
 
 def _elements(program: Program, request: dict[str, Any]) -> ElementsHook | None:
@@ -332,6 +354,9 @@ def _refuse_changed(info: RunInfo, allow_changed_spec: bool) -> None:
         )
 
 
+#: The run locks this process holds now, by run id: what its runs consult before each effect
+#: (a process that lost a run's lock stops the run, see :func:`_execute`).
+_held: dict[str, HeldLock] = {}
 
 
 @contextmanager
@@ -342,8 +367,12 @@ def _locked(engine: Engine, run_id: str) -> Iterator[None]:
     from mcec.durable.locks import LockBusy, run_lock
 
     try:
-        with run_lock(engine.url, run_id, wait=LOCK_WAIT):
-            yield
+        with run_lock(engine.url, run_id, wait=LOCK_WAIT) as lock:
+            _held[run_id] = lock
+            try:
+                yield
+            finally:
+                _held.pop(run_id, None)
     except LockBusy as exc:
         raise DurableError(str(exc)) from None
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["LockBusy", "run_lock"]
+__all__ = ["HeldLock", "LockBusy", "run_lock"]
 
 #: How often a process waiting for a run's lock tries again, in seconds.
 POLL = 0.05
@@ -35,8 +35,33 @@ class LockBusy(Exception):
     """Another process held the run's lock for all of the time we waited: the message says who."""
 
 
+class HeldLock:
+    """A run's lock this process holds: :meth:`held` says whether it still does. On Postgres the
+    lock lives as long as its connection: a connection the server ended (``pg_terminate_backend``,
+    a failover, a proxy's idle timeout) took the lock with it, and another process may run the run
+    now. On SQLite the row stays until this process lets it go or dies."""
+
+    __slots__ = ("_connection", "_postgres", "_lost")
+
+    def __init__(self, connection: Any, postgres: bool) -> None:
+        self._connection = connection
+        self._postgres = postgres
+        self._lost = False
+
+    def held(self) -> bool:
+        """Whether this process still holds the lock (one round trip on Postgres; once lost, lost)."""
+        if self._postgres and not self._lost:
+            import sqlalchemy as sa
+
+            try:
+                self._connection.execute(sa.text("select 1"))
+            except Exception:
+                self._lost = True
+        return not self._lost
+
+
 @contextmanager
-def run_lock(url: str, run_id: str, *, wait: float) -> Iterator[None]:
+def run_lock(url: str, run_id: str, *, wait: float) -> Iterator[HeldLock]:
     """Hold the lock of the run ``run_id`` in the database at ``url`` (``sqlite:///…`` or
     ``postgresql://…``) inside the ``with`` block; wait up to ``wait`` seconds for it, then
     raise :class:`LockBusy`."""
@@ -60,10 +85,12 @@ def run_lock(url: str, run_id: str, *, wait: float) -> Iterator[None]:
                     raise LockBusy(f"run {run_id} is being run by another process ({held_by}) and was still "
                                    f"after {wait:g} s; try again when it waits or ends (`mcec runs list`)")
                 time.sleep(POLL)
+            lock = HeldLock(connection, postgres)
             try:
-                yield
+                yield lock
             finally:
-                release(connection, run_id, holder)
+                if lock.held():  # a lost lock has nothing to release (its connection is gone)
+                    release(connection, run_id, holder)
     finally:
         engine.dispose()
 
