@@ -37,7 +37,23 @@ from .errors import Defect, MergeConflict
 from .observe import GroupSpan
 from .outcome import Err, Ok, Outcome, Site
 
-__all__ = ["run_group", "merge_outcome", "Elements", "ElementsHook", "elements_start"]
+__all__ = ["run_group", "merge_outcome", "Elements", "ElementsHook", "elements_start", "give_up_slot"]
+
+#: In a branch of a ``par``/``each`` group of a hooked run: what gives its slot to the group's next
+#: element (:func:`give_up_slot`). Set in each branch's own context, so an inner group's branches
+#: see their own group's.
+_SLOT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("agentmonad_slot", default=None)
+
+
+def give_up_slot() -> None:
+    """The branch running here waits on a person, not on work (a durable run's open question, see
+    :meth:`agentmonad.durable.DurableJournal`): its group (the innermost ``each(limit=N)`` around it)
+    starts its next element at once instead of when this one ends. So a batch's elements that need
+    no answer all run, and every question of the batch is open at once, whatever ``limit`` says.
+    Outside a group, nothing."""
+    give = _SLOT.get()
+    if give is not None:
+        give()
 
 _S = TypeVar("_S")
 
@@ -174,17 +190,29 @@ async def _run_group(
     # order the branches run in); else the branch's effects just carry its element index
     element = run.with_index if run.journal is None else run.journal.branches(run)
 
+    next_index = 0
+    given_up: set[int] = set()  # the elements that gave their slot up (give_up_slot): they wait on people
+
+    def give_up(i: int) -> None:
+        nonlocal next_index
+        if i in given_up:
+            return
+        given_up.add(i)
+        if next_index < count:
+            launch(next_index)
+            next_index += 1
+
     def launch(i: int) -> None:
         if run.hooked:  # the branch's effects carry its element index (agentmonad.effects)
             branch = contextvars.copy_context()
             branch.run(set_run_context, element(i))
+            branch.run(_SLOT.set, lambda: give_up(i))
             task = loop.create_task(start(i), context=branch)
         else:
             task = loop.create_task(start(i))
         running[task] = i
         task.add_done_callback(on_done)
 
-    next_index = 0
     while next_index < limit:
         launch(next_index)
         next_index += 1
@@ -229,7 +257,7 @@ async def _run_group(
                         reason=_not_an_outcome(result),
                     )
                     break
-                if next_index < count:
+                if next_index < count and i not in given_up:  # a slot given up was handed on already
                     launch(next_index)
                     next_index += 1
             if failure is not None or defect is not None or fatal is not None:

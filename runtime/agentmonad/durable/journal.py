@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar, final
 
 from pydantic import ValidationError
 
+from ..concurrency import give_up_slot
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
 from ..control import Deadline
 from ..human import ERRORS, Asking, NoAnswer, Question
@@ -494,6 +495,7 @@ class DurableJournal:
                               question.prompt, asked, question.deadline)
         self.open.append(opened)
         self._change()
+        give_up_slot()  # it waits on a person: the next element of its `each` starts now
         try:
             await asyncio.get_running_loop().create_future()  # parked until the run stops (cancelled)
         finally:
