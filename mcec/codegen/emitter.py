@@ -386,7 +386,9 @@ class Emitter:
             # docs/language.md §10: one client per model for the run, its usage counted
             scopes.append(cst.WithItem(item=c.call(self.runtime("llm_scope", f"{RUNTIME}.llm"))))
         if not scopes:
-            self.chain_function(pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc)
+            self.chain_function(
+                pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc, run_of=pipeline
+            )
             return
         body = self.names.fresh(f"_{pipeline.name}_body")
         self.chain_function(body, pipeline.sig, _flatten(pipeline.body), pipeline.span, None)
@@ -402,10 +404,33 @@ class Emitter:
             pipeline.name,
             [(state, self.state_type), (value, self.type_expr(pipeline.sig.input))],
             self.outcome(pipeline.sig),
-            [c.docstring(doc), scoped],
+            [c.docstring(doc), *self.run_entry(pipeline, scope, state, value), scoped],
         )
         self.record(definition, pipeline.span)
         self.functions.append(definition)
+
+    def run_entry(
+        self, pipeline: t.TPipeline, scope: NameAllocator, state: str, value: str
+    ) -> list[cst.BaseStatement]:
+        """A pipeline function's first statement: called from outside any run with something
+        listening (a hook attached, or a process-wide run sink: ``agentmonad.otel.instrument``),
+        it tells its own run (``RunStarted`` … ``RunEnded``) around the call of itself that runs
+        the body (``agentmonad.compiled.run_sinks``). With nothing attached anywhere: two global
+        reads per call, nothing per step."""
+        sink = scope.fresh("sink")
+        alive = c.or_([self.runtime("hooks_alive", COMPILED), self.runtime("run_sinks", COMPILED)])
+        again = cst.Lambda(
+            params=cst.Parameters(), body=c.call(c.name(pipeline.name), c.name(state), c.name(value))
+        )
+        site = self.site(pipeline.name, pipeline.span)
+        observed = c.call(
+            self.runtime("observed_run", COMPILED), c.name(sink), c.string(pipeline.name), site, again
+        )
+        told = c.if_(
+            cst.Comparison(c.name(sink), [cst.ComparisonTarget(cst.IsNot(), c.name("None"))]),
+            [c.return_(c.await_(observed))],
+        )
+        return [c.if_(alive, [c.assign(sink, c.call(self.runtime("run_sink", COMPILED))), told])]
 
     def function_of(self, expr: t.TExpr, owner: str) -> cst.BaseExpression:
         """An async callable ``(state, value) -> Outcome`` computing ``expr``."""
@@ -430,15 +455,21 @@ class Emitter:
         span: Span,
         doc: str | None,
         owner: str | None = None,
+        *,
+        run_of: t.TPipeline | None = None,
     ) -> None:
         """A function running ``parts`` in sequence, straight-line; helpers it
-        needs are named after ``owner`` (default: the function itself)."""
+        needs are named after ``owner`` (default: the function itself). ``run_of``: the function
+        is that pipeline's own, which tells its run (:meth:`run_entry`)."""
         owner = owner if owner is not None else function
         scope = self.names.child()
         state, value = scope.fresh("state"), scope.fresh("value")
         body: list[cst.BaseStatement] = [c.docstring(doc)] if doc else []
         self._emit_parts(body, scope, parts, state, value, owner, last=True)
         body = self.entered(body, scope)
+        if run_of is not None:
+            at = 1 if doc else 0
+            body = [*body[:at], *self.run_entry(run_of, scope, state, value), *body[at:]]
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
         )
