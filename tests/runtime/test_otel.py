@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import gzip
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -27,13 +23,14 @@ from opentelemetry import trace
 from opentelemetry.trace import ProxyTracerProvider, SpanKind, StatusCode
 
 from agentmonad import AgentMonad, Err, Ok, Site, lift_fn, lift_step
-from agentmonad.context import hooks
+from agentmonad.context import HOOKS_ALIVE, current_run_context, hooks
 from agentmonad.llm import llm_config
-from agentmonad.context import HOOKS_ALIVE, current_run_context
 from agentmonad.otel import SCHEMA_URL, SpanSink, instrument, uninstrument
 from examples.research.impl import AgentState
 from examples.research.planner import plan
 from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
+from otlp_receiver import receiver  # noqa: F401  (the fixture)
+from otlp_receiver import spans as received_spans
 from mcec.compiler import compile_source
 from agentmonad.observe import run_observed
 from mcec.run.interpret import interpret
@@ -233,43 +230,6 @@ def test_group_branches_are_children_of_their_group_and_a_failure_is_an_error_st
     assert (each.attributes["code.file.path"], each.attributes["code.line.number"]) == ("g.mce", 4)  # type: ignore[index]
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    """An OTLP/HTTP trace receiver: decodes each POST /v1/traces as ExportTraceServiceRequest."""
-
-    received: list[ExportTraceServiceRequest]
-
-    def do_POST(self) -> None:  # noqa: N802  (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        if self.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        if self.path == "/v1/traces":
-            self.server.received.append(request)  # type: ignore[attr-defined]
-        answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200 if self.path == "/v1/traces" else 404)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def receiver() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    server.received = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_an_otlp_http_export_reaches_a_receiver(receiver: ThreadingHTTPServer) -> None:
     provider = TracerProvider()
     port = receiver.server_address[1]
@@ -277,13 +237,7 @@ def test_an_otlp_http_export_reaches_a_receiver(receiver: ThreadingHTTPServer) -
     with hooks(events=SpanSink(provider)):
         assert asyncio.run(_grouped().run(0)) == Ok((2, (100, 200)), 0)
     provider.shutdown()
-    spans = [
-        span
-        for request in receiver.received  # type: ignore[attr-defined]
-        for resource in request.resource_spans
-        for scope in resource.scope_spans
-        for span in scope.spans
-    ]
+    spans = received_spans(receiver)
     names = sorted(span.name for span in spans)
     assert names == sorted(["invoke_agent program", "par", "double", "each", "execute_tool look", "execute_tool look"])
     tools = [span for span in spans if span.name == "execute_tool look"]
