@@ -18,8 +18,8 @@ or, for the runs started inside one block, attaches a :class:`SpanSink`::
         outcome = await module.react(state, question)
 
 With :func:`instrument` and no provider given, each run looks, when it starts, whether the SDK
-is configured (a global provider set with ``trace.set_tracer_provider``): until it is, a run
-attaches nothing and its steps cost what they cost uninstrumented. The two forms add up: a run
+is configured (a global provider set with ``trace.set_tracer_provider``, before or after the
+call): until it is, a run attaches nothing and its steps cost what they cost uninstrumented. The two forms add up: a run
 inside ``with hooks(events=SpanSink())`` in an instrumented process reports to both.
 
 Spans (OpenTelemetry semantic conventions **v1.41.0**: the GenAI agent and client spans, and
@@ -62,6 +62,7 @@ from typing import assert_never, final
 from opentelemetry import trace
 from opentelemetry.trace import (
     NoOpTracerProvider,
+    ProxyTracer,
     ProxyTracerProvider,
     Span,
     SpanKind,
@@ -281,19 +282,35 @@ class _RunSpans:
     """The process-wide run sink :func:`instrument` adds (:func:`agentmonad.observe.add_run_sink`):
     a :class:`SpanSink` for each run, or ``None`` while the global provider is not configured."""
 
-    __slots__ = ("provider",)
+    __slots__ = ("provider", "proxy")
 
     def __init__(self, tracer_provider: TracerProvider | None) -> None:
+        #: The provider the runs' spans go to; ``None`` until the global one is configured.
         self.provider = tracer_provider
+        #: Not configured yet: the API's proxy provider, which gives a proxy tracer until the SDK
+        #: is configured (``None``: configured, or the no-op provider for good).
+        self.proxy: ProxyTracerProvider | None = None
+        if tracer_provider is None:
+            found = trace.get_tracer_provider()
+            if isinstance(found, ProxyTracerProvider):
+                self.proxy = found
+            elif not isinstance(found, NoOpTracerProvider):
+                self.provider = found
 
     def __call__(self) -> SpanSink | None:
         provider = self.provider
         if provider is None:
-            provider = trace.get_tracer_provider()
-            # the API's own providers record nothing: the SDK is not configured (yet)
-            if isinstance(provider, (ProxyTracerProvider, NoOpTracerProvider)):
+            # asked of the proxy kept, not of trace.get_tracer_provider(): that reads os.environ
+            # each time, three times the cost (a run's one look should cost next to nothing)
+            if self.proxy is None or isinstance(
+                self.proxy.get_tracer(_INSTRUMENTATION, None, SCHEMA_URL), ProxyTracer
+            ):
                 return None
-            # the global provider is set once per process (the API refuses a second): keep it
+            # configured since: the global provider is set once per process (the API refuses a second)
+            provider = trace.get_tracer_provider()
+            if isinstance(provider, NoOpTracerProvider):
+                self.proxy = None
+                return None
             self.provider = provider
         return SpanSink(provider)
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import subprocess
+import sys
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -184,6 +187,35 @@ def test_instrument_without_a_configured_sdk_attaches_nothing() -> None:
     with hooks(events=SpanSink(_provider()[0])):  # the same step, hooked: what the list tells apart
         asyncio.run(look_k(1).run(0))
     assert hooked == [False, False, True]
+
+
+_CONFIGURED_LATER = """
+import asyncio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from agentmonad import Ok, Site, lift_step
+from agentmonad.otel import instrument
+
+look = lift_step(lambda s, v: Ok(v + 1, s), name="look", errors=(), site=Site("look", "g.mce", 2, 5))
+instrument()                                   # before the SDK is configured
+asyncio.run(look(1).run(0))                    # not configured yet: no span anywhere
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)            # configured now: the next run's spans go to it
+asyncio.run(look(1).run(0))
+print(sorted(span.name for span in exporter.get_finished_spans()))
+"""
+
+
+def test_instrument_before_the_sdk_is_configured_takes_the_global_provider_once_set() -> None:
+    """In a process of its own (the global provider is set once per process)."""
+    done = subprocess.run([sys.executable, "-c", _CONFIGURED_LATER], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "runtime")])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "['invoke_agent program', 'look']\n"
 
 
 class Boom(Exception):
