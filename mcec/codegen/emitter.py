@@ -419,12 +419,17 @@ class Emitter:
         reads per call, nothing per step."""
         sink = scope.fresh("sink")
         alive = c.or_([self.runtime("hooks_alive", COMPILED), self.runtime("run_sinks", COMPILED)])
-        again = cst.Lambda(
-            params=cst.Parameters(), body=c.call(c.name(pipeline.name), c.name(state), c.name(value))
-        )
         site = self.site(pipeline.name, pipeline.span)
+        # the function and its arguments, not a lambda: a closure would make state and value
+        # cells of the function, every step's access to them slower
         observed = c.call(
-            self.runtime("observed_run", COMPILED), c.name(sink), c.string(pipeline.name), site, again
+            self.runtime("observed_pipeline", COMPILED),
+            c.name(sink),
+            c.string(pipeline.name),
+            site,
+            c.name(pipeline.name),
+            c.name(state),
+            c.name(value),
         )
         told = c.if_(
             cst.Comparison(c.name(sink), [cst.ComparisonTarget(cst.IsNot(), c.name("None"))]),
