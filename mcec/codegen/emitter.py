@@ -410,13 +410,15 @@ class Emitter:
         self.functions.append(definition)
 
     def run_entry(
-        self, pipeline: t.TPipeline, scope: NameAllocator, state: str, value: str
+        self, pipeline: t.TPipeline, scope: NameAllocator, state: str, value: str, run: str | None = None
     ) -> list[cst.BaseStatement]:
         """A pipeline function's first statement: called from outside any run with something
         listening (a hook attached, or a process-wide run sink: ``agentmonad.otel.instrument``),
         it tells its own run (``RunStarted`` … ``RunEnded``) around the call of itself that runs
         the body (``agentmonad.compiled.run_sinks``). With nothing attached anywhere: two global
-        reads per call, nothing per step."""
+        reads per call, nothing per step. ``run``: the function reads its run context too (see
+        :meth:`entered`), in the same test — ``run = hooked_run()`` in it, ``run = None`` in its
+        ``else`` —, so the entry reads no global more than before."""
         sink = scope.fresh("sink")
         alive = c.or_([self.runtime("hooks_alive", COMPILED), self.runtime("run_sinks", COMPILED)])
         site = self.site(pipeline.name, pipeline.span)
@@ -435,7 +437,11 @@ class Emitter:
             cst.Comparison(c.name(sink), [cst.ComparisonTarget(cst.IsNot(), c.name("None"))]),
             [c.return_(c.await_(observed))],
         )
-        return [c.if_(alive, [c.assign(sink, c.call(self.runtime("run_sink", COMPILED))), told])]
+        listening = [c.assign(sink, c.call(self.runtime("run_sink", COMPILED))), told]
+        if run is None:
+            return [c.if_(alive, listening)]
+        read = c.assign(run, c.call(self.runtime("hooked_run", COMPILED)))
+        return [c.if_chain([(alive, [*listening, read])], [c.assign(run, c.name("None"))])]
 
     def function_of(self, expr: t.TExpr, owner: str) -> cst.BaseExpression:
         """An async callable ``(state, value) -> Outcome`` computing ``expr``."""
@@ -471,10 +477,12 @@ class Emitter:
         state, value = scope.fresh("state"), scope.fresh("value")
         body: list[cst.BaseStatement] = [c.docstring(doc)] if doc else []
         self._emit_parts(body, scope, parts, state, value, owner, last=True)
-        body = self.entered(body, scope)
-        if run_of is not None:
+        if run_of is not None:  # the run context read in the entry's test (run_entry)
             at = 1 if doc else 0
-            body = [*body[:at], *self.run_entry(run_of, scope, state, value), *body[at:]]
+            entry = self.run_entry(run_of, scope, state, value, scope.shared_as("run"))
+            body = [*body[:at], *entry, *body[at:]]
+        else:
+            body = self.entered(body, scope)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
         )
