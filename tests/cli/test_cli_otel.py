@@ -57,8 +57,10 @@ def test_mcec_run_otel_exports_the_spans_where_the_otel_variables_say(
     assert service_names(receiver) == {"otel-cli"}
 
 
-def test_without_otel_nothing_is_exported(receiver: ThreadingHTTPServer, tmp_path: Path) -> None:  # noqa: F811
-    done = mcec_with(["run", str(WORK), "work", "--input", '"a"'], tmp_path, **_otel(receiver, "otel-cli"))
+def test_without_otel_nothing_is_exported(
+    receiver: ThreadingHTTPServer, tmp_path: Path, mcec_in_process: Any  # noqa: F811
+) -> None:
+    done = mcec_in_process("run", str(WORK), "work", "--input", '"a"', cwd=tmp_path, env=_otel(receiver, "otel-cli"))
     assert done.returncode == 0, done.stderr
     assert spans(receiver) == []
 
