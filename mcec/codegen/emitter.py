@@ -73,6 +73,9 @@ class Emitter:
         self._toolbox_constants: dict[str, str] = {}
         self._builtins_alias: str | None = None
         self.site_lines: list[cst.SimpleStatementLine] = []
+        #: ``RUN_SITE_n = Site(pipeline, …)``: where each pipeline is declared, for its run's span
+        #: (:meth:`run_entry`); numbered apart so that the steps' ``SITE_n`` stay as they were.
+        self.run_site_lines: list[cst.SimpleStatementLine] = []
         self.functions: list[cst.FunctionDef] = []
         #: id() of a generated statement -> the span of the spec construct it stems from
         self.spans: dict[int, Span] = {}
@@ -174,9 +177,11 @@ class Emitter:
 
     # ------------------------------------------------------------ sites
 
-    def site(self, step: str, span: Span) -> cst.Name:
-        """A module constant ``SITE_n = Site(step, file, line, column)``."""
-        constant = self.names.fresh(f"SITE_{len(self.site_lines) + 1}")
+    def site(self, step: str, span: Span, *, run: bool = False) -> cst.Name:
+        """A module constant ``SITE_n = Site(step, file, line, column)`` (``run``: a pipeline's
+        own, ``RUN_SITE_n``)."""
+        lines = self.run_site_lines if run else self.site_lines
+        constant = self.names.fresh(f"{'RUN_' if run else ''}SITE_{len(lines) + 1}")
         value = c.call(
             self.runtime("Site"),
             c.string(step),
@@ -186,7 +191,7 @@ class Emitter:
         )
         statement = c.assign(constant, value)
         self.record(statement, span)
-        self.site_lines.append(statement)
+        lines.append(statement)
         return c.name(constant)
 
     # ------------------------------------------------------------ declarations
@@ -421,7 +426,7 @@ class Emitter:
         ``else`` —, so the entry reads no global more than before."""
         sink = scope.fresh("sink")
         alive = c.or_([self.runtime("hooks_alive", COMPILED), self.runtime("run_sinks", COMPILED)])
-        site = self.site(pipeline.name, pipeline.span)
+        site = self.site(pipeline.name, pipeline.span, run=True)
         # the function and its arguments, not a lambda: a closure would make state and value
         # cells of the function, every step's access to them slower
         observed = c.call(
@@ -1039,7 +1044,7 @@ class Emitter:
             self.record(statement, spec_import.span)
             body.append(statement)
         body.append(fresh)
-        top = [*self.site_lines, *bindings]
+        top = [*self.site_lines, *self.run_site_lines, *bindings]
         if top:  # one blank line between the imports and the constants (two after a class)
             first = top[0].with_changes(leading_lines=[cst.EmptyLine()] * (2 if partials else 1))
             self.record(first, self.spans[id(top[0])])
