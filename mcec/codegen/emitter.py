@@ -181,7 +181,12 @@ class Emitter:
         """A module constant ``SITE_n = Site(step, file, line, column)`` (``run``: a pipeline's
         own, ``RUN_SITE_n``)."""
         lines = self.run_site_lines if run else self.site_lines
-        constant = self.names.fresh(f"{'RUN_' if run else ''}SITE_{len(lines) + 1}")
+        # two literal patterns, not one computed prefix: tests/check/test_no_generated_names.py
+        # reads the emitter's fresh(f"…") names to know what a diagnostic must never show
+        if run:
+            constant = self.names.fresh(f"RUN_SITE_{len(lines) + 1}")
+        else:
+            constant = self.names.fresh(f"SITE_{len(lines) + 1}")
         value = c.call(
             self.runtime("Site"),
             c.string(step),
