@@ -4,7 +4,7 @@
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``scaling_bench`` (issue 36), ``codegen_bench``
 (issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
-``react_bench`` (issue 22), ``plan_bench`` (issue 23), ``lsp_bench`` (issue 34), ``events_bench`` and ``stream_bench`` (issue 33), prints each one's detail, then ONE
+``react_bench`` (issue 22), ``plan_bench`` (issue 23), ``lsp_bench`` (issue 34), ``events_bench`` and ``stream_bench`` (issue 33), ``instrument_bench`` (issue 48), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
 reported as an error row; the others still run.
@@ -29,8 +29,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
-    "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "peers", "check", "llm", "stream", "react",
-    "plans", "lsp", "durable",
+    "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "instrument", "peers", "check", "llm",
+    "stream", "react", "plans", "lsp", "durable",
 )
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 #: The checker's sizes in the smoke run (the test suite's). The largest is wide enough that a
@@ -225,6 +225,18 @@ def rows_control(r: dict[str, Any]) -> list[Row]:
                 _mark(g["target_met"][construct]),
             ))
     return rows
+
+
+def rows_instrument(r: dict[str, Any]) -> list[Row]:
+    """Summary row of ``instrument_bench`` (issue 48): ``instrument()`` with the SDK not configured."""
+    per_call = ", ".join(f"{n} steps {ratio:.3f}" for n, ratio in r["per_call_ratio"].items())
+    return [(
+        "instrument #48",
+        "compiled chain, instrument() with the SDK not configured: per step / not instrumented",
+        f"{r['value']:.3f} (A/A {r['per_step_aa']:.3f}; per call {per_call})",
+        f"≤ {r['target']}",
+        _mark(r["target_met"]),
+    )]
 
 
 def rows_events(r: dict[str, Any]) -> list[Row]:
@@ -538,6 +550,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = events_bench.main(quick=quick, smoke=smoke)
         events_bench.print_detail(out)
         return out
+    if name == "instrument":
+        from benchmarks import instrument_bench
+
+        out = instrument_bench.main(quick=quick, smoke=smoke)
+        instrument_bench.print_detail(out)
+        return out
     if name == "peers":
         from benchmarks import peers
 
@@ -602,6 +620,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "codegen": rows_codegen,
     "control": rows_control,
     "events": rows_events,
+    "instrument": rows_instrument,
     "peers": rows_peers,
     "check": rows_check,
     "llm": rows_llm,

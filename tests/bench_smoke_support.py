@@ -21,7 +21,7 @@ import pytest
 
 #: The benchmarks each smoke test file runs (together: every benchmark of the harness).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "front": ("runtime", "frontend", "checker", "scaling", "codegen", "control", "events"),
+    "front": ("runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "instrument"),
     "peers": ("peers",),
     "check": ("check",),
     "models": ("llm", "stream", "react", "plans"),
@@ -153,6 +153,12 @@ def _events(figures: dict[str, Any]) -> None:
     assert isinstance(chain["target_met"], bool) and isinstance(each["target_met"], bool)
 
 
+def _instrument(figures: dict[str, Any]) -> None:
+    instrumented = figures["instrument"]
+    assert {"bare", "instrumented", "bare_again"} <= set(instrumented["us_per_call"])
+    assert isinstance(instrumented["target_met"], bool)
+
+
 def _durable(figures: dict[str, Any]) -> None:
     durable = figures["durable"]
     step = durable["step"]
@@ -178,6 +184,7 @@ CHECKS: dict[str, tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]]
     "codegen": ("codegen #5", _codegen, ()),
     "control": ("control #21", _control, ("hand-written for loop", "timeout(30) around")),
     "events": ("events #33", _events, ("no sink: per step / before events", "OTel spans, in-memory exporter")),
+    "instrument": ("instrument #48", _instrument, ("instrument() with the SDK not configured",)),
     "peers": ("peers #6", _peers, ()),
     "check": ("check #20", _check, ("check --fast with / without class knowledge",)),
     "llm": ("llm #22", _llm, ()),

@@ -56,9 +56,10 @@ CONFINED: dict[str, tuple[str, ...]] = {
     # the language server's protocol: only `mcec lsp` loads it
     "pygls": ("mcec.lsp",),
     "lsprotocol": ("mcec.lsp",),
-    # a run's progress on a terminal (`mcec run`), and its OpenTelemetry spans: only they load them
+    # a run's progress on a terminal (`mcec run`), and its OpenTelemetry spans (the SDK configured
+    # for `--otel`): only they load them
     "rich": ("mcec.run.progress",),
-    "opentelemetry": ("agentmonad.otel",),
+    "opentelemetry": ("agentmonad.otel", "mcec.run.telemetry"),
 }
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -19,6 +20,8 @@ from mcec.render import DEFAULT_LIMIT, render_json, render_summary, render_text
 from mcec.span import SourceFile, Span
 
 __all__ = [
+    "add_otel_option",
+    "with_otel",
     "EXIT_ERRORS",
     "EXIT_INTERNAL",
     "EXIT_OK",
@@ -163,3 +166,31 @@ def non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
     return value
+
+
+def add_otel_option(command: argparse.ArgumentParser) -> None:
+    """``--otel``, as ``mcec run`` and ``mcec worker`` take it (``mcec.run.telemetry``)."""
+    command.add_argument(
+        "--otel",
+        action="store_true",
+        help="export the runs' OpenTelemetry spans as the standard OTEL_* environment variables say "
+        "(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, …; needs mcec[trace])",
+    )
+
+
+def with_otel(command: str, args: argparse.Namespace, body: Callable[[], int]) -> int:
+    """``body()``, with the process's runs exported as spans when ``args.otel`` (``--otel``): a
+    missing package or a bad ``OTEL_*`` value is one line on stderr and exit status 2."""
+    if not args.otel:
+        return body()
+    from mcec.run import telemetry
+
+    try:
+        provider = telemetry.start()
+    except telemetry.TelemetryError as exc:
+        print(f"mcec {command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return body()
+    finally:
+        telemetry.shutdown(provider)

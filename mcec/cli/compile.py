@@ -34,10 +34,12 @@ from mcec.cli.common import (
     EXIT_USAGE,
     Reporter,
     Subparsers,
+    add_otel_option,
     collect_specs,
     color_wanted,
     load_source,
     non_negative,
+    with_otel,
 )
 from mcec.compiler import CompileResult, compile_source
 from mcec.codegen import template_hashes
@@ -417,6 +419,7 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     command.add_argument(
         "--interpret", action="store_true", help="run with the reference interpreter instead of the compiled code"
     )
+    add_otel_option(command)
     durable = command.add_argument_group("durable runs (docs/language.md §13)")
     durable.add_argument("--durable", action="store_true", help="record every effect: a killed run resumes where it was")
     durable.add_argument("--run-id", default=None, metavar="ID", help="the run's id (again: resume that run)")
@@ -500,7 +503,11 @@ def load_compiled(result: CompileResult) -> pytypes.ModuleType | int:
 
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one pipeline; exit 0 on Ok, 1 on Err, a Defect or a spec whose Python
-    side does not load, 2 on bad input."""
+    side does not load, 2 on bad input. With ``--otel``, its spans are exported."""
+    return with_otel("run", args, lambda: _run_run(args, out))
+
+
+def _run_run(args: argparse.Namespace, out: TextIO) -> int:
     from agentmonad.events import EventSink, Fanout
     from agentmonad.human import ConsoleHuman
 

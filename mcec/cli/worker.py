@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from mcec.cli.common import EXIT_OK, EXIT_USAGE, Subparsers
+from mcec.cli.common import EXIT_OK, EXIT_USAGE, Subparsers, add_otel_option, with_otel
 
 __all__ = ["COMMANDS", "add_worker", "run_worker"]
 
@@ -54,11 +54,16 @@ def add_worker(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
                          help="a worker silent this long is dead: its runs are re-enqueued (default: 10)")
     command.add_argument("--poll-seconds", type=_positive(float), default=1.0, metavar="S",
                          help="how often each queue is polled for runs (default: 1)")
+    add_otel_option(command)
     command.set_defaults(func=run_worker)
 
 
 def run_worker(args: argparse.Namespace, out: TextIO) -> int:
-    """Run ``mcec worker`` until it is stopped."""
+    """Run ``mcec worker`` until it is stopped (with ``--otel``, its runs' spans exported)."""
+    return with_otel("worker", args, lambda: _run_worker(args, out))
+
+
+def _run_worker(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.durable import DurableError
     from mcec.durable.worker import serve
 

@@ -73,6 +73,9 @@ class Emitter:
         self._toolbox_constants: dict[str, str] = {}
         self._builtins_alias: str | None = None
         self.site_lines: list[cst.SimpleStatementLine] = []
+        #: ``RUN_SITE_n = Site(pipeline, …)``: where each pipeline is declared, for its run's span
+        #: (:meth:`run_entry`); numbered apart so that the steps' ``SITE_n`` stay as they were.
+        self.run_site_lines: list[cst.SimpleStatementLine] = []
         self.functions: list[cst.FunctionDef] = []
         #: id() of a generated statement -> the span of the spec construct it stems from
         self.spans: dict[int, Span] = {}
@@ -174,9 +177,16 @@ class Emitter:
 
     # ------------------------------------------------------------ sites
 
-    def site(self, step: str, span: Span) -> cst.Name:
-        """A module constant ``SITE_n = Site(step, file, line, column)``."""
-        constant = self.names.fresh(f"SITE_{len(self.site_lines) + 1}")
+    def site(self, step: str, span: Span, *, run: bool = False) -> cst.Name:
+        """A module constant ``SITE_n = Site(step, file, line, column)`` (``run``: a pipeline's
+        own, ``RUN_SITE_n``)."""
+        lines = self.run_site_lines if run else self.site_lines
+        # two literal patterns, not one computed prefix: tests/check/test_no_generated_names.py
+        # reads the emitter's fresh(f"…") names to know what a diagnostic must never show
+        if run:
+            constant = self.names.fresh(f"RUN_SITE_{len(lines) + 1}")
+        else:
+            constant = self.names.fresh(f"SITE_{len(lines) + 1}")
         value = c.call(
             self.runtime("Site"),
             c.string(step),
@@ -186,7 +196,7 @@ class Emitter:
         )
         statement = c.assign(constant, value)
         self.record(statement, span)
-        self.site_lines.append(statement)
+        lines.append(statement)
         return c.name(constant)
 
     # ------------------------------------------------------------ declarations
@@ -386,7 +396,9 @@ class Emitter:
             # docs/language.md §10: one client per model for the run, its usage counted
             scopes.append(cst.WithItem(item=c.call(self.runtime("llm_scope", f"{RUNTIME}.llm"))))
         if not scopes:
-            self.chain_function(pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc)
+            self.chain_function(
+                pipeline.name, pipeline.sig, _flatten(pipeline.body), pipeline.span, doc, run_of=pipeline
+            )
             return
         body = self.names.fresh(f"_{pipeline.name}_body")
         self.chain_function(body, pipeline.sig, _flatten(pipeline.body), pipeline.span, None)
@@ -402,10 +414,44 @@ class Emitter:
             pipeline.name,
             [(state, self.state_type), (value, self.type_expr(pipeline.sig.input))],
             self.outcome(pipeline.sig),
-            [c.docstring(doc), scoped],
+            [c.docstring(doc), *self.run_entry(pipeline, scope, state, value), scoped],
         )
         self.record(definition, pipeline.span)
         self.functions.append(definition)
+
+    def run_entry(
+        self, pipeline: t.TPipeline, scope: NameAllocator, state: str, value: str, run: str | None = None
+    ) -> list[cst.BaseStatement]:
+        """A pipeline function's first statement: called from outside any run with something
+        listening (a hook attached, or a process-wide run sink: ``agentmonad.otel.instrument``),
+        it tells its own run (``RunStarted`` … ``RunEnded``) around the call of itself that runs
+        the body (``agentmonad.compiled.run_sinks``). With nothing attached anywhere: two global
+        reads per call, nothing per step. ``run``: the function reads its run context too (see
+        :meth:`entered`), in the same test — ``run = hooked_run()`` in it, ``run = None`` in its
+        ``else`` —, so the entry reads no global more than before."""
+        sink = scope.fresh("sink")
+        alive = c.or_([self.runtime("hooks_alive", COMPILED), self.runtime("run_sinks", COMPILED)])
+        site = self.site(pipeline.name, pipeline.span, run=True)
+        # the function and its arguments, not a lambda: a closure would make state and value
+        # cells of the function, every step's access to them slower
+        observed = c.call(
+            self.runtime("observed_pipeline", COMPILED),
+            c.name(sink),
+            c.string(pipeline.name),
+            site,
+            c.name(pipeline.name),
+            c.name(state),
+            c.name(value),
+        )
+        told = c.if_(
+            cst.Comparison(c.name(sink), [cst.ComparisonTarget(cst.IsNot(), c.name("None"))]),
+            [c.return_(c.await_(observed))],
+        )
+        listening = [c.assign(sink, c.call(self.runtime("run_sink", COMPILED))), told]
+        if run is None:
+            return [c.if_(alive, listening)]
+        read = c.assign(run, c.call(self.runtime("hooked_run", COMPILED)))
+        return [c.if_chain([(alive, [*listening, read])], [c.assign(run, c.name("None"))])]
 
     def function_of(self, expr: t.TExpr, owner: str) -> cst.BaseExpression:
         """An async callable ``(state, value) -> Outcome`` computing ``expr``."""
@@ -430,15 +476,23 @@ class Emitter:
         span: Span,
         doc: str | None,
         owner: str | None = None,
+        *,
+        run_of: t.TPipeline | None = None,
     ) -> None:
         """A function running ``parts`` in sequence, straight-line; helpers it
-        needs are named after ``owner`` (default: the function itself)."""
+        needs are named after ``owner`` (default: the function itself). ``run_of``: the function
+        is that pipeline's own, which tells its run (:meth:`run_entry`)."""
         owner = owner if owner is not None else function
         scope = self.names.child()
         state, value = scope.fresh("state"), scope.fresh("value")
         body: list[cst.BaseStatement] = [c.docstring(doc)] if doc else []
         self._emit_parts(body, scope, parts, state, value, owner, last=True)
-        body = self.entered(body, scope)
+        if run_of is not None:  # the run context read in the entry's test (run_entry)
+            at = 1 if doc else 0
+            entry = self.run_entry(run_of, scope, state, value, scope.shared_as("run"))
+            body = [*body[:at], *entry, *body[at:]]
+        else:
+            body = self.entered(body, scope)
         definition = c.async_def(
             function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
         )
@@ -995,7 +1049,7 @@ class Emitter:
             self.record(statement, spec_import.span)
             body.append(statement)
         body.append(fresh)
-        top = [*self.site_lines, *bindings]
+        top = [*self.site_lines, *self.run_site_lines, *bindings]
         if top:  # one blank line between the imports and the constants (two after a class)
             first = top[0].with_changes(leading_lines=[cst.EmptyLine()] * (2 if partials else 1))
             self.record(first, self.spans[id(top[0])])

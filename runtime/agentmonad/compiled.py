@@ -71,6 +71,8 @@ from .control import Deadline, forget_failure, note_reached, remember_failure, r
 from .effects import perform, perform_sync
 from .errors import MergeConflict
 from .merge import merge_states
+from .events import EventSink
+from .observe import RUN_SINKS, observed_run, run_sink
 from .outcome import Err, Ok, Outcome, Site
 
 __all__ = [
@@ -96,6 +98,9 @@ __all__ = [
     "forget_failure",
     "hooks_alive",
     "hooked_run",
+    "run_sinks",
+    "run_sink",
+    "observed_pipeline",
     "step_effect",
     "async_step_effect",
     "fn_effect",
@@ -139,6 +144,30 @@ def stop(
 #: run context, ``run = hooked_run() if hooks_alive else None``, so that with nothing attached
 #: its entry costs one global read and no ``ContextVar`` read.
 hooks_alive = HOOKS_ALIVE
+
+
+#: The process-wide run sinks (:data:`agentmonad.observe.RUN_SINKS`, what
+#: ``agentmonad.otel.instrument`` adds to). A pipeline's function tells its own run — a
+#: ``RunStarted`` before its events, a ``RunEnded`` after — when it is called from outside any
+#: run with something listening; its entry tests, one global read each::
+#:
+#:     if hooks_alive or run_sinks:
+#:         sink = run_sink()
+#:         if sink is not None:
+#:             return await observed_pipeline(sink, "answer", SITE_0, answer, state, value)
+#:
+#: (the call inside runs in the run's span, where ``run_sink()`` is ``None``: the body runs).
+run_sinks = RUN_SINKS
+
+
+async def observed_pipeline(
+    sink: EventSink, pipeline: str, site: Site, function: Callable[[_S, _A], Awaitable[_R]], state: _S, value: _A
+) -> _R:
+    """``await function(state, value)``, the run of ``pipeline`` declared at ``site``, told to
+    ``sink`` (:func:`agentmonad.observe.observed_run`). Arguments, not a ``lambda`` in the
+    generated function: a closure would make its ``state`` and ``value`` cells, every step's
+    access to them slower."""
+    return await observed_run(sink, pipeline, site, lambda: function(state, value))
 
 
 def hooked_run() -> RunContext | None:

@@ -76,7 +76,7 @@ from .concurrency import elements_start, run_group
 from .contract import fn_defect, raised, stop
 from .context import EffectKind, RunContext, current_run_context
 from .effects import perform, perform_sync
-from .observe import run_observed
+from .observe import RUN_SINKS, run_observed
 from .control import Deadline, forget_failure, remember_failure, retry_pause
 from .errors import Defect, LoopExhausted, Timeout
 from .errors import BudgetExceeded
@@ -439,9 +439,10 @@ class AgentMonad(Generic[_S, _E_co, _A_co]):
     async def run(self, state: _S) -> Outcome[_S, _E_co, _A_co]:
         """Run from ``state``; awaitable. Defects propagate as exceptions.
 
-        With an event sink attached and no run open yet, the run is told to it
-        (``RunStarted``/``RunEnded``, :func:`agentmonad.observe.run_observed`)."""
-        if current_run_context().events is not None:
+        With an event sink attached or a process-wide run sink (``agentmonad.otel.instrument``)
+        and no run open yet, the run is told to it (``RunStarted``/``RunEnded``,
+        :func:`agentmonad.observe.run_observed`)."""
+        if RUN_SINKS or current_run_context().events is not None:
             return await run_observed("program", None, lambda: _interpret(self, state))
         return await _interpret(self, state)
 

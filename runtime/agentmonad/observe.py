@@ -4,7 +4,9 @@ The event types and what they mean are in :mod:`agentmonad.events`; this module 
 reads the run context (the sink attached where the code runs, ``RunContext.span`` the span
 open there): :func:`emit`; the spans the runtime opens — :class:`EffectSpan` (the effect
 seam), :class:`GroupSpan` (``run_group``), :func:`run_observed` (a run's
-``RunStarted``/``RunEnded``); and :func:`observe`.
+``RunStarted``/``RunEnded``); :func:`observe`; and the process-wide run sinks
+(:func:`add_run_sink`: what :func:`agentmonad.otel.instrument` installs, so that every run in
+the process reports to it without a ``with hooks(…)`` block around each call).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from contextvars import Token
 from .context import RunContext, current_run_context, hooks, reset_run_context, set_run_context
 from .events import (
     Effect,
+    Fanout,
     EffectEnded,
     EffectStarted,
     EachProgress,
@@ -43,11 +46,17 @@ __all__ = [
     "EffectSpan",
     "GroupSpan",
     "run_observed",
+    "run_sink",
+    "observed_run",
+    "add_run_sink",
+    "remove_run_sink",
+    "RUN_SINKS",
     "observe",
     "Observed",
 ]
 
 _A = TypeVar("_A")
+_R = TypeVar("_R")
 
 
 def emit(event: Event) -> None:
@@ -159,18 +168,59 @@ class GroupSpan:
 # ------------------------------------------------------------------------- runs
 
 
-async def run_observed(
-    pipeline: str, site: Site | None, call: Callable[[], Awaitable[Outcome[Any, Any, _A]]]
-) -> Outcome[Any, Any, _A]:
-    """``await call()`` (a run of ``pipeline``), told to the event sink attached here as
-    :class:`RunStarted`/:class:`RunEnded` around its events. Just the call with no sink, or
-    inside a span already (a run nested in a step, or one :func:`observe` already tells):
-    a run is told once, where it starts."""
-    run = current_run_context()
+#: The process-wide run sinks (:func:`add_run_sink`): each is called when a run starts (a
+#: compiled pipeline called from outside any run, ``run_observed``) and gives the event sink that
+#: run reports to, or ``None`` for none. Empty (the default), a run looks at nothing more than its
+#: run context; compiled code tests this list, one global read, before it looks at all.
+RUN_SINKS: list[Callable[[], EventSink | None]] = []
+
+
+def add_run_sink(sink_for_run: Callable[[], EventSink | None]) -> None:
+    """Make every run that starts in this process from now on report to ``sink_for_run()`` (called
+    once per run; ``None``: not this one), besides any sink attached where it starts."""
+    if sink_for_run not in RUN_SINKS:
+        RUN_SINKS.append(sink_for_run)
+
+
+def remove_run_sink(sink_for_run: Callable[[], EventSink | None]) -> None:
+    """Undo :func:`add_run_sink` (nothing if it was not added)."""
+    if sink_for_run in RUN_SINKS:
+        RUN_SINKS.remove(sink_for_run)
+
+
+def _sink_of(run: RunContext) -> EventSink | None:
+    """The event sink a run starting in ``run`` reports to: the one attached there and each
+    process-wide run sink's for this run, or ``None`` when nothing listens."""
     sink = run.events
-    if sink is None or run.span is not None:
-        return await call()
-    opened, parent, token = _enter(None)
+    for make in RUN_SINKS:  # a loop, not a comprehension: this is every uninstrumented run's cost
+        made = make()
+        if made is not None:
+            sink = made if sink is None else Fanout(sink, made)
+    return sink
+
+
+def run_sink() -> EventSink | None:
+    """The event sink a run starting here reports to (:func:`observed_run`), or ``None``: no run
+    starts here (the code runs inside a run's span already: a pipeline called by a step, or by
+    another pipeline of the run) or nothing listens. What a compiled pipeline asks at entry, while
+    :data:`agentmonad.context.HOOKS_ALIVE` or :data:`RUN_SINKS` is not empty."""
+    run = current_run_context()
+    if run.span is not None:
+        return None
+    return _sink_of(run)
+
+
+async def observed_run(
+    sink: EventSink, pipeline: str, site: Site | None, call: Callable[[], Awaitable[_R]]
+) -> _R:
+    """``await call()``, a run of ``pipeline`` (declared at ``site``, ``None`` when not known),
+    told to ``sink`` (:func:`run_sink`'s) as :class:`RunStarted`/:class:`RunEnded` around its
+    events; ``sink`` is attached for the run's code."""
+    run = current_run_context()
+    attached = run if run.events is sink else run.with_hooks(events=sink)
+    opened = OpenSpan(new_span_id(), None)
+    parent = run.span
+    token = set_run_context(attached.with_span(opened))
     started = now()
     sink.emit(RunStarted(pipeline, site, opened.span, parent.span if parent else None, started))
     kind: OutcomeKind = "defect"
@@ -185,6 +235,22 @@ async def run_observed(
         reset_run_context(token)
         at = now()
         sink.emit(RunEnded(pipeline, opened.span, kind, at - started, at))
+
+
+async def run_observed(
+    pipeline: str, site: Site | None, call: Callable[[], Awaitable[Outcome[Any, Any, _A]]]
+) -> Outcome[Any, Any, _A]:
+    """``await call()`` (a run of ``pipeline``), told to the event sink attached here and to the
+    process-wide run sinks (:func:`add_run_sink`) as :class:`RunStarted`/:class:`RunEnded` around
+    its events. ``site`` is where the pipeline is declared, for the run's span; ``None`` is fine
+    (the run then has no site). Just the call with nothing listening, or inside a span already (a
+    run nested in a step, or one :func:`observe` already tells): a run is told once, where it
+    starts. (A compiled pipeline tells its own run when called from outside any: this is for
+    code that is not one, and for the interpreter.)"""
+    sink = run_sink()
+    if sink is None:
+        return await call()
+    return await observed_run(sink, pipeline, site, call)
 
 
 class _QueueSink:

@@ -1,13 +1,26 @@
 """A run's events as OpenTelemetry spans, following the GenAI semantic conventions.
 
-``pip install 'mcec[trace]'`` brings ``opentelemetry-api`` only: the application configures
-the SDK (a ``TracerProvider`` and its exporters), then attaches a :class:`SpanSink`::
+This module needs ``opentelemetry-api`` only (``pip install 'mcec[trace]'`` brings it, with the
+SDK and the OTLP/HTTP exporter ``mcec run --otel`` uses): the application configures the SDK
+(a ``TracerProvider`` and its exporters), then, once at start-up, :func:`instrument`::
+
+    from agentmonad.otel import instrument
+
+    instrument()                            # the global tracer provider, or instrument(provider)
+    outcome = await module.react(state, question)   # every run in the process: its spans
+
+or, for the runs started inside one block, attaches a :class:`SpanSink`::
 
     from agentmonad.context import hooks
     from agentmonad.otel import SpanSink
 
     with hooks(events=SpanSink()):          # the global tracer provider, or SpanSink(provider)
         outcome = await module.react(state, question)
+
+With :func:`instrument` and no provider given, each run looks, when it starts, whether the SDK
+is configured (a global provider set with ``trace.set_tracer_provider``, before or after the
+call): until it is, a run attaches nothing and its steps cost what they cost uninstrumented. The two forms add up: a run
+inside ``with hooks(events=SpanSink())`` in an instrumented process reports to both.
 
 Spans (OpenTelemetry semantic conventions **v1.41.0**: the GenAI agent and client spans, and
 the stable ``code.*`` attributes):
@@ -47,7 +60,17 @@ import time
 from typing import assert_never, final
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
+from opentelemetry.trace import (
+    NoOpTracerProvider,
+    ProxyTracer,
+    ProxyTracerProvider,
+    Span,
+    SpanKind,
+    Status,
+    StatusCode,
+    Tracer,
+    TracerProvider,
+)
 from opentelemetry.util.types import AttributeValue
 
 from .events import (
@@ -67,9 +90,10 @@ from .events import (
     TextDelta,
     ToolCalled,
 )
+from .observe import add_run_sink, remove_run_sink
 from .outcome import Site
 
-__all__ = ["SpanSink", "SEMCONV_VERSION", "SCHEMA_URL"]
+__all__ = ["SpanSink", "instrument", "uninstrument", "SEMCONV_VERSION", "SCHEMA_URL"]
 
 #: The version of the OpenTelemetry semantic conventions these spans follow.
 SEMCONV_VERSION = "1.41.0"
@@ -248,3 +272,67 @@ class SpanSink:
 
 def _index(index: tuple[int, ...]) -> dict[str, AttributeValue]:
     return {"mcec.element.index": list(index)} if index else {}
+
+
+# ------------------------------------------------------------------------- the process's runs
+
+
+@final
+class _RunSpans:
+    """The process-wide run sink :func:`instrument` adds (:func:`agentmonad.observe.add_run_sink`):
+    a :class:`SpanSink` for each run, or ``None`` while the global provider is not configured."""
+
+    __slots__ = ("provider", "proxy")
+
+    def __init__(self, tracer_provider: TracerProvider | None) -> None:
+        #: The provider the runs' spans go to; ``None`` until the global one is configured.
+        self.provider = tracer_provider
+        #: Not configured yet: the API's proxy provider, which gives a proxy tracer until the SDK
+        #: is configured (``None``: configured, or the no-op provider for good).
+        self.proxy: ProxyTracerProvider | None = None
+        if tracer_provider is None:
+            found = trace.get_tracer_provider()
+            if isinstance(found, ProxyTracerProvider):
+                self.proxy = found
+            elif not isinstance(found, NoOpTracerProvider):
+                self.provider = found
+
+    def __call__(self) -> SpanSink | None:
+        provider = self.provider
+        if provider is None:
+            # asked of the proxy kept, not of trace.get_tracer_provider(): that reads os.environ
+            # each time, three times the cost (a run's one look should cost next to nothing)
+            if self.proxy is None or isinstance(
+                self.proxy.get_tracer(_INSTRUMENTATION, None, SCHEMA_URL), ProxyTracer
+            ):
+                return None
+            # configured since: the global provider is set once per process (the API refuses a second)
+            provider = trace.get_tracer_provider()
+            if isinstance(provider, NoOpTracerProvider):
+                self.proxy = None
+                return None
+            self.provider = provider
+        return SpanSink(provider)
+
+
+_instrumented: list[_RunSpans] = []
+
+
+def instrument(tracer_provider: TracerProvider | None = None) -> None:
+    """Make every run that starts in this process from now on — a compiled pipeline called from
+    outside any run, ``mcec``'s interpreter, ``AgentMonad.run`` — emit its spans (the run's, its
+    steps', tools', model calls', groups': see the module docstring) to ``tracer_provider``
+    (default: the global one, looked up as each run starts, so that configuring the SDK after
+    this call is fine). No ``with`` block is needed around each call; calling it again replaces
+    the provider. :func:`uninstrument` undoes it."""
+    uninstrument()
+    spans = _RunSpans(tracer_provider)
+    _instrumented.append(spans)
+    add_run_sink(spans)
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`: runs that start from now on emit no spans (unless a
+    :class:`SpanSink` is attached around them)."""
+    while _instrumented:
+        remove_run_sink(_instrumented.pop())

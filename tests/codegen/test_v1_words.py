@@ -67,7 +67,10 @@ V2_NODES = (syntax.Match, syntax.IfElse, syntax.Loop, syntax.Retry, syntax.Timeo
 
 
 #: The names the effect seam adds to a generated module's import of agentmonad.compiled.
-SEAM_NAMES = ("async_step_effect", "fn_effect", "hooked_run", "hooks_alive", "step_effect")
+SEAM_NAMES = (
+    "async_step_effect", "fn_effect", "hooked_run", "hooks_alive", "observed_pipeline", "run_sink", "run_sinks",
+    "step_effect",
+)
 
 #: A call's hooked twin: ``if run is not None:`` / the seam's call / ``else:`` / the plain call.
 HOOKED_TWIN = re.compile(
@@ -76,10 +79,23 @@ HOOKED_TWIN = re.compile(
 )
 
 
+#: A pipeline's entry telling its run (issue 48): the test, ``run_sink()``, the observed call
+#: (on one line or laid out on three), and the run context read in the same test, if any.
+RUN_ENTRY = re.compile(
+    r"^(?P<i> *)if hooks_alive or run_sinks:\n(?P=i)    sink = run_sink\(\)\n(?P=i)    if sink is not None:\n"
+    r"(?P=i)        return await observed_pipeline\([^)]*\)\n"
+    r"(?:(?P=i)    run = hooked_run\(\)\n(?P=i)else:\n(?P=i)    run = None\n)?",
+    re.MULTILINE,
+)
+
+
 def _without_seam(code: str) -> str:
     """``code`` with what the effect seam adds taken out: the ``run = …`` line at each
-    function's entry, each call's hooked twin (the plain call kept, dedented), and the
-    seam's names in the import; black then lays the import out as before."""
+    function's entry, each call's hooked twin (the plain call kept, dedented), a pipeline's
+    entry telling its run and its ``RUN_SITE_n``, and the seam's names in the import; black
+    then lays the import out as before."""
+    code = RUN_ENTRY.sub("", code)
+    code = re.sub(r"^RUN_SITE_\d+ = Site\([^\n]*\)\n", "", code, flags=re.MULTILINE)
     code = re.sub(r"^ *run = hooked_run\(\) if hooks_alive else None\n", "", code, flags=re.MULTILINE)
     code = HOOKED_TWIN.sub(lambda m: m["indent"] + m["plain"], code)
     for name in SEAM_NAMES:

@@ -9,28 +9,31 @@ protobuf request with opentelemetry-proto.
 from __future__ import annotations
 
 import asyncio
-import gzip
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import gc
+import os
+import subprocess
+import sys
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry import trace
+from opentelemetry.trace import ProxyTracerProvider, SpanKind, StatusCode
 
 from agentmonad import AgentMonad, Err, Ok, Site, lift_fn, lift_step
-from agentmonad.context import hooks
+from agentmonad.context import HOOKS_ALIVE, current_run_context, hooks
 from agentmonad.llm import llm_config
-from agentmonad.otel import SCHEMA_URL, SpanSink
+from agentmonad.otel import SCHEMA_URL, SpanSink, instrument, uninstrument
 from examples.research.impl import AgentState
 from examples.research.planner import plan
 from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
+from otlp_receiver import receiver  # noqa: F401  (the fixture)
+from otlp_receiver import spans as received_spans
 from mcec.compiler import compile_source
 from agentmonad.observe import run_observed
 from mcec.run.interpret import interpret
@@ -53,12 +56,12 @@ def _by_id(spans: tuple[ReadableSpan, ...]) -> dict[int, ReadableSpan]:
     return {span.context.span_id: span for span in spans}
 
 
-@pytest.mark.parametrize("how", ["compiled", "interpreted"])
+@pytest.mark.parametrize("how", ["compiled", "plain", "interpreted"])
 def test_the_react_example_as_genai_spans_each_with_its_mce_line(
     how: str, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Compiled (``mcec run``'s way: the generated module through ``run_observed``) and
-    interpreted, the same spans."""
+    """Compiled (``mcec run``'s way: the generated module through ``run_observed``), the compiled
+    pipeline called plainly (it tells its own run), and interpreted: the same spans."""
     monkeypatch.chdir(ROOT)  # the MCP server's command is relative to the repository root
     result = compile_source(SourceFile(str(SPEC), SPEC.read_text(encoding="utf-8")))
     assert result.program is not None and result.generated is not None, result.diagnostics
@@ -69,6 +72,11 @@ def test_the_react_example_as_genai_spans_each_with_its_mce_line(
 
         def react() -> Any:
             return run_observed("react", site, lambda: module.react(AgentState(), QUESTION))
+    elif how == "plain":
+        module = load_module(program, result.generated)
+
+        def react() -> Any:
+            return module.react(AgentState(), QUESTION)
     else:
         def react() -> Any:
             return interpret(program, "react", AgentState(), QUESTION)
@@ -80,10 +88,21 @@ def test_the_react_example_as_genai_spans_each_with_its_mce_line(
         with hooks(events=SpanSink(provider)):
             outcome = asyncio.run(react())
     assert isinstance(outcome, Ok), outcome
-    spans = exporter.get_finished_spans()
-    [run] = [s for s in spans if s.name == "invoke_agent react"]
+    run = _assert_react_spans(exporter.get_finished_spans(), llm_server)
     # the run is a child of the application's span active where it started
     assert run.parent is not None and run.parent.span_id == outer.get_span_context().span_id
+
+
+def _research() -> Any:
+    """The ReAct example compiled and loaded."""
+    result = compile_source(SourceFile(str(SPEC), SPEC.read_text(encoding="utf-8")))
+    assert result.program is not None and result.generated is not None, result.diagnostics
+    return load_module(result.program, result.generated)
+
+
+def _assert_react_spans(spans: tuple[ReadableSpan, ...], llm_server: LLMServer) -> ReadableSpan:
+    """The ReAct run's spans, each with its ``.mce`` line: the run's, which this returns."""
+    [run] = [s for s in spans if s.name == "invoke_agent react"]
     assert run.attributes is not None
     assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert run.attributes["gen_ai.agent.name"] == "react"
@@ -119,6 +138,84 @@ def test_the_react_example_as_genai_spans_each_with_its_mce_line(
     for span in inside:  # each within its parent, in order, and successful
         assert run.start_time <= span.start_time <= span.end_time <= run.end_time  # type: ignore[operator]
         assert span.status.status_code == StatusCode.UNSET and span.attributes["mcec.outcome"] == "ok"  # type: ignore[index]
+    return run
+
+
+def test_instrument_once_then_plain_calls_emit_every_span(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``instrument(provider)`` once at start-up: a compiled pipeline called plainly, no ``with``
+    block, emits the run, step, tool and chat spans with their ``.mce`` lines; after
+    ``uninstrument()`` it emits none."""
+    monkeypatch.chdir(ROOT)
+    module = _research()
+    provider, exporter = _provider()
+    instrument(provider)
+    try:
+        with llm_config(llm_server.config()):
+            llm_server.respond_with(plan)
+            outcome = asyncio.run(module.react(AgentState(), QUESTION))
+            assert isinstance(outcome, Ok), outcome
+            run = _assert_react_spans(exporter.get_finished_spans(), llm_server)
+            assert run.parent is None  # no application span around it: a trace of its own
+            gc.collect()
+            assert not HOOKS_ALIVE  # nothing stays attached once the run is over
+            exporter.clear()
+            uninstrument()
+            llm_server.requests.clear()
+            assert isinstance(asyncio.run(module.react(AgentState(), QUESTION)), Ok)
+    finally:
+        uninstrument()
+    assert exporter.get_finished_spans() == ()
+
+
+def test_instrument_without_a_configured_sdk_attaches_nothing() -> None:
+    """``instrument()`` with no provider and the SDK not configured (the API's proxy provider):
+    a run attaches no hook, its steps make plain calls, until the SDK is configured."""
+    assert isinstance(trace.get_tracer_provider(), ProxyTracerProvider)  # no test sets the global provider
+    hooked: list[bool] = []
+
+    def look(state: int, value: int) -> Ok[int, int]:
+        hooked.append(current_run_context().hooked)
+        return Ok(value + 1, state)
+
+    look_k = lift_step(look, name="look", errors=(), site=Site("look", "g.mce", 2, 5))
+    instrument()
+    try:
+        outcome = asyncio.run(look_k(1).then(look_k).run(0))
+    finally:
+        uninstrument()
+    assert outcome == Ok(3, 0) and hooked == [False, False]
+    with hooks(events=SpanSink(_provider()[0])):  # the same step, hooked: what the list tells apart
+        asyncio.run(look_k(1).run(0))
+    assert hooked == [False, False, True]
+
+
+_CONFIGURED_LATER = """
+import asyncio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from agentmonad import Ok, Site, lift_step
+from agentmonad.otel import instrument
+
+look = lift_step(lambda s, v: Ok(v + 1, s), name="look", errors=(), site=Site("look", "g.mce", 2, 5))
+instrument()                                   # before the SDK is configured
+asyncio.run(look(1).run(0))                    # not configured yet: no span anywhere
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)            # configured now: the next run's spans go to it
+asyncio.run(look(1).run(0))
+print(sorted(span.name for span in exporter.get_finished_spans()))
+"""
+
+
+def test_instrument_before_the_sdk_is_configured_takes_the_global_provider_once_set() -> None:
+    """In a process of its own (the global provider is set once per process)."""
+    done = subprocess.run([sys.executable, "-c", _CONFIGURED_LATER], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "runtime")])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "['invoke_agent program', 'look']\n"
 
 
 class Boom(Exception):
@@ -165,43 +262,6 @@ def test_group_branches_are_children_of_their_group_and_a_failure_is_an_error_st
     assert (each.attributes["code.file.path"], each.attributes["code.line.number"]) == ("g.mce", 4)  # type: ignore[index]
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    """An OTLP/HTTP trace receiver: decodes each POST /v1/traces as ExportTraceServiceRequest."""
-
-    received: list[ExportTraceServiceRequest]
-
-    def do_POST(self) -> None:  # noqa: N802  (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        if self.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        if self.path == "/v1/traces":
-            self.server.received.append(request)  # type: ignore[attr-defined]
-        answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200 if self.path == "/v1/traces" else 404)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def receiver() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    server.received = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_an_otlp_http_export_reaches_a_receiver(receiver: ThreadingHTTPServer) -> None:
     provider = TracerProvider()
     port = receiver.server_address[1]
@@ -209,13 +269,7 @@ def test_an_otlp_http_export_reaches_a_receiver(receiver: ThreadingHTTPServer) -
     with hooks(events=SpanSink(provider)):
         assert asyncio.run(_grouped().run(0)) == Ok((2, (100, 200)), 0)
     provider.shutdown()
-    spans = [
-        span
-        for request in receiver.received  # type: ignore[attr-defined]
-        for resource in request.resource_spans
-        for scope in resource.scope_spans
-        for span in scope.spans
-    ]
+    spans = received_spans(receiver)
     names = sorted(span.name for span in spans)
     assert names == sorted(["invoke_agent program", "par", "double", "each", "execute_tool look", "execute_tool look"])
     tools = [span for span in spans if span.name == "execute_tool look"]
