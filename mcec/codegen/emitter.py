@@ -680,7 +680,7 @@ class Emitter:
         self.record(direct, part.span)
         self.record(through, part.span)
         # the plain call last: with no hook it is the fall-through, one test and no jump more
-        hooked = cst.Comparison(run, [cst.ComparisonTarget(cst.IsNot(), c.name("None"))])
+        hooked = c.make(cst.Comparison, left=run, comparisons=[c.make(cst.ComparisonTarget, operator=c.make(cst.IsNot), comparator=c.name("None"))])
         return c.if_chain([(hooked, [through])], [direct])
 
     def entered(self, body: list[cst.BaseStatement], scope: NameAllocator) -> list[cst.BaseStatement]:
@@ -693,7 +693,7 @@ class Emitter:
             return body
         # the global test first: with no hook alive anywhere the entry reads no ContextVar
         alive = self.runtime("hooks_alive", COMPILED)
-        read = c.assign(run, cst.IfExp(alive, c.call(self.runtime("hooked_run", COMPILED)), c.name("None")))
+        read = c.assign(run, c.make(cst.IfExp, test=alive, body=c.call(self.runtime("hooked_run", COMPILED)), orelse=c.name("None")))
         at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and _is_docstring(body[0]) else 0
         return [*body[:at], read, *body[at:]]
 
