@@ -3,7 +3,7 @@
     python -m benchmarks [--quick] [--json PATH] [--only NAMES] [--huge-steps N] [--fresh]
 
 Runs ``runtime_bench``, ``frontend_bench``, ``checker_bench``, ``scaling_bench`` (issue 36), ``codegen_bench``
-(issue #5), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
+(issue #5), ``fn_bench`` (issue 48), ``control_bench`` (issue 21), ``peers`` (issue #6), ``check_bench`` (issue 20), ``llm_bench``,
 ``react_bench`` (issue 22), ``plan_bench`` (issue 23), ``lsp_bench`` (issue 34), ``events_bench`` and ``stream_bench`` (issue 33), ``instrument_bench`` (issue 48), prints each one's detail, then ONE
 markdown summary table with a target and ✓/✗ column, and writes every figure
 to ``benchmarks/results.json`` (or ``--json PATH``). A benchmark that fails is
@@ -29,8 +29,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
-    "runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "instrument", "peers", "check", "llm",
-    "stream", "react", "plans", "lsp", "durable",
+    "runtime", "frontend", "checker", "scaling", "codegen", "fn", "control", "events", "instrument", "peers", "check", "llm", "stream",
+    "react", "plans", "lsp", "durable",
 )
 Row = tuple[str, str, str, str, str]  # benchmark, measure, value, target, verdict
 #: The checker's sizes in the smoke run (the test suite's). The largest is wide enough that a
@@ -195,6 +195,17 @@ def rows_codegen(r: dict[str, Any]) -> list[Row]:
         else:
             rows.append(("codegen #5", f"{h['steps']:,} steps compile and run", h.get("error", "failed"), "compiles and runs", "✗"))
     return rows
+
+
+def rows_fn(r: dict[str, Any]) -> list[Row]:
+    """Summary rows of ``fn_bench`` (issue 48 item 1): a chain of fns and of steps against hand-written."""
+    fn, step = r["fn"], r["step"]
+    return [
+        ("fn #48", f"chain of {r['length']:,} fns / hand-written value = inc(value)",
+         f"{fn['ratio']['mcec']:.3f} (A/A {fn['ratio']['hand_again']:.3f})", f"≤ {r['fn_target']}", _mark(r["fn_target_met"])),
+        ("fn #48", f"chain of {r['length']:,} sync steps / hand-written floor",
+         f"{step['ratio']['mcec']:.3f} (A/A {step['ratio']['floor_again']:.3f})", f"≤ {r['step_target']}", _mark(r["step_target_met"])),
+    ]
 
 
 def rows_control(r: dict[str, Any]) -> list[Row]:
@@ -538,6 +549,12 @@ def _run_one(name: str, level: str, args: argparse.Namespace, results: dict[str,
         out = codegen_bench.main(quick=quick, smoke=smoke, huge_steps=args.huge_steps)
         codegen_bench.print_detail(out)
         return out
+    if name == "fn":
+        from benchmarks import fn_bench
+
+        out = fn_bench.main(quick=quick, smoke=smoke)
+        fn_bench.print_detail(out)
+        return out
     if name == "control":
         from benchmarks import control_bench
 
@@ -618,6 +635,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "checker": rows_checker,
     "scaling": rows_scaling,
     "codegen": rows_codegen,
+    "fn": rows_fn,
     "control": rows_control,
     "events": rows_events,
     "instrument": rows_instrument,

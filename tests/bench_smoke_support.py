@@ -21,7 +21,7 @@ import pytest
 
 #: The benchmarks each smoke test file runs (together: every benchmark of the harness).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "front": ("runtime", "frontend", "checker", "scaling", "codegen", "control", "events", "instrument"),
+    "front": ("runtime", "frontend", "checker", "scaling", "codegen", "fn", "control", "events", "instrument"),
     "peers": ("peers",),
     "check": ("check",),
     "models": ("llm", "stream", "react", "plans"),
@@ -171,6 +171,12 @@ def _durable(figures: dict[str, Any]) -> None:
     assert nondurable["interpreted_us"] > 0 and nondurable["compiled_us"] > 0
 
 
+def _fn(figures: dict[str, Any]) -> None:
+    fn = figures["fn"]
+    assert {"hand", "mcec", "hand_again"} <= set(fn["fn"]["ratio"]) and {"floor", "mcec", "floor_again"} <= set(fn["step"]["ratio"])
+    assert isinstance(fn["fn_target_met"], bool) and isinstance(fn["step_target_met"], bool)
+
+
 def _none(figures: dict[str, Any]) -> None:
     """No figure-level check beyond the harness's own (the benchmark ran without an error)."""
 
@@ -182,6 +188,7 @@ CHECKS: dict[str, tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]]
     "checker": ("checker", _checker, ()),
     "scaling": ("scaling #36", _none, ()),
     "codegen": ("codegen #5", _codegen, ()),
+    "fn": ("fn #48", _fn, ("fns / hand-written value = inc(value)",)),
     "control": ("control #21", _control, ("hand-written for loop", "timeout(30) around")),
     "events": ("events #33", _events, ("no sink: per step / before events", "OTel spans, in-memory exporter")),
     "instrument": ("instrument #48", _instrument, ("instrument() with the SDK not configured",)),

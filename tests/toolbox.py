@@ -97,6 +97,11 @@ def negate(value: int) -> int:
     return -value
 
 
+def fragile(value: int) -> int:
+    """A pure fn that raises ``ZeroDivisionError`` on 0 (a fn's bug: a Defect at its site)."""
+    return value // value * value
+
+
 def recover(error: Odd | Neg) -> int:
     """Handler: turn an error into a value."""
     return 1000 + int(error.args[0]) if error.args else 1000

@@ -9,12 +9,34 @@ unquoted.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import libcst as cst
 
 from mcec.codegen.layout import black_string
+
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+
+@functools.cache
+def _shared_defaults(kind: type[cst.CSTNode]) -> dict[str, Any]:
+    """The fields of ``kind`` whose default libcst builds anew for each node (``SimpleWhitespace.field("")``:
+    whitespace, newlines, brackets), each built once here. Nodes are immutable and mcec reads no
+    position metadata (the one thing that tells equal whitespace apart by identity), so one
+    instance serves every node: a generated module of 10,000 declarations made a million
+    ``SimpleWhitespace`` alone, a sixth of compile's peak memory (issue 48)."""
+    return {
+        field.name: field.default_factory()
+        for field in dataclasses.fields(kind)  # every libcst node is a dataclass
+        if field.default_factory is not dataclasses.MISSING
+    }
+
+
+def make(kind: type[_Node], **fields: Any) -> _Node:
+    """``kind(**fields)`` with the defaults it would build per node shared (:func:`_shared_defaults`)."""
+    return kind(**(_shared_defaults(kind) | fields))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -30,7 +52,7 @@ def dotted(path: str) -> cst.Name | cst.Attribute:
     parts = path.split(".")
     node: cst.Name | cst.Attribute = name(parts[0])
     for part in parts[1:]:
-        node = cst.Attribute(value=node, attr=name(part))
+        node = make(cst.Attribute, value=node, attr=name(part))
     return node
 
 
@@ -50,38 +72,43 @@ def integer(value: int) -> cst.Integer | cst.UnaryOperation:
 @functools.lru_cache(maxsize=65536)
 def _positional(value: cst.BaseExpression) -> cst.Arg:
     # nodes hash by identity, and shared names make shared arguments possible
-    return cst.Arg(value=value)
+    return make(cst.Arg, value=value)
 
 
 def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
     """``func(arg, …)``."""
-    return cst.Call(func=func, args=[_positional(a) for a in args])
+    return make(cst.Call, func=func, args=[_positional(a) for a in args])
+
+
+#: ``=`` with no space around it, as black writes a keyword argument.
+_TIGHT = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+#: A blank line (nodes are immutable: one serves every place).
+_EMPTY_LINE = make(cst.EmptyLine)
 
 
 def keyword_arg(keyword: str, value: cst.BaseExpression) -> cst.Arg:
     """``keyword=value`` (no spaces around ``=``, as black writes it)."""
-    tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-    return cst.Arg(value=value, keyword=name(keyword), equal=tight)
+    return make(cst.Arg, value=value, keyword=name(keyword), equal=_TIGHT)
 
 
 def attr(value: cst.BaseExpression, attribute: str) -> cst.Attribute:
     """``value.attribute``."""
-    return cst.Attribute(value=value, attr=name(attribute))
+    return make(cst.Attribute, value=value, attr=name(attribute))
 
 
 def subscript(value: cst.BaseExpression, items: Sequence[cst.BaseExpression]) -> cst.Subscript:
     """``value[a, b, …]``."""
-    return cst.Subscript(
-        value=value, slice=[cst.SubscriptElement(slice=cst.Index(value=item)) for item in items]
+    return make(
+        cst.Subscript, value=value, slice=[make(cst.SubscriptElement, slice=make(cst.Index, value=item)) for item in items]
     )
 
 
 def tuple_(items: Sequence[cst.BaseExpression]) -> cst.Tuple:
     """``(a, b, …)`` (a one-element tuple gets its trailing comma)."""
-    elements = [cst.Element(value=item) for item in items]
+    elements = [make(cst.Element, value=item) for item in items]
     if len(elements) == 1:
-        elements = [cst.Element(value=items[0], comma=cst.Comma())]
-    return cst.Tuple(elements=elements)
+        elements = [make(cst.Element, value=items[0], comma=cst.Comma())]
+    return make(cst.Tuple, elements=elements)
 
 
 def bitor(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
@@ -94,17 +121,17 @@ def bitor(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
 
 def await_(value: cst.BaseExpression) -> cst.Await:
     """``await value``."""
-    return cst.Await(expression=value)
+    return make(cst.Await, expression=value)
 
 
 def line(statement: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
     """One small statement on its own line."""
-    return cst.SimpleStatementLine(body=[statement])
+    return make(cst.SimpleStatementLine, body=[statement])
 
 
 def assign(target: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
     """``target = value``."""
-    return line(cst.Assign(targets=[cst.AssignTarget(target=name(target))], value=value))
+    return line(make(cst.Assign, targets=[make(cst.AssignTarget, target=name(target))], value=value))
 
 
 def assign_pair(
@@ -115,19 +142,19 @@ def assign_pair(
         elements=[cst.Element(name(first)), cst.Element(name(second))], lpar=[], rpar=[]
     )
     value = cst.Tuple(elements=[cst.Element(first_value), cst.Element(second_value)], lpar=[], rpar=[])
-    return line(cst.Assign(targets=[cst.AssignTarget(target=target)], value=value))
+    return line(make(cst.Assign, targets=[make(cst.AssignTarget, target=target)], value=value))
 
 
 def annotated(target: str, annotation: cst.BaseExpression, value: cst.BaseExpression) -> cst.SimpleStatementLine:
     """``target: annotation = value``."""
     return line(
-        cst.AnnAssign(target=cst.Name(target), annotation=cst.Annotation(annotation), value=value)
+        make(cst.AnnAssign, target=cst.Name(target), annotation=make(cst.Annotation, annotation=annotation), value=value)
     )
 
 
 def return_(value: cst.BaseExpression) -> cst.SimpleStatementLine:
     """``return value``."""
-    return line(cst.Return(value=value))
+    return line(make(cst.Return, value=value))
 
 
 def raise_(value: cst.BaseExpression) -> cst.SimpleStatementLine:
@@ -137,12 +164,17 @@ def raise_(value: cst.BaseExpression) -> cst.SimpleStatementLine:
 
 def if_(test: cst.BaseExpression, body: Sequence[cst.BaseStatement]) -> cst.If:
     """``if test:`` with a body and no else."""
-    return cst.If(test=test, body=cst.IndentedBlock(body=list(body)))
+    return make(cst.If, test=test, body=block(body))
+
+
+def block(body: Sequence[cst.BaseStatement]) -> cst.IndentedBlock:
+    """An indented block of ``body``."""
+    return make(cst.IndentedBlock, body=list(body))
 
 
 def not_(value: cst.BaseExpression) -> cst.UnaryOperation:
     """``not value``."""
-    return cst.UnaryOperation(operator=cst.Not(), expression=value)
+    return make(cst.UnaryOperation, operator=make(cst.Not), expression=value)
 
 
 def and_(left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BooleanOperation:
@@ -163,9 +195,9 @@ def if_chain(
     otherwise: Sequence[cst.BaseStatement] | None,
 ) -> cst.If:
     """``if t1: b1`` / ``elif t2: b2`` … / ``else: otherwise`` (no ``else`` when it is None)."""
-    orelse: cst.If | cst.Else | None = cst.Else(body=cst.IndentedBlock(body=list(otherwise))) if otherwise else None
+    orelse: cst.If | cst.Else | None = make(cst.Else, body=block(otherwise)) if otherwise else None
     for test, body in reversed(branches):
-        orelse = cst.If(test=test, body=cst.IndentedBlock(body=list(body)), orelse=orelse)
+        orelse = make(cst.If, test=test, body=block(body), orelse=orelse)
     assert isinstance(orelse, cst.If), "an if chain needs at least one test"
     return orelse
 
@@ -175,15 +207,10 @@ def try_except(
     handler: Sequence[cst.BaseStatement],
 ) -> cst.Try:
     """``try: body`` / ``except exc_type as exc_name: handler``."""
-    return cst.Try(
-        body=cst.IndentedBlock(body=list(body)),
-        handlers=[
-            cst.ExceptHandler(
-                body=cst.IndentedBlock(body=list(handler)),
-                type=exc_type,
-                name=cst.AsName(name=name(exc_name)),
-            )
-        ],
+    return make(
+        cst.Try,
+        body=block(body),
+        handlers=[make(cst.ExceptHandler, body=block(handler), type=exc_type, name=make(cst.AsName, name=name(exc_name)))],
     )
 
 
@@ -199,15 +226,14 @@ def async_def(
     body: Sequence[cst.BaseStatement],
 ) -> cst.FunctionDef:
     """``async def function_name(p: T, …) -> returns:`` with two blank lines before it."""
-    return cst.FunctionDef(
+    return make(
+        cst.FunctionDef,
         name=cst.Name(function_name),
-        params=cst.Parameters(
-            params=[cst.Param(name=cst.Name(p), annotation=cst.Annotation(t)) for p, t in params]
-        ),
-        body=cst.IndentedBlock(body=list(body)),
-        returns=cst.Annotation(returns),
-        asynchronous=cst.Asynchronous(),
-        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+        params=make(cst.Parameters, params=[make(cst.Param, name=cst.Name(p), annotation=make(cst.Annotation, annotation=t)) for p, t in params]),
+        body=block(body),
+        returns=make(cst.Annotation, annotation=returns),
+        asynchronous=make(cst.Asynchronous),
+        leading_lines=[_EMPTY_LINE, _EMPTY_LINE],
     )
 
 

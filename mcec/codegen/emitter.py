@@ -15,8 +15,9 @@ Shape of the output (docs/language.md §7, docs/DESIGN.md):
   (zero-cost on Python 3.11 when nothing is raised). Groups (``par``, ``each``,
   ``catch``, ``orelse``, ``local``) become small helper functions that call the
   runtime's primitives, so nesting in the spec is never nesting in the code.
-  Chains longer than :data:`CHUNK` steps are split into helper functions so no
-  function grows past CPython's comfortable limits.
+  Chains longer than :data:`CHUNK` steps (a ``fn`` counting two fifths of one) are split
+  into helper functions (all but the last run of them) so no function grows past
+  CPython's comfortable limits.
 
 Inside a ``timeout``'s body (and in every pipeline such a body calls, and
 their helpers: the *timed* code) each await a deadline can interrupt says
@@ -50,6 +51,11 @@ from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Un
 
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200
+#: What a ``fn`` counts for towards :data:`CHUNK`, in fifths of a step: its call is 4 lines
+#: (``try``, the call, the ``except`` returning the Defect), a step's 10, so a chunk of fns holds
+#: 500 of them — a helper call per 200 fns cost a chain of 1,000 fns 9 % (benchmarks/README.md,
+#: "fn chain").
+FN_FIFTHS = 2
 #: Most branches a ``par`` adds to its group in one statement (``group(b1).also(b2)…``);
 #: a wider group is built over several statements, so no expression nests deeper.
 GROUP_LINK = 100
@@ -526,11 +532,22 @@ class Emitter:
         *,
         last: bool,
     ) -> str:
-        if len(parts) > CHUNK:
-            parts = [self._chunk(owner, parts[i : i + CHUNK]) for i in range(0, len(parts), CHUNK)]
-        current = value
+        runs = _chunks(parts)
+        if len(runs) > 1:
+            # every run a helper but the last, which stays here: one call fewer per chain
+            parts = [*(self._chunk(owner, run) for run in runs[:-1]), *runs[-1]]
+        current, fn_output = value, False
         for index, part in enumerate(parts):
-            current = self._chain_part(body, scope, part, state, current, last and index == len(parts) - 1, owner)
+            end = last and index == len(parts) - 1
+            if isinstance(part, t.TRef) and part.kind is t.RefKind.FN:
+                # `v = f(v)`: a fn's output overwrites the previous fn's when both are of one type
+                # (declared `Fn[A, B]`, so mypy agrees): it is dead once this fn has read it, and a
+                # chain of fns then costs what `value = f(value)` written by hand does — fresh
+                # names make a frame of one local per fn (benchmarks/README.md, "fn chain")
+                into = current if fn_output and parts[index - 1].sig.output == part.sig.output else None
+                current, fn_output = self._fn_call(body, scope, part, state, current, end, into), True
+            else:
+                current, fn_output = self._chain_part(body, scope, part, state, current, end, owner), False
         return current
 
     def _chunk(self, owner: str, parts: Sequence[t.TExpr]) -> t.TExpr:
@@ -658,11 +675,22 @@ class Emitter:
         state: str,
         value: str,
         last: bool,
+        into: str | None = None,
     ) -> str:
+        """Append ``output = f(value)`` (``into``, else a fresh name) with an exception the fn
+        raises returned as the Defect at its site. A pure fn is no effect (docs/language.md §14):
+        it is called plainly, never through the effect seam, hooked or not::
+
+            try:
+                v = f(value)
+            except Exception as exc:
+                return raised(exc, SITE, state, ())
+        """
         site = self.site(part.name, part.span)
-        output = scope.fresh("v")
-        attempt = self.effect_call(part, site, state, value, output, scope)
-        body.append(self._guarded([attempt], scope, site, state, c.tuple_([])))
+        output = into if into is not None else scope.fresh("v")
+        call = c.assign(output, c.call(c.name(part.name), c.name(value)))
+        self.record(call, part.span)
+        body.append(self._guarded([call], scope, site, state, c.tuple_([])))
         if last:
             body.append(c.return_(c.call(self.runtime("Ok"), c.name(output), c.name(state))))
         return output
@@ -670,7 +698,7 @@ class Emitter:
     def effect_call(
         self, part: t.TRef, site: cst.Name, state: str, value: str, target: str, scope: NameAllocator
     ) -> cst.BaseStatement:
-        """One call of a step, ``fn``, tool or model into ``target``: through the effect seam
+        """One call of a step, tool or model into ``target``: through the effect seam
         with its kind and site when a hook is attached to the run (``agentmonad.effects``;
         ``run`` is read once at the function's entry, see :meth:`entered`), else the plain call::
 
@@ -684,10 +712,9 @@ class Emitter:
         seam: cst.BaseExpression
         match part.kind:
             case t.RefKind.FN:
-                plain: cst.BaseExpression = c.call(function, c.name(value))
-                seam = c.call(self.runtime("fn_effect", COMPILED), run, site, function, c.name(value))
+                raise AssertionError("a fn is no effect: _fn_call calls it plainly")
             case t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM:
-                plain = c.call(function, c.name(state), c.name(value))
+                plain: cst.BaseExpression = c.call(function, c.name(state), c.name(value))
                 helper = "async_step_effect" if self._is_async(part) else "step_effect"
                 kind = c.string(_EFFECT_KINDS[part.kind])
                 seam = c.call(self.runtime(helper, COMPILED), run, kind, site, function, c.name(state), c.name(value))
@@ -707,7 +734,7 @@ class Emitter:
         self.record(direct, part.span)
         self.record(through, part.span)
         # the plain call last: with no hook it is the fall-through, one test and no jump more
-        hooked = cst.Comparison(run, [cst.ComparisonTarget(cst.IsNot(), c.name("None"))])
+        hooked = c.make(cst.Comparison, left=run, comparisons=[c.make(cst.ComparisonTarget, operator=c.make(cst.IsNot), comparator=c.name("None"))])
         return c.if_chain([(hooked, [through])], [direct])
 
     def entered(self, body: list[cst.BaseStatement], scope: NameAllocator) -> list[cst.BaseStatement]:
@@ -720,7 +747,7 @@ class Emitter:
             return body
         # the global test first: with no hook alive anywhere the entry reads no ContextVar
         alive = self.runtime("hooks_alive", COMPILED)
-        read = c.assign(run, cst.IfExp(alive, c.call(self.runtime("hooked_run", COMPILED)), c.name("None")))
+        read = c.assign(run, c.make(cst.IfExp, test=alive, body=c.call(self.runtime("hooked_run", COMPILED)), orelse=c.name("None")))
         at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and _is_docstring(body[0]) else 0
         return [*body[:at], read, *body[at:]]
 
@@ -1076,6 +1103,20 @@ class Emitter:
 
 #: The effect kind (``agentmonad.context.EffectKind``) of a call, as the interpreter names it.
 _EFFECT_KINDS = {t.RefKind.STEP: "step", t.RefKind.TOOL: "tool", t.RefKind.LLM: "model"}
+
+
+def _chunks(parts: Sequence[t.TExpr]) -> list[Sequence[t.TExpr]]:
+    """``parts`` cut into runs of at most :data:`CHUNK` steps, a ``fn`` counting :data:`FN_FIFTHS` fifths."""
+    runs: list[Sequence[t.TExpr]] = []
+    start, fifths = 0, 0
+    for index, part in enumerate(parts):
+        size = FN_FIFTHS if isinstance(part, t.TRef) and part.kind is t.RefKind.FN else 5
+        if fifths + size > CHUNK * 5:
+            runs.append(parts[start:index])
+            start, fifths = index, 0
+        fifths += size
+    runs.append(parts[start:])
+    return runs
 
 
 def _is_docstring(statement: cst.SimpleStatementLine) -> bool:

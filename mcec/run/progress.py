@@ -93,7 +93,7 @@ class ProgressDisplay:
         match event:
             case RunStarted(pipeline=name, site=site):
                 self.progress.update(self.step, description=f"running {name}{_where(site)}")
-            case EffectStarted(effect=effect) if effect.kind != "fn":
+            case EffectStarted(effect=effect):
                 name = effect.site.step if effect.site is not None else effect.kind
                 self.progress.update(self.step, description=f"{effect.kind} {name}{_where(effect.site)}")
             case GroupStarted(site=site, total=total, span=span, parent=parent) if site is None or site.step == "each":

@@ -44,9 +44,9 @@ __all__ = ["Timeline", "Node", "from_records", "render_text", "as_json"]
 
 @dataclass(slots=True)
 class Node:
-    """One span of the run: the run itself, an effect (step, fn, tool, model) or a group."""
+    """One span of the run: the run itself, an effect (step, tool, model) or a group."""
 
-    kind: str  # "run", "step", "fn", "tool", "model", "group"
+    kind: str  # "run", "step", "tool", "model", "group"
     name: str
     site: Site | None
     index: tuple[int, ...]

@@ -30,10 +30,11 @@ context once at entry, ``run = hooked_run() if hooks_alive else None``
 (``None`` with no hook attached, the default; :data:`hooks_alive` is empty
 while no hooked run context exists in the process, so a process that never
 attaches a hook does not read the ``ContextVar`` at all), and per step,
-``fn``, tool or model call hands it to :func:`step_effect`,
-:func:`async_step_effect` or :func:`fn_effect` with its kind and ``SITE_n``
+tool or model call hands it to :func:`step_effect` or
+:func:`async_step_effect` with its kind and ``SITE_n``
 when ``run`` is not ``None`` and otherwise makes the plain call (last, so
-that with no hook it is the fall-through)::
+that with no hook it is the fall-through). A pure ``fn`` is no effect
+(docs/language.md §14): it is always the plain call::
 
     if run is not None:
         r = step_effect(run, "step", SITE_1, inc, state, value)
@@ -193,8 +194,10 @@ async def async_step_effect(
 
 
 def fn_effect(run: RunContext, site: Site, fn: Callable[[_A], _B], value: _A) -> _B:
-    """``fn(value)`` through the effect seam, as an effect of kind ``"fn"`` at ``site``."""
-    return perform_sync(run, "fn", site, lambda: fn(value))
+    """``fn(value)``: what modules generated before a pure fn stopped being an effect (issue 48,
+    docs/language.md §14) call for a fn while hooked; kept so that they run on this runtime
+    unchanged. Generated code now calls the fn itself."""
+    return fn(value)
 
 
 async def par(

@@ -20,7 +20,7 @@ Which callers go through here today: the interpreter (``AgentMonad.run``, so
 checked plans and ``mcec run --interpret``) for every step, tool and model call,
 with the step's site and the element index inside ``each``/``par``
 (``RunContext.index``); and compiled code, through ``agentmonad.compiled``'s
-``step_effect``/``async_step_effect``/``fn_effect``, with the same effects for
+``step_effect``/``async_step_effect``, with the same effects for
 the same spec (tests/codegen/test_differential.py; see docs/DESIGN.md).
 """
 
@@ -73,7 +73,7 @@ async def perform(context: RunContext, kind: EffectKind, site: Site | None, call
 
 
 def perform_sync(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], _T]) -> _T:
-    """:func:`perform` for a sync effect (a sync step, a ``fn``)."""
+    """:func:`perform` for a sync effect (a sync step)."""
     effect = Effect(kind, site, context.index)
     span = _started(context, effect)
     try:

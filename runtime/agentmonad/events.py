@@ -108,13 +108,15 @@ class OpenSpan:
 # ------------------------------------------------------------------------- effects
 
 
-#: What kind of effect: a user step (sync or async), a pure ``fn``, an MCP tool, a model, a
+#: What kind of effect: a user step (sync or async), an MCP tool, a model, a
 #: ``retry``'s pause between attempts (through the seam only when a journal is attached: its
 #: length is drawn at random, so a durable run records it and does not sleep again on replay),
 #: a person's answer to an ``ask`` step (:mod:`agentmonad.human`), an ``each`` element run by
 #: another process of a durable run (:mod:`agentmonad.durable.elements`; its effects are that
 #: process's).
-EffectKind = Literal["step", "fn", "tool", "model", "pause", "human", "element"]
+#: A pure ``fn`` is no effect (docs/language.md §14): it reads its argument, touches nothing
+#: outside the run and re-runs on replay, so no hook sees it.
+EffectKind = Literal["step", "tool", "model", "pause", "human", "element"]
 
 
 @final

@@ -940,11 +940,8 @@ async def _interpret(program: AgentMonad[Any, Any, Any], state: Any) -> Outcome[
                         outcome = Ok(node.value, state)
                     case _FnCall():
                         try:
-                            if hooked:
-                                spec, given = node.spec, node.value
-                                outcome = Ok(perform_sync(run, "fn", spec.site, lambda: spec.impl(given)), state)
-                            else:
-                                outcome = Ok(node.spec.impl(node.value), state)
+                            # a pure fn is no effect (docs/language.md §14): never through the seam
+                            outcome = Ok(node.spec.impl(node.value), state)
                         except Exception as exc:
                             fn_defect(exc, node.spec.site, state)
                     case _Local():

@@ -219,7 +219,7 @@ class SpanSink:
             case "tool":
                 attributes |= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.type": "extension"}
                 self._start(span, parent, f"execute_tool {name}", SpanKind.INTERNAL, at, attributes, effect)
-            case "step" | "fn" | "pause" | "human" | "element":  # a pause: a retry's wait, through the seam in a durable run
+            case "step" | "pause" | "human" | "element":  # a pause: a retry's wait, through the seam in a durable run
                 attributes["mcec.effect.kind"] = effect.kind
                 self._start(span, parent, name, SpanKind.INTERNAL, at, attributes, effect)
             case _:

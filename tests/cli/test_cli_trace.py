@@ -132,22 +132,20 @@ def test_the_react_example_traced_on_the_command_line(llm_server: LLMServer) -> 
     assert json.loads(done.stdout)["value"].endswith("| 42")
     lines = done.stderr.splitlines()
     assert lines[0].startswith("react  run research.mce:52  ok  ")
-    assert [line.split("  ")[:3] for line in lines if not line.startswith("│")] == [
+    under = ("│", "   ")  # what each call made: under it (the last call's, after spaces)
+    assert [line.split("  ")[:3] for line in lines if not line.startswith(under)] == [
         ["react", "run research.mce:52", "ok"],
         ["├─ ask", "step research.mce:55", "ok"],
         ["├─ decide", "model research.mce:56", "ok"],
         ["├─ search_facts", "tool research.mce:58", "ok"],
-        ["├─ hits_text", "fn research.mce:58", "ok"],
         ["├─ observe", "step research.mce:58", "ok"],
         ["├─ decide", "model research.mce:56", "ok"],
         ["├─ add_numbers", "tool research.mce:59", "ok"],
-        ["├─ sum_text", "fn research.mce:59", "ok"],
         ["├─ observe", "step research.mce:59", "ok"],
-        ["├─ decide", "model research.mce:56", "ok"],
-        ["└─ final", "fn research.mce:57", "ok"],
-    ]
-    inside = [line for line in lines if line.startswith("│")]  # what each call made, under it
-    assert [line.removeprefix("│  └─ ").split(":")[0].split("  ")[0] for line in inside] == [
+        ["└─ decide", "model research.mce:56", "ok"],
+    ]  # hits_text, sum_text and final are fns: no effects, no lines (docs/language.md §14)
+    inside = [line for line in lines if line.startswith(under)]
+    assert [line[len("│  └─ "):].split(":")[0].split("  ")[0] for line in inside] == [
         "model planner (served-model)", "tool search.search",
         "model planner (served-model)", "tool search.add",
         "model planner (served-model)",

@@ -79,14 +79,14 @@ def test_the_react_example_reports_every_step_model_call_and_tool_call_with_its_
     [ended] = sink.of(RunEnded)
     assert (ended.span, ended.outcome) == (started.span, "ok")
     effects = [(e.effect.kind, e.effect.site.step, e.effect.site.line) for e in sink.of(EffectStarted)]
+    # the fns (hits_text, sum_text, final) are no effects (docs/language.md §14): not told
     assert effects == [
         ("step", "ask", 55),
         ("model", "decide", 56),
-        ("tool", "search_facts", 58), ("fn", "hits_text", 58), ("step", "observe", 58),
+        ("tool", "search_facts", 58), ("step", "observe", 58),
         ("model", "decide", 56),
-        ("tool", "add_numbers", 59), ("fn", "sum_text", 59), ("step", "observe", 59),
+        ("tool", "add_numbers", 59), ("step", "observe", 59),
         ("model", "decide", 56),
-        ("fn", "final", 57),
     ]
     # every effect ends, ok, inside the run; its tokens are its model requests'
     ends = {e.span: e for e in sink.of(EffectEnded)}
@@ -140,9 +140,8 @@ def test_a_groups_branches_are_its_children_and_each_finished_branch_is_progress
     assert (outer.parent, outer.index, outer.total) == (run.span, (), 2)
     assert (inner.parent, inner.index, inner.total) == (outer.span, (1,), 3)
     parents = {(e.effect.site.step, e.effect.index): e.parent for e in sink.of(EffectStarted)}
-    assert parents == {
+    assert parents == {  # branch 0, the fn `double`, is no effect (docs/language.md §14)
         ("add", ()): run.span,
-        ("double", (0,)): outer.span,
         ("look", (1, 0)): inner.span,
         ("look", (1, 1)): inner.span,
         ("look", (1, 2)): inner.span,
@@ -302,7 +301,7 @@ def test_with_no_sink_attached_no_event_is_made_and_no_span_opened(monkeypatch: 
     assert asyncio.run(_grouped().run(0)) == Ok((4, (200, 300, 400)), 1)
     with hooks(journal=Journal()):
         assert asyncio.run(_grouped().run(0)) == Ok((4, (200, 300, 400)), 1)
-    assert made == [] and len(spans) == 5 and set(spans) == {None}
+    assert made == [] and len(spans) == 4 and set(spans) == {None}  # add and 3 looks: the fn is no effect
 
 
 def test_awaiting_an_observed_run_gives_its_outcome() -> None:

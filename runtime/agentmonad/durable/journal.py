@@ -597,8 +597,6 @@ class DurableJournal:
         return all(path in parked for path in live - below)
 
     def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
-        if effect.kind == "fn":  # a pure fn re-runs on replay: nothing to record, no number taken
-            return call()
         path, number, key = self._take()
         record = self._recorded.get(key)
         if record is not None:
