@@ -186,7 +186,7 @@ def or_(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
     """``a or b or …`` (one item: itself)."""
     result = items[0]
     for item in items[1:]:
-        result = cst.BooleanOperation(left=result, operator=cst.Or(), right=item)
+        result = make(cst.BooleanOperation, left=result, operator=make(cst.Or), right=item)
     return result
 
 

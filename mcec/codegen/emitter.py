@@ -450,7 +450,8 @@ class Emitter:
             c.name(value),
         )
         told = c.if_(
-            cst.Comparison(c.name(sink), [cst.ComparisonTarget(cst.IsNot(), c.name("None"))]),
+            c.make(cst.Comparison, left=c.name(sink), comparisons=[
+                c.make(cst.ComparisonTarget, operator=c.make(cst.IsNot), comparator=c.name("None"))]),
             [c.return_(c.await_(observed))],
         )
         listening = [c.assign(sink, c.call(self.runtime("run_sink", COMPILED))), told]

@@ -104,14 +104,15 @@ def test_elements_on_queues_give_the_in_process_outcome(postgres_url: str, pipel
 
 
 def test_a_resumed_run_replays_its_elements(postgres_url: str, tmp_path: Path) -> None:
-    """A run cancelled mid-way (its elements in flight cancelled with it) and resumed: the elements
-    it recorded are replayed, not handed out again; the others run (again), and the Outcome is the
-    in-process run's."""
+    """A run cancelled mid-way (the elements in flight complete and are recorded, no other is
+    handed out) and resumed: the elements it recorded are replayed, not handed out again; the
+    others run, and the Outcome is the in-process run's. Each element takes 2 s, so the cancel
+    lands while the third of the four rounds of `each(limit=3)` runs."""
     values = list(range(1, 13))
     reference = durable.run(SPEC, "stateful", json.dumps(values), db=postgres_url, run_id=f"ref-{time.monotonic_ns()}")
     run_id = f"resumed-{time.monotonic_ns()}"
     effects = tmp_path / "effects.txt"
-    env = dict(os.environ, MCEC_EFFECTS=str(effects), MCEC_PACE="0.1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, MCEC_EFFECTS=str(effects), MCEC_PACE="2.0", PYTHONPATH=str(ROOT))
     script = (f"from mcec import durable; durable.run({str(SPEC)!r}, 'stateful', {json.dumps(values)!r}, "
               f"db={postgres_url!r}, run_id={run_id!r}, elements=True)")
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -119,7 +120,7 @@ def test_a_resumed_run_replays_its_elements(postgres_url: str, tmp_path: Path) -
     deadline = time.monotonic() + 60
     while len(_lines(effects)) < 4 and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    durable.cancel(run_id, db=postgres_url)  # the run stops at its next effect, its elements in flight with it
+    durable.cancel(run_id, db=postgres_url)  # the run stops before its next effect: no element handed out after
     process.communicate(timeout=60)
     recorded = {e["key"] for e in durable.show(run_id, db=postgres_url)["effects"] if e["kind"] == "element"}
     ran_before = Counter(_lines(effects))
