@@ -64,6 +64,10 @@ SLOW_FILES = (
 )
 
 
+#: Folders whose every test is ``slow`` (see :func:`pytest_collection_modifyitems`).
+SLOW_FOLDERS = ("tests/durable/",)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Byte-compile the checkout's packages once, before the workers start.
 
@@ -95,11 +99,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     rank = {name: index for index, name in enumerate(SLOW_FILES)}
 
+    def path_of(item: pytest.Item) -> str:
+        return item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
+
     def key(item: pytest.Item) -> int:
-        path = item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
-        return rank.get(path, len(SLOW_FILES))
+        return rank.get(path_of(item), len(SLOW_FILES))
 
     items.sort(key=key)  # stable: the order within a rank (a file, or the rest) is the collected one
+    # the edit-test loop (`pytest -m "not slow"`, README): every file above, and every durable-run
+    # test (each starts DBOS processes, most a Postgres server), left for the full run
+    for item in items:
+        path = path_of(item)
+        if path in rank or path.startswith(SLOW_FOLDERS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -214,19 +214,25 @@ def test_mcec_run_trace_of_a_long_streamed_answer_takes_memory_linear_in_it(llm_
     answer = Report(title="x" * 100_000, verdict="yes", cites=[Cite(url="https://a.example")])
     llm_server.script(answer.model_dump_json())
     environment = {**os.environ, "PYTHONPATH": str(TESTS), "OPENAI_API_KEY": "sk-test"}
-    with (tmp_path / "out").open("w") as out, (tmp_path / "err").open("w") as err:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "mcec", "run", str(SPEC), "study", "--input", '{"text": "Paris"}',
-             "--model", f"fast=test-model@{llm_server.url}", "--trace"],
-            stdout=out, stderr=err, env=environment,
-        )
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the test process's children's
-        child.returncode = os.waitstatus_to_exitcode(status)
-    assert child.returncode == 0, (tmp_path / "err").read_text()
+    # A child forked from this test process (an xdist worker that may have grown past 1 GB after
+    # hundreds of tests) starts with the worker's pages resident, and its peak counts them: the
+    # `mcec run` is started by a small launcher of its own, which reports the peak of just it.
+    launcher = ("import json, os, subprocess, sys\n"
+                "child = subprocess.Popen(sys.argv[1:], stdout=open(os.environ['OUT'], 'w'), stderr=open(os.environ['ERR'], 'w'))\n"
+                "_, status, usage = os.wait4(child.pid, 0)\n"
+                "print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss]))\n")
+    measured = subprocess.run(
+        [sys.executable, "-c", launcher, sys.executable, "-m", "mcec", "run", str(SPEC), "study", "--input",
+         '{"text": "Paris"}', "--model", f"fast=test-model@{llm_server.url}", "--trace"],
+        capture_output=True, text=True, timeout=300,
+        env={**environment, "OUT": str(tmp_path / "out"), "ERR": str(tmp_path / "err")},
+    )
+    returncode, peak_kb = json.loads(measured.stdout)
+    assert returncode == 0, (tmp_path / "err").read_text()
     assert json.loads((tmp_path / "out").read_text())["value"] == answer.model_dump()
     assert "report  model stream.mce" in (tmp_path / "err").read_text()
     assert len(llm_server.requests) == 1 and llm_server.requests[0].body["stream"] is True
-    resident_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+    resident_mb = peak_kb / 1024  # kilobytes on Linux
     assert resident_mb < 300, f"mcec run --trace peaked at {resident_mb:.0f} MB"
 
 

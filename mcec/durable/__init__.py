@@ -726,6 +726,20 @@ def _interrupted_questions(engine: Engine, info: RunInfo) -> list[dict[str, Any]
     return [{**q, "expired": _expired(q, now)} for q in steps[last].get("questions", []) if q.get("key") not in since]
 
 
+def _questions_if_unheld(engine: Engine, info: RunInfo) -> list[dict[str, Any]]:
+    """The questions still open of a run that is ``running`` though no process holds its lock (its
+    answering process died: :func:`_interrupted_questions`); none when a process holds it."""
+    from mcec.durable.locks import LockBusy, run_lock
+
+    if info.status != "PENDING" or info.request.get("queue"):
+        return []
+    try:
+        with run_lock(engine.url, info.run_id, wait=0):
+            return _interrupted_questions(engine, info)
+    except LockBusy:
+        return []
+
+
 def waiting(*, db: str | None = None, run_id: str | None = None,
             about: Mapping[str, object] | Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Every open question of every waiting run (or of ``run_id``; ``about``: whose payload has
@@ -736,7 +750,8 @@ def waiting(*, db: str | None = None, run_id: str | None = None,
     no deadline) and whether it has ``expired``."""
     with _engine(db) as engine:
         infos = [_known(engine, run_id)] if run_id is not None else engine.runs()
-        found = [{"run_id": info.run_id, **q} for info in infos for q in _open_questions(engine, info)]
+        found = [{"run_id": info.run_id, **q} for info in infos
+                 for q in _open_questions(engine, info) or _questions_if_unheld(engine, info)]
     from mcec.durable.questions import about_conditions, matches
 
     conditions = about_conditions(about)

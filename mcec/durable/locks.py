@@ -138,7 +138,12 @@ def _sqlite_take(connection: Any, run_id: str, holder: str) -> str | None:
     if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
         connection.execute(sa.text("delete from mcec_run_locks where run_id = :run and holder = :holder"),
                            {"run": run_id, "holder": held})
-        return f"process {pid}, gone"
+        try:  # taken over at once: a caller that does not wait (wait=0) takes a dead process's lock too
+            connection.execute(sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)"),
+                               {"run": run_id, "holder": holder, "since": time.time()})
+            return None
+        except sa.exc.IntegrityError:
+            return f"process {pid}, gone, and another process that took it over"
     return f"process {pid} on {host}"
 
 

@@ -39,10 +39,14 @@ from .outcome import Err, Ok, Outcome, Site
 
 __all__ = ["run_group", "merge_outcome", "Elements", "ElementsHook", "elements_start", "give_up_slot"]
 
-#: In a branch of a ``par``/``each`` group of a hooked run: what gives its slot to the group's next
-#: element (:func:`give_up_slot`). Set in each branch's own context, so an inner group's branches
-#: see their own group's.
-_SLOT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("agentmonad_slot", default=None)
+@final
+@dataclass(frozen=True, slots=True)
+class _Slots:
+    """In the run context of a ``par``/``each`` group's branches (a hooked run): what gives element
+    ``i``'s slot to the group's next element (:func:`give_up_slot`). Each group sets its own, so an
+    inner group's branches see theirs."""
+
+    give_up: Callable[[int], None]
 
 
 def give_up_slot() -> None:
@@ -51,9 +55,10 @@ def give_up_slot() -> None:
     starts its next element at once instead of when this one ends. So a batch's elements that need
     no answer all run, and every question of the batch is open at once, whatever ``limit`` says.
     Outside a group, nothing."""
-    give = _SLOT.get()
-    if give is not None:
-        give()
+    run = current_run_context()
+    slots = run.part(_Slots)
+    if slots is not None and run.index:
+        slots.give_up(run.index[-1])
 
 _S = TypeVar("_S")
 
@@ -186,6 +191,8 @@ async def _run_group(
             w.set_result(None)
 
     run = current_run_context()
+    if run.hooked:  # its branches can give their slot up (give_up_slot)
+        run = run.with_part(_Slots, _Slots(lambda i: give_up(i)))
     # a journal names the group's branches (their effects' identities do not depend on the
     # order the branches run in); else the branch's effects just carry its element index
     element = run.with_index if run.journal is None else run.journal.branches(run)
@@ -206,7 +213,6 @@ async def _run_group(
         if run.hooked:  # the branch's effects carry its element index (agentmonad.effects)
             branch = contextvars.copy_context()
             branch.run(set_run_context, element(i))
-            branch.run(_SLOT.set, lambda: give_up(i))
             task = loop.create_task(start(i), context=branch)
         else:
             task = loop.create_task(start(i))

@@ -92,7 +92,9 @@ def test_an_answer_whose_process_is_killed_is_kept_and_the_other_questions_stay_
         time.sleep(0.01)
     answering.send_signal(signal.SIGKILL)
     answering.communicate()
-    # no process runs the run now: its other question can be answered, and the first answer holds
+    # no process runs the run now: its other question is listed and can be answered, and the first answer holds
+    listed = json.loads(mcec_with(["runs", "waiting", "--db", db], project).stdout)
+    assert [q["question"]["id"] for q in listed] == ["E2"], listed
     second = mcec_with(["runs", "answer", "r1", "approve", "--about", "id=E2", "--value", "false", "--db", db],
                        project, MCEC_EFFECTS=str(effects))
     assert second.returncode == 0, second.stderr
