@@ -99,19 +99,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     rank = {name: index for index, name in enumerate(SLOW_FILES)}
 
-    def path_of(item: pytest.Item) -> str:
-        return item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
-
     def key(item: pytest.Item) -> int:
-        return rank.get(path_of(item), len(SLOW_FILES))
+        return rank.get(_path_of(item), len(SLOW_FILES))
 
     items.sort(key=key)  # stable: the order within a rank (a file, or the rest) is the collected one
-    # the edit-test loop (`pytest -m "not slow"`, README): every file above, and every durable-run
-    # test (each starts DBOS processes, most a Postgres server), left for the full run
-    for item in items:
-        path = path_of(item)
-        if path in rank or path.startswith(SLOW_FOLDERS):
-            item.add_marker(pytest.mark.slow)
+
+
+def _path_of(item: pytest.Item) -> str:
+    return item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark ``slow`` (for the edit-test loop, ``pytest -m "not slow"``, README) every test of
+    :data:`SLOW_FILES` and of :data:`SLOW_FOLDERS` (each durable-run test starts DBOS processes,
+    most a Postgres server): as each is collected, before ``-m`` reads the marks."""
+    path = _path_of(item)
+    if path in SLOW_FILES or path.startswith(SLOW_FOLDERS):
+        item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
