@@ -81,13 +81,13 @@ def _check_resumed(tmp: Path, db: str, kill_after: float) -> None:
     assert Counter(lines(effects)) == after
 
 
-@settings(max_examples=int(os.environ.get('MCEC_KILL_EXAMPLES', '2')), deadline=None, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get('MCEC_KILL_EXAMPLES', '10')), deadline=None, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kill_after=st.floats(min_value=0.0, max_value=0.6))
 def test_a_run_killed_anywhere_resumes_to_the_same_outcome_on_sqlite(tmp_path: Path, kill_after: float) -> None:
     _check_resumed(tmp_path, f"sqlite:///{tmp_path / 'runs.sqlite'}", kill_after)
 
 
-@settings(max_examples=int(os.environ.get('MCEC_KILL_EXAMPLES', '2')), deadline=None, phases=(Phase.explicit, Phase.generate),
+@settings(max_examples=int(os.environ.get('MCEC_KILL_EXAMPLES', '10')), deadline=None, phases=(Phase.explicit, Phase.generate),
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kill_after=st.floats(min_value=0.0, max_value=0.6))
 def test_a_run_killed_anywhere_resumes_to_the_same_outcome_on_postgres(
