@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, final
 
 if TYPE_CHECKING:
     from agentmonad.concurrency import ElementsHook
-    from agentmonad.durable.dbos import Engine, RunInfo
+    from agentmonad.durable.dbos import Engine, RunInfo, WorkerInfo
     from agentmonad.durable.journal import Record, Store
     from agentmonad.events import EventSink
 
@@ -105,12 +105,11 @@ def _shown_url(url: str) -> str:
 
 def _first_line_of(text: str) -> str:
     lines = text.strip().splitlines()
-    return lines[0] if lines else text
+    return lines[0] if lines else ""
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return _first_line_of(str(exc)) or type(exc).__name__
 
 
 #: The longest run id accepted.
@@ -207,7 +206,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         return {"ok": None, "status": "cancelled"}
     _importable_as_started(request)
     pipeline = request["pipeline"]
-    sink = sink_for(str(request.get("run_id")))  # `mcec run --durable --stream`: this process watches the run
+    sink = sink_for(run_id)  # `mcec run --durable --stream`: this process watches the run
     try:
         generate = not request.get("interpret")
         # a worker compiled its specs once when it started; a process of its own compiles the run's
@@ -502,12 +501,19 @@ def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, 
     return _payload(run_id, asyncio.run(engine.resume(run_id)))
 
 
+def _its_worker(engine: Engine, info: RunInfo) -> WorkerInfo | None:
+    """The live worker running the run ``info`` (a run enqueued for workers, ``PENDING`` under an
+    executor whose heartbeat is younger than :data:`WORKER_STALE_AFTER`), else None. Workers hold no
+    run lock (DBOS's dequeue gives a run to one worker): this is how other processes tell."""
+    if info.status != "PENDING" or not info.request.get("queue") or not info.executor:
+        return None
+    return engine.live_worker(info.executor, WORKER_STALE_AFTER)
+
+
 def _refuse_a_workers_run(engine: Engine, info: RunInfo) -> None:
     """A run a live worker is running goes on there: resuming it here too would run its next
-    effect in both processes (workers hold no run lock: DBOS's dequeue gives a run to one worker)."""
-    if info.status != "PENDING" or not info.request.get("queue") or not info.executor:
-        return
-    worker = engine.live_worker(info.executor, WORKER_STALE_AFTER)
+    effect in both processes."""
+    worker = _its_worker(engine, info)
     if worker is not None:
         raise DurableError(f"run {info.run_id} is being run by worker {worker.executor_id} (pid {worker.pid} on "
                            f"{worker.host}): it goes on there (`mcec runs cancel {info.run_id}` stops it)")
@@ -683,9 +689,7 @@ def _until_no_worker_runs(engine: Engine, run_id: str) -> None:
     no run lock, and stops the run at its next effect once it sees it was asked to."""
     deadline = time.monotonic() + LOCK_WAIT
     while time.monotonic() < deadline:
-        info = _known(engine, run_id)
-        if (info.status != "PENDING" or not info.request.get("queue") or not info.executor
-                or engine.live_worker(info.executor, WORKER_STALE_AFTER) is None):
+        if _its_worker(engine, _known(engine, run_id)) is None:
             return
         time.sleep(0.05)
     raise DurableError(f"run {run_id} was asked to stop, but its worker still runs it after {LOCK_WAIT:g} s "

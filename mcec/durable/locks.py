@@ -125,12 +125,8 @@ def _sqlite_take(connection: Any, run_id: str, holder: str) -> str | None:
     """None when taken; else who holds it (a row whose process is gone from this host is taken over)."""
     import sqlalchemy as sa
 
-    try:
-        connection.execute(sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)"),
-                           {"run": run_id, "holder": holder, "since": time.time()})
+    if _sqlite_insert(connection, run_id, holder):
         return None
-    except sa.exc.IntegrityError:
-        pass
     held = connection.execute(sa.text("select holder from mcec_run_locks where run_id = :run"), {"run": run_id}).scalar()
     if held is None:
         return "a process that just let it go"  # released meanwhile: the next try takes it
@@ -138,13 +134,21 @@ def _sqlite_take(connection: Any, run_id: str, holder: str) -> str | None:
     if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
         connection.execute(sa.text("delete from mcec_run_locks where run_id = :run and holder = :holder"),
                            {"run": run_id, "holder": held})
-        try:  # taken over at once: a caller that does not wait (wait=0) takes a dead process's lock too
-            connection.execute(sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)"),
-                               {"run": run_id, "holder": holder, "since": time.time()})
-            return None
-        except sa.exc.IntegrityError:
-            return f"process {pid}, gone, and another process that took it over"
+        # taken over at once: a caller that does not wait (wait=0) takes a dead process's lock too
+        return None if _sqlite_insert(connection, run_id, holder) else f"process {pid}, gone, and another that took it over"
     return f"process {pid} on {host}"
+
+
+def _sqlite_insert(connection: Any, run_id: str, holder: str) -> bool:
+    """Whether this process took the free lock (its row inserted); False: a row is there."""
+    import sqlalchemy as sa
+
+    try:
+        connection.execute(sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)"),
+                           {"run": run_id, "holder": holder, "since": time.time()})
+        return True
+    except sa.exc.IntegrityError:
+        return False
 
 
 def _sqlite_release(connection: Any, run_id: str, holder: str) -> None:

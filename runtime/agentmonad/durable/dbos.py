@@ -274,15 +274,17 @@ def stop_asked(run_id: str) -> Callable[[], bool]:
     from the run database at most every :data:`STOP_POLL_SECONDS` (an effect boundary costs no
     read in between)."""
     engine = _launched[0] if _launched else None
-    last = [float("-inf"), False]
+    read_at = float("-inf")
+    asked_then = False
 
     def asked() -> bool:
+        nonlocal read_at, asked_then
         if engine is None:
             return False
         now = time.monotonic()
-        if now - float(last[0]) >= STOP_POLL_SECONDS:
-            last[0], last[1] = now, engine.stop_is_asked(run_id)
-        return bool(last[1])
+        if now - read_at >= STOP_POLL_SECONDS:
+            read_at, asked_then = now, engine.stop_is_asked(run_id)
+        return asked_then
 
     return asked
 
@@ -291,6 +293,8 @@ def given_answers(run_id: str) -> dict[str, tuple[object, object]]:
     """The answers given to the questions of ``run_id`` (:meth:`Engine.answers`), for the process
     that runs it: read from the run database, wherever they were given."""
     return _launched[0].answers(run_id) if _launched else {}
+
+
 #: The databases this process has brought up to DBOS's schema (once is enough: a process that
 #: enqueues many runs opens the database for each).
 _migrated: set[str] = set()
@@ -389,16 +393,12 @@ def _write_ahead(url: str) -> None:
 RESUME_POLL_SECONDS = 0.05
 RESULT_POLL_SECONDS = 0.1
 
-#: The private queue of this process (see :meth:`Engine.launch`), while its resumed run has not started.
-_private: list[tuple[DBOSClient, str]] = []
 
 
 def _resumed_here() -> None:
-    """The run this process resumed has started: its private queue back to DBOS's pace (DBOS reloads
-    a queue's row at every poll)."""
-    if _private:
-        client, name = _private.pop()
-        client.register_queue(name, polling_interval_sec=DEFAULT_QUEUE_POLLING_INTERVAL_SEC, on_conflict="always_update")
+    """A run has started in this process: its private queue back to DBOS's pace (:meth:`Engine.launch`)."""
+    if _launched:
+        _launched[0].poll_private_slowly()
 
 
 @final
@@ -411,8 +411,10 @@ class Engine:
         self.url = url
         self._launched = False
         self._private: str | None = None
+        #: Whether the private queue is still polled every RESUME_POLL_SECONDS (its run not started yet).
+        self._private_fast = False
         self.executor_id: str | None = None
-        self._workers_table = False
+        self._tables_made = False
         if url not in _migrated:  # a new database gets DBOS's tables (an up-to-date one is left as it is)
             if url.startswith("sqlite"):
                 _write_ahead(url)
@@ -441,7 +443,7 @@ class Engine:
             self._private = f"mcec-resume-{self.executor_id}"
             self.client.register_queue(self._private, polling_interval_sec=RESUME_POLL_SECONDS,
                                        on_conflict="always_update")
-            _private[:] = [(self.client, self._private)]
+            self._private_fast = True
         DBOS(
             config={
                 "name": APPLICATION,
@@ -466,6 +468,14 @@ class Engine:
             # worker started last sets them for every worker of that queue
             DBOS.register_queue(q.name, global_concurrency=q.concurrency, worker_concurrency=q.worker_concurrency,
                                 polling_interval_sec=poll_seconds, on_conflict="always_update")
+
+    def poll_private_slowly(self) -> None:
+        """Poll the private queue at DBOS's pace from now on (DBOS reloads a queue's row at every
+        poll): the run it was polled fast for has started."""
+        if self._private is not None and self._private_fast:
+            self._private_fast = False
+            self.client.register_queue(self._private, polling_interval_sec=DEFAULT_QUEUE_POLLING_INTERVAL_SEC,
+                                       on_conflict="always_update")
 
     def enqueue(self, run_id: str, request: dict[str, Any], queue: str) -> None:
         """Put the run ``run_id`` with ``request`` on the DBOS queue ``queue`` for a worker to take
@@ -497,7 +507,7 @@ class Engine:
     def _sql(self) -> sa.Engine:
         """The run database, with mcec's own tables in it (made by the first process to need them)."""
         engine: sa.Engine = system_engine(self.client)
-        if not self._workers_table:
+        if not self._tables_made:
             try:
                 _metadata.create_all(engine, checkfirst=True)
             except sa.exc.DBAPIError:
@@ -505,7 +515,7 @@ class Engine:
                 # type): the tables are there then, made by that process
                 if not all(sa.inspect(engine).has_table(t.name) for t in _metadata.sorted_tables):
                     raise
-            self._workers_table = True
+            self._tables_made = True
         return engine
 
     # ------------------------------------------------------------------ answers to a waiting run's questions
@@ -634,7 +644,6 @@ class Engine:
             except Exception:  # the database went away: the row is left, harmless (nobody listens to it)
                 pass
             self._private = None
-            _private.clear()
         if self._launched:
             DBOS.destroy(destroy_registry=False)
             self._launched = False
@@ -674,14 +683,6 @@ class Engine:
         if last.get("kind") == STOPPED:
             return {"ok": False, "failed": str(last.get("reason")), "resumable": True}
         return {"ok": None, "status": CANCELLED}
-
-    def waiting(self, run_id: str) -> Record | None:
-        """The waiting record of ``run_id`` when it waits for people (its open questions), else None."""
-        info = self.run(run_id)
-        steps = self.steps(run_id)
-        if info is None or info.status != "CANCELLED" or not steps or steps[-1].get("kind") != WAITING:
-            return None
-        return steps[-1]
 
     def run(self, run_id: str) -> RunInfo | None:
         """The run ``run_id`` (None: no such run)."""
