@@ -589,7 +589,8 @@ def list_runs(*, db: str | None = None) -> list[RunSummary]:
 
 def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
     """The run ``run_id``: its summary, every recorded effect in order (its identity, kind, step,
-    site, duration, outcome kind, and the state after it), and the run as the tree ``mcec run
+    site, duration, outcome kind, and how it changed the state), the state its own branch is at
+    now, and the run as the tree ``mcec run
     --trace`` draws (``tree``: each effect under its ``par``/``each`` element, see
     :func:`mcec.run.timeline.as_json`)."""
     from mcec.run.timeline import as_json
@@ -601,17 +602,19 @@ def show(run_id: str, *, db: str | None = None) -> dict[str, Any]:
 def show_tree(run_id: str, *, db: str | None = None) -> tuple[dict[str, Any], list[Node]]:
     """What :func:`show` gives without its ``tree``, and the tree itself (to draw with
     :func:`mcec.run.timeline.render_text`)."""
-    from mcec.run.timeline import from_records
+    from agentmonad.durable.journal import states_seen
+
+    from mcec.run.timeline import from_records, short_json
 
     with _engine(db) as engine:
         info = _known(engine, run_id)
-        from agentmonad.durable.journal import whole_states
-
         records = engine.steps(run_id)
-        states = whole_states(records)
-        effects = [_effect(record, state) for record, state in zip(records, states)]
+        # the state after each effect only as a line of the tree: the whole of them grows with the
+        # square of a run whose state grows, so the JSON gives each effect's change instead
+        texts, state = states_seen(records, short_json)
+        effects = [_effect(record) for record in records]
         tree = from_records(
-            records, states, pipeline=str(info.request.get("pipeline", "?")), outcome=_run_outcome(info, records),
+            records, texts, pipeline=str(info.request.get("pipeline", "?")), outcome=_run_outcome(info, records),
             started=info.created, ended=info.updated,
         )
         shown = {
@@ -622,6 +625,7 @@ def show_tree(run_id: str, *, db: str | None = None) -> tuple[dict[str, Any], li
             "status": _status(info, records),
             "started": _when(info.created),
             "effects": effects,
+            "state": state,
             "outcome": info.result,
         }
         return shown, tree
@@ -644,8 +648,8 @@ def _run_outcome(info: RunInfo, records: list[Record]) -> str | None:
             raise AssertionError(f"unknown run status {other!r}")
 
 
-def _effect(record: Record, state: object) -> dict[str, Any]:
-    from mcec.run.timeline import record_outcome
+def _effect(record: Record) -> dict[str, Any]:
+    from mcec.run.timeline import record_outcome, state_change
 
     return {
         "key": record.get("key"),
@@ -654,7 +658,7 @@ def _effect(record: Record, state: object) -> dict[str, Any]:
         "site": record.get("site"),
         "seconds": round(float(record.get("seconds", 0.0)), 6),
         "outcome": record_outcome(record),
-        "state": state,
+        "state_change": state_change(record),
         "usage": record.get("usage") or None,
     }
 

@@ -64,10 +64,10 @@ class Node:
     done: int = 0
     failed: int = 0
     total: int | None = 0
-    #: A durable run's effect: its recorded identity (docs/language.md §13) and the state after it
-    #: (None: the record has no state, or this node is not a record).
+    #: A durable run's effect: its recorded identity (docs/language.md §13) and how it changed the
+    #: state, as recorded (None: the record has no state, or this node is not a record).
     key: str | None = None
-    state: Any = None
+    state_change: Any = None
 
 
 class Timeline:
@@ -184,23 +184,30 @@ def _segments(key: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(n) for n in part.split(".")) for part in key.split("/"))
 
 
-def _state_text(state: object) -> str:
-    text = json.dumps(state, separators=(",", ":"), ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
+def short_json(value: object, limit: int = 60) -> str:
+    """``value`` as compact JSON, cut to ``limit`` characters (``...`` at the end when cut): in time
+    bounded by ``limit``, not by the value (a durable run's state after each of its effects)."""
+    text = ""
+    for piece in json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).iterencode(value):
+        text += piece
+        if len(text) > limit:
+            return text[: limit - 3] + "..."
+    return text
 
 
 def from_records(
     records: Sequence[Mapping[str, Any]],
-    states: Sequence[object],
+    states: Sequence[str | None],
     *,
     pipeline: str,
     outcome: str | None,
     started: float | None = None,
     ended: float | None = None,
 ) -> list[Node]:
-    """A durable run's tree, from its records (``states[i]``: the whole state after ``records[i]``,
-    as :func:`agentmonad.durable.journal.whole_states` gives it): the run at the root, each record
-    an effect with its duration, outcome kind, tokens and state after it, under the ``par``/``each``
+    """A durable run's tree, from its records (``states[i]``: the state after ``records[i]`` as
+    :func:`short_json` gives it, from :func:`agentmonad.durable.journal.states_seen`): the run at
+    the root, each record an effect with its duration, outcome kind, tokens, state change and
+    state after it, under the ``par``/``each``
     element or the effect (a ``spawn``'s planner and plan steps) its branch path names.
 
     A group has no record of its own: it shows as ``par/each`` with the elements that have
@@ -274,7 +281,7 @@ def _index(path: list[str]) -> tuple[int, ...]:
     return tuple(int(part.split(".")[1]) for part in path if "." in part)
 
 
-def _fill(node: Node, record: Mapping[str, Any], state: object) -> None:
+def _fill(node: Node, record: Mapping[str, Any], state: str | None) -> None:
     """``node`` as ``record`` says: the effect's kind, step, site, time, outcome, tokens and state."""
     node.kind = str(record.get("kind", "effect"))
     node.name = str(record.get("step", node.kind))
@@ -287,9 +294,21 @@ def _fill(node: Node, record: Mapping[str, Any], state: object) -> None:
         node.prompt_tokens += int(prompt)
         node.completion_tokens += int(completion)
         node.notes.append(f"model {model}: {prompt}+{completion} tokens")
-    node.state = state
+    node.state_change = state_change(record)
     if state is not None:
-        node.notes.append(f"state after: {_state_text(state)}")
+        node.notes.append(f"state after: {state}")
+
+
+def state_change(record: Mapping[str, Any]) -> object:
+    """How a durable run's ``record`` changed its branch's state, as recorded: ``{"same": true}``,
+    ``{"extend": [...]}``, ``{"fields": {...}}``, ``{"set": value}`` (a branch's first record: its
+    whole state); None when it records no state (:func:`agentmonad.durable.journal.state_delta`)."""
+    result = record.get("result")
+    if not isinstance(result, Mapping):
+        return None
+    if "delta" in result:
+        return result["delta"]
+    return {"set": result["state"]} if "state" in result else None
 
 
 def _close_groups(node: Node, ended: Callable[[Node], bool]) -> None:
@@ -402,7 +421,7 @@ def as_json(roots: list[Node]) -> list[dict[str, Any]]:
             data["progress"] = {"done": node.done, "failed": node.failed, "total": node.total}
         if node.key is not None:  # a durable run's record (`mcec runs show`)
             data["key"] = node.key
-            data["state"] = node.state
+            data["state_change"] = node.state_change
         data["notes"] = list(node.notes)
         data["children"] = [one(child) for child in node.children]
         return data

@@ -59,7 +59,8 @@ def test_a_changed_spec_is_refused_unless_allowed(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"ok": True, "value": "x..", "state": {"written": ["x", "x."]}, "run_id": "r1"}
     shown = json.loads(mcec_with(["runs", "show", "r1", "--format", "json"], tmp_path).stdout)
-    assert [(e["step"], e["outcome"], e["state"]) for e in shown["effects"]] == [
-        ("jot", "ok", {"written": ["x"]}), ("jot", "ok", {"written": ["x", "x."]})
+    assert [(e["step"], e["outcome"], e["state_change"]) for e in shown["effects"]] == [
+        ("jot", "ok", {"set": {"written": ["x"]}}), ("jot", "ok", {"fields": {"written": {"extend": ["x."]}}})
     ]
+    assert shown["state"] == {"written": ["x", "x."]}
     assert shown["status"] == "finished"

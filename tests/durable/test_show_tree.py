@@ -120,20 +120,24 @@ def test_runs_show_draws_the_run_as_the_trace_does(finished_run: str, capsys: py
 def test_runs_show_json_keeps_its_effects_and_adds_the_tree(finished_run: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", "show", "r1", "--db", finished_run, "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert list(shown) == ["run_id", "spec", "pipeline", "input", "status", "started", "effects", "outcome", "tree"]
+    assert list(shown) == ["run_id", "spec", "pipeline", "input", "status", "started", "effects", "state", "outcome", "tree"]
     # in the order they were recorded (concurrent branches: any order), each with the fields it always had
-    assert sorted((e["key"], e["kind"], e["step"], e["site"], e["outcome"], e["state"]) for e in shown["effects"]) == [
-        ("0", "step", "note", "show.mce:11:5 (note)", "ok", {"seen": ["a,b"]}),
-        *[(f"1.0/0.{i}/{n}", "step", "tag", f"show.mce:12:{(29, 37)[n]} (tag)", "ok", {"seen": ["a,b"]})
+    # each with how it changed its branch's state (a branch's first record: the whole state)
+    assert sorted((e["key"], e["kind"], e["step"], e["site"], e["outcome"], e["state_change"])
+                  for e in shown["effects"]) == [
+        ("0", "step", "note", "show.mce:11:5 (note)", "ok", {"set": {"seen": ["a,b"]}}),
+        *[(f"1.0/0.{i}/{n}", "step", "tag", f"show.mce:12:{(29, 37)[n]} (tag)", "ok",
+           {"set": {"seen": ["a,b"]}} if n == 0 else {"same": True})
           for i in (0, 1) for n in (0, 1)],
-        ("1.1/0", "step", "count", "show.mce:12:43 (count)", "ok", {"seen": ["a,b", "2"]}),
+        ("1.1/0", "step", "count", "show.mce:12:43 (count)", "ok", {"set": {"seen": ["a,b", "2"]}}),
     ]
+    assert shown["state"] == {"seen": ["a,b"]}  # the run's own branch: its last record is `note`'s
     assert all(e["seconds"] >= 0 and e["usage"] is None for e in shown["effects"])
     [run] = shown["tree"]
     assert (run["kind"], run["name"], run["outcome"], run["index"]) == ("run", "go", "ok", [])
     note, par = run["children"]
-    assert (note["key"], note["name"], note["site"], note["state"]) == (
-        "0", "note", {"file": "show.mce", "line": 11, "column": 5}, {"seen": ["a,b"]}
+    assert (note["key"], note["name"], note["site"], note["state_change"]) == (
+        "0", "note", {"file": "show.mce", "line": 11, "column": 5}, {"set": {"seen": ["a,b"]}}
     )
     assert (par["kind"], par["key"], par["progress"]) == ("group", "1", {"done": 2, "failed": 0, "total": None})
     each, count = par["children"]
@@ -159,7 +163,7 @@ def test_an_interrupted_runs_records_as_a_tree() -> None:
         _record("0.2/0", "step", "extract", {"raised": {"type": "app.Bad", "args": [], "attrs": {}}}, 10.1, 0.1),
         _record("1/0", "step", "plan_step", {"ok": 1, "delta": {"set": {"k": 1}}}, 12.0, 1.0),
     ]
-    states = [None, None, None, {"k": 1}]
+    states = [None, None, None, "{\"k\":1}"]  # as short_json gives the state after each
     roots = from_records(records, states, pipeline="batch", outcome=None)
     assert render_text(roots) == """\
 batch  run  unfinished  -  tokens 12+5
@@ -179,3 +183,62 @@ batch  run  unfinished  -  tokens 12+5
     # in a run that has not ended, more elements may be to come
     [cut] = from_records(records[:3], states[:3], pipeline="batch", outcome=None)
     assert cut.children[0].outcome is None and render_text([cut]).splitlines()[1].startswith("└─ par/each  group  unfinished")
+
+
+GROW_IMPL = '''
+from dataclasses import dataclass, field
+from agentmonad import Ok
+
+
+@dataclass
+class Notes:
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Done:
+    count: int
+
+
+async def note(state: Notes, left: int):
+    grown = Notes([*state.notes, f"note {left} " + "x" * 20])
+    return Ok(left - 1 if left > 1 else Done(len(grown.notes)), grown)
+'''
+
+GROW = '''
+from show_grow_impl import Notes, Done
+import show_grow_impl as impl
+
+state Notes
+
+async step note : int -> int | Done = impl.note
+
+pipeline grow : int -> Done = loop(1000) note;
+'''
+
+
+def test_runs_show_json_grows_linearly_with_a_run_whose_state_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 42 (12): each effect's state was the whole state after it, so a run whose state grows by
+    one note an effect printed the square of its length (4 times the effects, 16 times the JSON). Each effect
+    gives its change now, and the run its state once: 4 times the run, 4 times the JSON (and text)."""
+    from mcec import durable
+
+    (tmp_path / "show_grow_impl.py").write_text(GROW_IMPL, encoding="utf-8")
+    (tmp_path / "grow.mce").write_text(GROW, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    sizes = {}
+    for count in (100, 400):
+        report = durable.run(tmp_path / "grow.mce", "grow", str(count), run_id=f"grow{count}", db=db)
+        assert report["ok"] and report["value"] == {"count": count}, report
+        for form in ("json", "text"):
+            assert main(["runs", "show", f"grow{count}", "--db", db, "--format", form]) == 0
+            sizes[form, count] = len(capsys.readouterr().out)
+        shown = durable.show(f"grow{count}", db=db)
+        assert shown["state"] == report["state"]  # the whole state, once
+        assert shown["effects"][-1]["state_change"] == {"fields": {"notes": {"extend": [f"note 1 {'x' * 20}"]}}}
+    for form in ("json", "text"):
+        assert sizes[form, 400] < 5 * sizes[form, 100], sizes  # quadratic: 16 times

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_resul
 
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "StopAsked", "RecordError", "state_delta", "apply_delta",
-    "whole_states", "OpenQuestion", "WAITING", "CANCELLED", "STOPPED", "NOT_EFFECTS", "iso_time", "epoch", "branch_key",
+    "whole_states", "states_seen", "OpenQuestion", "WAITING", "CANCELLED", "STOPPED", "NOT_EFFECTS", "iso_time", "epoch", "branch_key",
 ]
 
 _T = TypeVar("_T")
@@ -675,9 +676,17 @@ def apply_delta(before: object, delta: dict[str, Any]) -> object:
 
 def whole_states(records: list[Record]) -> list[object]:
     """The state after each of ``records`` (None where a record has none), its changes applied in
-    each branch's order: what ``mcec runs show`` prints."""
+    each branch's order. Each state is a value of its own: the whole of them grows with the square
+    of the run (a state that grows by one note an effect); :func:`states_seen` does not."""
+    return states_seen(records, copy.deepcopy)[0]
+
+
+def states_seen(records: list[Record], see: Callable[[object], _T]) -> tuple[list[_T | None], object]:
+    """``see`` of the state after each of ``records`` (None where a record has none), in each
+    branch's order, and the state the run's own branch ended with: in time linear in the run
+    (the changes are applied in place, so ``see`` must not keep the state it is shown)."""
     states: dict[tuple[str, ...], object] = {}
-    whole: dict[str, object] = {}
+    seen: dict[str, _T] = {}
 
     def number(record: Record) -> tuple[tuple[str, ...], int]:
         *path, n = str(record["key"]).split("/")
@@ -687,10 +696,28 @@ def whole_states(records: list[Record]) -> list[object]:
         path, _ = number(record)
         result = record.get("result", {})
         if "delta" in result:
-            states[path] = apply_delta(states.get(path), result["delta"])
+            states[path] = _applied_in_place(states.get(path), result["delta"])
         elif "state" in result:
-            states[path] = result["state"]
+            states[path] = copy.deepcopy(result["state"])
         else:
             continue
-        whole[str(record["key"])] = states[path]
-    return [whole.get(str(r["key"])) for r in records]
+        seen[str(record["key"])] = see(states[path])
+    return [seen.get(str(r["key"])) for r in records], states.get(())
+
+
+def _applied_in_place(before: object, delta: dict[str, Any]) -> object:
+    """:func:`apply_delta`, changing ``before`` where it can rather than copying it."""
+    if "same" in delta:
+        return before
+    if "extend" in delta and isinstance(before, list):
+        before.extend(copy.deepcopy(delta["extend"]))
+        return before
+    if "fields" in delta and isinstance(before, dict):
+        for name in delta.get("removed", ()):
+            before.pop(name, None)
+        for name, change in delta["fields"].items():
+            before[name] = _applied_in_place(before.get(name), change)
+        return before
+    if "set" in delta:
+        return copy.deepcopy(delta["set"])
+    raise RecordError(f"a recorded state change does not apply to the state before it: {delta}")
