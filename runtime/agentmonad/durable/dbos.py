@@ -746,12 +746,10 @@ class ElementQueues:
     def __init__(self, client: DBOSClient | None = None) -> None:
         self._client = client if client is not None else _client[0]
 
-    async def attempts(self, base: str) -> list[tuple[str, str]]:
-        """The element workflows whose id is ``base`` or ``base#n``, with their status."""
-        found = await asyncio.to_thread(self._client.list_workflows, workflow_id_prefix=base, load_input=False,
-                                        load_output=False)
-        return [(w.workflow_id, str(w.status)) for w in found
-                if w.workflow_id == base or w.workflow_id.startswith(base + "#")]
+    async def resume(self, queue: str, element_id: str) -> None:
+        """Put the cancelled element ``element_id`` back on ``queue``: DBOS runs it again from its
+        recorded steps."""
+        await self._client.resume_workflow_async(element_id, queue_name=queue)
 
     async def enqueue(self, queue: str, element_id: str, request: dict[str, Any]) -> None:
         """Put the element ``element_id`` on ``queue`` (an id that exists already: attached to, not run again)."""

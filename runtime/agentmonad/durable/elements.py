@@ -15,8 +15,8 @@ The element workflow's id is ``{run_id}/{identity}`` (``identity`` is the elemen
 run's journal): a run resumed before an element ended attaches to the same workflow. A branch
 cancelled (a sibling failed, the run was cancelled, an enclosing ``timeout`` fired) cancels its
 element's workflow. An element found cancelled when a run (re)attaches — cancelled by an earlier
-process of the run — runs again as ``{run_id}/{identity}#2`` (``#3``…): it never finished, so
-nothing of it was kept.
+process of the run — is resumed: the same workflow, on its queue again, replays the effects it
+recorded and runs the rest.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ class ElementTypes:
 class Backend(Protocol):
     """The queues the elements go on (:class:`agentmonad.durable.dbos.ElementQueues`)."""
 
-    def attempts(self, base: str) -> Awaitable[list[tuple[str, str]]]:
-        """The element workflows ``base`` and ``base#n`` that exist, with their status."""
+    def resume(self, queue: str, element_id: str) -> Awaitable[None]:
+        """Put the cancelled element ``element_id`` back on ``queue``, its recorded effects kept."""
         ...
 
     def enqueue(self, queue: str, element_id: str, request: dict[str, Any]) -> Awaitable[None]:
@@ -100,9 +100,9 @@ class ElementDistributor:
         #: Elements awaited now, by workflow id: one poller reads all their results at once.
         self._waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         self._poller: asyncio.Task[None] | None = None
-        #: How many elements this process handed out, and how many it found ended already (tests).
+        #: How many elements this process handed out, and how many it found cancelled and resumed (tests).
         self.enqueued = 0
-        self.attached = 0
+        self.resumed = 0
 
     def takes(self, site: Site, limit: int | None) -> bool:
         """An ``each`` with a limit at a site that has a queue (one without a limit runs here)."""
@@ -130,7 +130,6 @@ class ElementDistributor:
             "deadline": deadline_of(run),
         }
         queue = self.queues[str(site)]
-        current = [base]  # the attempt awaited now
         # the enqueue runs to its end even if this branch is cancelled meanwhile: an element put on
         # the queue after its branch stopped caring would run for nothing
         handed = asyncio.ensure_future(self.backend.enqueue(queue, base, request))  # one that exists: attached to
@@ -138,47 +137,33 @@ class ElementDistributor:
         try:
             await asyncio.shield(handed)
             while True:
-                status, result = await self._ended(current[0])
+                status, result = await self._ended(base)
                 if status == "SUCCESS" and isinstance(result, dict) and result.get("expired") and deadline_of(run) is not None:
                     # the worker stopped it at the run's deadline, which fires here at once (or a
                     # clock's skew later): its cancellation ends this wait, as a timeout in-process
                     await asyncio.get_running_loop().create_future()
                 if status != "CANCELLED":
                     break
-                # cancelled by someone else (an earlier process of this run): it never finished,
-                # it runs again as a new attempt (or the run attaches to the last one)
-                current[0] = await self._attach(base, queue, request)
+                # cancelled by an earlier process of this run: it goes on from its last recorded effect
+                await self.backend.resume(queue, base)
+                self.resumed += 1
         except asyncio.CancelledError:
             # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
             # cancel must reach the database even if this task is cancelled again meanwhile)
             try:
-                await asyncio.shield(self._cancel(handed, current))
+                await asyncio.shield(self._cancel(handed, base))
             except asyncio.CancelledError:
                 pass
             raise
-        return self._outcome(site, state, types.result, current[0], status, result)
+        return self._outcome(site, state, types.result, base, status, result)
 
-    async def _cancel(self, handed: asyncio.Future[None], current: list[str]) -> None:
+    async def _cancel(self, handed: asyncio.Future[None], element_id: str) -> None:
         """Cancel the element once it is on the queue (or its enqueue failed)."""
         try:
             await handed
         except Exception:
             return
-        await self.backend.cancel([current[0]])
-
-    async def _attach(self, base: str, queue: str, request: dict[str, Any]) -> str:
-        """The element's workflow once its first attempt was found cancelled: the last attempt that
-        was not cancelled, else a new one enqueued."""
-        attempts = await self.backend.attempts(base)
-        attempts.sort(key=lambda a: _attempt(base, a[0]))
-        last, status = attempts[-1] if attempts else (base, "CANCELLED")
-        if status != "CANCELLED":
-            self.attached += 1
-            return last
-        element_id = f"{base}#{_attempt(base, last) + 1}"
-        await self.backend.enqueue(queue, element_id, request)
-        self.enqueued += 1
-        return element_id
+        await self.backend.cancel([element_id])
 
     def _outcome(self, site: Site, state: Any, types: SiteTypes, element_id: str, status: str, result: Any) -> Outcome[Any, Any, Any]:
         if status == "SUCCESS" and isinstance(result, dict) and "outcome" in result:
@@ -224,8 +209,4 @@ class ElementDistributor:
                 if waiting is not None and not waiting.done():
                     waiting.set_result(found)
             await asyncio.sleep(self.poll)
-
-
-def _attempt(base: str, element_id: str) -> int:
-    return 1 if element_id == base else int(element_id[len(base) + 1:])
 

@@ -96,3 +96,12 @@ async def late(state: Tally, n: int) -> Outcome[Tally, Refused, int]:
 
 def gave_up(error: object) -> list[int]:
     return []
+
+
+async def gated(state: Tally, n: int) -> Outcome[Tally, Refused, str]:
+    """Waits until the file ``n`` exists in the folder ``MCEC_GATES`` (the test opens it)."""
+    gate = os.path.join(os.environ["MCEC_GATES"], str(n))
+    while not os.path.exists(gate):
+        await asyncio.sleep(0.01)
+    _effect(f"gated {n}")
+    return Ok(f"#{n}", state)

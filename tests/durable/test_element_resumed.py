@@ -1,0 +1,67 @@
+"""An ``each`` element a worker ran, cancelled with its run, resumes from its last recorded effect
+when the run is resumed (issue 42, 9: it came back as ``RUN/ID#2`` with an empty journal, and its
+completed, recorded effects ran again). On a real PostgreSQL server, the run's process listening to
+its element queues itself (``elements=True``), as a worker does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
+
+from tests.durable.processes import environment, lines, mcec_with
+
+SPEC = Path(__file__).parent / "elementbox" / "elements.mce"
+
+
+def _until(found: bool | None, what: str, deadline: float) -> None:
+    assert found or time.monotonic() < deadline, f"never: {what}"
+
+
+def test_a_cancelled_element_resumes_from_its_last_recorded_effect(
+    tmp_path: Path, postgres_url: str  # noqa: F811  (the fixture)
+) -> None:
+    from agentmonad.durable.dbos import Engine
+
+    effects, gates = tmp_path / "effects.txt", tmp_path / "gates"
+    gates.mkdir()
+    variables = {"MCEC_EFFECTS": str(effects), "MCEC_GATES": str(gates), "MCEC_PACE": "0"}
+    run_id = f"gated-{time.monotonic_ns()}"
+    script = (f"from mcec import durable; durable.run({str(SPEC)!r}, 'twostep', '[1, 2, 3]', db={postgres_url!r}, "
+              f"run_id={run_id!r}, elements=True)")
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=environment(**variables), cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    # each(limit=2): elements 0 and 1 did `work` (recorded) and wait in `gated`
+    while sorted(_ran(effects)) != ["work 1", "work 2"]:
+        _until(process.poll() is None, "elements 0 and 1 at their gates", deadline)
+        time.sleep(0.01)
+    engine = Engine(postgres_url)
+    try:
+        engine.ask_to_stop(run_id)  # what `runs cancel` writes first
+    finally:
+        engine.close()
+    (gates / "10").touch()  # element 0 ends; the run stops before handing out element 2, cancelling element 1
+    _, err = process.communicate(timeout=120)
+    assert sorted(_ran(effects)) == ["gated 10", "work 1", "work 2"], err
+    listed = json.loads(mcec_with(["runs", "list", "--format", "json", "--db", postgres_url], tmp_path).stdout)
+    assert {r["run_id"]: r["status"] for r in listed}[run_id] == "cancelled", err
+
+    for n in (20, 30):
+        (gates / str(n)).touch()
+    resumed = mcec_with(["runs", "resume", run_id, "--db", postgres_url], tmp_path, **variables)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["value"] == ["#10", "#20", "#30"]
+    ran = Counter(_ran(effects))
+    # element 1's `work` completed and was recorded before the cancel: it is replayed, not run again
+    assert ran == Counter(["work 1", "work 2", "work 3", "gated 10", "gated 20", "gated 30"]), ran
+
+
+def _ran(effects: Path) -> list[str]:
+    """What the steps did, without the pid of the process they ran in."""
+    return [line.split(" ", 1)[1] for line in lines(effects)]
