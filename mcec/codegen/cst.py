@@ -107,7 +107,7 @@ def tuple_(items: Sequence[cst.BaseExpression]) -> cst.Tuple:
     """``(a, b, …)`` (a one-element tuple gets its trailing comma)."""
     elements = [make(cst.Element, value=item) for item in items]
     if len(elements) == 1:
-        elements = [make(cst.Element, value=items[0], comma=cst.Comma())]
+        elements = [make(cst.Element, value=items[0], comma=make(cst.Comma))]
     return make(cst.Tuple, elements=elements)
 
 

@@ -45,6 +45,7 @@ from mcec.check import typed as t
 from mcec.codegen import cst as c
 from mcec.codegen import template_hashes
 from mcec.codegen.control import CONTROL_NODES, ControlEmitter
+from mcec.codegen.descriptor import spec_info_lines
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
 from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union, members, render_errors, sorted_errors
@@ -82,6 +83,8 @@ class Emitter:
         #: ``RUN_SITE_n = Site(pipeline, …)``: where each pipeline is declared, for its run's span
         #: (:meth:`run_entry`); numbered apart so that the steps' ``SITE_n`` stay as they were.
         self.run_site_lines: list[cst.SimpleStatementLine] = []
+        #: The constant of each site made so far, by step name, line and column (``SPEC_INFO`` names them).
+        self.site_constants: dict[tuple[str, int, int], str] = {}
         self.functions: list[cst.FunctionDef] = []
         #: id() of a generated statement -> the span of the spec construct it stems from
         self.spans: dict[int, Span] = {}
@@ -203,6 +206,7 @@ class Emitter:
         statement = c.assign(constant, value)
         self.record(statement, span)
         lines.append(statement)
+        self.site_constants.setdefault((step, span.line, span.column), constant)
         return c.name(constant)
 
     # ------------------------------------------------------------ declarations
@@ -1057,6 +1061,7 @@ class Emitter:
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
         toolboxes = self.toolbox_lines()  # placed after the functions (they name the pipelines)
+        described = spec_info_lines(self)  # last: it names the pipelines and the types
         # docs/language.md §7: say so at import when the spec beside the module, or a template file
         # its llm steps embed, has changed since (right after the imports, before the bindings
         # a changed spec may break)
@@ -1088,6 +1093,7 @@ class Emitter:
         if toolboxes:
             toolboxes[0] = toolboxes[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
             body.extend(toolboxes)
+        body.extend(described)
         comments = [cst.EmptyLine(comment=cst.Comment(f"# {line}" if line else "#")) for line in header]
         return cst.Module(body=body, header=comments)
 

@@ -84,7 +84,7 @@ def _expr(node: cst.BaseExpression) -> str:
         items = ", ".join(_expr(e.slice.value) for e in node.slice if isinstance(e.slice, cst.Index))
         return f"{_expr(node.value)}[{items}]"
     if isinstance(node, cst.Tuple):
-        elements = [_expr(e.value) for e in node.elements]
+        elements = [("*" if isinstance(e, cst.StarredElement) else "") + _expr(e.value) for e in node.elements]
         if not node.lpar:  # bare tuple: an assignment's targets or values
             return ", ".join(elements)
         return f"({elements[0]},)" if len(elements) == 1 else f"({', '.join(elements)})"

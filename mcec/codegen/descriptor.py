@@ -1,0 +1,127 @@
+"""``SPEC_INFO = SpecInfo(...)``: the last statement of a generated module, what running it needs
+that the compiler knew (:mod:`agentmonad.spec`): the spec's pipelines with their types, the types
+of every effect site a durable run records, its asks, its ``each(limit=N)`` sites and the specs it
+uses. Its effect sites are those :func:`mcec.durable.types.type_table` reads from the checked
+program; ``tests/codegen/test_spec_info.py`` holds the two to agreement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from mcec.check import typed as t
+from mcec.codegen import cst as c
+from mcec.span import Span
+
+if TYPE_CHECKING:
+    from mcec.codegen.emitter import Emitter
+
+__all__ = ["spec_info_lines"]
+
+SPEC_MODULE = "agentmonad.spec"
+#: A descriptor of more entries than this is built over several statements of this many each,
+#: so that no statement grows with the spec (a module is laid out a statement at a time).
+CHUNK = 50
+
+
+def spec_info_lines(emitter: Emitter) -> list[cst.SimpleStatementLine]:
+    """The ``SPEC_INFO`` statement of ``emitter``'s module (its names imported through it)."""
+    program = emitter.program
+
+    def info(name: str) -> cst.Name:
+        return emitter.runtime(name, SPEC_MODULE)
+
+    def site(step: str, span: Span) -> cst.BaseExpression:
+        constant = emitter.site_constants.get((step, span.line, span.column))
+        if constant is not None:
+            return c.name(constant)
+        return c.call(emitter.runtime("Site"), c.string(step), c.string(emitter.spec_file), c.integer(span.line),
+                      c.integer(span.column))
+
+    def effect(name: str, span: Span | None, sig: t.Sig) -> cst.Call:
+        where = site(name, span) if span is not None else c.name("None")
+        return c.call(info("EffectSite"), c.string(name), where, emitter.type_expr(sig.output),
+                      emitter.error_classes(sig.errors))
+
+    pipelines = [
+        c.call(info("PipelineInfo"), c.string(p.name), c.name(p.name), emitter.type_expr(p.sig.input),
+               emitter.type_expr(p.sig.output), emitter.error_classes(p.sig.errors), site(p.name, p.span))
+        for p in program.pipelines
+    ]
+    effects: list[cst.BaseExpression] = []
+    asks: list[cst.BaseExpression] = []
+    for decl in program.decls:
+        match decl:
+            case t.TStep() | t.TTool() | t.TLlm() | t.TPipeline() | t.TUsed():
+                effects.append(effect(decl.name, None, decl.sig))
+            case t.TAsk():
+                # a person's answer (§15): its "human" effect's site is the ask's declaration
+                effects.append(effect(decl.name, None, decl.sig))
+                effects.append(effect(decl.name, decl.span, decl.sig))
+                asks.append(c.call(info("AskInfo"), c.string(decl.name), site(decl.name, decl.span),
+                                   emitter.type_expr(decl.sig.input), emitter.type_expr(decl.sig.output)))
+            case t.TFromImport() | t.TModuleImport() | t.TFn() | t.TServer() | t.TModel() | t.TToolbox():
+                pass
+    each: list[tuple[tuple[int, int], cst.BaseExpression]] = []
+    sited: list[tuple[tuple[int, int], cst.BaseExpression]] = []  # in the order of the spec's text
+    for pipeline in program.pipelines:
+        stack: list[t.TExpr] = [pipeline.body]
+        while stack:
+            node = stack.pop()
+            match node:
+                case t.TRef(kind=t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM):
+                    sited.append(((node.span.line, node.span.column), effect(node.name, node.span, node.sig)))
+                case t.TSpawn():
+                    sited.append(((node.span.line, node.span.column), effect("spawn", node.span, node.sig)))
+                case t.TEach():
+                    # an element a worker ran: the body's outcome (mcec.durable.elements)
+                    where = (node.span.line, node.span.column)
+                    sited.append((where, effect("each", node.span, node.body.sig)))
+                    if node.limit is not None:
+                        each.append((where, c.call(info("EachInfo"), site("each", node.span), c.integer(node.limit),
+                                                   emitter.type_expr(node.body.sig.input))))
+                case _:
+                    pass
+            stack.extend(t.children(node))
+    effects.extend(expr for _, expr in sorted(sited, key=lambda pair: pair[0]))
+    lines: list[cst.SimpleStatementLine] = []
+
+    def chunked(name: str, items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
+        """``(a, b, …)`` inline, or, past :data:`CHUNK` items, ``(*_NAME_1, *_NAME_2, …)`` over statements of its own."""
+        if len(items) <= CHUNK:
+            return c.tuple_(items)
+        parts = []
+        for start in range(0, len(items), CHUNK):
+            part = emitter.names.fresh(f"_{name}_{start // CHUNK + 1}")
+            lines.append(c.assign(part, c.tuple_(items[start:start + CHUNK])))
+            parts.append(c.make(cst.StarredElement, value=c.name(part)))
+        return c.make(cst.Tuple, elements=parts)
+
+    made = c.call(
+        info("SpecInfo"),
+        c.string(emitter.spec_file),
+        c.string(program.source_sha256),
+        emitter.state_type,
+        chunked("PIPELINES", pipelines),
+    )
+    keywords: list[tuple[str, Sequence[cst.BaseExpression]]] = [
+        ("effects", effects),
+        ("asks", asks),
+        ("each", [expr for _, expr in sorted(each, key=lambda pair: pair[0])]),
+        ("models", [c.string(m.name) for m in program.models]),
+        ("uses", [c.string(module) for module in sorted({u.module for u in program.uses})]),
+    ]
+    made = made.with_changes(
+        args=[*made.args, *(c.keyword_arg(k, chunked(k.upper(), v)) for k, v in keywords if v)]
+    )
+    # `agentmonad.spec.spec_info` finds it by this name (a spec that declares `SPEC_INFO` itself
+    # gets `SPEC_INFO_2`, and its module cannot be run without the compiler)
+    lines.append(c.assign(emitter.names.fresh("SPEC_INFO"), made))
+    blank = c.make(cst.EmptyLine)
+    lines[0] = lines[0].with_changes(leading_lines=[blank, blank])
+    if program.decls:  # a mypy finding in it is about the spec as a whole: its first declaration
+        for line in lines:
+            emitter.record(line, program.decls[0].span)
+    return lines
