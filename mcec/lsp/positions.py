@@ -16,7 +16,10 @@ __all__ = ["offset_of", "position_of", "range_of"]
 
 def _utf16_length(text: str) -> int:
     """How many UTF-16 code units ``text`` takes."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    if text.isascii():
+        return len(text)  # most lines: one unit a character, and no Python loop over them
+    # (encoded, in C: a character outside the BMP is a surrogate pair; a lone surrogate one unit)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def position_of(source: SourceFile, offset: int) -> lsp.Position:

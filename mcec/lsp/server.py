@@ -243,10 +243,18 @@ class McecLanguageServer(LanguageServer):
 
 
 def _same_file(path: str, own: Path) -> bool:
+    resolved = _resolved(path)
+    return resolved is not None and resolved == own
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved(path: str) -> Path | None:
+    """``path`` resolved (None: it cannot be); cached, since every diagnostic asks for its file's
+    on every publish, and resolving asks the file system (a thousand diagnostics: 20 ms)."""
     try:
-        return Path(path).resolve() == own
+        return Path(path).resolve()
     except (OSError, ValueError):
-        return False
+        return None
 
 
 def _mypy_findings(path: str, text: str, cancel: Cancel) -> Findings:
