@@ -179,6 +179,8 @@ class SourceFile:
     path: str
     text: str
     _line_starts: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    #: True when the text is all ASCII: a column is then also a UTF-16 column (the language server's).
+    ascii: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # A line starts at 0 and after every "\n": line i starts after the i
@@ -187,6 +189,7 @@ class SourceFile:
         lengths_before = itertools.accumulate(map(len, lines[:-1]), initial=0)
         starts = tuple(map(operator.add, lengths_before, range(len(lines))))
         object.__setattr__(self, "_line_starts", starts)
+        object.__setattr__(self, "ascii", self.text.isascii())
 
     @property
     def line_count(self) -> int:

@@ -58,10 +58,12 @@ class Reuse:
 
 
 def full_check(module: s.Module, source: SourceFile, index: PythonIndex, specs: Specs | None = None) -> tuple[CheckResult, Reuse]:
-    """:func:`mcec.check.check` of the whole spec, its signing recorded for the next re-check."""
+    """:func:`mcec.check.check` of the whole spec, its signing recorded for the next re-check (and
+    the names each pipeline refers to, which that re-check needs for every pipeline)."""
     checked = check(module, source, index, specs, signing=Signing())
     assert checked.signing is not None
-    return checked, Reuse(checked.signing)
+    refs = {id(d): (d, frozenset(_refs(d))) for d in module.decls if isinstance(d, s.PipelineDecl)}
+    return checked, Reuse(checked.signing, refs)
 
 
 def recheck(
@@ -113,9 +115,10 @@ def recheck(
         for d in checked.diagnostics
         if id(d.span.frame) not in kept_frames and not (d.code == "W001" and _named(d) in used_by_kept)
     ]
+    # (no duplicates to drop: each list has none, and they are in different declarations)
     result.extend(moved)
     next_refs = {id(decl): (decl, names) for decl, names in refs.values()}
-    return tuple(sorted(dict.fromkeys(result), key=Diagnostic.sort_key)), Reuse(checked.signing, next_refs)
+    return tuple(sorted(result, key=Diagnostic.sort_key)), Reuse(checked.signing, next_refs)
 
 
 def _text(decl: s.Decl, text: str) -> str:

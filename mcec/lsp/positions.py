@@ -25,6 +25,8 @@ def _utf16_length(text: str) -> int:
 def position_of(source: SourceFile, offset: int) -> lsp.Position:
     """The protocol position of a 0-based offset (clamped to the text)."""
     line, column = source.position(offset)
+    if source.ascii:
+        return lsp.Position(line=line - 1, character=column - 1)  # one unit a character
     before = source.line_text(line)[: column - 1]
     return lsp.Position(line=line - 1, character=_utf16_length(before))
 
