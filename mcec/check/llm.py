@@ -298,7 +298,7 @@ def _line_span(template: syntax.Template, source: TemplateSource, line: int | No
     if not 1 <= line <= len(lines):
         return template.span
     offset = start + sum(len(text) + 1 for text in lines[: line - 1])
-    return Span(template.span.source, offset, offset + max(len(lines[line - 1]), 1))
+    return template.span.at(offset, offset + max(len(lines[line - 1]), 1))
 
 
 def _variable_span(template: syntax.Template, source: TemplateSource, variable: str) -> Span:
@@ -309,7 +309,7 @@ def _variable_span(template: syntax.Template, source: TemplateSource, variable: 
     if found is None:
         return template.span
     start = template.span.start + 3 + found.start()
-    return Span(template.span.source, start, start + len(variable))
+    return template.span.at(start, start + len(variable))
 
 
 def check_output(decl: syntax.LlmDecl, output: Type) -> Diagnostic | None:

@@ -61,12 +61,16 @@ class Reference:
     span: Span
 
 
-def pipeline_references(declared: Declared) -> dict[str, list[Reference]]:
-    """For each pipeline, its references to pipelines, in source order (an explicit-stack walk)."""
+def pipeline_references(declared: Declared, unchecked: frozenset[str] = frozenset()) -> dict[str, list[Reference]]:
+    """For each pipeline, its references to pipelines, in source order (an explicit-stack walk);
+    none for an ``unchecked`` one (its body is not read)."""
     env = declared.env
     result: dict[str, list[Reference]] = {}
     for name, pipeline in declared.pipelines.items():
         found: list[Reference] = []
+        if name in unchecked:
+            result[name] = found
+            continue
         body = pipeline.decl.body
         stack: list[syntax.Expr] = (
             [s.expr for s in reversed(body.statements)] if isinstance(body, syntax.Block) else [body]
@@ -157,9 +161,13 @@ def _cycle_path(component: list[str], references: dict[str, list[Reference]]) ->
 class PipelineChecker:
     """Checks every pipeline body in dependency order and builds the typed pipelines."""
 
-    def __init__(self, declared: Declared, declarations: DeclarationChecker, sink: DiagnosticSink) -> None:
+    def __init__(
+        self, declared: Declared, declarations: DeclarationChecker, sink: DiagnosticSink, unchecked: frozenset[str] = frozenset()
+    ) -> None:
         self.declared = declared
         self.sink = sink
+        #: Pipelines whose bodies are not checked (:func:`mcec.check.check`'s ``unchecked``).
+        self.unchecked = unchecked
         self.sigs: dict[str, Sig] = {}
         self.exprs = ExprChecker(declared, declarations, sink, self.sig_of)
         #: The checked toolboxes (§12), in source order, once :meth:`run` has run.
@@ -180,7 +188,7 @@ class PipelineChecker:
 
     def run(self) -> list[TPipeline]:
         """Report cycles, then check each pipeline, callees first."""
-        references = pipeline_references(self.declared)
+        references = pipeline_references(self.declared, self.unchecked)
         order = components(list(self.declared.pipelines), references)
         for component in order:
             cyclic = len(component) > 1 or any(r.callee == component[0] for r in references[component[0]])
@@ -190,7 +198,8 @@ class PipelineChecker:
         result: list[TPipeline] = []
         for component in order:
             for name in component:
-                result.append(self._pipeline(self.declared.pipelines[name]))
+                if name not in self.unchecked:
+                    result.append(self._pipeline(self.declared.pipelines[name]))
         # entries are typed last: a plan may use any pipeline, whose signature is known by now
         self.toolboxes = [self._toolbox(toolbox) for toolbox in self.declared.toolboxes.values()]
         return result

@@ -2,7 +2,7 @@
 
 :func:`analyse` is what the server runs after every (debounced) edit. It parses
 with :func:`mcec.syntax.incremental.reparse` from the previous tree, then
-checks with :func:`mcec.check.check` exactly as ``mcec check --fast`` does
+checks with :func:`mcec.check.check` as ``mcec check --fast`` does
 (:func:`mcec.compiler.check_source`), so the diagnostics are the command's:
 same codes, spans and help.
 
@@ -27,7 +27,7 @@ from mcec.span import SourceFile, Span
 from mcec.syntax import parse
 from mcec.syntax import tree as s
 from mcec.syntax.incremental import reparse
-from mcec.lsp.incremental import Header, check_recording, recheck
+from mcec.lsp.incremental import Reuse, full_check, recheck
 
 __all__ = ["Analysis", "Occurrence", "Role", "analyse", "decl_kind", "decl_name", "occurrences", "signature_text"]
 
@@ -74,9 +74,9 @@ class Analysis:
     #: True when only the pipelines an edit affected were checked again (:mod:`mcec.lsp.incremental`):
     #: the diagnostics are complete, the program was not built.
     partial: bool = False
-    #: How the check signed the steps, fns, tools and llms, for the next re-check to replay
-    #: (:func:`mcec.lsp.incremental.check_recording`); None when the text was not checked.
-    header: Header | None = field(default=None, repr=False)
+    #: What the next re-check reuses: how this check signed the declarations, and the names each
+    #: pipeline refers to (:class:`mcec.lsp.incremental.Reuse`); None when the text was not checked.
+    reuse: Reuse | None = field(default=None, repr=False)
     #: The names of ``module``, in source order (made on first use).
     _occurrences: list[Occurrence] | None = field(default=None, repr=False)
 
@@ -114,16 +114,16 @@ def analyse(
         diagnostics = list(parsed.diagnostics)
         if parsed.module is None or any(d.is_error for d in diagnostics):
             return Analysis(source, parsed.module, tuple(diagnostics), None)
-        if last is not None and last.checked and last.module is not None and not diagnostics:
+        if last is not None and last.checked and last.module is not None and last.module is previous and not diagnostics:
             # the previous signing is replayed only here: recheck holds every declaration but
             # the pipelines to the previous text, so what the signing read is the same
-            reused = recheck(last.module, last.diagnostics, parsed.module, source, index, last.header, Specs(index, overlay))
+            reused = recheck(last.module, last.diagnostics, parsed.module, source, index, last.reuse, Specs(index, overlay))
             if reused is not None:
-                found, signed = reused
-                return Analysis(source, parsed.module, found, None, checked=True, partial=True, header=signed)
-        checked, signed = check_recording(parsed.module, source, index, specs=Specs(index, overlay))
+                found, kept = reused
+                return Analysis(source, parsed.module, found, None, checked=True, partial=True, reuse=kept)
+        checked, kept = full_check(parsed.module, source, index, Specs(index, overlay))
         diagnostics.extend(checked.diagnostics)
-        return Analysis(source, parsed.module, tuple(diagnostics), checked.program, checked=True, header=signed)
+        return Analysis(source, parsed.module, tuple(diagnostics), checked.program, checked=True, reuse=kept)
 
 
 # ---------------------------------------------------------------- declarations

@@ -16,12 +16,17 @@ __all__ = ["offset_of", "position_of", "range_of"]
 
 def _utf16_length(text: str) -> int:
     """How many UTF-16 code units ``text`` takes."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    if text.isascii():
+        return len(text)  # most lines: one unit a character, and no Python loop over them
+    # (encoded, in C: a character outside the BMP is a surrogate pair; a lone surrogate one unit)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def position_of(source: SourceFile, offset: int) -> lsp.Position:
     """The protocol position of a 0-based offset (clamped to the text)."""
     line, column = source.position(offset)
+    if source.ascii:
+        return lsp.Position(line=line - 1, character=column - 1)  # one unit a character
     before = source.line_text(line)[: column - 1]
     return lsp.Position(line=line - 1, character=_utf16_length(before))
 

@@ -79,6 +79,10 @@ class OpenSpec:
     pending: asyncio.Task[None] | None = field(default=None, repr=False)
     #: The full checks its saves start (made at the first save).
     saves: SaveChecks | None = field(default=None, repr=False)
+    #: The diagnostics last published, as the protocol's, by diagnostic (its identity) and where
+    #: it was shown: a re-check keeps the diagnostics of the declarations an edit did not touch as
+    #: the same objects, and one shown at the same place is not converted again.
+    shown: dict[int, tuple[Diagnostic, tuple[object, ...], lsp.Diagnostic]] = field(default_factory=dict, repr=False)
 
 
 def path_of(uri: str) -> str:
@@ -139,9 +143,18 @@ class McecLanguageServer(LanguageServer):
             shown.extend(d for d in spec.full_check[1] if d not in analysis.diagnostics)
         own = Path(spec.path).resolve()
         mine = [d for d in shown if _same_file(d.span.path, own)]
+        converted: dict[int, tuple[Diagnostic, tuple[object, ...], lsp.Diagnostic]] = {}
+        for diagnostic in mine:
+            place = _place(diagnostic)
+            before = spec.shown.get(id(diagnostic))
+            if before is not None and before[0] is diagnostic and place and before[1] == place:
+                converted[id(diagnostic)] = before
+            else:
+                converted[id(diagnostic)] = (diagnostic, place, features.to_lsp_diagnostic(diagnostic))
+        spec.shown = converted
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(
-                uri=spec.uri, version=version, diagnostics=[features.to_lsp_diagnostic(d) for d in mine]
+                uri=spec.uri, version=version, diagnostics=[converted[id(d)][2] for d in mine]
             )
         )
 
@@ -242,11 +255,32 @@ class McecLanguageServer(LanguageServer):
         return spec
 
 
+def _place(diagnostic: Diagnostic) -> tuple[object, ...]:
+    """Where a diagnostic is shown: the path, start and end (line, column) of each of its spans;
+    empty when a span's text is not all ASCII (a column in code points is then not always the
+    protocol's UTF-16 column, so the place does not say it all)."""
+    place: list[object] = []
+    for span in (diagnostic.span, *(label.span for label in diagnostic.labels)):
+        source = span.source
+        if not source.ascii:
+            return ()
+        place += (source.path, source.position(span.start), source.position(span.end))
+    return tuple(place)
+
+
 def _same_file(path: str, own: Path) -> bool:
+    resolved = _resolved(path)
+    return resolved is not None and resolved == own
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved(path: str) -> Path | None:
+    """``path`` resolved (None: it cannot be); cached, since every diagnostic asks for its file's
+    on every publish, and resolving asks the file system (a thousand diagnostics: 20 ms)."""
     try:
-        return Path(path).resolve() == own
+        return Path(path).resolve()
     except (OSError, ValueError):
-        return False
+        return None
 
 
 def _mypy_findings(path: str, text: str, cancel: Cancel) -> Findings:

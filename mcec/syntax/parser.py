@@ -36,13 +36,13 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final, assert_never
+from typing import Any, Final, TypeVar, assert_never
 
 import lark
 from lark import Token
 
 from mcec.diagnostics import Diagnostic, error
-from mcec.span import SourceFile, Span
+from mcec.span import Frame, SourceFile, Span
 from mcec.syntax import tree as s
 from mcec.syntax.errors import ErrorSite, StackItem, describe_bad_character, describe_unexpected, reserved_word
 from mcec.syntax.grammar import PYTHON_KEYWORDS, grammar_parser, tables
@@ -211,6 +211,12 @@ class _State:
     comments: list[s.Comment] = field(default_factory=list)
     #: True once an error that stops the tree from being built was reported.
     failed: bool = False
+    #: The frame of the declaration being built: its nodes' spans are made in it, so they move
+    #: with it (:class:`mcec.span.Frame`); a new one is started once a declaration is built.
+    frame: Frame = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.frame = Frame(self.source)
 
 
 #: Lark calls the builder's methods, which read the parse's state from the
@@ -323,6 +329,7 @@ def _offsets(token: Token) -> tuple[int, int]:
 
 #: A child of a rule, as Lark hands it to the builder.
 _Child = Any
+_D = TypeVar("_D", bound=s.Node)
 
 
 class _Builder(lark.Transformer[Token, list[s.Decl]]):
@@ -351,7 +358,12 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         start = _offsets(first)[0] + offset if isinstance(first, Token) else first.start
         closing = first if last is None else last
         end = _offsets(closing)[1] + offset if isinstance(closing, Token) else closing.end
-        return Span(self.current.source, start, end)
+        return Span(self.current.frame, start, end)
+
+    def declared(self, decl: _D) -> _D:
+        """``decl``, built: the declarations after it get frames of their own."""
+        self.current.frame = Frame(self.current.source)
+        return decl
 
     def comment(self, token: Token) -> Token:
         """Lexer callback: remember a ``#`` comment for ``Module.comments``."""
@@ -653,23 +665,23 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
     def from_import(self, c: list[_Child]) -> s.FromImport:
         self.check_python_path(c[1])
         names = tuple(child for child in c[3:] if isinstance(child, s.ImportedName))
-        return s.FromImport(c[1], names, self.span(c[0], c[-1]))
+        return self.declared(s.FromImport(c[1], names, self.span(c[0], c[-1])))
 
     def module_import(self, c: list[_Child]) -> s.ModuleImport:
         self.check_python_path(c[1])
         alias: s.Name | None = c[3] if len(c) == 4 else None
         if alias is not None:
             self.check_name(alias, "an import alias")
-        return s.ModuleImport(c[1], alias, self.span(c[0], c[-1]))
+        return self.declared(s.ModuleImport(c[1], alias, self.span(c[0], c[-1])))
 
     def state_decl(self, c: list[_Child]) -> s.StateDecl:
         merge: s.QualName | None = c[3] if len(c) == 4 else None
         if merge is not None:
             self.check_python_path(merge)
-        return s.StateDecl(c[1], merge, self.span(c[0], c[-1]))
+        return self.declared(s.StateDecl(c[1], merge, self.span(c[0], c[-1])))
 
     def error_decl(self, c: list[_Child]) -> s.ErrorDecl:
-        return s.ErrorDecl(c[1], self.span(c[0], c[1]))
+        return self.declared(s.ErrorDecl(c[1], self.span(c[0], c[1])))
 
     def step_decl(self, c: list[_Child]) -> s.StepDecl:
         # [ASYNC] STEP name COLON type ARROW type [error_list] EQUAL qual_name
@@ -679,13 +691,13 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         errors: s.ErrorList | None = c[at + 5] if isinstance(c[at + 5], s.ErrorList) else None
         self.check_name(name, "a step name")
         self.check_python_path(c[-1])
-        return s.StepDecl(name, is_async, c[at + 2], c[at + 4], errors, c[-1], self.span(c[0], c[-1]))
+        return self.declared(s.StepDecl(name, is_async, c[at + 2], c[at + 4], errors, c[-1], self.span(c[0], c[-1])))
 
     def fn_decl(self, c: list[_Child]) -> s.FnDecl:
         # FN name COLON type ARROW type EQUAL qual_name
         self.check_name(c[1], "a fn name")
         self.check_python_path(c[7])
-        return s.FnDecl(c[1], c[3], c[5], c[7], self.span(c[0], c[7]))
+        return self.declared(s.FnDecl(c[1], c[3], c[5], c[7], self.span(c[0], c[7])))
 
     def server_decl(self, c: list[_Child]) -> s.ServerDecl:
         # SERVER name EQUAL STDIO STRING
@@ -693,13 +705,13 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         token: Token = c[4]
         self.check_name(name, "a server name")
         command = self.string(token)
-        return s.ServerDecl(name, command, self.span(token), self.span(c[0], token))
+        return self.declared(s.ServerDecl(name, command, self.span(token), self.span(c[0], token)))
 
     def tool_decl(self, c: list[_Child]) -> s.ToolDecl:
         # TOOL name COLON type ARROW type [error_list] EQUAL name DOT name
         errors: s.ErrorList | None = c[6] if isinstance(c[6], s.ErrorList) else None
         self.check_name(c[1], "a tool name")
-        return s.ToolDecl(c[1], c[3], c[5], errors, c[-3], c[-1], self.span(c[0], c[-1]))
+        return self.declared(s.ToolDecl(c[1], c[3], c[5], errors, c[-3], c[-1], self.span(c[0], c[-1])))
 
     def model_decl(self, c: list[_Child]) -> s.ModelDecl:
         # MODEL name EQUAL OPENAI STRING [model_options]
@@ -711,7 +723,7 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         end: _Child = token
         if len(c) == 6:
             options, end = c[5]
-        return s.ModelDecl(name, provider, self.string(token), self.span(token), options, self.span(c[0], end))
+        return self.declared(s.ModelDecl(name, provider, self.string(token), self.span(token), options, self.span(c[0], end)))
 
     def model_options(self, c: list[_Child]) -> tuple[tuple[s.ModelOption, ...], Token]:
         # ( model_option (, model_option)* [,] ) — with the closing token, where the declaration ends
@@ -743,7 +755,7 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         stream = c[0].type == "STREAM"
         at = 1 if stream else 0
         self.check_name(c[at + 1], "an llm name")
-        return s.LlmDecl(c[at + 1], c[at + 3], c[at + 5], c[at + 7], c[at + 8], stream, self.span(c[0], c[at + 8]))
+        return self.declared(s.LlmDecl(c[at + 1], c[at + 3], c[at + 5], c[at + 7], c[at + 8], stream, self.span(c[0], c[at + 8])))
 
     def ask_decl(self, c: list[_Child]) -> s.AskDecl:
         # ASK name COLON type ARROW type [EQUAL template] [WITHIN (INT | NUMBER)]
@@ -753,7 +765,7 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         within_span: Span | None = None
         if isinstance(c[-1], Token) and c[-1].type in ("INT", "NUMBER"):
             within, within_span = self.seconds(c[-1], "within …"), self.span(c[-1])
-        return s.AskDecl(c[1], c[3], c[5], template, within, within_span, self.span(c[0], c[-1]))
+        return self.declared(s.AskDecl(c[1], c[3], c[5], template, within, within_span, self.span(c[0], c[-1])))
 
     def toolbox_decl(self, c: list[_Child]) -> s.ToolboxDecl:
         # TOOLBOX name COLON type ARROW type [error_list] EQUAL name (COMMA name)*
@@ -761,7 +773,7 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         errors: s.ErrorList | None = c[6] if isinstance(c[6], s.ErrorList) else None
         first = 8 if errors is not None else 7
         entries = tuple(child for child in c[first:] if isinstance(child, s.Name))
-        return s.ToolboxDecl(c[1], c[3], c[5], errors, entries, self.span(c[0], c[-1]))
+        return self.declared(s.ToolboxDecl(c[1], c[3], c[5], errors, entries, self.span(c[0], c[-1])))
 
     def spawn(self, c: list[_Child]) -> s.Spawn:
         # SPAWN ( name ) term
@@ -775,7 +787,7 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         errors: s.ErrorList | None = c[6] if isinstance(c[6], s.ErrorList) else None
         body: s.Expr | s.Block = c[-1] if isinstance(c[-1], s.Block) else c[-2]
         self.check_name(c[1], "a pipeline name")
-        return s.PipelineDecl(c[1], c[3], c[5], errors, body, self.span(c[0], c[-1]))
+        return self.declared(s.PipelineDecl(c[1], c[3], c[5], errors, body, self.span(c[0], c[-1])))
 
     def start(self, c: list[_Child]) -> list[s.Decl]:
         return list(c)

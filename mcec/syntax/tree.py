@@ -19,10 +19,10 @@ that does not handle it yet (``tests/syntax/test_exhaustive.py`` proves it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias, assert_never
 
-from mcec.span import Span
+from mcec.span import Frame, Span
 
 __all__ = [
     "Arm",
@@ -81,7 +81,7 @@ __all__ = [
 #: The fields that say where a node (or a part of it) is, not what it is.
 #: Comparing trees "by meaning" (``mcec fmt``'s self-check, tests) skips them.
 POSITION_FIELDS: frozenset[str] = frozenset(
-    {"span", "keyword", "limit_span", "command_span", "bound_span", "attempts_span", "backoff_span", "seconds_span"}
+    {"span", "bases", "keyword", "limit_span", "command_span", "bound_span", "attempts_span", "backoff_span", "seconds_span"}
 )
 
 
@@ -686,9 +686,34 @@ class Comment(Node):
 
 @dataclass(frozen=True, slots=True)
 class Module:
-    """A whole `.mce` file: its declarations in source order, and its comments."""
+    """A whole `.mce` file: its declarations in source order, and its comments.
+
+    Each declaration's nodes hold their spans in the declaration's own
+    :class:`~mcec.span.Frame`; a re-parse after an edit re-uses an unchanged
+    declaration as it is and moves its frame into the new text
+    (:mod:`mcec.syntax.incremental`). ``bases`` keeps where each frame is in
+    this module's text, so :meth:`place` can put them back when this version
+    is read again after a later one moved them.
+    """
 
     path: str
     decls: tuple[Decl, ...]
     comments: tuple[Comment, ...]
     span: Span
+    #: Per declaration, its frame's ``base`` in this module's text (taken when the module is made).
+    bases: tuple[int, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bases", tuple(decl.span.frame.base for decl in self.decls))
+
+    def place(self) -> None:
+        """Put every declaration's frame where the declaration is in this module's text.
+
+        Needed only when a module is read again after a re-parse from it made a
+        newer version (which moved the frames of the declarations they share)."""
+        source = self.span.source
+        for decl, base in zip(self.decls, self.bases):
+            frame = decl.span.frame
+            if isinstance(frame, Frame) and (frame.source is not source or frame.base != base):
+                frame.source = source
+                frame.base = base

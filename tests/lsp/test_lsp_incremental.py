@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcec.check.names import DeclarationChecker
+from mcec.check.pipelines import PipelineChecker
 from mcec.check.pyindex import PythonIndex
 from mcec.compiler import check_source
 from mcec.lsp.analysis import Analysis, analyse
@@ -42,7 +43,10 @@ _COLD: dict[str, Analysis] = {}
 def _cold(name: str) -> Analysis:
     if name not in _COLD:
         _COLD[name] = analyse(SourceFile(PATHS[name], SPECS[name]), None, INDEX)
-    return _COLD[name]
+    cold = _COLD[name]
+    assert cold.module is not None
+    cold.module.place()  # each test re-parses from it, which moves its declarations into the edited text
+    return cold
 
 
 def _pipeline_spans(analysis: Analysis) -> list[tuple[int, int]]:
@@ -131,3 +135,48 @@ def test_successive_rechecks_say_what_a_cold_check_says(name: str, edits: list[t
         source = SourceFile(PATHS[name], text)
         analysis = analyse(source, analysis.module, INDEX, last=analysis)
         assert analysis.diagnostics == analyse(source, None, INDEX).diagnostics
+
+
+def test_declarations_that_moved_are_neither_parsed_nor_signed_nor_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit inside one pipeline moves every declaration after it: they are re-used as the same
+    objects (their spans relative to their declaration), so their signing is replayed and the
+    pipelines the edit does not affect are not checked, however far they moved."""
+    text = "\n".join(
+        [
+            "from examples.research.impl import Query, Answer",
+            "state Query",
+            *[f"fn f{i} : Query -> Query = examples.research.impl.f{i}" for i in range(3)],
+            "pipeline p : Query -> Query = f0 >>= f1;",
+            *[f"fn g{i} : Query -> Query = examples.research.impl.g{i}" for i in range(3)],
+            *[f"pipeline q{i} : Query -> Query = g{i} >>= f2;" for i in range(3)],
+            "",
+        ]
+    )
+    path = str(ROOT / "moved.mce")
+    before = analyse(SourceFile(path, text), None, INDEX)
+    assert before.module is not None and before.diagnostics  # (the fns have no implementations)
+    signed: list[str] = []
+    for method in ("_fn", "_pipeline"):
+        real = getattr(DeclarationChecker, method)
+
+        def counting(self: DeclarationChecker, decl: s.Decl, real: Any = real) -> None:
+            signed.append(decl.name.text)  # type: ignore[attr-defined]
+            real(self, decl)
+
+        monkeypatch.setattr(DeclarationChecker, method, counting)
+    checked: list[str] = []
+    real_check = PipelineChecker._pipeline
+
+    def counting_check(self: PipelineChecker, pipeline: Any) -> Any:
+        checked.append(pipeline.decl.name.text)
+        return real_check(self, pipeline)
+
+    monkeypatch.setattr(PipelineChecker, "_pipeline", counting_check)
+    at = text.index("f0 >>= f1")
+    edited = SourceFile(path, text[:at] + "  " + text[at:])  # a keystroke inside p: all after it move
+    again = analyse(edited, before.module, INDEX, last=before)
+    assert again.partial and again.module is not None
+    assert all(new is old for old, new in zip(before.module.decls, again.module.decls) if not isinstance(new, s.PipelineDecl) or new.name.text != "p")
+    assert signed == ["p"] and checked == ["p"]
+    monkeypatch.undo()
+    assert again.diagnostics == check_source(edited, index=INDEX).diagnostics

@@ -142,3 +142,26 @@ async def test_an_unsaved_used_spec_is_what_an_open_one_is_checked_against(clien
     client.diagnostics.pop(user.resolve().as_uri(), None)
     change(client, other.resolve().as_uri(), 3, OTHER)
     assert await diagnostics(client, user.resolve().as_uri()) == []
+
+
+@pytest.mark.asyncio
+async def test_a_diagnostic_kept_by_a_recheck_is_shown_where_it_moved(client: LanguageClient, project: Path) -> None:
+    # An edit inside `first` re-checks only `first`: the diagnostic of `second` is the previous
+    # check's, moved with its declaration (relative spans), and published at its new place.
+    spec = project / "agent.mce"
+    uri = spec.resolve().as_uri()
+    text = AGENT + "pipeline first : str -> str ! Oops = ask >>= look >>= show;\npipeline second : str -> Query = aks;\n"
+    [before] = await open_spec(client, spec, text)
+    assert before.code == "MCE002" and before.range.start == position(text, "aks", inside=0)
+    for version, edited in enumerate(
+        [
+            text.replace("= ask >>= look >>= show;\npipeline second", "= ask >>=\n\n  look >>= show;\npipeline second"),
+            text.replace("first : str -> str ! Oops = ask", "first : str -> str ! Oops =   ask"),
+            text,
+        ],
+        start=2,
+    ):
+        change(client, uri, version, edited)
+        [moved] = await diagnostics(client, uri, lambda d: bool(d))
+        assert moved.code == "MCE002"
+        assert moved.range == lsp.Range(start=position(edited, "aks", inside=0), end=position(edited, "aks", inside=3))

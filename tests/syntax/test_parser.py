@@ -31,7 +31,7 @@ def dump(node: object, indent: int = 0) -> list[str]:
     assert dataclasses.is_dataclass(node), node
     lines = [f"{pad}{type(node).__name__} {_at(node.span)}"]  # type: ignore[attr-defined]
     for item in dataclasses.fields(node):
-        if item.name in ("span", "path", "keyword"):
+        if item.name in ("span", "path", "keyword", "bases"):
             continue
         value = getattr(node, item.name)
         label = f"{pad}  {item.name}:"

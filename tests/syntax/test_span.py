@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from mcec.span import SourceFile, Span
+from mcec.span import Frame, SourceFile, Span
 
 
 def _line_starts_by_scan(text: str) -> tuple[int, ...]:
@@ -40,7 +40,7 @@ def test_line_index_on_random_text() -> None:
 def test_line_and_column_come_from_offsets() -> None:
     source = SourceFile("a.mce", "ab\nc😀de\n")
     span = source.span(4, 7)  # "😀de": a column counts code points
-    assert [f.name for f in dataclasses.fields(Span)] == ["source", "start", "end"]
+    assert sorted(Span.__slots__) == ["_end", "_frame", "_start"]  # a frame and two offsets, nothing else
     assert (span.path, span.start, span.end) == ("a.mce", 4, 7)
     assert (span.line, span.column, span.end_line, span.end_column) == (2, 2, 2, 5)
     assert str(span) == "a.mce:2:2"
@@ -71,6 +71,22 @@ def test_cover() -> None:
     left, right = source.span(1, 2), source.span(6, 8)
     assert left.cover(right) == right.cover(left) == Span(source, 1, 8)
     assert (left.cover(right).line, left.cover(right).end_line, left.cover(right).end_column) == (1, 2, 6)
+
+
+def test_a_span_in_a_frame_moves_with_it() -> None:
+    old = SourceFile("a.mce", "fn f : A -> A = m.f\n")
+    frame = Frame(old)
+    name = Span(frame, 3, 4)
+    whole = Span(frame, 0, 19)
+    assert (name.start, name.end, name.source) == (3, 4, old)
+    assert name.cover(whole).frame is frame  # a cover of two spans in one frame stays in it
+    new = SourceFile("a.mce", "# a line before\n" + old.text)
+    frame.source, frame.base = new, 16  # what a re-parse does to a declaration that moved
+    assert (name.start, name.end, name.source) == (19, 20, new)
+    assert new.text[name.start : name.end] == "f" and (name.line, name.column) == (2, 4)
+    assert name == new.span(19, 20) and hash(name) == hash(new.span(19, 20))  # equal by where it is now
+    assert Span(frame, 19, 20) == name  # made with offsets into the text as it is now
+    assert name.at(16, 18).frame is frame and name.at(16, 18) == new.span(16, 18)
 
 
 def test_file_start() -> None:
