@@ -38,6 +38,10 @@ call, a retry pause — is cancelled as a losing ``par`` branch is. A sync step
 that is running is not interrupted (nothing can be, on an event loop): the
 cancellation lands at the next await. A ``Defect`` raised while the body is
 being cancelled is not turned into a timeout: it propagates, as in groups.
+A task's deadlines are found through its clock, which its first deadline sets in
+the run context as their one guard (the context is not copied, set and reset per
+deadline); a ``par``/``each`` branch finds its parent's clock in the context it
+copied, and so the deadlines it runs under (:func:`deadlines_around`).
 The deadlines around the current code can be held (:func:`deadlines_held`)
 while it waits for something a deadline does not cover: an MCP server's start
 (``agentmonad.tools``), which its own start timeout bounds. A held deadline's
@@ -51,10 +55,10 @@ runs in — often a helper several calls below the ``timeout`` (a pipeline, a
 await inside a timed body that a deadline can interrupt (an async step, a
 ``par``/``each`` group, a retry pause) notes the state it started from
 (:func:`note_reached`) to the guards of the run context (:mod:`agentmonad.context`:
-the deadlines and budgets around it), a ``local`` on the way out replaces it
-with its own start state (it gives that back on any failure), and the deadline
-that turns the cancellation into its timeout reads the last note
-(:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so the
+the budgets around it and the deadlines, through their tasks' clocks), a ``local``
+on the way out replaces it with its own start state (it gives that back on any
+failure), and the deadline that turns the cancellation into its timeout reads the
+last note (:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so the
 success path pays nothing. A guard keeps a note only while its *own*
 cancellation unwinds the body (another cancellation — a losing ``par`` branch,
 a caller's cancel — leaves no stale note behind), and a ``par`` group notes its
@@ -71,6 +75,7 @@ import random as _random
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import Token
 from dataclasses import dataclass
+from time import monotonic as _monotonic
 from types import TracebackType
 from typing import TypeVar, cast, final
 
@@ -89,6 +94,7 @@ __all__ = [
     "fake_retry_clock",
     "Deadline",
     "deadlines_held",
+    "deadlines_around",
     "note_reached",
     "Failure",
     "previous_failure",
@@ -248,25 +254,51 @@ _NEW, _RUNNING, _EXPIRING, _EXPIRED, _DONE = "new", "running", "expiring", "expi
 
 @final
 class _TaskClock:
-    """The one timer of a task's deadlines, armed lazily (issue 30): entering a deadline arms
-    it only when nothing is armed to fire by then, and leaving one disarms nothing — a timer
-    that fires finds what is due among the deadlines still active, cancels the task for the
-    outermost of them, and arms itself again for the next. ``asyncio.timeout`` makes, arms and
-    cancels a timer per entry; here a ``timeout`` run over and over in one task arms one timer
-    per ``seconds``, not per entry, and allocates nothing but the deadline itself (which also
-    keeps the garbage collector's allocation count, and so its collections, down)."""
+    """The one timer of a task's deadlines, armed lazily (issue 30), and their one guard in the
+    run context (issue 48).
 
-    __slots__ = ("task", "loop", "active", "handle", "armed")
+    The timer: entering a deadline arms it only when nothing is armed to fire by then, and
+    leaving one disarms nothing — a timer that fires finds what is due among the deadlines
+    still active, cancels the task for the outermost of them, and arms itself again for the
+    next. ``asyncio.timeout`` makes, arms and cancels a timer per entry; here a ``timeout`` run
+    over and over in one task arms one timer per ``seconds``, not per entry, and allocates
+    nothing but the deadline itself (which also keeps the garbage collector's allocation
+    count, and so its collections, down).
+
+    The guard: the first deadline a task enters sets a run context holding the task's clock
+    (:meth:`RunContext.with_guard`) and leaves it set; later ones find it there and touch the
+    run context no more (a copy, a set and a reset per deadline were a third of its cost).
+    Whoever looks for the deadlines around the current code (:func:`note_reached`,
+    :func:`deadlines_held`, the durable journal) reads each clock's :attr:`active` deadlines
+    (:func:`deadlines_around`): a ``par``/``each`` branch, whose task copies the context it
+    starts in, finds its parent's clock there, and so its parent's deadlines, before its own.
+    (It finds those active *now*, where it used to find those active when it started: the
+    same for a branch: its group awaits it, so its parent enters and leaves none meanwhile.)
+
+    It holds no reference to its task (the task's context holds the clock: that would be a
+    cycle, left to the cycle collector at every task's end); each deadline holds its task."""
+
+    __slots__ = ("time", "active", "handle", "armed", "loop")
 
     def __init__(self, task: asyncio.Task[object]) -> None:
-        self.task = task
-        self.loop = task.get_loop()
+        loop = task.get_loop()
+        self.loop = loop
+        #: The loop's clock: ``time.monotonic`` itself when the loop's is asyncio's (the same
+        #: clock, without the Python frame of ``BaseEventLoop.time``), else the loop's own.
+        self.time: Callable[[], float] = (
+            _monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+        )
         #: The deadlines entered in this task and not yet left, outermost first.
         self.active: list[Deadline] = []
         self.handle: asyncio.TimerHandle | None = None
         #: When the armed timer fires (``inf``: none armed).
         self.armed = math.inf
         task.add_done_callback(_forget_clock)
+
+    def _note(self, state: object) -> None:
+        """Tell each of the task's active deadlines (see :func:`note_reached`)."""
+        for deadline in self.active:
+            deadline._note(state)
 
     def arm(self, when: float) -> None:
         """Make sure the timer fires at ``when`` or before."""
@@ -290,7 +322,7 @@ class _TaskClock:
         and arm again for the next of those around it, or of all when none was due."""
         self.handle = None
         self.armed = math.inf
-        now = self.loop.time()
+        now = self.time()
         following = math.inf
         for deadline in self.active:  # outermost first
             if deadline._state is not _RUNNING:
@@ -302,6 +334,9 @@ class _TaskClock:
         if following < math.inf:
             self.arm(following)
 
+    def __repr__(self) -> str:
+        return f"<task clock: {len(self.active)} deadlines>"
+
 
 #: Each task's clock, while the task lives (a done task's is dropped).
 _CLOCKS: dict[asyncio.Task[object], _TaskClock] = {}
@@ -311,6 +346,13 @@ def _forget_clock(task: asyncio.Task[object]) -> None:
     clock = _CLOCKS.pop(task, None)
     if clock is not None and clock.handle is not None:
         clock.handle.cancel()
+
+
+def deadlines_around(run: RunContext) -> list[Deadline]:
+    """The deadlines the code running in ``run`` is under, outermost first: those of the tasks
+    it was started from (a ``par``/``each`` branch's parent), then its own task's (see
+    :class:`_TaskClock`). Left ones are not among them; a held one is, with no time running."""
+    return [deadline for guard in run.guards if type(guard) is _TaskClock for deadline in guard.active]
 
 
 @final
@@ -340,7 +382,7 @@ class Deadline:
     A ``Deadline`` is entered at most once.
     """
 
-    __slots__ = ("seconds", "_when", "_task", "_clock", "_cancelling", "_state", "_noted", "_token", "_holds", "_left")
+    __slots__ = ("seconds", "_when", "_task", "_clock", "_cancelling", "_state", "_noted", "_holds", "_left")
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
@@ -355,7 +397,6 @@ class Deadline:
         self._state = _NEW
         #: The state the last interrupted await noted while this deadline's cancellation unwound.
         self._noted: object = _UNNOTED
-        self._token: Token[RunContext] | None = None
         #: How many holders hold it now (:func:`deadlines_held`), and the seconds it had left.
         self._holds = 0
         self._left = 0.0
@@ -387,21 +428,30 @@ class Deadline:
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("a Deadline must be entered in a task")
-        self._task = task
-        self._cancelling = task.cancelling()
-        self._state = _RUNNING
         clock = _CLOCKS.get(task)
         if clock is None:
             clock = _CLOCKS[task] = _TaskClock(task)
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._state = _RUNNING
         self._clock = clock
-        self._when = when = clock.loop.time() + self.seconds
+        self._when = when = clock.time() + self.seconds
         clock.active.append(self)
         if when < clock.armed:  # else the timer fires first, and finds this one then
             clock.arm(when)
         run = _RUN.get()
+        if clock not in run.guards:
+            # the task's first deadline (or the first since a construct around reset the run
+            # context to one made before): the clock stays in the context, the guard of this
+            # deadline and of every later one of the task (see _TaskClock)
+            _RUN.set(run.with_guard(clock))
         if run.journal is not None:  # a durable run: the deadline takes its place in the run's sequence
-            run.journal.deadline_entered(self)
-        self._token = _RUN.set(run.with_guard(self))
+            try:
+                run.journal.deadline_entered(self)
+            except BaseException:  # a replay that does not match: the block is not entered
+                clock.leave(self)
+                self._state = _DONE
+                raise
         return self
 
     def __exit__(
@@ -413,9 +463,6 @@ class Deadline:
         clock, task = self._clock, self._task
         if clock is None or task is None:
             raise RuntimeError("Deadline exited without being entered")
-        if self._token is not None:
-            reset_run_context(self._token)  # one left in another context is ignored: that one is gone
-            self._token = None
         active = clock.active
         if active and active[-1] is self:  # left innermost first, as blocks nest
             active.pop()
@@ -460,7 +507,7 @@ class Deadline:
             # cancellation is on its way, which a hold cannot take back
             return False
         if self._holds == 0:
-            self._left = self._when - clock.loop.time()
+            self._left = self._when - clock.time()
             self._when = math.inf
         self._holds += 1
         return True
@@ -470,8 +517,9 @@ class Deadline:
         self._holds -= 1
         clock = self._clock
         if self._holds == 0 and clock is not None and self._state is _RUNNING:
-            self._when = when = clock.loop.time() + self._left
+            self._when = when = clock.time() + self._left
             clock.arm(when)
+
     def __repr__(self) -> str:
         state = "expired" if self._state is _EXPIRED else "new" if self._state is _NEW else "entered"
         return f"<Deadline {self.seconds} s ({state})>"
@@ -490,7 +538,7 @@ def deadlines_held() -> Iterator[None]:
     cancellations (a losing ``par`` branch, a caller's cancel) are not affected.
     Must be entered in a task running on an event loop.
     """
-    held = [d for d in current_run_context().guards if d._hold()]
+    held = [d for d in deadlines_around(current_run_context()) if d._hold()]
     try:
         yield
     finally:
