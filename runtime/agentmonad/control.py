@@ -72,11 +72,12 @@ import asyncio
 import contextlib
 import math
 import random as _random
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import Token
 from dataclasses import dataclass
 from time import monotonic as _monotonic
-from types import TracebackType
+from types import FunctionType, TracebackType
 from typing import TypeVar, cast, final
 
 from .context import Failure as Failure  # defined beside the run context that holds one
@@ -338,6 +339,17 @@ class _TaskClock:
         return f"<task clock: {len(self.active)} deadlines>"
 
 
+#: What ``asyncio.current_task()`` reads on CPython 3.11, where it is a Python function
+#: (``_current_tasks.get(get_running_loop())``): the task of each running loop. A deadline
+#: reads it without that function's frame, a fifth of its cost (issue 48). ``None`` where
+#: ``current_task`` is not that function (3.12 made it C): a deadline calls it.
+_CURRENT_TASKS: dict[asyncio.AbstractEventLoop, asyncio.Task[object]] | None = (
+    asyncio.current_task.__globals__.get("_current_tasks")
+    if sys.version_info < (3, 12) and isinstance(asyncio.current_task, FunctionType)
+    else None
+)
+_running_loop = asyncio.get_running_loop
+
 #: Each task's clock, while the task lives (a done task's is dropped).
 _CLOCKS: dict[asyncio.Task[object], _TaskClock] = {}
 
@@ -384,29 +396,34 @@ class Deadline:
 
     __slots__ = ("seconds", "_when", "_task", "_clock", "_cancelling", "_state", "_noted", "_holds", "_left")
 
+    # Set when entered (a new one has only ``seconds`` and its state: each store is paid on
+    # every ``timeout``'s success path, issue 48), or later where said.
+    #: When it runs out, on the loop's clock (``inf`` while held).
+    _when: float
+    #: The task running the block, and its clock.
+    _task: asyncio.Task[object]
+    _clock: _TaskClock
+    #: The task's cancel requests when entered: what tells its own cancellation apart.
+    _cancelling: int
+    #: Set when it expires: the state the last interrupted await noted while its cancellation unwound.
+    _noted: object
+    #: Set when first held: how many holders hold it now (:func:`deadlines_held`), and the
+    #: seconds it had left.
+    _holds: int
+    _left: float
+
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
             raise ValueError(f"Deadline: seconds must be > 0, got {seconds}")
         self.seconds = seconds
-        #: When it runs out, on the loop's clock (``inf`` while held).
-        self._when = math.inf
-        self._task: asyncio.Task[object] | None = None
-        self._clock: _TaskClock | None = None
-        #: The task's cancel requests when entered: what tells its own cancellation apart.
-        self._cancelling = 0
         self._state = _NEW
-        #: The state the last interrupted await noted while this deadline's cancellation unwound.
-        self._noted: object = _UNNOTED
-        #: How many holders hold it now (:func:`deadlines_held`), and the seconds it had left.
-        self._holds = 0
-        self._left = 0.0
 
     def reached(self, state: _S) -> _S:
         """The state the timed body had reached when this deadline ended it: the last
         one noted while its cancellation unwound (:func:`note_reached`), else ``state`` (the
         state of the function the ``timeout`` is written in, when the interrupted
         await was there and noted nothing)."""
-        noted = self._noted
+        noted = getattr(self, "_noted", _UNNOTED)  # none before it expired
         # the note came from an await of the same body, in the body's state type
         return state if noted is _UNNOTED else cast(_S, noted)
 
@@ -425,7 +442,8 @@ class Deadline:
     def __enter__(self) -> Deadline:
         if self._state is not _NEW:
             raise RuntimeError("a Deadline can be entered only once")
-        task = asyncio.current_task()
+        tasks = _CURRENT_TASKS
+        task = asyncio.current_task() if tasks is None else tasks.get(_running_loop())
         if task is None:
             raise RuntimeError("a Deadline must be entered in a task")
         clock = _CLOCKS.get(task)
@@ -460,9 +478,9 @@ class Deadline:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        clock, task = self._clock, self._task
-        if clock is None or task is None:
+        if self._state is _NEW:
             raise RuntimeError("Deadline exited without being entered")
+        clock = self._clock
         active = clock.active
         if active and active[-1] is self:  # left innermost first, as blocks nest
             active.pop()
@@ -473,7 +491,7 @@ class Deadline:
             # as asyncio.timeout: the cancellation leaving the block is this deadline's own
             # when taking back its request leaves no more than the task had on entry
             # (cancel requests are counted, so a nested or an outer one is told apart)
-            if task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
+            if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
                 journal = _RUN.get().journal
                 if journal is not None:  # a durable run replays the expiry where it happened
                     journal.deadline_expired(self)
@@ -495,30 +513,29 @@ class Deadline:
 
     def _expire(self) -> None:
         """The time is up (the task's clock found it due): cancel the task running the block."""
-        assert self._task is not None
+        self._noted = _UNNOTED
         self._state = _EXPIRING
         self._task.cancel()
 
     def _hold(self) -> bool:
         """Stop the clock (nested holds count); False when it has already run out."""
-        clock = self._clock
-        if clock is None or self._state is not _RUNNING:
+        if self._state is not _RUNNING:
             # not running (a task that outlived the block still sees it), or its
             # cancellation is on its way, which a hold cannot take back
             return False
-        if self._holds == 0:
-            self._left = self._when - clock.time()
+        holds = getattr(self, "_holds", 0)
+        if holds == 0:
+            self._left = self._when - self._clock.time()
             self._when = math.inf
-        self._holds += 1
+        self._holds = holds + 1
         return True
 
     def _release(self) -> None:
         """Undo one :meth:`_hold`; the last one restarts the clock with the time it had left."""
         self._holds -= 1
-        clock = self._clock
-        if self._holds == 0 and clock is not None and self._state is _RUNNING:
-            self._when = when = clock.time() + self._left
-            clock.arm(when)
+        if self._holds == 0 and self._state is _RUNNING:
+            self._when = when = self._clock.time() + self._left
+            self._clock.arm(when)
 
     def __repr__(self) -> str:
         state = "expired" if self._state is _EXPIRED else "new" if self._state is _NEW else "entered"
