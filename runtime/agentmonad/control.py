@@ -72,12 +72,13 @@ import asyncio
 import contextlib
 import math
 import random as _random
-import sys
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import Token
 from dataclasses import dataclass
 from time import monotonic as _monotonic
-from types import FunctionType, TracebackType
+from threading import get_ident as _thread_id
+from types import TracebackType
 from typing import TypeVar, cast, final
 
 from .context import Failure as Failure  # defined beside the run context that holds one
@@ -276,14 +277,19 @@ class _TaskClock:
     (It finds those active *now*, where it used to find those active when it started: the
     same for a branch: its group awaits it, so its parent enters and leaves none meanwhile.)
 
-    It holds no reference to its task (the task's context holds the clock: that would be a
-    cycle, left to the cycle collector at every task's end); each deadline holds its task."""
+    It holds its task only weakly (the task's context holds the clock: that would be a cycle,
+    left to the cycle collector at every task's end); each deadline holds its task."""
 
-    __slots__ = ("time", "active", "handle", "armed", "loop")
+    __slots__ = ("time", "active", "handle", "armed", "loop", "owner", "thread")
 
     def __init__(self, task: asyncio.Task[object]) -> None:
         loop = task.get_loop()
         self.loop = loop
+        #: Its task, weakly, and the thread its loop runs in: what tells a deadline entered in
+        #: this task from one entered in a task that copied its context (a branch) without
+        #: asking asyncio for the running loop (see Deadline.__enter__).
+        self.owner = weakref.ref(task)
+        self.thread = _thread_id()
         #: The loop's clock: ``time.monotonic`` itself when the loop's is asyncio's (the same
         #: clock, without the Python frame of ``BaseEventLoop.time``), else the loop's own.
         self.time: Callable[[], float] = (
@@ -338,17 +344,6 @@ class _TaskClock:
     def __repr__(self) -> str:
         return f"<task clock: {len(self.active)} deadlines>"
 
-
-#: What ``asyncio.current_task()`` reads on CPython 3.11, where it is a Python function
-#: (``_current_tasks.get(get_running_loop())``): the task of each running loop. A deadline
-#: reads it without that function's frame, a fifth of its cost (issue 48). ``None`` where
-#: ``current_task`` is not that function (3.12 made it C): a deadline calls it.
-_CURRENT_TASKS: dict[asyncio.AbstractEventLoop, asyncio.Task[object]] | None = (
-    asyncio.current_task.__globals__.get("_current_tasks")
-    if sys.version_info < (3, 12) and isinstance(asyncio.current_task, FunctionType)
-    else None
-)
-_running_loop = asyncio.get_running_loop
 
 #: Each task's clock, while the task lives (a done task's is dropped).
 _CLOCKS: dict[asyncio.Task[object], _TaskClock] = {}
@@ -442,13 +437,33 @@ class Deadline:
     def __enter__(self) -> Deadline:
         if self._state is not _NEW:
             raise RuntimeError("a Deadline can be entered only once")
-        tasks = _CURRENT_TASKS
-        task = asyncio.current_task() if tasks is None else tasks.get(_running_loop())
-        if task is None:
-            raise RuntimeError("a Deadline must be entered in a task")
-        clock = _CLOCKS.get(task)
-        if clock is None:
-            clock = _CLOCKS[task] = _TaskClock(task)
+        run = _RUN.get()
+        guards = run.guards
+        # the task's clock is the innermost guard when this is not the task's first deadline
+        # and nothing set since (the common case: a `timeout` run over and over): it is this
+        # task's if its task is its loop's current one and the loop runs in this thread — a
+        # branch started in the clock's task copied it but runs as another task
+        clock = guards[-1] if guards else None
+        if (
+            type(clock) is _TaskClock
+            and clock.thread == _thread_id()
+            and (task := asyncio.current_task(clock.loop)) is not None
+            and task is clock.owner()
+        ):
+            pass
+        else:
+            # asking for the running loop costs a system call (asyncio checks the process id)
+            task = asyncio.current_task()
+            if task is None:
+                raise RuntimeError("a Deadline must be entered in a task")
+            clock = _CLOCKS.get(task)
+            if clock is None:
+                clock = _CLOCKS[task] = _TaskClock(task)
+            if clock not in guards:
+                # the task's first deadline (or the first since a construct around reset the
+                # run context to one made before): the clock stays in the context, the guard
+                # of this deadline and of every later one of the task (see _TaskClock)
+                _RUN.set(run.with_guard(clock))
         self._task = task
         self._cancelling = task.cancelling()
         self._state = _RUNNING
@@ -457,12 +472,6 @@ class Deadline:
         clock.active.append(self)
         if when < clock.armed:  # else the timer fires first, and finds this one then
             clock.arm(when)
-        run = _RUN.get()
-        if clock not in run.guards:
-            # the task's first deadline (or the first since a construct around reset the run
-            # context to one made before): the clock stays in the context, the guard of this
-            # deadline and of every later one of the task (see _TaskClock)
-            _RUN.set(run.with_guard(clock))
         if run.journal is not None:  # a durable run: the deadline takes its place in the run's sequence
             try:
                 run.journal.deadline_entered(self)

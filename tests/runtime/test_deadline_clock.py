@@ -269,3 +269,32 @@ def test_a_loop_with_a_clock_of_its_own_times_the_deadlines() -> None:
         assert loop.run_until_complete(go()) == (False, True)
     finally:
         loop.close()
+
+
+def test_a_branchs_deadline_is_its_own_not_its_siblings() -> None:
+    """Branches copy their parent's run context, whose innermost guard is the parent's clock:
+    a deadline a branch enters goes on the branch's own clock, so a sibling neither sees it
+    nor holds it."""
+
+    async def timed(own: Deadline, ready: asyncio.Event) -> bool:
+        with pytest.raises(TimeoutError):
+            async with own:
+                ready.set()
+                await asyncio.sleep(1)
+        return own.expired()
+
+    async def holding(ready: asyncio.Event) -> list[Deadline]:
+        await ready.wait()
+        seen = deadlines_around(current_run_context())
+        with deadlines_held():
+            await asyncio.sleep(0.1)
+        return seen
+
+    async def go() -> tuple[bool, list[Deadline], Deadline]:
+        outer, own, ready = Deadline(30), Deadline(0.02), asyncio.Event()
+        async with outer:
+            expired, seen = await asyncio.gather(timed(own, ready), holding(ready))
+        return expired, seen, outer
+
+    expired, seen, outer = asyncio.run(go())
+    assert expired and seen == [outer]
