@@ -400,7 +400,8 @@ class Deadline:
     _clock: _TaskClock
     #: The task's cancel requests when entered: what tells its own cancellation apart.
     _cancelling: int
-    #: Set when it expires: the state the last interrupted await noted while its cancellation unwound.
+    #: Set by the first note while its cancellation unwinds: the state the last interrupted
+    #: await noted.
     _noted: object
     #: Set when first held: how many holders hold it now (:func:`deadlines_held`), and the
     #: seconds it had left.
@@ -418,7 +419,7 @@ class Deadline:
         one noted while its cancellation unwound (:func:`note_reached`), else ``state`` (the
         state of the function the ``timeout`` is written in, when the interrupted
         await was there and noted nothing)."""
-        noted = getattr(self, "_noted", _UNNOTED)  # none before it expired
+        noted = getattr(self, "_noted", _UNNOTED)  # unset: nothing noted
         # the note came from an await of the same body, in the body's state type
         return state if noted is _UNNOTED else cast(_S, noted)
 
@@ -522,7 +523,6 @@ class Deadline:
 
     def _expire(self) -> None:
         """The time is up (the task's clock found it due): cancel the task running the block."""
-        self._noted = _UNNOTED
         self._state = _EXPIRING
         self._task.cancel()
 
