@@ -19,8 +19,9 @@ the state the body had reached however deep in helpers it was interrupted.
 spec's state — open model and tool scopes, token meters and budgets, the
 deadlines and budgets (*guards*) around the current code, a retry's last
 failure, and the hooks (journal, event sink, human input) — is one
-``RunContext`` in one ``ContextVar`` (:mod:`agentmonad.context`). A ``Deadline``
-or a ``budget`` entered here pushes itself as a guard; ``note_reached(state)``
+``RunContext`` in one ``ContextVar`` (:mod:`agentmonad.context`). A ``budget``
+entered here pushes itself as a guard; a task's first ``Deadline`` pushes the
+task's clock, which lists its deadlines from then on; ``note_reached(state)``
 tells the guards whose own cancellation is unwinding which state the
 interrupted await started from, so nothing rides on the exception. With a hook
 attached (``RunContext.hooked``) an effect goes through

@@ -8,12 +8,14 @@ sink, a human-input handler) — is one :class:`RunContext`, held in one
 ``ContextVar``.
 
 A ``RunContext`` is never changed in place: a construct that opens something
-(``llm_scope``, a ``Deadline``, ``budget``) sets a *new* context made with one of
-the ``with_…`` methods, and resets the variable when it closes. So a ``par``
-branch (its task copies the ``contextvars`` context when it starts) sees what
-was open where it started and nothing its siblings open later, exactly as with
-one variable per field; what the fields hold may be shared and mutable (the run's
-``Usage`` is one object every branch adds to).
+(``llm_scope``, ``budget``) sets a *new* context made with one of the ``with_…``
+methods, and resets the variable when it closes. So a ``par`` branch (its task
+copies the ``contextvars`` context when it starts) sees what was open where it
+started and nothing its siblings open later, exactly as with one variable per
+field; what the fields hold may be shared and mutable (the run's ``Usage`` is one
+object every branch adds to). Deadlines are the exception: a task's first one sets
+the task's clock as a guard and leaves it set, and the clock lists the task's
+deadlines as they are entered and left (``agentmonad.control._TaskClock``).
 
 The core imports neither ``agentmonad.llm`` nor ``agentmonad.mcp``: a subpackage
 keeps what it needs in :attr:`RunContext.parts`, keyed by a class of its own
@@ -74,23 +76,15 @@ class Meter(Protocol):
 
 
 class Guard(Protocol):
-    """What bounds a body and may cancel it: a ``Deadline`` (``agentmonad.control``) or a
-    ``Budget`` (``agentmonad.usage``). While its cancellation unwinds the body, each await it
-    interrupts notes the state it started from (:meth:`_note`, innermost first, each
-    replacing the last): the state the guard reports."""
+    """What bounds a body and may cancel it: a task's deadlines (``agentmonad.control``: one
+    guard per task, its clock, for all the deadlines it enters) or a ``Budget``
+    (``agentmonad.usage``). While its cancellation unwinds the body, each await it interrupts
+    notes the state it started from (:meth:`_note`, innermost first, each replacing the last):
+    the state the guard reports."""
 
     def _note(self, state: object) -> None:
         """An await of the body was interrupted, starting from ``state`` (kept only while
         this guard's own cancellation is on its way)."""
-        ...
-
-    def _hold(self) -> bool:
-        """Stop the clock (:func:`~agentmonad.control.deadlines_held`); False if it has none
-        or it already ran out."""
-        ...
-
-    def _release(self) -> None:
-        """Undo one :meth:`_hold` that returned True."""
         ...
 
 
@@ -262,7 +256,8 @@ class RunContext:
         self.parts = parts
         #: The token meters open here, outermost first: every model call adds to each.
         self.meters = meters
-        #: The deadlines and budgets the current code runs under, outermost first.
+        #: The budgets the current code runs under and the clocks of the tasks whose deadlines
+        #: it runs under (``agentmonad.control.deadlines_around``), outermost first.
         self.guards = guards
         #: Inside attempt k > 1 of a ``retry``: how attempt k−1 failed.
         self.failure = failure
@@ -285,8 +280,8 @@ class RunContext:
         self.span = span
 
     def _copy(self) -> RunContext:
-        # slot by slot, not through __init__: a copy is made at every deadline, budget and
-        # meter entered, and this is a third of the cost of the call with keywords
+        # slot by slot, not through __init__: a copy is made at every budget and meter
+        # entered, and this is a third of the cost of the call with keywords
         new = _new_context(RunContext)
         new.parts = self.parts
         new.meters = self.meters
@@ -324,7 +319,7 @@ class RunContext:
         return new
 
     def with_guard(self, guard: Guard) -> RunContext:
-        """This context under one more deadline, innermost."""
+        """This context under one more guard, innermost (a task's deadline clock)."""
         new = self._copy()
         new.guards = (*self.guards, guard)
         return new

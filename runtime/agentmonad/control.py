@@ -38,6 +38,10 @@ call, a retry pause — is cancelled as a losing ``par`` branch is. A sync step
 that is running is not interrupted (nothing can be, on an event loop): the
 cancellation lands at the next await. A ``Defect`` raised while the body is
 being cancelled is not turned into a timeout: it propagates, as in groups.
+A task's deadlines are found through its clock, which its first deadline sets in
+the run context as their one guard (the context is not copied, set and reset per
+deadline); a ``par``/``each`` branch finds its parent's clock in the context it
+copied, and so the deadlines it runs under (:func:`deadlines_around`).
 The deadlines around the current code can be held (:func:`deadlines_held`)
 while it waits for something a deadline does not cover: an MCP server's start
 (``agentmonad.tools``), which its own start timeout bounds. A held deadline's
@@ -51,10 +55,10 @@ runs in — often a helper several calls below the ``timeout`` (a pipeline, a
 await inside a timed body that a deadline can interrupt (an async step, a
 ``par``/``each`` group, a retry pause) notes the state it started from
 (:func:`note_reached`) to the guards of the run context (:mod:`agentmonad.context`:
-the deadlines and budgets around it), a ``local`` on the way out replaces it
-with its own start state (it gives that back on any failure), and the deadline
-that turns the cancellation into its timeout reads the last note
-(:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so the
+the budgets around it and the deadlines, through their tasks' clocks), a ``local``
+on the way out replaces it with its own start state (it gives that back on any
+failure), and the deadline that turns the cancellation into its timeout reads the
+last note (:meth:`Deadline.reached`). Notes are written only in ``except`` clauses, so the
 success path pays nothing. A guard keeps a note only while its *own*
 cancellation unwinds the body (another cancellation — a losing ``par`` branch,
 a caller's cancel — leaves no stale note behind), and a ``par`` group notes its
@@ -68,9 +72,12 @@ import asyncio
 import contextlib
 import math
 import random as _random
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import Token
 from dataclasses import dataclass
+from time import monotonic as _monotonic
+from threading import get_ident as _thread_id
 from types import TracebackType
 from typing import TypeVar, cast, final
 
@@ -89,6 +96,7 @@ __all__ = [
     "fake_retry_clock",
     "Deadline",
     "deadlines_held",
+    "deadlines_around",
     "note_reached",
     "Failure",
     "previous_failure",
@@ -248,25 +256,56 @@ _NEW, _RUNNING, _EXPIRING, _EXPIRED, _DONE = "new", "running", "expiring", "expi
 
 @final
 class _TaskClock:
-    """The one timer of a task's deadlines, armed lazily (issue 30): entering a deadline arms
-    it only when nothing is armed to fire by then, and leaving one disarms nothing — a timer
-    that fires finds what is due among the deadlines still active, cancels the task for the
-    outermost of them, and arms itself again for the next. ``asyncio.timeout`` makes, arms and
-    cancels a timer per entry; here a ``timeout`` run over and over in one task arms one timer
-    per ``seconds``, not per entry, and allocates nothing but the deadline itself (which also
-    keeps the garbage collector's allocation count, and so its collections, down)."""
+    """The one timer of a task's deadlines, armed lazily (issue 30), and their one guard in the
+    run context (issue 48).
 
-    __slots__ = ("task", "loop", "active", "handle", "armed")
+    The timer: entering a deadline arms it only when nothing is armed to fire by then, and
+    leaving one disarms nothing — a timer that fires finds what is due among the deadlines
+    still active, cancels the task for the outermost of them, and arms itself again for the
+    next. ``asyncio.timeout`` makes, arms and cancels a timer per entry; here a ``timeout`` run
+    over and over in one task arms one timer per ``seconds``, not per entry, and allocates
+    nothing but the deadline itself (which also keeps the garbage collector's allocation
+    count, and so its collections, down).
+
+    The guard: the first deadline a task enters sets a run context holding the task's clock
+    (:meth:`RunContext.with_guard`) and leaves it set; later ones find it there and touch the
+    run context no more (a copy, a set and a reset per deadline were a third of its cost).
+    Whoever looks for the deadlines around the current code (:func:`note_reached`,
+    :func:`deadlines_held`, the durable journal) reads each clock's :attr:`active` deadlines
+    (:func:`deadlines_around`): a ``par``/``each`` branch, whose task copies the context it
+    starts in, finds its parent's clock there, and so its parent's deadlines, before its own.
+    (It finds those active *now*, where it used to find those active when it started: the
+    same for a branch: its group awaits it, so its parent enters and leaves none meanwhile.)
+
+    It holds its task only weakly (the task's context holds the clock: that would be a cycle,
+    left to the cycle collector at every task's end); each deadline holds its task."""
+
+    __slots__ = ("time", "active", "handle", "armed", "loop", "owner", "thread")
 
     def __init__(self, task: asyncio.Task[object]) -> None:
-        self.task = task
-        self.loop = task.get_loop()
+        loop = task.get_loop()
+        self.loop = loop
+        #: Its task, weakly, and the thread its loop runs in: what tells a deadline entered in
+        #: this task from one entered in a task that copied its context (a branch) without
+        #: asking asyncio for the running loop (see Deadline.__enter__).
+        self.owner = weakref.ref(task)
+        self.thread = _thread_id()
+        #: The loop's clock: ``time.monotonic`` itself when the loop's is asyncio's (the same
+        #: clock, without the Python frame of ``BaseEventLoop.time``), else the loop's own.
+        self.time: Callable[[], float] = (
+            _monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+        )
         #: The deadlines entered in this task and not yet left, outermost first.
         self.active: list[Deadline] = []
         self.handle: asyncio.TimerHandle | None = None
         #: When the armed timer fires (``inf``: none armed).
         self.armed = math.inf
         task.add_done_callback(_forget_clock)
+
+    def _note(self, state: object) -> None:
+        """Tell each of the task's active deadlines (see :func:`note_reached`)."""
+        for deadline in self.active:
+            deadline._note(state)
 
     def arm(self, when: float) -> None:
         """Make sure the timer fires at ``when`` or before."""
@@ -290,7 +329,7 @@ class _TaskClock:
         and arm again for the next of those around it, or of all when none was due."""
         self.handle = None
         self.armed = math.inf
-        now = self.loop.time()
+        now = self.time()
         following = math.inf
         for deadline in self.active:  # outermost first
             if deadline._state is not _RUNNING:
@@ -302,6 +341,9 @@ class _TaskClock:
         if following < math.inf:
             self.arm(following)
 
+    def __repr__(self) -> str:
+        return f"<task clock: {len(self.active)} deadlines>"
+
 
 #: Each task's clock, while the task lives (a done task's is dropped).
 _CLOCKS: dict[asyncio.Task[object], _TaskClock] = {}
@@ -311,6 +353,13 @@ def _forget_clock(task: asyncio.Task[object]) -> None:
     clock = _CLOCKS.pop(task, None)
     if clock is not None and clock.handle is not None:
         clock.handle.cancel()
+
+
+def deadlines_around(run: RunContext) -> list[Deadline]:
+    """The deadlines the code running in ``run`` is under, outermost first: those of the tasks
+    it was started from (a ``par``/``each`` branch's parent), then its own task's (see
+    :class:`_TaskClock`). Left ones are not among them; a held one is, with no time running."""
+    return [deadline for guard in run.guards if type(guard) is _TaskClock for deadline in guard.active]
 
 
 @final
@@ -340,32 +389,37 @@ class Deadline:
     A ``Deadline`` is entered at most once.
     """
 
-    __slots__ = ("seconds", "_when", "_task", "_clock", "_cancelling", "_state", "_noted", "_token", "_holds", "_left")
+    __slots__ = ("seconds", "_when", "_task", "_clock", "_cancelling", "_state", "_noted", "_holds", "_left")
+
+    # Set when entered (a new one has only ``seconds`` and its state: each store is paid on
+    # every ``timeout``'s success path, issue 48), or later where said.
+    #: When it runs out, on the loop's clock (``inf`` while held).
+    _when: float
+    #: The task running the block, and its clock.
+    _task: asyncio.Task[object]
+    _clock: _TaskClock
+    #: The task's cancel requests when entered: what tells its own cancellation apart.
+    _cancelling: int
+    #: Set by the first note while its cancellation unwinds: the state the last interrupted
+    #: await noted.
+    _noted: object
+    #: Set when first held: how many holders hold it now (:func:`deadlines_held`), and the
+    #: seconds it had left.
+    _holds: int
+    _left: float
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:  # also refuses NaN
             raise ValueError(f"Deadline: seconds must be > 0, got {seconds}")
         self.seconds = seconds
-        #: When it runs out, on the loop's clock (``inf`` while held).
-        self._when = math.inf
-        self._task: asyncio.Task[object] | None = None
-        self._clock: _TaskClock | None = None
-        #: The task's cancel requests when entered: what tells its own cancellation apart.
-        self._cancelling = 0
         self._state = _NEW
-        #: The state the last interrupted await noted while this deadline's cancellation unwound.
-        self._noted: object = _UNNOTED
-        self._token: Token[RunContext] | None = None
-        #: How many holders hold it now (:func:`deadlines_held`), and the seconds it had left.
-        self._holds = 0
-        self._left = 0.0
 
     def reached(self, state: _S) -> _S:
         """The state the timed body had reached when this deadline ended it: the last
         one noted while its cancellation unwound (:func:`note_reached`), else ``state`` (the
         state of the function the ``timeout`` is written in, when the interrupted
         await was there and noted nothing)."""
-        noted = self._noted
+        noted = getattr(self, "_noted", _UNNOTED)  # unset: nothing noted
         # the note came from an await of the same body, in the body's state type
         return state if noted is _UNNOTED else cast(_S, noted)
 
@@ -384,24 +438,48 @@ class Deadline:
     def __enter__(self) -> Deadline:
         if self._state is not _NEW:
             raise RuntimeError("a Deadline can be entered only once")
-        task = asyncio.current_task()
-        if task is None:
-            raise RuntimeError("a Deadline must be entered in a task")
+        run = _RUN.get()
+        guards = run.guards
+        # the task's clock is the innermost guard when this is not the task's first deadline
+        # and nothing set since (the common case: a `timeout` run over and over): it is this
+        # task's if its task is its loop's current one and the loop runs in this thread — a
+        # branch started in the clock's task copied it but runs as another task
+        clock = guards[-1] if guards else None
+        if (
+            type(clock) is _TaskClock
+            and clock.thread == _thread_id()
+            and (task := asyncio.current_task(clock.loop)) is not None
+            and task is clock.owner()
+        ):
+            pass
+        else:
+            # asking for the running loop costs a system call (asyncio checks the process id)
+            task = asyncio.current_task()
+            if task is None:
+                raise RuntimeError("a Deadline must be entered in a task")
+            clock = _CLOCKS.get(task)
+            if clock is None:
+                clock = _CLOCKS[task] = _TaskClock(task)
+            if clock not in guards:
+                # the task's first deadline (or the first since a construct around reset the
+                # run context to one made before): the clock stays in the context, the guard
+                # of this deadline and of every later one of the task (see _TaskClock)
+                _RUN.set(run.with_guard(clock))
         self._task = task
         self._cancelling = task.cancelling()
         self._state = _RUNNING
-        clock = _CLOCKS.get(task)
-        if clock is None:
-            clock = _CLOCKS[task] = _TaskClock(task)
         self._clock = clock
-        self._when = when = clock.loop.time() + self.seconds
+        self._when = when = clock.time() + self.seconds
         clock.active.append(self)
         if when < clock.armed:  # else the timer fires first, and finds this one then
             clock.arm(when)
-        run = _RUN.get()
         if run.journal is not None:  # a durable run: the deadline takes its place in the run's sequence
-            run.journal.deadline_entered(self)
-        self._token = _RUN.set(run.with_guard(self))
+            try:
+                run.journal.deadline_entered(self)
+            except BaseException:  # a replay that does not match: the block is not entered
+                clock.leave(self)
+                self._state = _DONE
+                raise
         return self
 
     def __exit__(
@@ -410,12 +488,9 @@ class Deadline:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        clock, task = self._clock, self._task
-        if clock is None or task is None:
+        if self._state is _NEW:
             raise RuntimeError("Deadline exited without being entered")
-        if self._token is not None:
-            reset_run_context(self._token)  # one left in another context is ignored: that one is gone
-            self._token = None
+        clock = self._clock
         active = clock.active
         if active and active[-1] is self:  # left innermost first, as blocks nest
             active.pop()
@@ -426,7 +501,7 @@ class Deadline:
             # as asyncio.timeout: the cancellation leaving the block is this deadline's own
             # when taking back its request leaves no more than the task had on entry
             # (cancel requests are counted, so a nested or an outer one is told apart)
-            if task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
+            if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
                 journal = _RUN.get().journal
                 if journal is not None:  # a durable run replays the expiry where it happened
                     journal.deadline_expired(self)
@@ -448,30 +523,29 @@ class Deadline:
 
     def _expire(self) -> None:
         """The time is up (the task's clock found it due): cancel the task running the block."""
-        assert self._task is not None
         self._state = _EXPIRING
         self._task.cancel()
 
     def _hold(self) -> bool:
         """Stop the clock (nested holds count); False when it has already run out."""
-        clock = self._clock
-        if clock is None or self._state is not _RUNNING:
+        if self._state is not _RUNNING:
             # not running (a task that outlived the block still sees it), or its
             # cancellation is on its way, which a hold cannot take back
             return False
-        if self._holds == 0:
-            self._left = self._when - clock.loop.time()
+        holds = getattr(self, "_holds", 0)
+        if holds == 0:
+            self._left = self._when - self._clock.time()
             self._when = math.inf
-        self._holds += 1
+        self._holds = holds + 1
         return True
 
     def _release(self) -> None:
         """Undo one :meth:`_hold`; the last one restarts the clock with the time it had left."""
         self._holds -= 1
-        clock = self._clock
-        if self._holds == 0 and clock is not None and self._state is _RUNNING:
-            self._when = when = clock.loop.time() + self._left
-            clock.arm(when)
+        if self._holds == 0 and self._state is _RUNNING:
+            self._when = when = self._clock.time() + self._left
+            self._clock.arm(when)
+
     def __repr__(self) -> str:
         state = "expired" if self._state is _EXPIRED else "new" if self._state is _NEW else "entered"
         return f"<Deadline {self.seconds} s ({state})>"
@@ -490,7 +564,7 @@ def deadlines_held() -> Iterator[None]:
     cancellations (a losing ``par`` branch, a caller's cancel) are not affected.
     Must be entered in a task running on an event loop.
     """
-    held = [d for d in current_run_context().guards if d._hold()]
+    held = [d for d in deadlines_around(current_run_context()) if d._hold()]
     try:
         yield
     finally:

@@ -288,13 +288,6 @@ class Budget:
         if self._cancelled:
             self._noted = state
 
-    def _hold(self) -> bool:
-        """A budget has no clock to stop (``deadlines_held`` passes it by)."""
-        return False
-
-    def _release(self) -> None:
-        """Never called: :meth:`_hold` holds nothing."""
-
     def __repr__(self) -> str:
         return f"Budget(limit={self.limit}, used={self.used})"
 

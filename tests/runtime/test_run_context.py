@@ -8,7 +8,7 @@ from typing import Any
 
 from agentmonad import Ok
 from agentmonad.context import EMPTY, Scope, current_run_context
-from agentmonad.control import Deadline, previous_failure, remember_failure, forget_failure, use_retry_clock, RetryClock
+from agentmonad.control import Deadline, deadlines_around, previous_failure, remember_failure, forget_failure, use_retry_clock, RetryClock
 from agentmonad.llm import LLMConfig, ModelSettings, budget, current_usage, llm_config, llm_scope, usage
 from agentmonad.mcp import tool_scope
 from journals import PassThroughJournal
@@ -36,11 +36,13 @@ def test_every_construct_keeps_its_state_in_the_one_run_context() -> None:
                         seen["parts"] = sorted(k.__name__ for k in context.parts)
                         seen["meters"] = context.meters
                         seen["guards"] = context.guards
+                        seen["deadlines"] = deadlines_around(context)
                         seen["failure"] = previous_failure()
                         seen["clock"] = context.clock
                         forget_failure(token)
                         assert previous_failure() is None
                     spending.ending(Ok(None, None))
+                seen["deadlines after"] = deadlines_around(current_run_context())
             seen["usage"] = run.usage
             seen["meter"], seen["deadline"], seen["budget"] = meter, deadline, spending
         assert current_run_context() is EMPTY
@@ -48,7 +50,9 @@ def test_every_construct_keeps_its_state_in_the_one_run_context() -> None:
     asyncio.run(go())
     assert seen["parts"] == ["LLMConfig", "_Scope", "_Scope"]  # the config, the model scope, the tool scope
     assert seen["meters"] == (seen["usage"], seen["meter"], seen["budget"])
-    assert seen["guards"] == (seen["deadline"], seen["budget"])
+    # the deadline through its task's clock, the one guard of all the task's deadlines
+    assert seen["deadlines"] == [seen["deadline"]] and seen["guards"][1:] == (seen["budget"],)
+    assert seen["deadlines after"] == []
     assert seen["failure"].error == "nope" and seen["failure"].attempt == 1
     assert seen["clock"] is not None
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, final
 
 from ..context import Effect, RunContext, current_run_context
-from ..control import Deadline
+from ..control import deadlines_around
 from ..errors import Defect
 from ..outcome import Outcome, Site
 from ..usage import record_usage
@@ -78,7 +78,7 @@ def deadline_of(run: RunContext) -> float | None:
     """The earliest deadline ``run`` is under, as Unix time (None: no ``timeout`` encloses it)."""
     loop = asyncio.get_running_loop()
     # a Deadline keeps when it runs out on the loop's clock (inf while held: no deadline now)
-    left = min((g._when - loop.time() for g in run.guards if isinstance(g, Deadline)), default=math.inf)
+    left = min((d._when - loop.time() for d in deadlines_around(run)), default=math.inf)
     return time.time() + left if math.isfinite(left) else None
 
 

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from ..concurrency import give_up_slot
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
-from ..control import Deadline
+from ..control import Deadline, deadlines_around
 from ..human import ERRORS, Asking, NoAnswer, Question
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
@@ -308,8 +308,8 @@ class DurableJournal:
         """Inside a deadline that fired in the recorded run, the first effect with no record is
         where it fired (every effect before it completed in time): fire it here, and wait for
         the cancellation it sends (to this task, or to the task of the group around this one)."""
-        for guard in current_run_context().guards:
-            doomed = self._doomed.pop(id(guard), None)
+        for deadline in deadlines_around(current_run_context()):  # outermost first
+            doomed = self._doomed.pop(id(deadline), None)
             if doomed is not None:
                 doomed._expire()
                 await asyncio.get_running_loop().create_future()
