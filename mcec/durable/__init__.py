@@ -32,12 +32,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 if TYPE_CHECKING:
+    import types as pytypes
+
     from agentmonad.concurrency import ElementsHook
     from agentmonad.durable.dbos import Engine, RunInfo, WorkerInfo
     from agentmonad.durable.journal import Record, Store
     from agentmonad.events import EventSink
 
     from mcec.check.typed import Program
+    from mcec.codegen import Generated
     from mcec.compiler import CompileResult
     from mcec.durable.locks import HeldLock
     from mcec.run.timeline import Node
@@ -198,7 +201,9 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from mcec.durable.types import type_table
     from mcec.durable.watch import sink_for, watched
     from mcec.run.interpret import interpret
-    from mcec.run.runner import RunError, describe_error, llm_run_config, load_module, prepare, report, safe_text, shown
+    from agentmonad.spec import spec_info
+
+    from mcec.run.runner import RunError, describe_error, llm_run_config, prepare, report, safe_text, shown
 
     run_id = str(request.get("run_id"))
     stop = _stop_check(run_id, stop_asked(run_id))
@@ -215,8 +220,10 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         assert program is not None
         value, state = prepare(program, pipeline, request["input"], request.get("state"))
         llm = llm_run_config(program, list(request.get("models", [])))
-        journal = DurableJournal(store, type_table(program), records, given_answers(run_id), stop_asked=stop)
-        module = load_module(program, compiled.generated) if compiled.generated is not None else None
+        module = _module_of(program, compiled.generated) if compiled.generated is not None else None
+        # a compiled run records with the types its module carries; the interpreter's, the checked program's
+        table = spec_info(module).type_table() if module is not None else type_table(program)
+        journal = DurableJournal(store, table, records, given_answers(run_id), stop_asked=stop)
     except (DurableError, RunError) as exc:  # the cause is outside the run: it stays resumable
         raise RunNotStarted(str(exc)) from None
     elements = _elements(program, request)
@@ -261,6 +268,26 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     if llm is not None:
         payload["usage"] = used.as_dict()
     return payload
+
+
+#: The module of each compiled spec this process ran, executed once (a worker runs many runs of
+#: one spec: executing the generated code again for each was most of a small run's CPU), by the
+#: identity of the generated code (kept with it: :data:`_compiled_specs` keeps what it is made of).
+_modules: dict[int, tuple[Generated, pytypes.ModuleType]] = {}
+
+
+def _module_of(program: Program, generated: Generated) -> pytypes.ModuleType:
+    """``generated`` executed as its module, once per process (:data:`_modules`)."""
+    from mcec.run.runner import load_module
+
+    kept = _modules.get(id(generated))
+    if kept is not None and kept[0] is generated:
+        return kept[1]
+    module = load_module(program, generated)
+    if len(_modules) >= 32:  # as _compiled_specs: a long-lived process keeps the latest
+        _modules.pop(next(iter(_modules)))
+    _modules[id(generated)] = (generated, module)
+    return module
 
 
 class LockLost(BaseException):
