@@ -201,7 +201,7 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
     from mcec.durable.types import type_table
     from mcec.durable.watch import sink_for, watched
     from mcec.run.interpret import interpret
-    from agentmonad.spec import spec_info
+    from agentmonad.spec import InputError, spec_info
 
     from mcec.run.runner import RunError, describe_error, llm_run_config, prepare, report, safe_text, shown
 
@@ -218,13 +218,17 @@ async def _execute(request: dict[str, Any], store: Store, records: dict[str, Rec
         compiled = _served.get((request["spec"], generate)) or _compiled(request["spec"], generate=generate)
         program = compiled.program
         assert program is not None
-        value, state = prepare(program, pipeline, request["input"], request.get("state"))
         llm = llm_run_config(program, list(request.get("models", [])))
         module = _module_of(program, compiled.generated) if compiled.generated is not None else None
-        # a compiled run records with the types its module carries; the interpreter's, the checked program's
-        table = spec_info(module).type_table() if module is not None else type_table(program)
+        if module is not None:  # a compiled run: its input and the types it records, from its module
+            info = spec_info(module)
+            value, state = info.prepare(pipeline, request["input"], request.get("state"))
+            table = info.type_table()
+        else:  # the interpreter's: from the checked program
+            value, state = prepare(program, pipeline, request["input"], request.get("state"))
+            table = type_table(program)
         journal = DurableJournal(store, table, records, given_answers(run_id), stop_asked=stop)
-    except (DurableError, RunError) as exc:  # the cause is outside the run: it stays resumable
+    except (DurableError, RunError, InputError) as exc:  # the cause is outside the run: it stays resumable
         raise RunNotStarted(str(exc)) from None
     elements = _elements(program, request)
     try:
