@@ -47,3 +47,24 @@ def test_runs_of_one_spec_in_one_process_execute_its_module_once(
         assert report["ok"] and report["value"] == n * 4, report
         assert [e["kind"] for e in durable.show(f"once{n}", db=db)["effects"]] == ["step", "step"]
     assert len(loaded) == 1
+
+
+def test_an_element_handed_to_a_queue_is_an_effect_the_runs_event_sink_sees(tmp_path: Path) -> None:
+    """Issue 42 (4, one door): a queued ``each`` element went to the journal past the effect seam,
+    so no event sink saw it (`mcec run --durable --trace` drew no element). On SQLite, the run's
+    process listening to its element queues itself."""
+    from agentmonad.events import EffectEnded, EffectStarted, Event
+    from mcec import durable
+
+    spec = Path(__file__).parent / "elementbox" / "elements.mce"
+    seen: list[tuple[str, str]] = []
+
+    class Kinds:
+        def emit(self, event: Event) -> None:
+            if isinstance(event, EffectStarted | EffectEnded):
+                seen.append((type(event).__name__, event.effect.kind))
+
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    report = durable.run(spec, "stateless", "[1, 2, 3]", db=db, run_id="told", elements=True, events=Kinds())
+    assert report["value"] == [10, 20, 30], report
+    assert sorted(seen) == sorted([("EffectStarted", "element"), ("EffectEnded", "element")] * 3)

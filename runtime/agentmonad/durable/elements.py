@@ -28,8 +28,9 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, final
 
-from ..context import Effect, RunContext, current_run_context
+from ..context import RunContext, current_run_context
 from ..control import deadlines_around
+from ..effects import perform
 from ..errors import Defect
 from ..outcome import Outcome, Site
 from ..usage import record_usage
@@ -111,10 +112,9 @@ class ElementDistributor:
     async def element(self, site: Site, index: int, state: Any, value: Any, body: str | None) -> Outcome[Any, Any, Any]:
         """Element ``index``, run by a worker: recorded in the run's journal (replayed on resume)."""
         run = current_run_context()
-        journal = run.journal
-        assert journal is not None, "elements are handed out by durable runs only"
-        effect = Effect("element", site, run.index)
-        return await journal.perform(effect, lambda: self._remote(site, state, value, body, run))
+        assert run.journal is not None, "elements are handed out by durable runs only"
+        # through the effect seam, as every effect: recorded by the journal, told to the event sink
+        return await perform(run, "element", site, lambda: self._remote(site, state, value, body, run))
 
     async def _remote(self, site: Site, state: Any, value: Any, body: str | None, run: RunContext) -> Outcome[Any, Any, Any]:
         types = self.types[str(site)]
