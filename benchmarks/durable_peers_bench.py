@@ -480,16 +480,21 @@ def bench_step(sides: Sides, sizes: tuple[int, int], rounds: int) -> dict[str, A
     return {"sizes": list(sizes), "rounds": rounds, **_compare(samples, 1000, 1.0, "ms_per_step")}
 
 
+def _after(kill: Callable[[], str], resume: Callable[[str], float]) -> Callable[[], float]:
+    """A candidate that kills a run, then times its resume: the kill is outside the clock."""
+    return lambda: resume(kill())
+
+
 def bench_resume(sides: Sides, rounds: int) -> dict[str, Any]:
     """Row 2: the resume of a run killed at step :data:`KILLED_AT` of :data:`RESUME_TURNS`, in
-    process and as a command, wall seconds (the killed runs are made outside the clock)."""
+    process and as a command, wall ms (the killed runs are made outside the clock). Run after
+    :func:`bench_step`, whose warm-up imported both sides in this process."""
     killed = {"mcec": sides.mcec_killed, "langgraph": sides.lg_killed, "langgraph_again": sides.lg_killed}
     resumes = {"mcec": sides.mcec_resume, "langgraph": sides.lg_resume, "langgraph_again": sides.lg_resume}
     commands = {"mcec": sides.mcec_resume_command, "langgraph": sides.lg_resume_command,
                 "langgraph_again": sides.lg_resume_command}
-    in_process = interleaved({name: (lambda name=name: resumes[name](killed[name]())) for name in resumes}, rounds)
-    # the kill is outside the clock: the candidate's time is the resume's alone
-    as_command = interleaved({name: (lambda name=name: commands[name](killed[name]())) for name in commands}, rounds)
+    in_process = interleaved({name: _after(killed[name], resumes[name]) for name in resumes}, rounds)
+    as_command = interleaved({name: _after(killed[name], commands[name]) for name in commands}, rounds)
     return {"turns": RESUME_TURNS, "killed_at": KILLED_AT, "rounds": rounds,
             "in_process": _compare(in_process, 1000, 1.0, "ms"), "command": _compare(as_command, 1000, 1.0, "ms")}
 
