@@ -154,9 +154,12 @@ def test_no_extra_of_the_runtime_pulls_in_the_compiler() -> None:
     assert COMPILER_ONLY - {"mcec"} | {"agentmonad"} <= _closure("mcec", set())
 
 
+CASES = ROOT / "tests" / "codegen" / "cases"
 #: A spec whose groups (par with catch, each with a limit, local, orelse, a nested pipeline) run
 #: on the runtime: tests/codegen/cases/groups.mce over tests/toolbox.py (agentmonad and stdlib only).
-SPEC = ROOT / "tests" / "codegen" / "cases" / "groups.mce"
+SPEC = CASES / "groups.mce"
+#: Specs with prompt templates (``llm`` steps; ``ask`` with a template): Jinja2, the ``llm`` extra.
+TEMPLATED = {"llm": "flowbox.py", "ask": "deskbox.py"}
 
 #: Runs the compiled module and prints its Outcomes, the runtime's file and which of the compiler's
 #: modules this interpreter could import.
@@ -185,11 +188,15 @@ class Ran:
     importable: list[str]
 
 
-def _run_compiled(python: Path | str, folder: Path) -> Ran:
+def _environment(folder: Path) -> dict[str, str]:
+    """This process's environment with ``folder`` as the only ``PYTHONPATH`` and no user site."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    environment |= {"PYTHONPATH": str(folder), "PYTHONNOUSERSITE": "1"}
+    return environment | {"PYTHONPATH": str(folder), "PYTHONNOUSERSITE": "1"}
+
+
+def _run_compiled(python: Path | str, folder: Path) -> Ran:
     done = subprocess.run(
-        [str(python), "-c", SCRIPT, *sorted(COMPILER_ONLY)], cwd=folder, env=environment, capture_output=True, text=True, timeout=300, check=False
+        [str(python), "-c", SCRIPT, *sorted(COMPILER_ONLY)], cwd=folder, env=_environment(folder), capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
     return Ran(**json.loads(done.stdout))
@@ -201,14 +208,16 @@ def test_a_compiled_module_runs_on_the_runtime_wheel_alone(wheels: dict[str, Pat
     module mcec compiled here imports and runs there as it does beside the compiler."""
     folder = tmp_path / "app"
     folder.mkdir()
-    shutil.copy(SPEC, folder / SPEC.name)
-    shutil.copy(ROOT / "tests" / "toolbox.py", folder / "toolbox.py")
+    specs = [SPEC.name, *(f"{name}.mce" for name in TEMPLATED)]
+    for name in [*specs, "toolbox.py", *TEMPLATED.values()]:
+        shutil.copy((CASES if name.endswith(".mce") else ROOT / "tests") / name, folder / name)
     out = tmp_path / "generated"
     compiled = subprocess.run(
-        [sys.executable, "-m", "mcec", "compile", "-q", "--no-mypy", "-o", str(out), SPEC.name], cwd=folder, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "mcec", "compile", "-q", "--no-mypy", "-o", str(out), *specs], cwd=folder, capture_output=True, text=True, timeout=300, check=False
     )
     assert compiled.returncode == 0, compiled.stderr
-    shutil.copy(out / "groups_mce.py", folder / "groups_mce.py")
+    for spec in specs:
+        shutil.copy(out / spec.replace(".mce", "_mce.py"), folder / spec.replace(".mce", "_mce.py"))
 
     environment = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(environment)
@@ -231,3 +240,12 @@ def test_a_compiled_module_runs_on_the_runtime_wheel_alone(wheels: dict[str, Pat
     assert Path(alone.agentmonad).is_relative_to(environment) and not Path(beside.agentmonad).is_relative_to(environment)
     assert alone.runs == beside.runs and alone.pipelines == beside.pipelines == ["half", "main"]
     assert [run.split("(")[0] for run in alone.runs] == ["Ok", "Ok", "Err"] and "error=Neg(-2)" in alone.runs[2]
+
+    # a module with prompt templates says which extra it needs when it is imported without Jinja2
+    for name in TEMPLATED:
+        done = subprocess.run(
+            [str(python), "-c", f"import {name}_mce"], cwd=folder, env=_environment(folder), capture_output=True, text=True, timeout=120, check=False
+        )
+        last = done.stderr.strip().splitlines()[-1]
+        assert done.returncode != 0 and last.startswith("ImportError: prompt templates"), done.stderr
+        assert last.endswith("pip install 'agentmonad[llm]'"), last
