@@ -5,8 +5,9 @@ checks say *which* package is missing, without building a venv: every
 third-party module that the suite or mcec imports, and every package the build
 hook tests build with (``pip wheel --no-build-isolation`` uses the project's
 ``build-system.requires`` from the environment), must come with
-``pip install -e '.[test]'``, that is, be in the dependency closure of
-``mcec[test]`` as pyproject.toml declares it.
+``pip install -e ./runtime -e '.[test]'``, that is, be in the dependency closure of
+``mcec[test]`` as pyproject.toml declares it (mcec's own requirement of ``agentmonad``
+included: the runtime's requirements as runtime/pyproject.toml declares them).
 """
 
 from __future__ import annotations
@@ -57,8 +58,11 @@ def _test_closure() -> set[str]:
 
 
 def test_build_requirements_are_in_the_test_extra() -> None:
+    """mcec's and the runtime's own (tests/test_distributions.py builds both wheels without isolation)."""
     closure = _test_closure()
-    missing = [r for r in PYPROJECT["build-system"]["requires"] if _canonical(Requirement(r).name) not in closure]
+    runtime = tomllib.loads((ROOT / "runtime" / "pyproject.toml").read_text(encoding="utf-8"))
+    requires = [*PYPROJECT["build-system"]["requires"], *runtime["build-system"]["requires"]]
+    missing = [r for r in requires if _canonical(Requirement(r).name) not in closure]
     assert not missing, f"the build-hook tests build with {missing}, which `.[test]` does not install"
 
 
@@ -86,7 +90,7 @@ def test_every_module_the_suite_imports_comes_with_the_test_extra() -> None:
     owners = metadata.packages_distributions()
     closure = _test_closure()
     missing = [m for m in third_party if not any(_canonical(d) in closure for d in owners.get(m, []))]
-    assert not missing, f"imported but not brought by `pip install -e '.[test]'`: {missing}"
+    assert not missing, f"imported but not brought by `pip install -e ./runtime -e '.[test]'`: {missing}"
 
 
 def test_the_durable_extra_brings_the_postgres_driver_with_its_own_libpq() -> None:

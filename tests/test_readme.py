@@ -36,7 +36,7 @@ def test_ci_runs_the_test_command_in_a_fresh_venv() -> None:
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     venv = ci.find("python3 -m venv --clear")
     activate = ci.find('. "$venv/bin/activate"')
-    command = ci.find("python3 -m pip install -e '.[test]'")
+    command = ci.find("python3 -m pip install -e ./runtime -e '.[test]'")
     assert 0 <= venv < activate < command, ".ci/run must create and activate a fresh venv before the test command"
 
 
@@ -52,7 +52,7 @@ def test_readme_first_command_installs_what_its_run_needs() -> None:
     """The install brings the MCP SDK (the tool server) and the llm extra (Jinja2 for the
     template, the OpenAI SDK for a real model): a fresh machine needs nothing else."""
     install, *rest = _first_command()
-    extras = re.fullmatch(r"python3 -m pip install -e '\.\[([a-z,]+)\]'", install)
+    extras = re.fullmatch(r"python3 -m pip install -e \./runtime -e '\.\[([a-z,]+)\]'", install)
     assert extras is not None, install
     assert {"mcp", "llm"} <= set(extras.group(1).split(","))
     assert [shlex.split(c)[:4] for c in rest] == [

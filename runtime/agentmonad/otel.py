@@ -1,8 +1,9 @@
 """A run's events as OpenTelemetry spans, following the GenAI semantic conventions.
 
-This module needs ``opentelemetry-api`` only (``pip install 'mcec[trace]'`` brings it, with the
-SDK and the OTLP/HTTP exporter ``mcec run --otel`` uses): the application configures the SDK
-(a ``TracerProvider`` and its exporters), then, once at start-up, :func:`instrument`::
+This module needs ``opentelemetry-api`` only (``pip install 'agentmonad[trace]'`` brings it;
+``mcec[trace]`` brings it with the SDK and the OTLP/HTTP exporter ``mcec run --otel`` uses):
+the application configures the SDK (a ``TracerProvider`` and its exporters), then, once at
+start-up, :func:`instrument`::
 
     from agentmonad.otel import instrument
 

@@ -5,7 +5,7 @@ and the stores that keep its records. A run with no journal attached never impor
   (replays a recorded effect, records any other), over a :class:`Store`;
 - :class:`MemoryStore`: records in a list (tests);
 - :mod:`agentmonad.durable.dbos`: records in DBOS's database (SQLite or Postgres); the only
-  module of the runtime that imports ``dbos`` (the ``mcec[durable]`` extra);
+  module of the runtime that imports ``dbos`` (the ``agentmonad[durable]`` extra);
 - :class:`SiteTypes`/:class:`TypeTable`: the types a recorded value is written and read back with.
 """
 

@@ -1,4 +1,4 @@
-"""Durable runs on DBOS Transact (``dbos>=3.4,<4``, the ``mcec[durable]`` extra): the only
+"""Durable runs on DBOS Transact (``dbos>=3.4,<4``, the ``agentmonad[durable]`` extra): the only
 module of the runtime that imports ``dbos``.
 
 A durable run is one DBOS workflow, ``mcec_run``, whose id is the run id and whose input is the

@@ -100,7 +100,7 @@ class OpenAIBackend:
         try:
             from openai import AsyncOpenAI
         except ImportError as exc:
-            raise Misconfigured(f"calling a model needs the `openai` package ({exc}); pip install 'mcec[llm]'") from None
+            raise Misconfigured(f"calling a model needs the `openai` package ({exc}); pip install 'agentmonad[llm]'") from None
         self.settings = settings
         key = settings.api_key
         try:

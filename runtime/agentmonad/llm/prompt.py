@@ -49,8 +49,11 @@ def _environment() -> Environment:
         try:
             from jinja2 import StrictUndefined
             from jinja2.sandbox import ImmutableSandboxedEnvironment
-        except ImportError as exc:  # pragma: no cover - jinja2 comes with mcec[llm]
-            raise ImportError(f"LLM steps need the `jinja2` package ({exc}); pip install 'mcec[llm]'") from exc
+        except ImportError as exc:  # the runtime alone (pydantic only): the `llm` extra brings jinja2
+            raise ImportError(
+                f"prompt templates (`llm` steps, `ask` with a template) need the `jinja2` package ({exc}); "
+                "pip install 'agentmonad[llm]'"
+            ) from exc
         _ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
     return _ENV
 
@@ -129,13 +132,13 @@ class Prompt:
     __slots__ = ("name", "text", "_template", "_filename")
 
     def __init__(self, text: str, name: str = "<template>") -> None:
+        env = _environment()  # first: without jinja2, its message says which extra brings it
         from jinja2 import TemplateSyntaxError
 
         self.name = name
         self.text = text
         # Jinja2 rewrites tracebacks to point into the template under this file name.
         self._filename = f"<prompt {name}>"
-        env = _environment()
         try:
             code = env.compile(text, name=name, filename=self._filename)
         except TemplateSyntaxError as exc:

@@ -258,7 +258,7 @@ class _Connection:
             from ._stdio import open_stdio
         except ImportError as exc:
             self._fail(
-                f"the `mcp` package is needed to call MCP tools ({exc}); pip install 'mcec[mcp]'",
+                f"the `mcp` package is needed to call MCP tools ({exc}); pip install 'agentmonad[mcp]'",
                 Kind.START_FAILED,
             )
             return
