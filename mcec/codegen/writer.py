@@ -64,7 +64,7 @@ class StatementWriter:
         names, so what one ``compile()`` of the module would reject, one of its statements does.
         Laid out, then parsed, then mapped, each step for all of them in turn (warm caches)."""
         laid = [layout.layout_statement(statement) for statement in statements]
-        texts = ["".join(line + "\n" for line in lines) for lines in laid]
+        texts = ["\n".join(lines) + "\n" for lines in laid]
         trees = [self._compiled(text) for text in texts]
         written: list[Written] = []
         for statement, lines, text, tree in zip(statements, laid, texts, trees, strict=True):

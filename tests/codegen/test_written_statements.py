@@ -20,7 +20,7 @@ import pytest
 from mcec.check.typed import Program, TPipeline
 from mcec.codegen import generate, header_lines
 from mcec.codegen.emitter import WRITE_BATCH, Emitter
-from mcec.codegen.layout import layout, layout_lines
+from mcec.codegen.layout import black_module, layout, layout_lines
 from mcec.codegen.sourcemap import build_source_map
 from mcec.compiler import check_source
 from mcec.gcpause import without_cycle_collection
@@ -101,3 +101,20 @@ def test_black_leaves_no_garbage_behind_while_the_cycle_collector_is_paused() ->
     assert text.count("\n") == 40 * 14  # each statement too long: black wrapped every one
     # black's tree of each statement is cyclic: ~420 objects a statement stayed until the end
     assert left < 40, left
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+@pytest.mark.parametrize("awaited", [True, False])
+def test_a_long_return_of_a_call_is_laid_out_as_black_lays_it_out(depth: int, awaited: bool) -> None:
+    """Every pipeline's entry ends in ``return await observed_pipeline(…)``, laid out without black
+    (``layout._return_call``): the same lines as black's, whether the arguments fit on a line of
+    their own or not, for every length around the limits."""
+    indent = "    " * depth
+    statements = []
+    for width in range(40, 120, 3):
+        arguments = ['"' + "s" * (width // 4) + '"', "n" * (width // 4), "12345", "state", "value"]
+        statements.append(f"{indent}return {'await ' if awaited else ''}observed_pipeline({', '.join(arguments)})\n")
+    opening = "".join("    " * level + f"if x{level}:\n" for level in range(1, depth))
+    source = "".join(f"async def f{i}(x1, x2):\n{opening}{statement}\n\n" for i, statement in enumerate(statements))
+    module = cst.parse_module(source)
+    assert layout(module) == black_module(source)
