@@ -2,9 +2,10 @@
 
 Each top-level statement the emitter finishes — a function, a ``SITE_n`` constant — is laid
 out (:mod:`mcec.codegen.layout`), compiled and mapped back to the spec
-(:mod:`mcec.codegen.sourcemap`) at once, and only its text and line ranges are kept: its
-syntax tree is freed before the next one is built. The tree of the whole module of 10,000
-pipelines took 250 MB at once; now the largest tree alive is one function's.
+(:mod:`mcec.codegen.sourcemap`) soon after, in a batch with the few hundred finished before
+it (``emitter.WRITE_BATCH``), and only its text and line ranges are kept: its syntax tree is
+then freed. The tree of the whole module of 10,000 pipelines took 250 MB at once; now the
+trees alive are those of one batch.
 
 The text is the same as laying out the whole module's tree: the layout prints a module
 statement by statement anyway, and a statement's layout depends on nothing around it.
