@@ -7,8 +7,6 @@ CLI's business; see ``mcec.cli.output``.
 
 from __future__ import annotations
 
-import __future__
-import ast
 import hashlib
 import os
 from dataclasses import dataclass
@@ -81,29 +79,26 @@ def generate(program: Program) -> Generated:
     Python would reject raises :class:`InvalidOutput` here instead of being
     written for users to import.
     """
+    import libcst as cst
+
     from mcec.codegen.emitter import Emitter
     from mcec.gcpause import without_cycle_collection
-    from mcec.codegen.layout import layout_lines
-    from mcec.codegen.sourcemap import MappedRange, SourceMap, map_statements
+    from mcec.codegen.writer import InvalidStatement, StatementWriter, comment_lines, joined
 
     with without_cycle_collection():
         emitter = Emitter(program)
-        module = emitter.module(header_lines(program))
-        laid = layout_lines(module)
-        filename = module_name_for(program.path) + ".py"
-        ranges: list[MappedRange] = []
-        # Compiled and mapped a top-level statement at a time: the parse trees of the whole of a
-        # 150,000-line module took 600 MB at once (issue 36); compiled, a statement holds no
-        # other's names, so what one `compile()` of the module rejects, one of its statements does.
-        for (first, text), statement in zip(laid.chunks(), module.body, strict=True):
-            try:
-                tree = ast.parse(text, filename)
-                compile(tree, filename, "exec", flags=_FUTURE_ANNOTATIONS, dont_inherit=True)
-            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-                raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
-            map_statements((statement,), tree.body, first, emitter.spans, emitter.hints, ranges)
-        return Generated("\n".join(laid.lines) + "\n", SourceMap(tuple(ranges)))
-
-
-#: The module starts with ``from __future__ import annotations``; each statement is compiled as under it.
-_FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag
+        # Each top-level statement is laid out, compiled and mapped as soon as the emitter finishes
+        # it, and only its text kept (mcec.codegen.writer): the tree of the whole module of 10,000
+        # pipelines took 250 MB at once (issue 48).
+        writer = StatementWriter(module_name_for(program.path) + ".py", emitter.spans, emitter.hints)
+        emitter.write = writer.write
+        parts = [comment_lines(header_lines(program))]
+        try:
+            for statement in emitter.placed():
+                assert not isinstance(statement, cst.CSTNode), "placed() writes every statement"
+                parts.append(statement)
+        except InvalidStatement as exc:
+            raise InvalidOutput(f"the module generated from {program.path} does not compile: {exc}") from exc
+        del emitter
+        code, source_map = joined(parts)
+        return Generated(code, source_map)

@@ -69,15 +69,18 @@ def integer(value: int) -> cst.Integer | cst.UnaryOperation:
     return cst.Integer(str(value))
 
 
-@functools.lru_cache(maxsize=65536)
-def _positional(value: cst.BaseExpression) -> cst.Arg:
+@functools.lru_cache(maxsize=4096)
+def _positional(value: cst.Name) -> cst.Arg:
     # nodes hash by identity, and shared names make shared arguments possible
     return make(cst.Arg, value=value)
 
 
 def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
     """``func(arg, …)``."""
-    return make(cst.Call, func=func, args=[_positional(a) for a in args])
+    # Only a name's argument is shared: any other expression is a new node each time, and its
+    # argument, remembered, kept its tree alive long after the statement was written (65,536 of
+    # them were; issue 48)
+    return make(cst.Call, func=func, args=[_positional(a) if type(a) is cst.Name else make(cst.Arg, value=a) for a in args])
 
 
 #: ``=`` with no space around it, as black writes a keyword argument.

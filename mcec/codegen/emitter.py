@@ -36,8 +36,8 @@ construct's span, for the source map (:mod:`mcec.codegen.sourcemap`).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import assert_never
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeAlias, assert_never
 
 import libcst as cst
 
@@ -50,6 +50,13 @@ from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
 from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union, members, render_errors, sorted_errors
 
+if TYPE_CHECKING:
+    from mcec.codegen.writer import Written
+
+#: A finished top-level statement as the emitter keeps it: its syntax tree, or, when the module
+#: is written a statement at a time (:attr:`Emitter.write`), its text, compiled and mapped.
+Placed: TypeAlias = "cst.BaseStatement | Written"
+
 #: Longest run of steps emitted in one function; longer chains are split.
 CHUNK = 200
 #: What a ``fn`` counts for towards :data:`CHUNK`, in fifths of a step: its call is 4 lines
@@ -60,6 +67,11 @@ FN_FIFTHS = 2
 #: Most branches a ``par`` adds to its group in one statement (``group(b1).also(b2)…``);
 #: a wider group is built over several statements, so no expression nests deeper.
 GROUP_LINK = 100
+#: How many finished top-level statements are written at a time (:attr:`Emitter.write`): written
+#: one at a time, emitting, laying out and compiling took turns for each function, and compiling
+#: 10,000 pipelines took a fifth longer (each found the processor's caches cold); the trees of 500
+#: statements are a few MB.
+WRITE_BATCH = 500
 #: Helper names grow with nesting (`_main_par_catch`) up to about this length.
 NAME_PREFIX = 24
 
@@ -69,28 +81,35 @@ FRESHNESS = "agentmonad.freshness"
 
 
 class Emitter:
-    """Builds the generated module for one program; use :func:`emit_module`."""
+    """Builds the generated module for one program: :meth:`module` (a libcst module), or
+    :meth:`placed` with :attr:`write` set (the module's statements, each written as it is finished)."""
 
     def __init__(self, program: t.Program) -> None:
         self.program = program
+        #: Lays out, compiles and maps a finished top-level statement (None: keep the trees); set
+        #: before emitting, to a writer of this emitter's records (:mod:`mcec.codegen.writer`)
+        self.write: Callable[[Sequence[cst.BaseStatement]], list[Written]] | None = None
+        #: statements placed but not written yet: the list each is in, its position, itself
+        self._unwritten: list[tuple[list[Placed], int, cst.BaseStatement]] = []
         self.spec_file = os.path.basename(program.path)
         self.spec_names = _spec_names(program)
         self.names = NameAllocator(self.spec_names)
         self._imports: dict[tuple[str, str], str] = {}
         self._toolbox_constants: dict[str, str] = {}
         self._builtins_alias: str | None = None
-        self.site_lines: list[cst.SimpleStatementLine] = []
+        self.site_lines: list[Placed] = []
         #: ``RUN_SITE_n = Site(pipeline, …)``: where each pipeline is declared, for its run's span
         #: (:meth:`run_entry`); numbered apart so that the steps' ``SITE_n`` stay as they were.
-        self.run_site_lines: list[cst.SimpleStatementLine] = []
+        self.run_site_lines: list[Placed] = []
         #: The constant of each site made so far, by step name, line and column (``SPEC_INFO`` names them).
         self.site_constants: dict[tuple[str, int, int], str] = {}
-        self.functions: list[cst.FunctionDef] = []
+        self.functions: list[Placed] = []
         #: id() of a generated statement -> the span of the spec construct it stems from
         self.spans: dict[int, Span] = {}
         self.hints: dict[int, str] = {}
         self._error_tuples: dict[ErrorSet, cst.Tuple] = {}
-        self._keep: list[cst.CSTNode] = []  # keeps recorded nodes alive, so id()s stay unique
+        #: keeps recorded nodes alive, so id()s stay unique (until :meth:`_place` forgets them)
+        self._keep: dict[int, cst.CSTNode] = {}
         self.tool_users = _tool_users(program)
         self.llm_users = _llm_users(program)
         #: the generated partial type of each record class streaming steps answer with (by path)
@@ -129,10 +148,38 @@ class Emitter:
     def record(self, node: cst.CSTNode, span: Span, hint: str | None = None) -> None:
         """Remember that ``node`` was generated for the spec text at ``span``
         (``hint`` explains, in spec terms, what a mypy finding there means)."""
-        self._keep.append(node)
+        self._keep[id(node)] = node
         self.spans[id(node)] = span
         if hint is not None:
             self.hints[id(node)] = hint
+
+    def _place(self, statement: cst.BaseStatement, into: list[Placed]) -> None:
+        """Append a finished top-level statement to ``into``; when the module is written a
+        statement at a time, it is written (in a batch with those finished before it, see
+        :data:`WRITE_BATCH`) and its records dropped, and with them its tree (issue 48)."""
+        into.append(statement)
+        self._to_write(into, len(into) - 1, statement)
+
+    def _to_write(self, into: list[Placed], position: int, statement: cst.BaseStatement) -> None:
+        """Queue ``statement`` (at ``into[position]``) to be written, and write a full batch."""
+        if self.write is not None:
+            self._unwritten.append((into, position, statement))
+            if len(self._unwritten) >= WRITE_BATCH:
+                self._write_unwritten()
+
+    def _write_unwritten(self) -> None:
+        """Write the statements placed since the last batch, in their places."""
+        if self.write is None or not self._unwritten:
+            return
+        batch, self._unwritten = self._unwritten, []
+        for (into, position, _), written in zip(batch, self.write([s for _, _, s in batch]), strict=True):
+            into[position] = written
+        for _, _, statement in batch:
+            for node in _statements_in(statement):
+                key = id(node)
+                self.spans.pop(key, None)
+                self.hints.pop(key, None)
+                self._keep.pop(key, None)
 
     # ------------------------------------------------------------ types
 
@@ -205,7 +252,7 @@ class Emitter:
         )
         statement = c.assign(constant, value)
         self.record(statement, span)
-        lines.append(statement)
+        self._place(statement, lines)
         self.site_constants.setdefault((step, span.line, span.column), constant)
         return c.name(constant)
 
@@ -427,7 +474,7 @@ class Emitter:
             [c.docstring(doc), *self.run_entry(pipeline, scope, state, value), scoped],
         )
         self.record(definition, pipeline.span)
-        self.functions.append(definition)
+        self._place(definition, self.functions)
 
     def run_entry(
         self, pipeline: t.TPipeline, scope: NameAllocator, state: str, value: str, run: str | None = None
@@ -508,7 +555,7 @@ class Emitter:
             function, [(state, self.state_type), (value, self.type_expr(sig.input))], self.outcome(sig), body
         )
         self.record(definition, span)
-        self.functions.append(definition)
+        self._place(definition, self.functions)
 
     def inline_chain(
         self,
@@ -850,7 +897,7 @@ class Emitter:
             function, [(state, self.state_type), (value, self.type_expr(expr.sig.input))], self.outcome(expr.sig), body
         )
         self.record(definition, expr.span)
-        self.functions.append(definition)
+        self._place(definition, self.functions)
 
     def _par_body(
         self, expr: t.TPar, state: str, value: str, scope: NameAllocator, owner: str
@@ -1054,12 +1101,20 @@ class Emitter:
 
     def module(self, header: Sequence[str]) -> cst.Module:
         """The whole module: header, imports, sites, bindings, pipelines."""
+        assert self.write is None, "an emitter that writes its statements builds no module"
+        statements = cst.SimpleStatementLine | cst.BaseCompoundStatement
+        body = [statement for statement in self.placed() if isinstance(statement, statements)]
+        return cst.Module(body=body, header=header_comments(header))
+
+    def placed(self) -> list[Placed]:
+        """The module's statements in order (without its header comment): imports, sites,
+        bindings, pipelines; with :attr:`write` set, every one of them written."""
         for pipeline in self.program.pipelines:
             self.pipeline(pipeline)
         partials = self.partial_classes()  # named before the llm bindings refer to them
         bindings = [*self.bindings(), *self.tool_bindings(), *self.llm_bindings(), *self.ask_bindings()]
         future = cst.ImportFrom(module=c.name("__future__"), names=[cst.ImportAlias(c.name("annotations"))])
-        body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = [c.line(future)]
+        body: list[Placed] = [c.line(future)]
         toolboxes = self.toolbox_lines()  # placed after the functions (they name the pipelines)
         described = spec_info_lines(self)  # last: it names the pipelines and the types
         # docs/language.md §7: say so at import when the spec beside the module, or a template file
@@ -1082,11 +1137,16 @@ class Emitter:
             self.record(statement, spec_import.span)
             body.append(statement)
         body.append(fresh)
-        top = [*self.site_lines, *self.run_site_lines, *bindings]
+        self._write_unwritten()
+        top: list[Placed] = [*self.site_lines, *self.run_site_lines, *bindings]
         if top:  # one blank line between the imports and the constants (two after a class)
-            first = top[0].with_changes(leading_lines=[cst.EmptyLine()] * (2 if partials else 1))
-            self.record(first, self.spans[id(top[0])])
-            top[0] = first
+            blank = 2 if partials else 1
+            if isinstance(top[0], cst.BaseStatement):
+                first = top[0].with_changes(leading_lines=[cst.EmptyLine()] * blank)
+                self.record(first, self.spans[id(top[0])])
+                top[0] = first
+            else:
+                top[0] = top[0].after_blank_lines(blank)
         body.extend(partials)
         body.extend(top)
         body.extend(self.functions)
@@ -1094,8 +1154,12 @@ class Emitter:
             toolboxes[0] = toolboxes[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
             body.extend(toolboxes)
         body.extend(described)
-        comments = [cst.EmptyLine(comment=cst.Comment(f"# {line}" if line else "#")) for line in header]
-        return cst.Module(body=body, header=comments)
+        if self.write is not None:  # the statements finished last (imports, bindings), in batches too
+            for position, item in enumerate(body):
+                if isinstance(item, cst.BaseStatement):
+                    self._to_write(body, position, item)
+            self._write_unwritten()
+        return body
 
     def _import_lines(self) -> list[cst.SimpleStatementLine]:
         lines: list[cst.SimpleStatementLine] = []
@@ -1124,6 +1188,35 @@ def _chunks(parts: Sequence[t.TExpr]) -> list[Sequence[t.TExpr]]:
         fifths += size
     runs.append(parts[start:])
     return runs
+
+
+def header_comments(header: Sequence[str]) -> list[cst.EmptyLine]:
+    """The module's header comment lines (``# Generated by mcec …``)."""
+    return [cst.EmptyLine(comment=cst.Comment(f"# {line}" if line else "#")) for line in header]
+
+
+#: The fields statements are nested in: bodies, ``else``/``elif`` clauses, handlers, ``finally``.
+_NESTING = ("body", "orelse", "handlers", "finalbody")
+
+
+def _statements_in(statement: cst.BaseStatement) -> list[cst.CSTNode]:
+    """``statement`` and every statement in it, however nested (every branch, handler and
+    clause, the small statements of each line): what the emitter may have recorded in it."""
+    found: list[cst.CSTNode] = []
+    pending: list[cst.CSTNode] = [statement]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if type(node) is cst.SimpleStatementLine:
+            found.extend(node.body)  # small statements nest nothing
+            continue
+        for field in _NESTING:  # compound statements, blocks and clauses (no expression has these)
+            inner = getattr(node, field, None)
+            if type(inner) is list or type(inner) is tuple:
+                pending.extend(inner)
+            elif inner is not None:
+                pending.append(inner)
+    return found
 
 
 def _is_docstring(statement: cst.SimpleStatementLine) -> bool:

@@ -22,6 +22,7 @@ against 7 minutes (both on a shared machine at load 8–10), the same text each 
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -172,6 +173,67 @@ def _method_chain(statement: cst.SimpleStatementLine, depth: int) -> list[str] |
     return lines
 
 
+def _return_call(statement: cst.SimpleStatementLine, depth: int) -> list[str] | None:
+    """A too-long ``return [await] f(a, b, …)`` whose arguments are names and literals, as black
+    writes it, or None when the statement is not of that shape or its parts do not fit.
+
+    Every pipeline's entry ends in ``return await observed_pipeline(sink, "name", RUN_SITE_n,
+    name, state, value)``, too long once the names grow, and black took 0.6 ms over each (a fifth
+    of compiling 10,000 pipelines, and its syntax tree to collect). Black splits it after the
+    last opening bracket (the value has no delimiter outside brackets, so the optional
+    parentheses around it are left out): the arguments on a line of their own when they fit there
+    (no trailing comma is added to a call's), else one to a line — that case goes to black.
+    """
+    if len(statement.body) != 1:
+        return None
+    match statement.body[0]:
+        case cst.Return(value=cst.BaseExpression() as value):
+            head = "return "
+        case _:
+            return None
+    if isinstance(value, cst.Await) and not value.lpar:
+        head, value = head + "await ", value.expression
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and not value.lpar and value.args):
+        return None
+    for arg in value.args:
+        if arg.keyword is not None or arg.star or not isinstance(arg.value, cst.Name | cst.SimpleString | cst.Integer):
+            return None
+    head = f"{head}{value.func.value}("
+    arguments = "    " + ", ".join(_arg(a) for a in value.args)
+    if len(head) + 4 * depth > LINE_LENGTH or len(arguments) + 4 * depth > LINE_LENGTH:
+        return None
+    return [head, arguments, ")"]
+
+
+def _exploded_tuple(statement: cst.SimpleStatementLine, depth: int) -> list[str] | None:
+    """A too-long ``NAME = (a, b, …)`` as black writes it when its elements do not fit on one
+    line: one to a line, each with a comma; or None when the statement is not of that shape, its
+    elements would fit on a line of their own, or one of them does not fit on its line (those go
+    to black).
+
+    A generated module's ``SPEC_INFO`` is built over such statements of fifty entries each
+    (:mod:`mcec.codegen.descriptor`), and black took 30 ms over each: it doubled the time of
+    compiling 10,000 pipelines.
+    """
+    if len(statement.body) != 1:
+        return None
+    match statement.body[0]:
+        case cst.Assign(targets=[cst.AssignTarget(target=cst.Name(value=name))], value=cst.Tuple() as value):
+            pass
+        case _:
+            return None
+    if not value.lpar or len(value.elements) < 2 or any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    items = [_expr(e.value) for e in value.elements]
+    room = LINE_LENGTH - 4 * (depth + 1)
+    if len(", ".join(items)) <= room or any(len(item) + 1 > room for item in items):
+        return None
+    head = f"{name} = ("
+    if len(head) + 4 * depth > LINE_LENGTH:
+        return None
+    return [head, *(f"    {item}," for item in items), ")"]
+
+
 def _indent(lines: Sequence[str], depth: int) -> list[str]:
     prefix = "    " * depth
     return [prefix + line if line else line for line in lines]
@@ -184,7 +246,15 @@ def _fits(text: str, depth: int) -> bool:
 
 def _blacken(text: str, depth: int) -> list[str]:
     """Format one statement as black would at ``depth`` levels of indentation."""
-    return black.format_str(text, mode=_mode(max(LINE_LENGTH - 4 * depth, 1))).splitlines()
+    lines = black.format_str(text, mode=_mode(max(LINE_LENGTH - 4 * depth, 1))).splitlines()
+    if not gc.isenabled():
+        # Black's syntax tree is cyclic (each node points to its parent), so with the cycle
+        # collector paused (generation runs so: mcec.gcpause) every call left ~50 KB behind:
+        # 480 MB for the 10,000 pipelines of a 20,000-declaration spec (issue 48). A collection
+        # of the youngest generation frees it; it looks only at what was allocated since the
+        # last one, so the trees the emitter keeps are each looked at once, not once per call.
+        gc.collect(0)
+    return lines
 
 
 def _header_text(statement: cst.BaseCompoundStatement) -> str | None:
@@ -268,7 +338,11 @@ def _statements(body: Sequence[cst.BaseStatement], depth: int, out: list[str]) -
             out.append("")
         if isinstance(statement, cst.SimpleStatementLine):
             text = _line(statement)
-            lines = [text] if _fits(text, depth) else _method_chain(statement, depth) or _blacken(text + "\n", depth)
+            if _fits(text, depth):
+                lines = [text]
+            else:
+                lines = (_method_chain(statement, depth) or _return_call(statement, depth)
+                         or _exploded_tuple(statement, depth) or _blacken(text + "\n", depth))
             out.extend(_indent(lines, depth))
         elif isinstance(statement, cst.If):
             _if_chain(statement, depth, out)
@@ -366,3 +440,11 @@ def layout_lines(module: cst.Module) -> Laid:
         starts.append(len(out))
         _statements((statement,), 0, out)
     return Laid(out, starts)
+
+
+def layout_statement(statement: cst.BaseStatement) -> list[str]:
+    """The lines of one top-level statement (its leading blank lines first), as black would
+    format them in a module: what :func:`layout_lines` prints for each statement of a module's body."""
+    out: list[str] = []
+    _statements((statement,), 0, out)
+    return out

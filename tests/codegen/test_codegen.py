@@ -267,7 +267,7 @@ def test_output_that_does_not_compile_is_an_internal_error_before_anything_is_wr
     a module that raises SyntaxError on import."""
     from mcec.codegen import InvalidOutput, layout
 
-    monkeypatch.setattr(layout, "layout_lines", lambda module: layout.Laid(["def broken(:"], [0]))
+    monkeypatch.setattr(layout, "layout_statement", lambda statement: ["def broken(:"])
     with pytest.raises(InvalidOutput, match="does not compile"):
         compile_source(
             SourceFile("broken.mce", "fn f : int -> int = m.f\npipeline p : int -> int = f;\nimport m\n"), index=False

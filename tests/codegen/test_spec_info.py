@@ -82,3 +82,19 @@ def test_a_descriptor_built_in_parts_is_laid_out_as_black_lays_it_out() -> None:
     text = layout(module)
     assert text == black_module(module.code)
     assert "    (*_PIPELINES_1, *_PIPELINES_2),\n" in text
+
+
+@pytest.mark.parametrize("width", [1, 20, 40, 60, 70, 78, 79, 80, 81, 82, 84, 90])
+@pytest.mark.parametrize("count", [2, 3, 50])
+def test_a_long_tuple_of_entries_is_laid_out_as_black_lays_it_out(width: int, count: int) -> None:
+    """The printer's own path for ``NAME = (entry, entry, …)`` too long for a line (the parts of a
+    large ``SPEC_INFO``): black's text, whether the entries fit one to a line, on one line of their
+    own, or not at all."""
+    import libcst as cst
+
+    from mcec.codegen import cst as c
+    from mcec.codegen.layout import black_module, layout
+
+    entries = [c.call(c.name("EffectSite"), c.string("x" * width), c.name(f"SITE_{i}")) for i in range(count)]
+    module = cst.Module(body=[c.assign("_EFFECTS_1", c.tuple_(entries))])
+    assert layout(module) == black_module(module.code)
