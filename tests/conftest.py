@@ -61,6 +61,9 @@ SLOW_FILES = (
     "tests/cli/test_cli_trace.py",
     "tests/cli/test_files_nothing_lost.py",
     "tests/durable/test_journal.py",
+    # a fresh venv with the runtime's wheel alone (~12 s): early, not at the tail of a worker's queue
+    "tests/test_distributions.py",
+    "tests/durable/test_element_resumed.py",
 )
 
 
