@@ -18,7 +18,6 @@ import types as pytypes
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from agentmonad import Defect, Err, Ok, Outcome, Site
@@ -182,39 +181,35 @@ def _shown(path: str) -> str:
 
 
 def _validated(type_: Any, text: str, what: str) -> Any:
+    """:func:`agentmonad.spec.validated`, its error a :class:`RunError`."""
+    from agentmonad.spec import InputError, validated
+
     try:
-        return TypeAdapter(type_).validate_json(text)
-    except ValidationError as exc:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-        )
-        raise RunError(f"invalid {what}: {details}") from exc
+        return validated(type_, text, what)
+    except InputError as exc:
+        raise RunError(str(exc)) from exc
 
 
 def prepare(program: Program, pipeline: str, input_json: str, state_json: str | None) -> tuple[Any, Any]:
-    """Validate the input and state JSON against the pipeline's declared types."""
+    """Validate the input and state JSON against the pipeline's declared types
+    (:func:`agentmonad.spec.run_values`, as a compiled module's ``SPEC_INFO.prepare`` does)."""
+    from agentmonad.spec import InputError, run_values
+
     declared = {p.name: p for p in program.pipelines}
     if pipeline not in declared:
         known = ", ".join(sorted(declared)) or "none"
         raise RunError(f"no pipeline named {pipeline!r} (pipelines: {known})")
     try:
         input_type = python_type(declared[pipeline].sig.input)
-        state_type: Any = python_type(program.state) if program.state is not None else type(None)
+        state_type: Any = python_type(program.state) if program.state is not None else None
     except ResolveError as exc:
         raise RunError(str(exc)) from exc
     except Exception as exc:  # importing a module of the spec raised (load_module reports it at its import)
         raise RunError(f"the spec's types could not be loaded: {type(exc).__name__}: {safe_text(exc)}") from exc
-    value = _validated(input_type, input_json, "--input")
-    if state_json is not None:
-        state = _validated(state_type, state_json, "--state")
-    elif program.state is None:
-        state = None
-    else:
-        try:
-            state = state_type()  # the declared state class, built with its defaults
-        except Exception as exc:
-            raise RunError(f"the state type cannot be built without arguments ({exc}); pass --state") from exc
-    return value, state
+    try:
+        return run_values(input_type, state_type, input_json, state_json)
+    except InputError as exc:
+        raise RunError(str(exc)) from exc
 
 
 def jsonable(value: Any) -> Any:

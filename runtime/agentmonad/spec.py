@@ -24,7 +24,8 @@ from .outcome import Outcome, Site
 if TYPE_CHECKING:
     from .durable.codec import TypeTable
 
-__all__ = ["SpecInfo", "PipelineInfo", "EffectSite", "AskInfo", "EachInfo", "InputError", "spec_info"]
+__all__ = ["SpecInfo", "PipelineInfo", "EffectSite", "AskInfo", "EachInfo", "InputError", "spec_info", "run_values",
+           "validated"]
 
 
 @final
@@ -139,34 +140,42 @@ class SpecInfo:
         return TypeTable(by_site, by_name)
 
     def prepare(self, pipeline: str, input_json: str, state_json: str | None = None) -> tuple[Any, Any]:
-        """The value and state a run of ``pipeline`` starts with: ``input_json`` validated against
-        its input type, ``state_json`` against the state type (else the state type built with its
-        defaults). :class:`InputError` says what does not fit, as ``mcec run`` says it."""
-        from pydantic import TypeAdapter, ValidationError
-
+        """The value and state a run of ``pipeline`` starts with (:func:`run_values`);
+        :class:`InputError` says what does not fit, as ``mcec run`` says it."""
         found = self._by_name.get(pipeline)
         if found is None:
             known = ", ".join(sorted(self._by_name)) or "none"
             raise InputError(f"no pipeline named {pipeline!r} (pipelines: {known})")
+        return run_values(found.input, self.state, input_json, state_json)
 
-        def validated(type_: Any, text: str, what: str) -> Any:
-            try:
-                return TypeAdapter(type_).validate_json(text)
-            except ValidationError as exc:
-                details = "; ".join(
-                    f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-                )
-                raise InputError(f"invalid {what}: {details}") from None
 
-        value = validated(found.input, input_json, "--input")
-        if state_json is not None:
-            return value, validated(self.state if self.state is not None else type(None), state_json, "--state")
-        if self.state is None:
-            return value, None
-        try:
-            return value, self.state()  # the declared state class, built with its defaults
-        except Exception as exc:
-            raise InputError(f"the state type cannot be built without arguments ({exc}); pass --state") from None
+def validated(type_: Any, text: str, what: str) -> Any:
+    """``text`` (JSON) as a value of ``type_``; :class:`InputError` names ``what`` (``--input``)
+    and each place that does not fit."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(type_).validate_json(text)
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
+        )
+        raise InputError(f"invalid {what}: {details}") from None
+
+
+def run_values(input_type: Any, state_type: Any, input_json: str, state_json: str | None) -> tuple[Any, Any]:
+    """The value and state a run starts with: ``input_json`` validated against ``input_type``,
+    ``state_json`` against ``state_type`` (None: the spec declares no state), else the state type
+    built with its defaults."""
+    value = validated(input_type, input_json, "--input")
+    if state_json is not None:
+        return value, validated(state_type if state_type is not None else type(None), state_json, "--state")
+    if state_type is None:
+        return value, None
+    try:
+        return value, state_type()  # the declared state class, built with its defaults
+    except Exception as exc:
+        raise InputError(f"the state type cannot be built without arguments ({exc}); pass --state") from None
 
 
 def spec_info(module: Any) -> SpecInfo:
