@@ -618,3 +618,54 @@ def _view(decl: TDecl) -> str:
             return "pipelines"
         case _:
             assert_never(decl)
+
+
+def recorded_effects(program: Program) -> list[tuple[str, Span | None, Sig]]:
+    """Every effect of ``program``'s own pipelines a durable run records, as (name, site span,
+    signature), in the order of its declarations: its steps, tools, llms, asks, pipelines and used
+    pipelines by name (``None``: the sites a checked plan makes, in the plan's own text), an ask by
+    its declaration's site too; then each step, tool and llm call, ``spawn`` and ``each`` (its
+    body's signature: an element a worker ran) by site, in the order of the spec's text. What :func:`mcec.durable.types.type_table` and
+    a generated module's ``SPEC_INFO`` (:mod:`mcec.codegen.descriptor`) both record with."""
+    named: list[tuple[str, Span | None, Sig]] = []
+    sited: list[tuple[str, Span | None, Sig]] = []
+    for decl in program.decls:
+        match decl:
+            case TStep() | TTool() | TLlm() | TPipeline() | TUsed():
+                named.append((decl.name, None, decl.sig))
+            case TAsk():
+                # a person's answer (§15): its "human" effect's site is the ask's declaration
+                named.append((decl.name, None, decl.sig))
+                named.append((decl.name, decl.span, decl.sig))
+            case TFromImport() | TModuleImport() | TFn() | TServer() | TModel() | TToolbox():
+                pass
+    for pipeline in program.pipelines:
+        stack: list[TExpr] = [pipeline.body]
+        while stack:
+            node = stack.pop()
+            match node:
+                case TRef(kind=RefKind.STEP | RefKind.TOOL | RefKind.LLM):
+                    sited.append((node.name, node.span, node.sig))
+                case TSpawn():
+                    sited.append(("spawn", node.span, node.sig))
+                case TEach():
+                    sited.append(("each", node.span, node.body.sig))
+                case _:
+                    pass
+            stack.extend(children(node))
+    sited.sort(key=lambda effect: (effect[1].line, effect[1].column) if effect[1] is not None else (0, 0))
+    return named + sited
+
+
+def limited_eaches(program: Program) -> list[TEach]:
+    """Every ``each(limit=N)`` in ``program``'s own pipelines (a queued durable run hands their
+    elements to workers), in the order of the spec's text."""
+    found: list[TEach] = []
+    for pipeline in program.pipelines:
+        stack: list[TExpr] = [pipeline.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, TEach) and node.limit is not None:
+                found.append(node)
+            stack.extend(children(node))
+    return sorted(found, key=lambda node: (node.span.line, node.span.column))

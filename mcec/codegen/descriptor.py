@@ -50,42 +50,17 @@ def spec_info_lines(emitter: Emitter) -> list[cst.SimpleStatementLine]:
                emitter.type_expr(p.sig.output), emitter.error_classes(p.sig.errors), site(p.name, p.span))
         for p in program.pipelines
     ]
-    effects: list[cst.BaseExpression] = []
-    asks: list[cst.BaseExpression] = []
-    for decl in program.decls:
-        match decl:
-            case t.TStep() | t.TTool() | t.TLlm() | t.TPipeline() | t.TUsed():
-                effects.append(effect(decl.name, None, decl.sig))
-            case t.TAsk():
-                # a person's answer (§15): its "human" effect's site is the ask's declaration
-                effects.append(effect(decl.name, None, decl.sig))
-                effects.append(effect(decl.name, decl.span, decl.sig))
-                asks.append(c.call(info("AskInfo"), c.string(decl.name), site(decl.name, decl.span),
-                                   emitter.type_expr(decl.sig.input), emitter.type_expr(decl.sig.output)))
-            case t.TFromImport() | t.TModuleImport() | t.TFn() | t.TServer() | t.TModel() | t.TToolbox():
-                pass
-    each: list[tuple[tuple[int, int], cst.BaseExpression]] = []
-    sited: list[tuple[tuple[int, int], cst.BaseExpression]] = []  # in the order of the spec's text
-    for pipeline in program.pipelines:
-        stack: list[t.TExpr] = [pipeline.body]
-        while stack:
-            node = stack.pop()
-            match node:
-                case t.TRef(kind=t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM):
-                    sited.append(((node.span.line, node.span.column), effect(node.name, node.span, node.sig)))
-                case t.TSpawn():
-                    sited.append(((node.span.line, node.span.column), effect("spawn", node.span, node.sig)))
-                case t.TEach():
-                    # an element a worker ran: the body's outcome (mcec.durable.elements)
-                    where = (node.span.line, node.span.column)
-                    sited.append((where, effect("each", node.span, node.body.sig)))
-                    if node.limit is not None:
-                        each.append((where, c.call(info("EachInfo"), site("each", node.span), c.integer(node.limit),
-                                                   emitter.type_expr(node.body.sig.input))))
-                case _:
-                    pass
-            stack.extend(t.children(node))
-    effects.extend(expr for _, expr in sorted(sited, key=lambda pair: pair[0]))
+    effects = [effect(name, span, sig) for name, span, sig in t.recorded_effects(program)]
+    asks = [
+        c.call(info("AskInfo"), c.string(ask.name), site(ask.name, ask.span), emitter.type_expr(ask.sig.input),
+               emitter.type_expr(ask.sig.output))
+        for ask in program.asks
+    ]
+    each = [
+        c.call(info("EachInfo"), site("each", node.span), c.integer(node.limit), emitter.type_expr(node.body.sig.input))
+        for node in t.limited_eaches(program)
+        if node.limit is not None
+    ]
     lines: list[cst.SimpleStatementLine] = []
 
     def chunked(name: str, items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
@@ -109,7 +84,7 @@ def spec_info_lines(emitter: Emitter) -> list[cst.SimpleStatementLine]:
     keywords: list[tuple[str, Sequence[cst.BaseExpression]]] = [
         ("effects", effects),
         ("asks", asks),
-        ("each", [expr for _, expr in sorted(each, key=lambda pair: pair[0])]),
+        ("each", each),
         ("models", [c.string(m.name) for m in program.models]),
         ("uses", [c.string(module) for module in sorted({u.module for u in program.uses})]),
     ]

@@ -48,15 +48,7 @@ def each_sites(program: t.Program) -> dict[str, t.TEach]:
     ``each`` runs in the process that runs their pipeline), by site text."""
     from mcec.check import typed as t  # here: opening the run database (`runs list`) needs no compiler
 
-    found: dict[str, t.TEach] = {}
-    for pipeline in program.pipelines:
-        stack: list[t.TExpr] = [pipeline.body]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, t.TEach) and node.limit is not None:
-                found[_site_text(node.span)] = node
-            stack.extend(t.children(node))
-    return found
+    return {_site_text(node.span): node for node in t.limited_eaches(program)}
 
 
 def element_queue(digest: str, site: str) -> str:

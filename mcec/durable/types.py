@@ -45,31 +45,9 @@ def type_table(program: t.Program) -> TypeTable:
         def types(sig: t.Sig) -> SiteTypes:
             return SiteTypes(python_type(sig.output), state, error_classes(sig.errors))
 
-        for decl in spec.decls:
-            match decl:
-                case t.TStep() | t.TTool() | t.TLlm() | t.TPipeline():
-                    by_name[decl.name] = types(decl.sig)
-                case t.TAsk():
-                    # a person's answer (§15): its "human" effect's site is the ask's declaration
-                    by_name[decl.name] = types(decl.sig)
-                    by_site[_site_key(decl.name, decl.span)] = types(decl.sig)
-                case t.TUsed():
-                    by_name[decl.name] = types(decl.sig)
-                case t.TFromImport() | t.TModuleImport() | t.TFn() | t.TServer() | t.TModel() | t.TToolbox():
-                    pass
-        for pipeline in spec.pipelines:
-            stack: list[t.TExpr] = [pipeline.body]
-            while stack:
-                node = stack.pop()
-                match node:
-                    case t.TRef(kind=t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM):
-                        by_site[_site_key(node.name, node.span)] = types(node.sig)
-                    case t.TSpawn():
-                        by_site[_site_key("spawn", node.span)] = types(node.sig)
-                    case t.TEach():
-                        # an element a worker ran: the body's outcome (mcec.durable.elements)
-                        by_site[_site_key("each", node.span)] = types(node.body.sig)
-                    case _:
-                        pass
-                stack.extend(t.children(node))
+        for name, span, sig in t.recorded_effects(spec):
+            if span is None:
+                by_name[name] = types(sig)
+            else:
+                by_site[_site_key(name, span)] = types(sig)
     return TypeTable(by_site, by_name)
