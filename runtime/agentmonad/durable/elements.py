@@ -101,9 +101,6 @@ class ElementDistributor:
         #: Elements awaited now, by workflow id: one poller reads all their results at once.
         self._waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         self._poller: asyncio.Task[None] | None = None
-        #: How many elements this process handed out, and how many it found cancelled and resumed (tests).
-        self.enqueued = 0
-        self.resumed = 0
 
     def takes(self, site: Site, limit: int | None) -> bool:
         """An ``each`` with a limit at a site that has a queue (one without a limit runs here)."""
@@ -133,7 +130,6 @@ class ElementDistributor:
         # the enqueue runs to its end even if this branch is cancelled meanwhile: an element put on
         # the queue after its branch stopped caring would run for nothing
         handed = asyncio.ensure_future(self.backend.enqueue(queue, base, request))  # one that exists: attached to
-        self.enqueued += 1
         try:
             await asyncio.shield(handed)
             while True:
@@ -146,7 +142,6 @@ class ElementDistributor:
                     break
                 # cancelled by an earlier process of this run: it goes on from its last recorded effect
                 await self.backend.resume(queue, base)
-                self.resumed += 1
         except asyncio.CancelledError:
             # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
             # cancel must reach the database even if this task is cancelled again meanwhile)
