@@ -108,9 +108,20 @@ def spec_info_lines(emitter: Emitter) -> list[cst.SimpleStatementLine]:
 def _digest(program: t.Program) -> str:
     """The digest of ``program``'s fingerprint (:func:`mcec.fingerprint.fingerprint`), "" when the
     classes it names cannot be imported here (the module then refuses to run durably, saying so)."""
+    import sys
+    from pathlib import Path
+
+    from mcec.check.pyindex import package_root
     from mcec.fingerprint import fingerprint
 
+    root = str(package_root(Path(program.path)))
+    added = root not in sys.path
+    if added:  # the spec's modules import from its package's root, as its generated module's imports do
+        sys.path.insert(0, root)
     try:
         return fingerprint(program).digest
-    except Exception:  # the user's modules failing to import: the check reported it already
+    except Exception:  # the user's modules failing to import here
         return ""
+    finally:
+        if added:
+            sys.path.remove(root)
