@@ -669,3 +669,14 @@ def limited_eaches(program: Program) -> list[TEach]:
                 found.append(node)
             stack.extend(children(node))
     return sorted(found, key=lambda node: (node.span.line, node.span.column))
+
+
+def stream_calls(program: Program) -> list[TRef]:
+    """Every call of a ``stream llm`` step in ``program``'s own pipelines (a watched durable run
+    tells the answer it replays there whole, :mod:`agentmonad.durable.watch`), in the order of
+    the spec's text."""
+    streams = {llm.name for llm in program.llms if llm.stream}
+    found: list[TRef] = []
+    for pipeline in program.pipelines if streams else ():
+        found.extend(ref for ref in references(pipeline.body) if ref.kind is RefKind.LLM and ref.name in streams)
+    return sorted(found, key=lambda ref: (ref.span.line, ref.span.column))

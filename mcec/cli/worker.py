@@ -64,14 +64,15 @@ def run_worker(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _run_worker(args: argparse.Namespace, out: TextIO) -> int:
-    from mcec.durable import DurableError
-    from mcec.durable.worker import serve
+    from agentmonad.durable.worker import serve
+
+    from mcec.durable import DurableError, served_versions
 
     if args.drain_seconds < 0:
         print(f"mcec worker: --drain-seconds {args.drain_seconds}: give 0 or more seconds", file=sys.stderr)
         return EXIT_USAGE
     try:
-        serve(args.specs, db=args.db, queue=args.queue, concurrency=args.concurrency, drain_seconds=args.drain_seconds,
+        serve(served_versions(args.specs), db=args.db, queue=args.queue, concurrency=args.concurrency, drain_seconds=args.drain_seconds,
               heartbeat_seconds=args.heartbeat_seconds, stale_after=args.stale_after, poll_seconds=args.poll_seconds)
     except DurableError as exc:
         print(f"mcec worker: {exc}", file=sys.stderr)

@@ -87,9 +87,12 @@ def spec_info_lines(emitter: Emitter) -> list[cst.SimpleStatementLine]:
         ("each", each),
         ("models", [c.string(m.name) for m in program.models]),
         ("uses", [c.string(module) for module in sorted({u.module for u in program.uses})]),
+        ("fingerprint", [c.string(digest)] if (digest := _digest(program)) else []),
+        ("streams", [site(ref.name, ref.span) for ref in t.stream_calls(program)]),
     ]
     made = made.with_changes(
-        args=[*made.args, *(c.keyword_arg(k, chunked(k.upper(), v)) for k, v in keywords if v)]
+        args=[*made.args, *(c.keyword_arg(k, v[0] if k == "fingerprint" else chunked(k.upper(), v))
+                            for k, v in keywords if v)]
     )
     # `agentmonad.spec.spec_info` finds it by this name (a spec that declares `SPEC_INFO` itself
     # gets `SPEC_INFO_2`, and its module cannot be run without the compiler)
@@ -100,3 +103,25 @@ def spec_info_lines(emitter: Emitter) -> list[cst.SimpleStatementLine]:
         for line in lines:
             emitter.record(line, program.decls[0].span)
     return lines
+
+
+def _digest(program: t.Program) -> str:
+    """The digest of ``program``'s fingerprint (:func:`mcec.fingerprint.fingerprint`), "" when the
+    classes it names cannot be imported here (the module then refuses to run durably, saying so)."""
+    import sys
+    from pathlib import Path
+
+    from mcec.check.pyindex import package_root
+    from mcec.fingerprint import fingerprint
+
+    root = str(package_root(Path(program.path)))
+    added = root not in sys.path
+    if added:  # the spec's modules import from its package's root, as its generated module's imports do
+        sys.path.insert(0, root)
+    try:
+        return fingerprint(program).digest
+    except Exception:  # the user's modules failing to import here
+        return ""
+    finally:
+        if added:
+            sys.path.remove(root)

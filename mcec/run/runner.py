@@ -18,12 +18,10 @@ import types as pytypes
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic_core import to_jsonable_python
-
 from agentmonad import Defect, Err, Ok, Outcome, Site
 from agentmonad.context import HumanInput, hooks
 from agentmonad.events import EventSink
-from agentmonad.observe import run_observed
+from agentmonad.report import RunReport, describe_error, jsonable, report, run_function, safe_text, shown
 from agentmonad.llm import LLMConfig, llm_config, usage
 from agentmonad.llm.options import parse_model_option
 
@@ -52,14 +50,6 @@ class LoadError(RunError):
 #: names does not exist, or importing a module it names raised. (The reference's
 #: MCE002, "unknown name", is the closest registered code; see docs/language.md §8.)
 LOAD_FAILED_CODE: Final[Code] = "MCE007"
-
-
-@dataclass(frozen=True, slots=True)
-class RunReport:
-    """A finished run: the JSON to print and the exit status (0 Ok, 1 Err or Defect)."""
-
-    payload: dict[str, Any]
-    status: int
 
 
 def load_module(program: Program, generated: Generated) -> pytypes.ModuleType:
@@ -109,14 +99,6 @@ def _execute(program: Program, generated: Generated, name: str) -> pytypes.Modul
         del sys.modules[name]
         raise LoadError(load_diagnostic(exc, program, generated, module.__file__)) from exc
     return module
-
-
-def safe_text(value: object) -> str:
-    """``str(value)``, even when its ``__str__`` raises."""
-    try:
-        return str(value)
-    except Exception:
-        return f"<{type(value).__name__} whose str() failed>"
 
 
 def load_diagnostic(exc: BaseException, program: Program, generated: Generated, filename: str) -> Diagnostic:
@@ -212,47 +194,6 @@ def prepare(program: Program, pipeline: str, input_json: str, state_json: str | 
         raise RunError(str(exc)) from exc
 
 
-def jsonable(value: Any) -> Any:
-    """A JSON-compatible rendering of any value (models, dataclasses, exceptions …): what
-    pydantic cannot convert is its repr. Raises when the value cannot be converted at all
-    (nested too deep, a ``__repr__`` that raises): ``mcec serve`` turns that into an error
-    result, ``mcec run`` into a note (:func:`shown`)."""
-    return to_jsonable_python(value, fallback=repr)
-
-
-def shown(value: Any) -> Any:
-    """:func:`jsonable`, or a note naming the value's type when it cannot be converted: a
-    report of ``mcec run`` always prints."""
-    try:
-        return jsonable(value)
-    except Exception:
-        return f"<{type(value).__name__} that cannot be shown as JSON>"
-
-
-def describe_error(error: object) -> dict[str, Any]:
-    """An error value as JSON: its type, its message, and its fields when it has any."""
-    described: dict[str, Any] = {"type": type(error).__name__, "message": safe_text(error)}
-    try:
-        attributes = dict(getattr(error, "__dict__", {}))
-    except Exception:
-        attributes = {}
-    fields = {k: v for k, v in attributes.items() if isinstance(k, str) and not k.startswith("_")}
-    if fields:
-        described["fields"] = shown(fields)
-    return described
-
-
-def report(outcome: Outcome[Any, Any, Any]) -> RunReport:
-    """The JSON report of an Outcome."""
-    if isinstance(outcome, Ok):
-        return RunReport({"ok": True, "value": shown(outcome.value), "state": shown(outcome.state)}, 0)
-    assert isinstance(outcome, Err)
-    error = describe_error(outcome.error)
-    if outcome.site is not None:
-        error["site"] = str(outcome.site)
-    return RunReport({"ok": False, "error": error, "state": shown(outcome.state)}, 1)
-
-
 def run_pipeline(
     module: pytypes.ModuleType,
     pipeline: str,
@@ -273,15 +214,8 @@ def run_pipeline(
     declared at ``site``; without, nothing is attached (the run's fast path). With ``human``,
     the run's ``ask`` steps ask it (docs/language.md §15: ``mcec run`` asks on the terminal).
     """
-    if events is not None or human is not None:
-        with hooks(events=events, human=human):
-            return run_pipeline(module, pipeline, state, value, llm, site=site)
-    if llm is None:
-        return _run_pipeline(module, pipeline, state, value, site)
-    with llm_config(llm), usage() as used:
-        result = _run_pipeline(module, pipeline, state, value, site)
-    result.payload["usage"] = used.as_dict()
-    return result
+    return run_function(getattr(module, pipeline), pipeline, state, value, llm=llm, site=site, events=events,
+                        human=human)
 
 
 def pipeline_site(program: Program, pipeline: str) -> Site | None:
@@ -291,24 +225,6 @@ def pipeline_site(program: Program, pipeline: str) -> Site | None:
             span = declared.span
             return Site(pipeline, os.path.basename(span.path), span.line, span.column)
     return None
-
-
-def _run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: Any, site: Site | None) -> RunReport:
-    try:
-        run = getattr(module, pipeline)
-        outcome = asyncio.run(run_observed(pipeline, site, lambda: run(state, value)))
-    except Defect as defect:
-        payload = {
-            "ok": False,
-            "defect": {
-                "message": safe_text(defect),
-                "site": str(defect.site) if defect.site is not None else None,
-                "cause": describe_error(defect.cause) if defect.cause is not None else None,
-            },
-            "state": shown(defect.state),
-        }
-        return RunReport(payload, 1)
-    return report(outcome)
 
 
 def llm_run_config(program: Program, options: list[str]) -> LLMConfig | None:

@@ -157,7 +157,7 @@ def _output_schema(output_type: Any) -> dict[str, Any] | None:
 
 def _state_factory(program: Program, state_json: str | None = None) -> Callable[[], Any]:
     """A function making each call's fresh state: ``S()``, or ``--state`` validated anew."""
-    from mcec.run.runner import safe_text
+    from agentmonad.report import safe_text
 
     if program.state is None:
         if state_json is not None:
@@ -301,7 +301,7 @@ def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
     """The MCP result of an Outcome; may raise (see :func:`render_outcome`)."""
     from mcp.types import CallToolResult
 
-    from mcec.run.runner import jsonable, safe_text
+    from agentmonad.report import jsonable, safe_text
 
     if isinstance(outcome, Ok):
         value = jsonable(outcome.value)
@@ -321,7 +321,7 @@ def _render_outcome(outcome: Outcome[Any, Any, Any]) -> CallToolResult:
 def render_outcome(tool: PipelineTool, outcome: Outcome[Any, Any, Any]) -> CallToolResult:
     """The MCP result of an Outcome; never raises: a result or error that cannot
     be rendered becomes an ``isError`` result saying so."""
-    from mcec.run.runner import safe_text
+    from agentmonad.report import safe_text
 
     try:
         return _render_outcome(outcome)
@@ -336,7 +336,7 @@ async def call_pipeline(tool: PipelineTool, arguments: Mapping[str, Any]) -> Cal
     """Run one call: validate, run with a fresh state, render; never raises (but for cancellation)."""
     from pydantic import ValidationError
 
-    from mcec.run.runner import safe_text
+    from agentmonad.report import safe_text
 
     try:
         value = tool.parse(arguments)

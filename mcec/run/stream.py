@@ -19,7 +19,7 @@ from typing import TextIO
 
 from agentmonad.events import Effect, Event, PartialOutput, TextDelta
 from mcec.run.changes import Change, changes
-from mcec.run.runner import shown
+from agentmonad.report import shown
 
 __all__ = ["StreamPrinter"]
 

@@ -100,6 +100,12 @@ class SpecInfo:
     each: tuple[EachInfo, ...] = ()
     models: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
+    #: The digest of the spec's fingerprint when it was compiled (its checked program and the shapes
+    #: of the classes its runs record, with the specs it uses): what a durable run records of the
+    #: version it runs, and checks again when it resumes ("": not known, the module cannot run durably).
+    fingerprint: str = ""
+    #: The sites of its ``stream llm`` calls (a watched durable run tells a replayed answer there whole).
+    streams: tuple[Site, ...] = ()
     _by_name: Mapping[str, PipelineInfo] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -3,7 +3,7 @@
 An element index (``--index 6,1``: element 6 of the ``each``, branch 1 of the ``par``) names a
 question by where the pipeline asks it, which changes when the pipeline is restructured; the
 person answering thinks of what the question is about ("claim E07"). So ``mcec runs answer``,
-``mcec runs waiting`` and :func:`mcec.durable.answer`/:func:`mcec.durable.waiting` also choose
+``mcec runs waiting`` and :func:`mcec.durable.answer`/:func:`agentmonad.durable.runs.waiting` also choose
 questions by their *payload* (the question value the ``ask`` was given, as JSON):
 
 - ``FIELD`` names a field of the payload; ``a.b`` a field of a field (a payload that is not an
@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcec.durable import DurableError
+from .errors import DurableError
 
 __all__ = ["about_conditions", "describe", "matches", "narrowed"]
 
@@ -32,7 +32,7 @@ Condition = tuple[tuple[str, ...], object]
 
 def about_conditions(about: Mapping[str, object] | Sequence[str] | None) -> list[Condition]:
     """``about`` as conditions: a mapping ``{FIELD: VALUE}`` (the Python API) or the command's
-    ``FIELD=VALUE`` texts. :class:`~mcec.durable.DurableError` with a message for a text without
+    ``FIELD=VALUE`` texts. :class:`~agentmonad.durable.errors.DurableError` with a message for a text without
     ``=`` or with an empty field name."""
     if about is None:
         return []
@@ -82,7 +82,7 @@ def _same(found: object, wanted: object) -> bool:
 
 
 def matches(question: Mapping[str, Any], conditions: Sequence[Condition]) -> bool:
-    """Whether the payload of ``question`` (an open question as :func:`mcec.durable.waiting`
+    """Whether the payload of ``question`` (an open question as :func:`agentmonad.durable.runs.waiting`
     gives it) meets every condition."""
     for path, wanted in conditions:
         present, found = _field(question.get("question"), path)
@@ -107,7 +107,7 @@ def _candidate(question: Mapping[str, Any]) -> str:
 def narrowed(run_id: str, questions: list[dict[str, Any]], name: str, about: Mapping[str, object] | Sequence[str] | None,
              index: Sequence[int] | None) -> list[dict[str, Any]]:
     """The open questions ``name`` of ``questions`` whose payload is ``about`` what is asked (all
-    of ``questions`` when nothing is). :class:`~mcec.durable.DurableError` listing the candidates
+    of ``questions`` when nothing is). :class:`~agentmonad.durable.errors.DurableError` listing the candidates
     when none is, or when several are and no ``index`` says which."""
     conditions = about_conditions(about)
     if not conditions:

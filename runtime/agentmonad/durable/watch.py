@@ -1,5 +1,5 @@
 """The event sink a process attaches to the durable runs it runs itself (``mcec run --durable
---stream``, ``mcec.durable.run(…, events=sink)``; docs/language.md §13 "Streaming a durable run").
+--stream``, ``agentmonad.durable.runs.run(…, events=sink)``; docs/language.md §13 "Streaming a durable run").
 
 A watched run's events are those of any run: its effects, and the pieces of the answers its
 ``stream llm`` steps stream as they arrive. A model call *replayed* from its record (the run
@@ -8,7 +8,7 @@ resumed after it) is not made again, and its pieces were never recorded — the 
 cannot stream tells a whole answer (a ``TextDelta`` of the whole text, or one ``PartialOutput``
 of the whole value, of the partial type the runtime makes for its class).
 
-A durable run's body runs as a DBOS workflow (:func:`mcec.durable._execute`), which DBOS calls
+A durable run's body runs as a DBOS workflow (:func:`agentmonad.durable.runs.execute`), which DBOS calls
 in a task, and on resume a thread, of its own: a context variable set by the caller does not
 reach it. So the caller names the sink here for the run's id while it runs the run, and the
 workflow's body looks it up by its run id when it starts. A run another process runs (a
@@ -17,22 +17,20 @@ worker's) finds no sink here: its events stay in that process.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentmonad.durable import DurableJournal
-from agentmonad.events import Effect, EventSink
+from ..events import Effect, EventSink
+from .journal import DurableJournal
 
 if TYPE_CHECKING:
-    from agentmonad.context import Guard, Journal, RunContext
-    from agentmonad.llm.streaming import Streaming
+    from ..context import Guard, Journal, RunContext
+    from ..llm.streaming import Streaming
 
-    from mcec.check.typed import Program
 
-__all__ = ["WatchedJournal", "sink_for", "stream_sites", "watched", "watching"]
+__all__ = ["WatchedJournal", "sink_for", "watched", "watching"]
 
 _T = TypeVar("_T")
 
@@ -63,38 +61,10 @@ def sink_for(run_id: str) -> EventSink | None:
         return _sinks.get(run_id)
 
 
-def watched(journal: DurableJournal, program: Program, sink: EventSink | None) -> Journal:
-    """The journal to attach to a run of ``program`` (``journal``, or a :class:`WatchedJournal`
-    over it when ``sink`` watches the run)."""
-    return journal if sink is None else WatchedJournal(journal, sink, stream_sites(program))
-
-
-def stream_sites(program: Program) -> dict[str, Streaming]:
-    """Every site (as ``str(Site)``) where ``program``, or a spec it uses, calls a ``stream llm``
-    step, with how that step streams its answer."""
-    from agentmonad.llm.output import output_shape
-    from agentmonad.llm.streaming import Streaming
-
-    from mcec.check import typed as t
-    from mcec.durable.types import _programs
-    from mcec.run.pyobjects import python_type
-
-    sites: dict[str, Streaming] = {}
-    for spec in _programs(program):
-        streams = {llm.name: llm for llm in spec.llms if llm.stream}
-        if not streams:
-            continue
-        made: dict[str, Streaming] = {}
-        for pipeline in spec.pipelines:
-            for ref in t.references(pipeline.body):
-                llm = streams.get(ref.name) if ref.kind is t.RefKind.LLM else None
-                if llm is None:
-                    continue
-                if llm.name not in made:
-                    made[llm.name] = Streaming(output_shape(python_type(llm.sig.output)), None)
-                site = f"{os.path.basename(ref.span.path)}:{ref.span.line}:{ref.span.column} ({ref.name})"
-                sites[site] = made[llm.name]
-    return sites
+def watched(journal: DurableJournal, streams: dict[str, Streaming], sink: EventSink | None) -> Journal:
+    """The journal to attach to a run (``journal``, or a :class:`WatchedJournal` over it when
+    ``sink`` watches the run; ``streams``: how each ``stream llm`` site of its spec streams)."""
+    return journal if sink is None else WatchedJournal(journal, sink, streams)
 
 
 class WatchedJournal:
@@ -146,8 +116,8 @@ def _tell_whole(streaming: Streaming, sink: EventSink, effect: Effect, result: o
     """Tell ``sink`` a replayed answer (``result``, the step's outcome) as one piece."""
     from pydantic import TypeAdapter
 
-    from agentmonad.llm.streaming import Listener
-    from agentmonad.outcome import Ok
+    from ..llm.streaming import Listener
+    from ..outcome import Ok
 
     if not isinstance(result, Ok):
         return  # a recorded error: no answer to tell

@@ -1,9 +1,9 @@
-"""``mcec worker``: a long-running process that runs the durable runs enqueued for its specs
-(docs/language.md "Workers").
+"""A worker (``mcec worker``, ``python -m agentmonad worker``): a long-running process that runs the
+durable runs enqueued for its spec versions (docs/language.md "Workers").
 
-A worker compiles every spec it is given once, listens to the DBOS queues of those spec versions
-(:func:`mcec.durable.queues.queues_for`), and runs what DBOS's dequeue hands it with the same
-workflow body as ``mcec run --durable`` (:func:`mcec.durable._execute`): a run's journal is in
+A worker loads every compiled module it is given once, listens to the DBOS queues of those spec
+versions (:func:`agentmonad.durable.queues.queues_for`), and runs what DBOS's dequeue hands it with
+the same workflow body as a run started here (:func:`agentmonad.durable.runs.execute`): a run's journal is in
 the database, so whichever worker runs it, or takes it up after another died, replays what was
 recorded and runs the rest.
 
@@ -23,15 +23,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, final
 
-from mcec.durable import DurableError, _compiled, _engine, _execute, _first_line, _served, _shown_url
+from .errors import DurableError
+from .request import RunRequest
+from .runs import engine_for, execute, shown_url
+from .version import Loader, SpecVersion, first_line, loader, set_loader
 
 if TYPE_CHECKING:
-    from agentmonad.durable.dbos import QueueSpec, Runner
-    from agentmonad.durable.journal import Record, Store
+    from .dbos import QueueSpec, Runner
+    from .journal import Record, Store
 
 __all__ = ["DEFAULT_CONCURRENCY", "serve"]
 
@@ -39,23 +41,24 @@ __all__ = ["DEFAULT_CONCURRENCY", "serve"]
 DEFAULT_CONCURRENCY = 8
 
 
-def _served_spec(spec: str) -> tuple[str, str]:
-    """Compile ``spec`` once for the worker's runs (DurableError when it does not check); its
-    absolute path and its fingerprint's digest."""
-    from mcec.check.pyindex import package_root
-    from mcec.fingerprint import fingerprint
+@final
+class ServedLoader:
+    """The loader of a worker: a run of a version the worker serves runs with the version it
+    loaded (by digest: the module or spec the run started with may not exist on this machine);
+    any other goes to the loader that was in charge."""
 
-    path = Path(spec)
-    if not path.is_file():
-        raise DurableError(f"no spec {spec}")
-    root = str(package_root(path))
-    if root not in sys.path:  # the spec's Python modules import as `mcec run` imports them
-        sys.path.insert(1, root)
-    compiled = _compiled(spec, generate=True)
-    assert compiled.program is not None
-    absolute = str(path.resolve())
-    _served[(absolute, True)] = compiled
-    return absolute, fingerprint(compiled.program).digest
+    def __init__(self, versions: dict[str, SpecVersion], fallback: Loader) -> None:
+        self.versions = versions
+        self.fallback = fallback
+
+    def load(self, request: RunRequest) -> SpecVersion:
+        """The served version of ``request``'s digest, else the fallback's."""
+        found = self.versions.get(request.digest)
+        return found if found is not None else self.fallback.load(request)
+
+    def changed(self, request: RunRequest, version: SpecVersion | None) -> str | None:
+        """The fallback's."""
+        return self.fallback.changed(request, version)
 
 
 def _outcome_kind(result: dict[str, Any]) -> str:
@@ -69,21 +72,19 @@ def _outcome_kind(result: dict[str, Any]) -> str:
     return "err"
 
 
-def serve(specs: Sequence[str], *, db: str | None = None, queue: str = "default",
+def serve(versions: Sequence[tuple[str, SpecVersion]], *, db: str | None = None, queue: str = "default",
           concurrency: int | None = DEFAULT_CONCURRENCY, drain_seconds: float = 30.0, heartbeat_seconds: float = 1.0,
           stale_after: float = 10.0, poll_seconds: float = 1.0, log: TextIO | None = None,
           stop: threading.Event | None = None) -> int:
-    """Serve the runs of ``specs`` enqueued on ``queue`` in the database ``db`` until ``stop`` is
-    set (or SIGTERM/SIGINT, when called from the main thread); the exit status (0).
-
-    ``concurrency``: runs at once in this worker (None: no limit). Every ``heartbeat_seconds``
-    the worker records that it is alive and re-enqueues the runs of workers silent for
-    ``stale_after`` seconds; queues are polled every ``poll_seconds``. On stop it drains: runs in
-    flight have ``drain_seconds`` to finish; when some are still running then, the process
-    exits at once (``os._exit(0)``) leaving them to another worker. Raises
-    :class:`DurableError` when a spec does not check or the database cannot be reached."""
-    from mcec.durable.queues import check_queue_name, queues_for
-    from mcec.fingerprint import SpecFingerprint
+    """Serve the runs of ``versions`` (each with the name it is shown by) enqueued on ``queue`` in
+    the database ``db`` until ``stop`` is set (or SIGTERM/SIGINT, when called from the main
+    thread); the exit status (0). ``concurrency``: runs at once in this worker (None: no limit).
+    Every ``heartbeat_seconds`` the worker records that it is alive and re-enqueues the runs of
+    workers silent for ``stale_after`` seconds; queues are polled every ``poll_seconds``. On stop it
+    drains: runs in flight have ``drain_seconds`` to finish; when some are still running then, the
+    process exits at once (``os._exit(0)``) leaving them to another worker. Raises
+    :class:`DurableError` when a version cannot be served or the database cannot be reached."""
+    from .queues import check_queue_name, queues_for
 
     out = log if log is not None else sys.stderr
     check_queue_name(queue)
@@ -96,21 +97,23 @@ def serve(specs: Sequence[str], *, db: str | None = None, queue: str = "default"
     if stale_after <= 2 * heartbeat_seconds:
         raise DurableError(f"a worker is taken for dead after {stale_after}s of silence: make that more than two "
                            f"heartbeats ({heartbeat_seconds}s each)")
-    if not specs:
+    if not versions:
         raise DurableError("give the worker at least one spec to serve")
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
-    local: dict[str, str] = {}  # by spec digest, the spec file this worker runs it with
+    served: dict[str, SpecVersion] = {}
+    shown: dict[str, str] = {}
     queues: dict[str, QueueSpec] = {}
-    for spec in specs:
-        absolute, digest = _served_spec(spec)
-        local.setdefault(digest, absolute)
-        program = _served[(absolute, True)].program
-        assert program is not None
-        for q in queues_for(program, queue, concurrency):
+    for name, version in versions:
+        if not version.digest:
+            raise DurableError(f"{name} cannot be served: its compiled module has no fingerprint (compile it again)")
+        served.setdefault(version.digest, version)
+        shown.setdefault(version.digest, name)
+        for q in queues_for(version, queue, concurrency):
             queues.setdefault(q.name, q)
+    set_loader(ServedLoader(served, loader()))
     executor_id = f"mcec-worker-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     tag = f"mcec worker {executor_id[len('mcec-worker-'):]}"
 
@@ -118,16 +121,14 @@ def serve(specs: Sequence[str], *, db: str | None = None, queue: str = "default"
         out.write(f"{tag}: {text}\n")
         out.flush()
 
-    async def runner(request: dict[str, Any], store: Store, records: dict[str, Record]) -> dict[str, Any]:
-        digest = SpecFingerprint.from_json(request["fingerprint"]).digest
-        if digest in local:  # the run's spec version as this worker has it (the enqueuer's path may not exist here)
-            request = {**request, "spec": local[digest], "cwd": cwd}
-        run_id = request.get("run_id", "?")
-        say(f"run {run_id} started ({request['pipeline']} of {os.path.relpath(str(request['spec']), cwd)}"
+    async def runner(data: dict[str, Any], store: Store, records: dict[str, Record]) -> dict[str, Any]:
+        run_id = data.get("run_id", "?")
+        what = shown.get(str(data.get("digest")), str(data.get("spec") or data.get("module")))
+        say(f"run {run_id} started ({data.get('pipeline')} of {what}"
             f"{', resumed after ' + str(len(records)) + ' recorded effects' if records else ''})")
         started = time.monotonic()
         try:
-            result = await _execute(request, store, records)
+            result = await execute(data, store, records)
         except BaseException as exc:
             say(f"run {run_id} stopped: {type(exc).__name__} ({time.monotonic() - started:.2f}s)")
             raise
@@ -159,15 +160,15 @@ def _work(db: str | None, queues: list[QueueSpec], executor_id: str, runner: Run
           stopping: threading.Event, signalled: list[str], say: Callable[[str], None]) -> None:
     """The worker's life once its specs are compiled: launch, beat and recover until stopped, drain."""
     names = sorted(q.name for q in queues)
-    with _engine(db) as engine:
+    with engine_for(db) as engine:
         engine.executor_id = executor_id
         try:
             engine.heartbeat(names)  # a row before any run is taken: a worker killed at once is recoverable
             engine.launch(runner, queues=queues, executor_id=executor_id, poll_seconds=poll_seconds, resumes=False)
         except Exception as exc:
-            raise DurableError(f"cannot serve queues in {_shown_url(engine.url)}: {_first_line(exc)}") from exc
+            raise DurableError(f"cannot serve queues in {shown_url(engine.url)}: {first_line(exc)}") from exc
         shown = "no limit" if concurrency is None else str(concurrency)
-        say(f"serving {', '.join(names)} from {_shown_url(engine.url)} ({shown} at once)")
+        say(f"serving {', '.join(names)} from {shown_url(engine.url)} ({shown} at once)")
         while not stopping.wait(heartbeat_seconds):
             try:
                 engine.heartbeat(names)
@@ -175,7 +176,7 @@ def _work(db: str | None, queues: list[QueueSpec], executor_id: str, runner: Run
                     say(f"worker {dead} is silent: re-enqueued {len(runs)} of its runs"
                         + (f" ({', '.join(runs)})" if runs else ""))
             except Exception as exc:  # the database went away for a moment: try again next beat
-                say(f"heartbeat failed: {_first_line(exc)}")
+                say(f"heartbeat failed: {first_line(exc)}")
         engine.stop_taking()
         held = engine.in_flight()
         say(f"{' '.join(signalled) or 'stop'}: taking no more runs; draining {held} in flight (up to {drain_seconds:g}s)")
@@ -188,7 +189,7 @@ def _work(db: str | None, queues: list[QueueSpec], executor_id: str, runner: Run
                 try:
                     engine.heartbeat(names)
                 except Exception as exc:
-                    say(f"heartbeat failed: {_first_line(exc)}")
+                    say(f"heartbeat failed: {first_line(exc)}")
         left = engine.in_flight()
         if left:
             engine.mark_dead()
