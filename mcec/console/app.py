@@ -50,8 +50,9 @@ _HEADERS = {
     "X-Frame-Options": "DENY",
 }
 
-#: Runs on a page of the list.
+#: Runs on a page of the list (``?limit=`` asks for another number, up to :data:`MAX_PAGE`).
 PAGE = 50
+MAX_PAGE = 500
 
 
 @final
@@ -119,12 +120,13 @@ def make_app(console: Console) -> Starlette:
             since=_epoch(params.get("since"), problems, "since"), until=_epoch(params.get("until"), problems, "until"),
         )
         offset = _number(params.get("offset"))
+        limit = min(_number(params.get("limit")) or PAGE, MAX_PAGE)
         try:
-            found = await console.call(list_page, db=console.db, where=where, offset=offset, limit=PAGE)
+            found = await console.call(list_page, db=console.db, where=where, offset=offset, limit=limit)
         except DurableError as exc:
             return page(request, "runs.html", {"page": None, "problem": str(exc), "query": params, "next": None,
                                                 "partial": False}, status=400)
-        kept = {k: v for k, v in params.items() if k in ("status", "spec", "pipeline", "since", "until") and v}
+        kept = {k: v for k, v in params.items() if k in ("status", "spec", "pipeline", "since", "until", "limit") and v}
         after = f"/runs?{urlencode({**kept, 'offset': found.next_offset})}" if found.next_offset is not None else None
         first = f"/runs?{urlencode(kept)}" if offset else None
         name = "runs_rows.html" if params.get("partial") else "runs.html"
