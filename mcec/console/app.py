@@ -10,6 +10,7 @@ answer`` does in its own), on DBOS, which is one per process.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +35,7 @@ from mcec.console.auth import COOKIE, Guard
 from mcec.console.forms import Field, FormError, answer_of, errors_by_field, form_of, list_indices
 from mcec.console.views import TERMINAL, as_data, pretty, spec_lines, time_left, timeline_rows
 from mcec.durable import DurableError
-from mcec.durable.listing import RUN_STATUSES, RunFilter, list_page, open_questions, states_after
+from mcec.durable.listing import RUN_STATUSES, RunFilter, list_page, open_questions, state_after
 
 __all__ = ["Console", "make_app"]
 
@@ -88,7 +89,9 @@ def make_app(console: Console) -> Starlette:
         return templates.TemplateResponse(request, name, context, status_code=status)
 
     async def guarded(request: Request, call_next: RequestResponseEndpoint) -> Response:
-        """The token (beyond loopback), then the page with the security headers."""
+        """The token (beyond loopback), then the page with the security headers, and how long the
+        server took over it (``Server-Timing``: what benchmarks/console_bench.py reads)."""
+        started = time.perf_counter()
         bearer = request.headers.get("authorization", "")
         query = request.query_params.get("token")
         if not console.guard.admits(bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None, query,
@@ -101,6 +104,7 @@ def make_app(console: Console) -> Starlette:
             if query is not None and console.guard.token is not None:
                 response.set_cookie(COOKIE, query, httponly=True, samesite="strict")
         response.headers.update(_HEADERS)
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
 
     def refused(request: Request, form: FormData) -> str | None:
@@ -137,11 +141,12 @@ def make_app(console: Console) -> Starlette:
         run_id = request.path_params["run_id"]
         try:
             shown, tree = await console.call(durable.show_tree, run_id, db=console.db)
-            states = await console.call(states_after, run_id, db=console.db)
-            questions = await console.call(durable.waiting, db=console.db, run_id=run_id)
+            # a run that waits has open questions (one running may too: its answering process died)
+            asks = shown["status"] in ("waiting", "running")
+            questions = await console.call(durable.waiting, db=console.db, run_id=run_id) if asks else []
         except DurableError as exc:
             return page(request, "missing.html", {"problem": str(exc)}, status=404)
-        rows = timeline_rows(tree, states)
+        rows = timeline_rows(tree)
         spec = str(shown.get("spec") or "")
         context = {
             "run": shown, "rows": rows, "questions": questions, "live": shown["status"] not in TERMINAL,
@@ -150,6 +155,15 @@ def make_app(console: Console) -> Starlette:
         }
         name = "run_live.html" if request.query_params.get("partial") else "run.html"
         return page(request, name, context, status=status)
+
+    async def state(request: Request) -> Response:
+        """The state after one effect (``?key=``), as JSON text: what a click on the effect shows."""
+        run_id, key = request.path_params["run_id"], request.query_params.get("key", "")
+        try:
+            text = await console.call(state_after, run_id, key, db=console.db)
+        except DurableError as exc:
+            return PlainTextResponse(str(exc), status_code=404)
+        return PlainTextResponse(text if text is not None else "(this effect records no state)")
 
     async def change(request: Request, action: str) -> Response:
         form = await request.form()
@@ -248,6 +262,7 @@ def make_app(console: Console) -> Starlette:
         Route("/runs/{run_id:path}/cancel", cancel, methods=["POST"]),
         Route("/runs/{run_id:path}/resume", resume, methods=["POST"]),
         Route("/runs/{run_id:path}/spec", spec),
+        Route("/runs/{run_id:path}/state", state),
         Route("/runs/{run_id:path}", run),
         Route("/questions", questions),
         Route("/questions/{run_id}/{name}", question, methods=["GET"]),

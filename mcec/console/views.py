@@ -37,8 +37,8 @@ class Row:
     key: str | None
     error: str | None
     notes: tuple[str, ...]
-    #: The state after the effect (its branch's), as JSON text; None: it records none.
-    state: str | None
+    #: Whether the effect records its branch's state (the page fetches it when the effect is clicked).
+    has_state: bool
     #: A group's elements: done, failed, seen (each element that recorded something).
     done: int
     failed: int
@@ -59,9 +59,8 @@ def _tokens(node: Node) -> tuple[int, int]:
     return prompt, completion
 
 
-def timeline_rows(roots: list[Node], states: dict[str, str]) -> list[Row]:
-    """The tree of :func:`mcec.durable.show_tree` as rows in drawing order, each effect with its
-    state after it (``states``, by the effect's identity: :func:`mcec.durable.listing.states_after`)."""
+def timeline_rows(roots: list[Node]) -> list[Row]:
+    """The tree of :func:`mcec.durable.show_tree` as rows in drawing order."""
     rows: list[Row] = []
 
     def walk(node: Node, depth: int) -> None:
@@ -74,7 +73,7 @@ def timeline_rows(roots: list[Node], states: dict[str, str]) -> list[Row]:
             node.outcome or "unfinished", _ms(node.duration),
             f"{prompt}+{completion}" if prompt or completion else "", node.key if node.kind != "group" else None,
             node.error if node.outcome != "ok" else None, notes,
-            states.get(node.key) if node.key is not None and node.kind != "group" else None,
+            node.key is not None and node.kind != "group" and node.state_change is not None,
             node.done, node.failed, seen,
         ))
         for child in node.children:

@@ -5,8 +5,8 @@ list``, too slow for a page of a database with 100,000 runs. :func:`list_page` r
 DBOS filters by its own status and start time and pages in its query; what only a run's request or
 records say (its spec, its pipeline, whether a ``CANCELLED`` workflow waits for people or was
 cancelled) is filtered here, on the rows of that page only. :func:`open_questions` looks for
-questions among the runs that can have some only; :func:`states_after` gives the state after each
-effect of a run, whole (``mcec runs show`` draws the first 60 characters).
+questions among the runs that can have some only; :func:`state_after` gives the state after one
+effect of a run, whole (``mcec runs show`` draws the first 60 characters of each).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mcec.durable import DurableError, RunSummary, database_url, waiting
 if TYPE_CHECKING:
     from agentmonad.durable.dbos import Engine, RunInfo
 
-__all__ = ["RUN_STATUSES", "RunFilter", "RunPage", "list_page", "open_questions", "states_after"]
+__all__ = ["RUN_STATUSES", "RunFilter", "RunPage", "list_page", "open_questions", "state_after"]
 
 #: The statuses a run may have, as ``mcec runs list`` names them.
 RUN_STATUSES: Final = ("running", "waiting", "finished", "failed", "cancelled", "enqueued", "stopped")
@@ -159,19 +159,20 @@ def open_questions(*, db: str | None = None, run_id: str | None = None) -> list[
     return questions
 
 
-def states_after(run_id: str, *, db: str | None = None, limit: int = 4000) -> dict[str, str]:
-    """The state of its branch after each effect of ``run_id``, by the effect's identity, as JSON
-    (cut at ``limit`` characters): what the console shows when an effect is clicked."""
+def state_after(run_id: str, key: str, *, db: str | None = None, limit: int = 20_000) -> str | None:
+    """The state of its branch after the effect ``key`` of ``run_id``, as indented JSON (cut at
+    ``limit`` characters); None when that effect records no state. What the console shows when
+    an effect is clicked (``mcec runs show`` draws its first 60 characters of each)."""
     from agentmonad.durable.journal import states_seen
-
-    def text(value: object) -> str:
-        shown = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-        return shown if len(shown) <= limit else shown[:limit] + " …"
 
     with _reading(db) as engine:
         if engine.run(run_id) is None:
             raise DurableError(f"no durable run {run_id!r} (see `mcec runs list`)")
         records = engine.steps(run_id)
-    texts, _ = states_seen(records, text)
-    return {str(record.get("key")): state for record, state in zip(records, texts) if state is not None}
-
+    keys = [str(record.get("key")) for record in records]
+    if key not in keys:
+        raise DurableError(f"run {run_id} has no effect {key!r}")
+    # each state written out as it is seen (they are changed in place after): linear in the run
+    texts, _ = states_seen(records, lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    text = texts[keys.index(key)]
+    return text if text is None or len(text) <= limit else text[:limit] + " …"

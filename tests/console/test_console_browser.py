@@ -95,6 +95,11 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
 
+def state_of(page: Any, row: Any) -> None:
+    """Wait until the state panel shows the state after ``row``'s effect (fetched when it was clicked)."""
+    playwright_sync.expect(page.locator("#state-of")).to_have_text("effect " + str(row.get_attribute("data-key")))
+
+
 def test_a_waiting_run_shows_live_is_answered_through_its_form_and_finishes_in_the_page(
         place: Place, server: Console, browser: Any, page: Any) -> None:
     page.goto(server.url + "/runs")
@@ -149,7 +154,8 @@ def test_a_waiting_run_shows_live_is_answered_through_its_form_and_finishes_in_t
     settle = page.locator("table.timeline tr.row", has_text="settle").last
     settle.click()
     assert page.locator("ol.source li.highlight").get_attribute("id") == "L19"
-    assert "T2 paid" in page.locator("#state").inner_text() or "T2" in page.locator("#state").inner_text()
+    state_of(page, settle)
+    assert json.loads(page.locator("#state").inner_text()) == {"log": ["T2: refunded 250.00"]}  # its element's
     shot(page, "run")
     assert page.dialogs == []
 
@@ -166,9 +172,10 @@ def test_an_effect_clicked_shows_the_state_after_it_and_its_line(place: Place, s
     assert page.locator("tr.row.selected").get_attribute("data-key") == second.get_attribute("data-key")
     assert page.locator("ol.source li.highlight").get_attribute("id") == "L19"  # `match { Small => auto >>= settle…`
     assert "settle" in page.locator("ol.source li.highlight").inner_text()
+    state_of(page, second)
     assert json.loads(page.locator("#state").inner_text()) == {"log": ["S2: refunded 30.00"]}  # its element's own
-    assert page.locator("#state-of").inner_text() == "effect " + str(second.get_attribute("data-key"))
     rows.nth(0).click()
+    state_of(page, rows.nth(0))
     assert json.loads(page.locator("#state").inner_text()) == {"log": ["S1: refunded 20.00"]}
 
 

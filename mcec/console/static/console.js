@@ -33,12 +33,19 @@ function select(row) {
   document.querySelectorAll("tr.row.selected").forEach((r) => r.classList.remove("selected"));
   row.classList.add("selected");
   selectedKey = row.dataset.key || null;
-  const state = row.querySelector("template.state-after");
+  const live = document.getElementById("live");
   const shown = document.getElementById("state");
   const of = document.getElementById("state-of");
-  if (state && shown) {
-    shown.textContent = state.content.textContent;
-    if (of) of.textContent = "effect " + (row.dataset.key || "");
+  if (live && shown && row.dataset.key !== undefined && row.classList.contains("has-state")) {
+    const key = row.dataset.key;
+    const url = "/runs/" + encodeURIComponent(live.dataset.run) + "/state?key=" + encodeURIComponent(key);
+    fetch(url, { credentials: "same-origin" })
+      .then((r) => r.text())
+      .then((text) => {
+        if (selectedKey !== key) return; // another effect was clicked meanwhile
+        shown.textContent = text;
+        if (of) of.textContent = "effect " + key;
+      });
   }
   document.querySelectorAll("ol.source li.highlight").forEach((li) => li.classList.remove("highlight"));
   const line = row.dataset.line;
