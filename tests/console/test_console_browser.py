@@ -30,6 +30,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SHOTS = ROOT / "docs" / "console"
+#: An ask `within 2` seconds (tests/durable/askbox/deadline.mce).
+DEADLINE = ROOT / "tests" / "durable" / "askbox" / "deadline.mce"
 #: How long the page may take to show what the test waits for (the list refreshes every 2 s).
 WAIT_MS = 30_000
 
@@ -48,8 +50,8 @@ class Place:
         self.ledger = folder / "ledger.txt"
         self._pool = concurrent.futures.ThreadPoolExecutor(1)
 
-    def run(self, pipeline: str, value: object, run_id: str) -> dict[str, Any]:
-        return self._pool.submit(durable.run, SUPPORT, pipeline, json.dumps(value), run_id=run_id, db=self.db).result(120)
+    def run(self, pipeline: str, value: object, run_id: str, spec: Path = SUPPORT) -> dict[str, Any]:
+        return self._pool.submit(durable.run, spec, pipeline, json.dumps(value), run_id=run_id, db=self.db).result(120)
 
     def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         return self._pool.submit(function, *args, **kwargs).result(120)
@@ -289,3 +291,23 @@ def test_beyond_loopback_every_request_needs_the_token(place: Place, browser: An
         with urllib.request.urlopen(request, timeout=60) as response:
             assert response.status == 200
         context.close()
+
+
+def test_a_deadline_shows_the_time_left_and_an_expired_question_takes_no_answer(
+        place: Place, server: Console, page: Any) -> None:
+    assert place.run("settle", "A-1:120", "late", spec=DEADLINE)["status"] == "waiting"
+    page.goto(server.url + "/questions/late/approve?index=0")
+    assert page.locator(".prompt").inner_text() == "Refund 120.0 for A-1?"
+    left = page.locator(".deadline .left").inner_text()
+    assert left.endswith(" s left") or left == "expired", left
+    csrf = page.locator("input[name=csrf]").get_attribute("value")
+    page.locator(".deadline.expired").wait_for()  # the page counts down; once past, a reload has no form
+    page.reload()
+    assert page.locator(".deadline.expired").inner_text().startswith("expired at ")
+    assert page.locator("form.answer").count() == 0
+    status, body = _post(server.url + "/questions/late/approve?index=0", {"csrf": str(csrf), "answer.ok": "true"},
+                         {"Origin": server.url})
+    assert status == 422
+    assert "the question approve of run late expired at " in body and "the answer is refused" in body
+    page.goto(server.url + "/questions")
+    assert "expired at " in page.locator('.question[data-run="late"] .deadline').inner_text()

@@ -118,6 +118,7 @@ function countdown() {
     const left = (Date.parse(span.parentElement.dataset.deadline) - Date.now()) / 1000;
     if (left <= 0) {
       span.textContent = "expired";
+      span.parentElement.classList.add("expired");
       return;
     }
     const d = Math.floor(left / 86400), h = Math.floor((left % 86400) / 3600), m = Math.floor((left % 3600) / 60);
