@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REAL = 50
 
 
-def populate(spec: Path, db: str, runs: int, effects: int) -> None:
+def populate(spec: Path, db: str, runs: int, effects: int, real: int = REAL) -> None:
     """The database's runs (see the module)."""
     from agentmonad.durable.dbos import Engine
 
@@ -59,18 +59,18 @@ def populate(spec: Path, db: str, runs: int, effects: int) -> None:
         info = engine.run("template")
         assert info is not None
         started = time.perf_counter()
-        for i in range(runs - REAL - 1):
+        for i in range(runs - real - 1):
             run_id = f"idle-{i:05d}"
             engine.enqueue(run_id, {**info.request, "run_id": run_id}, str(info.request["queue"]))
-        print(f"  {runs - REAL - 1:,} runs enqueued in {time.perf_counter() - started:.1f} s", flush=True)
+        print(f"  {runs - real - 1:,} runs enqueued in {time.perf_counter() - started:.1f} s", flush=True)
     finally:
         engine.close()
     started = time.perf_counter()
     report = durable.run(spec, "steady", json.dumps({"n": 0, "left": effects}), run_id="long", db=db)
     assert report["ok"], report
-    for i in range(REAL - 1):
+    for i in range(real - 1):
         assert durable.run(spec, "steady", json.dumps({"n": 0, "left": 3}), run_id=f"real-{i:02d}", db=db)["ok"]
-    print(f"  {REAL} real runs (one of {effects:,} effects) in {time.perf_counter() - started:.1f} s", flush=True)
+    print(f"  {real} real runs (one of {effects:,} effects) in {time.perf_counter() - started:.1f} s", flush=True)
 
 
 def start_console(db: str, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--effects", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--real", type=int, default=REAL, help="how many of the newest runs are real durable runs")
     parser.add_argument("--db", default=None, help="a run database URL (default: an SQLite file in a temporary folder)")
     args = parser.parse_args(argv)
     from mcec import durable
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         spec = write_workload(folder)
         db = args.db or f"sqlite:///{folder / 'runs.sqlite'}"
         print(f"console bench: {args.runs:,} runs in {db.split('@')[-1]}", flush=True)
-        populate(spec, db, args.runs, args.effects)
+        populate(spec, db, args.runs, args.effects, args.real)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT), os.environ.get("PYTHONPATH", "")])}
         process, url = start_console(db, folder, env)
         try:

@@ -9,6 +9,7 @@ answer`` does in its own), on DBOS, which is one per process.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -235,8 +236,6 @@ def make_app(console: Console) -> Starlette:
             value = answer_of(fields, submitted)
         except FormError as exc:
             return await _question_page(request, form, {exc.name: [str(exc)]}, [], 422)
-        import json
-
         try:
             payload = await console.call(durable.answer, run_id, name, json.dumps(value), index=index, db=console.db)
         except DurableError as exc:
