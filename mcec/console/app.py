@@ -33,7 +33,7 @@ from starlette.templating import Jinja2Templates
 
 from mcec import durable
 from mcec.console.auth import COOKIE, Guard
-from mcec.console.forms import Field, FormError, answer_of, errors_by_field, form_of, list_indices
+from mcec.console.forms import Field, FormError, answer_of, errors_by_field, form_of, list_indices, shown_value
 from mcec.console.views import TERMINAL, as_data, pretty, spec_lines, time_left, timeline_rows
 from mcec.durable import DurableError
 from mcec.durable.listing import RUN_STATUSES, RunFilter, list_page, open_questions, state_after
@@ -81,7 +81,7 @@ def make_app(console: Console) -> Starlette:
     """The console's application."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined)
-    environment.globals.update(as_data=as_data, pretty=pretty, list_indices=list_indices, RUN_STATUSES=RUN_STATUSES)
+    environment.globals.update(as_data=as_data, pretty=pretty, list_indices=list_indices, shown_value=shown_value, RUN_STATUSES=RUN_STATUSES)
     templates = Jinja2Templates(env=environment)
 
     def page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:

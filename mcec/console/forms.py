@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, final
 
-__all__ = ["ROOT", "Field", "FormError", "answer_of", "errors_by_field", "field_names", "form_of", "list_indices"]
+__all__ = ["ROOT", "Field", "FormError", "answer_of", "errors_by_field", "field_names", "form_of", "list_indices",
+           "shown_value"]
 
 #: The name of the field that is the whole answer.
 ROOT: Final = "answer"
@@ -211,6 +212,17 @@ def list_indices(submitted: Mapping[str, Sequence[str]] | None, name: str) -> li
         return []
     marker = re.compile(re.escape(name) + r"\.(\d+)#$")
     return sorted({int(m.group(1)) for key in submitted if (m := marker.match(key))})
+
+
+def shown_value(form: Field, submitted: Mapping[str, Sequence[str]] | None, name: str) -> str:
+    """What the field ``name`` shows: what was submitted (a refused answer's form, filled again),
+    else its initial value (a choice's as JSON, as its options are)."""
+    if submitted is not None:
+        texts = submitted.get(name, ())
+        return texts[-1] if texts else ""
+    if form.initial is None:
+        return ""
+    return form.initial if isinstance(form.initial, str) else json.dumps(form.initial)
 
 
 def _number(text: str, *, integer: bool) -> object:

@@ -32,6 +32,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 SHOTS = ROOT / "docs" / "console"
 #: An ask `within 2` seconds (tests/durable/askbox/deadline.mce).
 DEADLINE = ROOT / "tests" / "durable" / "askbox" / "deadline.mce"
+#: An ask whose answer type has every kind of form field (tests/console/formbox/order.mce).
+FORMS = ROOT / "tests" / "console" / "formbox" / "order.mce"
 #: How long the page may take to show what the test waits for (the list refreshes every 2 s).
 WAIT_MS = 30_000
 
@@ -249,6 +251,12 @@ def test_the_list_filters_by_status_spec_and_pipeline_and_pages(place: Place, se
     assert statuses == {"waiting"}
     page.goto(server.url + "/runs?spec=no-such-spec")
     assert page.locator("table.runs td.empty").inner_text() == "no runs match"
+    page.goto(server.url + "/runs?pipeline=handle&since=2000-01-01T00:00&limit=2")
+    assert page.locator("table.runs tbody tr[data-run]").count() == 2
+    page.goto(server.url + "/runs?pipeline=handle&until=2000-01-01T00:00")
+    assert page.locator("table.runs td.empty").inner_text() == "no runs match"
+    page.goto(server.url + "/runs?since=yesterday")
+    assert page.locator(".problem").inner_text() == "since: not a time ('yesterday'); give YYYY-MM-DDTHH:MM"
 
 
 def _post(url: str, fields: dict[str, str], headers: dict[str, str]) -> tuple[int, str]:
@@ -311,3 +319,45 @@ def test_a_deadline_shows_the_time_left_and_an_expired_question_takes_no_answer(
     assert "the question approve of run late expired at " in body and "the answer is refused" in body
     page.goto(server.url + "/questions")
     assert "expired at " in page.locator('.question[data-run="late"] .deadline').inner_text()
+
+
+def test_a_form_made_from_a_rich_answer_type_answers_the_run(place: Place, server: Console, page: Any) -> None:
+    assert place.run("take", {"id": "O-1"}, "forms", spec=FORMS)["status"] == "waiting"
+    page.goto(server.url + "/questions/forms/decide")
+    assert page.locator(".prompt").inner_text() == "Order O-1: what do we ship?"
+    assert page.locator("select[name='answer.size'] option").all_inner_texts() == ["(choose)", "S", "M", "L"]
+    assert page.locator("input[type=checkbox][name='answer.gift']").count() == 1
+    assert page.locator("textarea.json[name='answer.extra']").count() == 1  # a dict: the JSON editor
+    page.select_option("select[name='answer.size']", label="M")
+    page.check("input[name='answer.gift']")
+    add = page.locator("fieldset.list[data-list='answer.lines'] > button.add")
+    add.click()
+    add.click()
+    page.fill("input[name='answer.lines.0.sku']", "A-7")
+    page.fill("input[name='answer.lines.0.quantity']", "2")
+    page.fill("input[name='answer.lines.1.sku']", "B-9")
+    page.fill("input[name='answer.lines.1.quantity']", "0")
+    page.fill("textarea[name='answer.extra']", "{not json")
+    submit = page.locator("form.answer > button[type=submit]")
+    submit.click()  # the page refuses it: a quantity under its minimum, a JSON editor's text that is not JSON
+    assert page.url.endswith("/questions/forms/decide")
+    assert page.locator("input[name='answer.lines.1.quantity']").evaluate("e => e.validity.rangeUnderflow")
+    page.fill("textarea[name='answer.extra']", '{"fragile": 1}')
+    page.locator("form.answer").evaluate("f => { f.noValidate = true; }")
+    submit.click()  # sent anyway: the answer type refuses it, at the item's field
+    error = page.locator('[data-field="answer.lines.1.quantity"] ul.errors')
+    error.wait_for()
+    assert error.inner_text() == "Input should be greater than or equal to 1"
+    # what was typed is still there, both items included
+    assert page.locator("input[name='answer.lines.0.sku']").input_value() == "A-7"
+    assert page.locator("input[name='answer.lines.1.sku']").input_value() == "B-9"
+    assert page.locator("select[name='answer.size']").input_value() == '"M"'
+    assert page.locator("input[name='answer.gift']").is_checked()
+    page.fill("input[name='answer.lines.1.quantity']", "3")
+    page.locator("form.answer").get_by_role("button", name="Answer").click()
+    page.wait_for_url("**/runs/forms?answered=*")
+    assert page.locator("#run-status").inner_text() == "finished"
+    assert json.loads(page.locator("pre.outcome-json").inner_text())["value"] == {
+        "size": "M", "gift": True, "lines": [{"sku": "A-7", "quantity": 2}, {"sku": "B-9", "quantity": 3}],
+        "extra": {"fragile": 1}, "note": None,
+    }
