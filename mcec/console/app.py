@@ -95,9 +95,13 @@ def make_app(console: Console) -> Starlette:
         started = time.perf_counter()
         bearer = request.headers.get("authorization", "")
         query = request.query_params.get("token")
-        if not console.guard.admits(bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None, query,
-                                    request.cookies.get(COOKIE)):
+        if not console.guard.serves_host(request.headers.get("host")):
             response: Response = PlainTextResponse(
+                "mcec console: this console serves 127.0.0.1 and localhost only (the request names another host)",
+                status_code=403)
+        elif not console.guard.admits(bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None, query,
+                                    request.cookies.get(COOKIE)):
+            response = PlainTextResponse(
                 "mcec console: this console needs its token (open the link `mcec console` printed, with ?token=…)",
                 status_code=401)
         else:

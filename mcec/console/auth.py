@@ -4,6 +4,8 @@
   ``MCEC_CONSOLE_TOKEN``): a request carries it as ``Authorization: Bearer …``, as ``?token=…``
   (the link the command prints; the console then keeps it in an HttpOnly, SameSite=Strict cookie),
   or in that cookie. It is compared in constant time (:func:`hmac.compare_digest`).
+* Bound to loopback without a token, a request must name a loopback host (``Host``): a site whose
+  name was pointed at 127.0.0.1 (DNS rebinding) would otherwise be the console's own origin.
 * Every request that changes something (answer, cancel, resume) is a POST that carries the
   console's CSRF token (a hidden field of each form, random per console process) and comes from
   the console's own origin (its ``Origin`` header, or its ``Referer`` when a browser sends no
@@ -58,6 +60,17 @@ class Guard:
         if self.token is None:
             return True
         return any(_same(given, self.token) for given in (bearer, query, cookie))
+
+    def serves_host(self, host: str | None) -> bool:
+        """Whether a request sent to ``host`` (its ``Host`` header) is served: any, with a token
+        (the token is the guard); without one (bound to loopback), only a loopback name, so that a
+        page of another site whose name was made to point at 127.0.0.1 (DNS rebinding) is refused."""
+        if self.token is not None:
+            return True
+        if not host:
+            return False
+        name = urlsplit(f"http://{host}").hostname or ""
+        return is_loopback(name)
 
     def may_change(self, csrf: str | None, origin: str | None, referer: str | None, host: str | None) -> str | None:
         """None when a POST may change a run; else why not (shown to the user)."""

@@ -282,6 +282,10 @@ def test_a_change_needs_the_consoles_csrf_token_and_origin(place: Place, server:
     assert _post(server.url + "/questions/forged/approve?index=1", {"csrf": csrf, "answer.approve": "true"},
                  {"Origin": "http://evil.example"})[0] == 403
     assert place.call(durable.waiting, db=place.db, run_id="forged")  # still waiting: nothing was changed
+    # a site whose name points at 127.0.0.1 (DNS rebinding) is its own origin: its Host is refused
+    rebound = {"Origin": "http://rebound.example:80", "Host": "rebound.example:80"}
+    assert _post(target, {"csrf": csrf}, rebound) == (
+        403, "mcec console: this console serves 127.0.0.1 and localhost only (the request names another host)")
     status, _ = _post(target, {"csrf": csrf}, {"Origin": server.url, "Host": host})
     assert status == 200
 
