@@ -114,7 +114,6 @@ def test_a_waiting_run_shows_live_is_answered_through_its_form_and_finishes_in_t
     row = page.locator('tr[data-run="refund"]')
     row.wait_for()
     assert row.locator(".badge").inner_text() == "waiting"
-    shot(page, "runs")
 
     watcher = browser.new_page()  # the run's page, left open: it shows the run finish
     watcher.goto(server.url + "/runs/refund")
@@ -365,3 +364,13 @@ def test_a_form_made_from_a_rich_answer_type_answers_the_run(place: Place, serve
         "size": "M", "gift": True, "lines": [{"sku": "A-7", "quantity": 2}, {"sku": "B-9", "quantity": 3}],
         "extra": {"fragile": 1}, "note": None,
     }
+
+
+def test_the_list_shows_every_run_of_the_module_newest_first(place: Place, server: Console, page: Any) -> None:
+    """(Last: the picture of the list, with the runs the tests above made.)"""
+    every = [r.run_id for r in place.call(durable.list_runs, db=place.db)]
+    page.goto(server.url + "/runs")
+    shown = page.locator("table.runs tbody tr[data-run]").evaluate_all("rows => rows.map(r => r.dataset.run)")
+    assert shown == every[::-1]
+    assert {"finished", "waiting", "cancelled"} <= set(page.locator("table.runs .badge").all_inner_texts())
+    shot(page, "runs")
