@@ -34,7 +34,7 @@ from starlette.templating import Jinja2Templates
 from mcec import durable
 from mcec.console.auth import COOKIE, Guard
 from mcec.console.forms import Field, FormError, answer_of, errors_by_field, form_of, list_indices, shown_value
-from mcec.console.views import TERMINAL, as_data, pretty, spec_lines, time_left, timeline_rows
+from mcec.console.views import TERMINAL, pretty, spec_lines, time_left, timeline_rows
 from mcec.durable import DurableError
 from mcec.durable.listing import RUN_STATUSES, RunFilter, list_page, open_questions, state_after
 
@@ -81,7 +81,7 @@ def make_app(console: Console) -> Starlette:
     """The console's application."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined)
-    environment.globals.update(as_data=as_data, pretty=pretty, list_indices=list_indices, shown_value=shown_value, RUN_STATUSES=RUN_STATUSES)
+    environment.globals.update(pretty=pretty, list_indices=list_indices, shown_value=shown_value, RUN_STATUSES=RUN_STATUSES)
     templates = Jinja2Templates(env=environment)
 
     def page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
@@ -106,7 +106,7 @@ def make_app(console: Console) -> Starlette:
                 status_code=401)
         else:
             response = await call_next(request)
-            if query is not None and console.guard.token is not None:
+            if query is not None and console.guard.token is not None and console.guard.admits(None, query, None):
                 response.set_cookie(COOKIE, query, httponly=True, samesite="strict")
         response.headers.update(_HEADERS)
         response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
@@ -268,8 +268,8 @@ def make_app(console: Console) -> Starlette:
         Route("/runs/{run_id:path}/state", state),
         Route("/runs/{run_id:path}", run),
         Route("/questions", questions),
-        Route("/questions/{run_id}/{name}", question, methods=["GET"]),
-        Route("/questions/{run_id}/{name}", answer, methods=["POST"]),
+        Route("/questions/{run_id:path}/{name}", question, methods=["GET"]),
+        Route("/questions/{run_id:path}/{name}", answer, methods=["POST"]),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=guarded)])

@@ -7,12 +7,12 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
     from mcec.run.timeline import Node
 
-__all__ = ["Row", "TERMINAL", "as_data", "pretty", "spec_lines", "time_left", "timeline_rows"]
+__all__ = ["Row", "TERMINAL", "pretty", "spec_lines", "time_left", "timeline_rows"]
 
 #: The statuses in which a run changes no more on its own (the page stops polling it).
 TERMINAL = frozenset({"finished", "failed", "cancelled", "stopped"})
@@ -119,7 +119,3 @@ def spec_lines(spec: str | None) -> list[str]:
     except (OSError, UnicodeDecodeError):
         return []
 
-
-def as_data(value: Any) -> str:
-    """``value`` as compact JSON, for a ``data-`` attribute the page's script reads."""
-    return json.dumps(value, separators=(",", ":"))
