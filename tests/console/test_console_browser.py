@@ -32,6 +32,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 SHOTS = ROOT / "docs" / "console"
 #: An ask `within 2` seconds (tests/durable/askbox/deadline.mce).
 DEADLINE = ROOT / "tests" / "durable" / "askbox" / "deadline.mce"
+#: An `each` whose element "wait" waits for a file (tests/console/holdbox/hold.mce).
+HOLD = ROOT / "tests" / "console" / "holdbox" / "hold.mce"
 #: An ask whose answer type has every kind of form field (tests/console/formbox/order.mce).
 FORMS = ROOT / "tests" / "console" / "formbox" / "order.mce"
 #: How long the page may take to show what the test waits for (the list refreshes every 2 s).
@@ -54,6 +56,10 @@ class Place:
 
     def run(self, pipeline: str, value: object, run_id: str, spec: Path = SUPPORT) -> dict[str, Any]:
         return self._pool.submit(durable.run, spec, pipeline, json.dumps(value), run_id=run_id, db=self.db).result(120)
+
+    def start(self, pipeline: str, value: object, run_id: str, spec: Path) -> concurrent.futures.Future[Any]:
+        """Start a run and return at once (its Outcome: the future's result)."""
+        return self._pool.submit(durable.run, spec, pipeline, json.dumps(value), run_id=run_id, db=self.db)
 
     def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         return self._pool.submit(function, *args, **kwargs).result(120)
@@ -365,6 +371,27 @@ def test_a_form_made_from_a_rich_answer_type_answers_the_run(place: Place, serve
         "extra": {"fragile": 1}, "note": None,
     }
 
+
+def test_a_running_runs_each_progress_shows_as_it_goes(place: Place, server: Console, page: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    flag = tmp_path / "go"
+    monkeypatch.setenv("CONSOLE_HOLD", str(flag))
+    running = place.start("all", ["a", "b", "wait", "c"], "progress", spec=HOLD)
+    try:
+        page.goto(server.url + "/runs?pipeline=all")
+        page.locator('tr[data-run="progress"]').wait_for()  # the list shows it as soon as it exists
+        page.goto(server.url + "/runs/progress")
+        group = page.locator("table.timeline tr.row.group")
+        group.locator("small", has_text="2/2 done").wait_for()  # a and b; "wait" holds the each (limit 1)
+        assert page.locator("#run-status").inner_text() == "running"
+        assert group.locator("progress").get_attribute("value") == "2"
+    finally:
+        flag.touch()
+    assert running.result(120)["value"] == ["a done", "b done", "wait done", "c done"]
+    # the page, not reloaded, follows it to the end
+    page.locator("#run-status", has_text="finished").wait_for()
+    assert group.locator("small").inner_text() == "4/4 done"
+    assert group.locator("progress").get_attribute("value") == "4"
 
 def test_the_list_shows_every_run_of_the_module_newest_first(place: Place, server: Console, page: Any) -> None:
     """(Last: the picture of the list, with the runs the tests above made.)"""
