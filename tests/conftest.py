@@ -39,6 +39,8 @@ SLOW_FILES = (
     "tests/test_bench_smoke_check.py",
     "tests/codegen/test_wide_groups.py",
     "tests/durable/test_elements.py",
+    # the console in a real browser (~38 s in-process, 2026-12-06)
+    "tests/console/test_console_browser.py",
     "tests/integrations/test_pytest_plugin.py",
     "tests/tools/test_serve.py",
     "tests/check/test_check_agreement.py",

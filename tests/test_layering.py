@@ -13,7 +13,8 @@ Layers, lowest first (docs/DESIGN.md):
    ``mcec.fingerprint`` (what a durable run records of its spec);
 5. ``mcec.tools`` — the pure cores of fmt and graph;
 6. ``mcec.cli``, ``mcec.integrations``, ``mcec.lsp`` — commands, file I/O, pytest and hatch, the
-   language server; ``mcec.durable`` — durable runs from Python (a run database).
+   language server; ``mcec.durable`` — durable runs from Python (a run database); ``mcec.console`` —
+   the web console over a run database.
 
 ``mcec`` itself (the facade) and ``mcec.__main__`` stand above all: no module
 of the compiler imports a name from the facade. Lark is
@@ -47,6 +48,7 @@ LAYERS: dict[str, int] = {
     "mcec.integrations": 6,
     "mcec.lsp": 6,
     "mcec.durable": 6,
+    "mcec.console": 6,
 }
 #: Third-party packages only one part of the compiler may import.
 CONFINED: dict[str, tuple[str, ...]] = {
@@ -60,6 +62,9 @@ CONFINED: dict[str, tuple[str, ...]] = {
     # for `--otel`): only they load them
     "rich": ("mcec.run.progress",),
     "opentelemetry": ("agentmonad.otel", "mcec.run.telemetry"),
+    # the web console's server (the mcec[console] extra): only `mcec console` loads it
+    "starlette": ("mcec.console", "mcec.cli.console"),
+    "uvicorn": ("mcec.cli.console",),
 }
 
 

@@ -99,6 +99,8 @@ class Node:
     id: str
     kind: NodeKind
     lines: tuple[str, ...]
+    #: The line of the spec the node was drawn from (what ``mcec console`` links it to).
+    line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,13 +186,15 @@ class _Builder:
         self.edges: list[Edge] = []
         self.root = _Box(self.prefix, title or f"pipeline {pipeline.name} : {pipeline.sig}")
         self.stack = [self.root]
+        #: The line of the expression being drawn: each node's (:attr:`Node.line`).
+        self.line: int | None = pipeline.span.line
 
     def fresh(self) -> str:
         self.count += 1
         return f"{self.prefix}_{self.count}"
 
     def node(self, kind: NodeKind, *lines: str) -> str:
-        node = Node(self.fresh(), kind, lines)
+        node = Node(self.fresh(), kind, lines, self.line)
         self.stack[-1].nodes.append(node)
         return node.id
 
@@ -203,6 +207,7 @@ class _Builder:
 
     def draw(self, e: t.TExpr) -> _Frag:
         """Draw ``e``; dispatch by node type."""
+        self.line = e.span.line
         match e:
             case t.TRef() if e.kind is t.RefKind.PIPELINE and e.name in self.uses:
                 used = self.uses[e.name]

@@ -31,6 +31,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import datetime
 import json
 import logging
 import os
@@ -692,6 +693,20 @@ class Engine:
     def runs(self) -> list[RunInfo]:
         """Every durable run, oldest first."""
         return [_status(w) for w in self.client.list_workflows(name=WORKFLOW, sort_desc=False)]
+
+    def runs_page(self, *, statuses: Sequence[str] | None = None, since: float | None = None,
+                  until: float | None = None, limit: int, offset: int = 0, newest_first: bool = True) -> list[RunInfo]:
+        """At most ``limit`` durable runs from the ``offset``-th, newest first (or oldest): those
+        whose DBOS status is one of ``statuses`` (None: any), started in ``[since, until]`` (epoch
+        seconds; None: no bound). One query, for a page of a long list (``mcec console``)."""
+        def iso(epoch: float | None) -> str | None:
+            return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat() if epoch is not None else None
+
+        found = self.client.list_workflows(
+            name=WORKFLOW, status=list(statuses) if statuses is not None else None, start_time=iso(since),
+            end_time=iso(until), limit=limit, offset=offset, sort_desc=newest_first,
+        )
+        return [_status(w) for w in found]
 
     def steps(self, run_id: str) -> list[Record]:
         """The records of ``run_id``, in the order they were kept."""

@@ -1,0 +1,1 @@
+"""Tests of `mcec console` (issue 46): a real server, a real browser."""
