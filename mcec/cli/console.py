@@ -61,7 +61,7 @@ def run_console(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.console.app import Console, make_app
     from mcec.durable import DurableError, database_url
     from mcec.durable.listing import list_page
-    from mcec.durable.urls import shown
+    from agentmonad.durable.urls import shown
 
     try:
         url = database_url(args.db)

@@ -77,7 +77,7 @@ def _reading(db: str | None) -> Iterator[Engine]:
         from agentmonad.durable.dbos import Engine
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise DurableError(f"durable runs need DBOS: pip install 'mcec[durable]' ({exc})") from exc
-    from mcec.durable.urls import redacted, shown
+    from agentmonad.durable.urls import redacted, shown
 
     url = database_url(db)
     try:
@@ -94,7 +94,7 @@ def _reading(db: str | None) -> Iterator[Engine]:
 def list_page(*, db: str | None = None, where: RunFilter = RunFilter(), offset: int = 0, limit: int = 50) -> RunPage:
     """At most ``limit`` runs matching ``where``, newest first, from the ``offset``-th row of
     DBOS's list (an offset a :class:`RunPage` gave, or 0)."""
-    from mcec.durable import _status  # one definition of a run's status: that of `runs list`
+    from agentmonad.durable.runs import named_of, status_of  # one definition of each: that of `runs list`
 
     if where.status is not None and where.status not in _DBOS_STATUSES:
         raise DurableError(f"unknown run status {where.status!r} (one of {', '.join(RUN_STATUSES)})")
@@ -109,11 +109,11 @@ def list_page(*, db: str | None = None, where: RunFilter = RunFilter(), offset: 
                 if not _request_matches(info, where):
                     continue
                 steps = engine.steps(info.run_id)
-                status = _status(info, steps)
+                status = status_of(info, steps)
                 if where.status is not None and status != where.status:
                     continue
-                found.append(RunSummary(info.run_id, str(info.request.get("spec", "?")),
-                                        str(info.request.get("pipeline", "?")), status, info.created,
+                spec, pipeline = named_of(info)
+                found.append(RunSummary(info.run_id, spec, pipeline, status, info.created,
                                         str(steps[-1].get("step")) if steps else None))
                 if len(found) == limit:
                     return RunPage(tuple(found), offset, cursor + position + 1)
@@ -124,9 +124,12 @@ def list_page(*, db: str | None = None, where: RunFilter = RunFilter(), offset: 
 
 def _request_matches(info: RunInfo, where: RunFilter) -> bool:
     """Whether the run's request has the spec and pipeline ``where`` asks for."""
-    if where.spec and where.spec not in str(info.request.get("spec", "")):
+    from agentmonad.durable.runs import named_of
+
+    spec, pipeline = named_of(info)
+    if where.spec and where.spec not in spec:
         return False
-    return not where.pipeline or info.request.get("pipeline") == where.pipeline
+    return not where.pipeline or pipeline == where.pipeline
 
 
 def open_questions(*, db: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:

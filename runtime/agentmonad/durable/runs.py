@@ -485,7 +485,7 @@ def status_of(info: RunInfo, steps: list[Record]) -> str:
             return "running"
 
 
-def _named(info: RunInfo) -> tuple[str, str]:
+def named_of(info: RunInfo) -> tuple[str, str]:
     """What ``info``'s run runs (spec or module) and its pipeline, "?" when its request is not one."""
     try:
         request = RunRequest.from_json(info.request)
@@ -500,7 +500,7 @@ def list_runs(*, db: str | None = None) -> list[RunSummary]:
         summaries = []
         for info in engine.runs():
             steps = engine.steps(info.run_id)
-            spec, pipeline = _named(info)
+            spec, pipeline = named_of(info)
             summaries.append(RunSummary(info.run_id, spec, pipeline, status_of(info, steps), info.created,
                                         str(steps[-1].get("step")) if steps else None))
         return summaries
@@ -526,7 +526,7 @@ def show_tree(run_id: str, *, db: str | None = None) -> tuple[dict[str, Any], li
     with engine_for(db) as engine:
         info = _known(engine, run_id)
         records = engine.steps(run_id)
-        spec, pipeline = _named(info)
+        spec, pipeline = named_of(info)
         # the state after each effect only as a line of the tree: the whole of them grows with the
         # square of a run whose state grows, so the JSON gives each effect's change instead
         texts, state = states_seen(records, short_json)
