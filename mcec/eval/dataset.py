@@ -34,6 +34,8 @@ __all__ = ["DatasetError", "DatasetProblem", "LoadedCase", "load_dataset"]
 
 #: The keys a case may have (pydantic-evals' names).
 CASE_KEYS = ("name", "inputs", "expected_output", "metadata")
+#: The last part of a path that stands for a mapping's key itself, not its value (YAML positions).
+KEY = "\0key"
 #: The keys a YAML dataset mapping may have.
 DATASET_KEYS = ("name", "cases")
 
@@ -142,6 +144,8 @@ def _yaml_cases(text: str, path: str, problems: list[DatasetProblem]) -> list[_R
                 items = value
             elif name not in DATASET_KEYS:
                 problems.append(DatasetProblem(path, key.start_mark.line + 1, key.start_mark.column + 1,
+                                               "unknown key `evaluators` of a dataset: evaluators are given to `mcec eval` "
+                                               "(--evaluator, --judge)" if name == "evaluators" else
                                                f"unknown key `{name}` of a dataset{_close(str(name), DATASET_KEYS)}"))
         if items is None:
             problems.append(DatasetProblem(path, 1, 1, "the dataset has no `cases`"))
@@ -167,6 +171,7 @@ def _place(node: Any, path: tuple[str | int, ...], places: dict[tuple[str | int,
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode):
+                places[(*path, key.value, KEY)] = (key.start_mark.line + 1, key.start_mark.column + 1)
                 _place(value, (*path, key.value), places)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
@@ -195,14 +200,14 @@ def _validated(
             continue
         for key in raw.value:
             if key not in CASE_KEYS:
-                problem((str(key),), f"unknown key `{key}` of a case{_close(str(key), CASE_KEYS)}")
+                problem((str(key), KEY), f"unknown key `{key}` of a case{_close(str(key), CASE_KEYS)}")
         name = raw.value.get("name", f"case {index}")
+        label = f"case `{name}`" if "name" in raw.value else "the case"
         if not isinstance(name, str) or not name:
             problem(("name",), f"a case's `name` is a non-empty string, not {_kind(name)}")
-            name = f"case {index}"
-        label = f"case `{name}`"
+            name, label = f"case {index}", "the case"
         if name in first_line:
-            problem(("name",), f"{label} is named twice (first at line {first_line[name]})")
+            problem(("name",), f"the name `{name}` is used twice (first at line {first_line[name]})")
         first_line.setdefault(name, raw.line)
         if "inputs" not in raw.value:
             problem((), f"{label} has no `inputs`")

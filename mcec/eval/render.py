@@ -86,7 +86,8 @@ def summary_lines(report: EvalReport) -> list[str]:
     for name, shares in s.labels.items():
         lines.append(f"{name}: " + ", ".join(f"{label} {share:.0%}" for label, share in sorted(shares.items())))
     tokens = f"tokens {s.tokens}" + (f" (+{s.judge_tokens} judging)" if s.judge_tokens else "")
-    lines.append(f"{tokens}, cost {_cost(s.cost)}, {s.duration:.2f} s in the pipeline")
+    judging = f" (+{_cost(s.judge_cost)} judging)" if s.judge_cost is not None else ""
+    lines.append(f"{tokens}, cost {_cost(s.cost)}{judging}, {s.duration:.2f} s in the pipeline")
     if s.resumed:
         lines.append(f"{s.resumed} runs read back from the results file")
     if s.baseline is not None:
@@ -139,6 +140,16 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def _reasons(case: CaseRecord) -> list[str]:
+    """The evaluators' reasons, each once with the results it explains (``grounded, tone: …``)."""
+    names: dict[str, list[str]] = {}
+    for run in case.runs:
+        for name, reason in run.reasons.items():
+            if name not in names.setdefault(reason, []):
+                names[reason].append(name)
+    return [f"{', '.join(explained)}: {reason}" for reason, explained in names.items()]
+
+
 def render_html(report: EvalReport) -> str:
     """The report as a self-contained HTML page."""
     from jinja2 import Environment, select_autoescape
@@ -157,7 +168,7 @@ def render_html(report: EvalReport) -> str:
             "duration": _duration(case),
             "tokens": sum(r.tokens for r in case.runs),
             "cost": _cost(_case_cost(case)),
-            "reasons": sorted({f"{k}: {v}" for run in case.runs for k, v in run.reasons.items()}),
+            "reasons": _reasons(case),
             "failures": sorted({f for run in case.runs for f in run.evaluator_failures}),
         })
     return env.from_string(template_text).render(

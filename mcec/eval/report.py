@@ -94,6 +94,7 @@ class Summary(BaseModel):
     tokens: int = 0
     judge_tokens: int = 0
     cost: float | None = None
+    judge_cost: float | None = None
     #: Seconds the pipeline runs took, added up.
     duration: float = 0.0
     #: Runs read back from the results file instead of run again.
@@ -177,7 +178,6 @@ def build_report(
                 record.worse = worse_than(record, then[record.name])
     all_runs = [r for record in records for r in record.runs]
     averages = EvaluationReport(name=pipeline, cases=done, failures=failed).averages()
-    costs = [r.cost for r in all_runs]
     summary = Summary(
         cases=len(records),
         runs=len(all_runs),
@@ -191,7 +191,8 @@ def build_report(
         labels={k: dict(v) for k, v in averages.labels.items()} if averages is not None else {},
         tokens=sum(r.tokens for r in all_runs),
         judge_tokens=sum(r.judge_tokens for r in all_runs),
-        cost=None if not costs or any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        cost=_total([r.cost for r in all_runs]),
+        judge_cost=_total([r.judge_cost for r in all_runs]) if any(r.judge_tokens for r in all_runs) else None,
         duration=sum(r.duration for r in all_runs),
         resumed=resumed,
         baseline=baseline_name,
@@ -260,6 +261,11 @@ def _score_means(runs: Sequence[RunRecord]) -> dict[str, float]:
         for name, value in run.scores.items():
             totals.setdefault(name, []).append(value)
     return {name: sum(values) / len(values) for name, values in totals.items()}
+
+
+def _total(costs: Sequence[float | None]) -> float | None:
+    """The sum of the costs (None: none, or one of them unknown)."""
+    return None if not costs or any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
 def _share(part: int, whole: int) -> float:
