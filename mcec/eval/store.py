@@ -42,6 +42,9 @@ class ResultStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path)
         self._db.execute("pragma journal_mode=wal")
+        # a commit survives the process being killed (what resuming needs); an OS crash may lose the
+        # last few, which are then run again
+        self._db.execute("pragma synchronous=normal")
         self._db.execute(_SCHEMA)
         self._db.commit()
         self._case: TypeAdapter[ReportCase[Any, Any, Any]] = TypeAdapter(ReportCase[inputs_type, output_type, Any])
