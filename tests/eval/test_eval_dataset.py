@@ -89,3 +89,54 @@ def test_pass_at_k_with_k_1_is_the_pass_rate() -> None:
         pass_at_k(3, 4, 1)
 
 
+
+
+def test_a_yaml_dataset_in_pydantic_evals_form_loads_as_the_jsonl_one(tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    from examples.support.desk import Ticket
+    from examples.support.replies import Answer
+    from mcec.eval.dataset import load_dataset
+
+    jsonl = ROOT / "examples" / "support" / "tickets.jsonl"
+    cases = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    as_yaml = tmp_path / "tickets.yaml"
+    as_yaml.write_text(yaml.safe_dump({"name": "tickets", "cases": cases}, sort_keys=False), encoding="utf-8")
+    from_jsonl = load_dataset(jsonl, Ticket, Answer)
+    from_yaml = load_dataset(as_yaml, Ticket, Answer)
+    assert [(c.case.name, c.case.inputs, c.case.expected_output, c.case.metadata, c.digest) for c in from_yaml] == [
+        (c.case.name, c.case.inputs, c.case.expected_output, c.case.metadata, c.digest) for c in from_jsonl
+    ]
+    assert [c.line for c in from_jsonl] == list(range(1, 21))
+    assert isinstance(from_yaml[0].case.inputs, Ticket) and isinstance(from_yaml[0].case.expected_output, Answer)
+
+
+def test_a_failed_pipeline_and_a_failed_judge_are_failed_runs_with_their_errors(tmp_path: Path) -> None:
+    """The writer refuses the first ticket (the run is the pipeline's error, the judge is not asked);
+    the judge refuses to grade the second (an evaluator failure): neither run passes, the eval
+    itself succeeds."""
+    import json
+
+    lines = (ROOT / "examples" / "support" / "tickets.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    (tmp_path / "two.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "writer.json").write_text(json.dumps([
+        {"refusal": "no"},  # a refusal is LLMFailed at once, without repairs
+        {"text": json.dumps({"decision": "escalate", "reply": "Dear Bo, thank you: ticket T-1002."})},
+    ]), encoding="utf-8")
+    (tmp_path / "grader.json").write_text(json.dumps([{"refusal": "I do not grade."}]), encoding="utf-8")
+    done = _mcec(SPEC, "respond", str(tmp_path / "two.jsonl"), "--concurrency", "1",
+                 "--evaluator", "examples.support.replies:decision_matches", "--judge", "examples/support/judge.mce:judge",
+                 "--model", f"writer=script:{tmp_path / 'writer.json'}", "--model", f"grader=script:{tmp_path / 'grader.json'}",
+                 "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    first, second = (case["runs"][0] for case in report["cases"])
+    assert not first["passed"] and first["error"].startswith("PipelineFailed: LLMFailed")
+    assert first["assertions"] == {} and first["output"] is None
+    assert not second["passed"] and second["error"] is None
+    assert second["assertions"] == {"decision_matches": True}
+    [failure] = second["evaluator_failures"]
+    assert failure.startswith("judge: JudgeFailed: LLMFailed")
+    assert report["summary"]["passed_runs"] == 0
