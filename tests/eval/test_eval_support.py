@@ -212,3 +212,38 @@ def test_the_html_report_opens_in_a_real_browser_and_shows_the_table(tmp_path: P
         finally:
             browser.close()
     assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_more_repeats_and_an_edited_case_run_only_what_is_new(tmp_path: Path) -> None:
+    """Runs are stored by (case, repeat, fingerprint): a second eval with ``--repeat 2`` runs every
+    case's second repeat, and the first repeat only of the case edited since (its fingerprint
+    covers the case as written); the rest is read back."""
+    dataset = tmp_path / "tickets.jsonl"
+    dataset.write_text((ROOT / "examples" / "support" / "tickets.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    argv = [*_without(_readme_eval(), "--baseline")]
+    argv[argv.index("examples/support/tickets.jsonl")] = str(dataset)
+    done, _ = _eval(tmp_path, argv)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "requests.log").unlink()
+    lines = dataset.read_text(encoding="utf-8").splitlines()
+    lines[2] = lines[2].replace('"wrong size"', '"the wrong size"')  # T-1003
+    dataset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done, report = _eval(tmp_path, [*argv, "--repeat", "2"])
+    assert done.returncode == 0, done.stderr
+    asked = Counter(ticket for model, ticket in _requests(tmp_path) if model == "writer")
+    assert asked == {name: 2 if name == "T-1003" else 1 for name in TICKETS}
+    assert report["summary"]["resumed"] == 19 and report["summary"]["runs"] == 40
+    [t1003] = [c for c in report["cases"] if c["name"] == "T-1003"]
+    assert t1003["inputs"]["reason"] == "the wrong size"
+
+
+def test_on_a_terminal_the_eval_shows_a_progress_bar(tmp_path: Path) -> None:
+    from terminal import on_a_terminal
+
+    argv = [*_without(_readme_eval(), "--baseline")][3:]  # after `python -m mcec`
+    status, out, drawn = on_a_terminal([*argv, "--out", str(tmp_path / "report")], ROOT,
+                                       SUPPORT_MODEL_DELAY="0.05", NO_COLOR="1")
+    assert status == 0, drawn
+    assert "evaluating" in drawn and "/20" in drawn
+    assert "mcec eval: [1/20]" not in drawn  # the bar, not the lines written when stderr is no terminal
+    assert "pass rate 80.0%" in out
