@@ -23,6 +23,7 @@ from mcec.cli.compile import add_model_option
 if TYPE_CHECKING:
     from mcec.check.typed import Program
     from mcec.eval.evaluators import JudgeEvaluator
+    from mcec.eval.report import EvalReport
     from mcec.eval.runner import Price
 
 __all__ = ["COMMANDS", "add_eval", "run_eval_command"]
@@ -80,20 +81,20 @@ def run_eval_command(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
+    import sqlite3
+
     from agentmonad.spec import InputError
 
-    from mcec.cli.compile import compile_to_run, ensure_importable, load_compiled
+    from mcec.cli.compile import compile_to_run, load_compiled
     from mcec.eval.dataset import DatasetError, load_dataset
     from mcec.eval.evaluators import EvaluatorError, python_evaluator
     from mcec.eval.report import ReportError, build_report, read_report
-    from mcec.eval.render import render_html, render_terminal
-    from mcec.eval.runner import EvalRun, Target, eval_fingerprint, run_eval, run_name
+    from mcec.eval.runner import EvalRun, Target, run_eval, run_name
     from mcec.eval.store import ResultStore
-    from mcec.fingerprint import fingerprint
     from mcec.run.pyobjects import python_type
 
     spec = Path(args.spec)
-    result = compile_to_run(spec)
+    result = compile_to_run(spec)  # also puts the working directory and the spec's root on sys.path
     if isinstance(result, int):
         return result
     program = result.program
@@ -103,6 +104,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"mcec eval: {spec} has no pipeline `{args.pipeline}` (pipelines: {', '.join(sorted(declared))})",
               file=sys.stderr)
         return EXIT_USAGE
+    module = load_compiled(result)
+    if isinstance(module, int):
+        return module
     signature = declared[args.pipeline].sig
     input_type, output_type = python_type(signature.input), python_type(signature.output)
     try:
@@ -114,9 +118,6 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return EXIT_ERRORS
-    module = load_compiled(result)
-    if isinstance(module, int):
-        return module
     try:
         prices = _prices(args.price)
         judges = [_judge(reference) for reference in args.judge]
@@ -130,7 +131,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     except (_Usage, EvaluatorError, ReportError, InputError) as exc:
         print(f"mcec eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    ensure_importable(spec)
+    # a Python evaluator is given the dataset's case, whatever run of it it scores
     case_names = {
         run_name(str(loaded.case.name), index, args.repeat): str(loaded.case.name)
         for loaded in cases
@@ -138,38 +139,59 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     }
     for evaluator in python:
         evaluator.case_names = case_names
-    judge_evaluators = [j[0] for j in judges]
-    evaluators: list[Any] = [*python, *judge_evaluators]
-    names = [*args.evaluator, *args.judge]
-    digest = eval_fingerprint({
-        "scheme": "mcec-eval/1",
-        "spec": fingerprint(program).digest,
-        "pipeline": args.pipeline,
-        "evaluators": args.evaluator,
-        "judges": [[ref, fingerprint(j[1]).digest] for ref, j in zip(args.judge, judges)],
-        "models": sorted(args.model),
-        "prices": sorted(args.price),
-        "state": args.state,
-    })
+    digest = _digest(args, program, [j[1] for j in judges])
     out_dir = Path(args.out) if args.out is not None else Path(".mcec") / "eval" / f"{args.pipeline}-{Path(args.dataset).stem}"
-    store = ResultStore(out_dir / "results.sqlite", input_type, output_type)
+    try:
+        store = ResultStore(out_dir / "results.sqlite", input_type, output_type)
+    except (OSError, sqlite3.Error) as exc:
+        print(f"mcec eval: cannot use {out_dir / 'results.sqlite'}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         if args.fresh:
             store.forget()
         plan = EvalRun(
             name=args.pipeline, cases=cases, repeat=args.repeat, concurrency=args.concurrency, fingerprint=digest,
-            target=Target(getattr(module, args.pipeline), state, llm, prices), evaluators=evaluators, store=store,
-            judge_prices=prices,
+            target=Target(getattr(module, args.pipeline), state, llm, prices),
+            evaluators=[*python, *(j[0] for j in judges)], store=store, judge_prices=prices,
         )
         runs, resumed = run_eval(plan)
     finally:
         store.close()
     report = build_report(
-        spec=str(spec), pipeline=args.pipeline, dataset=str(args.dataset), evaluators=names, fingerprint=digest,
-        cases=cases, repeat=args.repeat, runs=runs, resumed=resumed, baseline=baseline, baseline_name=args.baseline,
+        spec=str(spec), pipeline=args.pipeline, dataset=str(args.dataset), evaluators=[*args.evaluator, *args.judge],
+        fingerprint=digest, cases=cases, repeat=args.repeat, runs=runs, resumed=resumed, baseline=baseline,
+        baseline_name=args.baseline,
     )
-    (out_dir / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    (out_dir / "report.html").write_text(render_html(report), encoding="utf-8")
+    return _write(report, out_dir, out)
+
+
+def _digest(args: argparse.Namespace, program: Program, judges: list[Program]) -> str:
+    """The fingerprint stored runs are keyed by (with each case's own digest): see mcec.eval.store."""
+    from mcec.eval.runner import eval_fingerprint
+    from mcec.fingerprint import fingerprint
+
+    return eval_fingerprint({
+        "scheme": "mcec-eval/1",
+        "spec": fingerprint(program).digest,
+        "pipeline": args.pipeline,
+        "evaluators": args.evaluator,
+        "judges": [[ref, fingerprint(judge).digest] for ref, judge in zip(args.judge, judges)],
+        "models": sorted(args.model),
+        "prices": sorted(args.price),
+        "state": args.state,
+    })
+
+
+def _write(report: EvalReport, out_dir: Path, out: TextIO) -> int:
+    """Write report.json and report.html, print the table; the exit status (1: a case got worse)."""
+    from mcec.eval.render import render_html, render_terminal
+
+    try:
+        (out_dir / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        (out_dir / "report.html").write_text(render_html(report), encoding="utf-8")
+    except OSError as exc:
+        print(f"mcec eval: cannot write the report in {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     render_terminal(report, out, color=color_wanted(out))
     print(f"mcec eval: wrote {out_dir / 'report.json'} and {out_dir / 'report.html'}", file=sys.stderr)
     return EXIT_ERRORS if report.summary.worse else EXIT_OK
