@@ -4,11 +4,12 @@ A case is an object with ``inputs`` (the pipeline's input), optionally ``name`` 
 the report; ``case N`` when absent), ``expected_output`` (a value of the pipeline's output
 type) and ``metadata`` (anything) — the field names of pydantic-evals' own dataset files,
 so a pydantic-evals YAML dataset (``cases: [...]``) loads as it is. JSONL holds one case a
-line (blank lines are skipped); YAML holds a list of cases, or a mapping with ``cases`` (and
-optionally ``name``).
+line (blank lines are skipped); YAML (``.yaml``, ``.yml``) and JSON (``.json``, read as YAML,
+which keeps the positions) hold a list of cases, or a mapping with ``cases`` (and optionally
+``name``).
 
-Every problem is a :class:`DatasetProblem` at its line (and, in YAML, the column of the
-offending value): a line that is not JSON, a case that is not an object, an unknown or
+Every problem is a :class:`DatasetProblem` at its line (and, in YAML and JSON, the column of
+the offending value or key): a line that is not JSON, a case that is not an object, an unknown or
 missing key, a name used twice, an input or expected output that does not fit the type
 (one problem per place that does not fit, as ``mcec run --input`` says it). Values are
 validated as ``mcec run --input`` validates its JSON (pydantic, JSON mode), so a case that
@@ -90,13 +91,13 @@ class _Raw:
 
 
 def load_dataset(path: Path, input_type: Any, output_type: Any) -> list[LoadedCase]:
-    """The cases of ``path`` (``.jsonl``/``.json`` lines, or ``.yaml``/``.yml``), validated against
+    """The cases of ``path`` (JSON lines; ``.yaml``/``.yml``/``.json``: one document), validated against
     the pipeline's ``input_type`` and ``output_type``. Raises :class:`DatasetError` with every
     problem found, ``OSError`` when the file cannot be read."""
     text = path.read_text(encoding="utf-8")
     shown = str(path)
     problems: list[DatasetProblem] = []
-    if path.suffix.lower() in (".yaml", ".yml"):
+    if path.suffix.lower() in (".yaml", ".yml", ".json"):  # a JSON document is read as YAML: it keeps the positions
         raws = _yaml_cases(text, shown, problems)
     else:
         raws = list(_jsonl_cases(text, shown, problems))

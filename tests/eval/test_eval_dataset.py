@@ -140,3 +140,22 @@ def test_a_failed_pipeline_and_a_failed_judge_are_failed_runs_with_their_errors(
     [failure] = second["evaluator_failures"]
     assert failure.startswith("judge: JudgeFailed: LLMFailed")
     assert report["summary"]["passed_runs"] == 0
+
+
+def test_a_json_document_is_read_with_its_positions(tmp_path: Path) -> None:
+    import json
+
+    from examples.support.desk import Ticket
+    from examples.support.replies import Answer
+    from mcec.eval.dataset import DatasetError, load_dataset
+
+    cases = [{"name": "T-1", "inputs": {"id": "T-1", "customer": "Ana", "amount": 40, "reason": "late"}},
+             {"name": "T-2", "inputs": {"id": "T-2", "customer": "Bo", "amount": "lots", "reason": "late"}}]
+    dataset = tmp_path / "tickets.json"
+    dataset.write_text(json.dumps({"cases": cases}, indent=2), encoding="utf-8")
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(dataset, Ticket, Answer)
+    [problem] = raised.value.problems
+    line = dataset.read_text(encoding="utf-8").splitlines()[problem.line - 1]
+    assert line[problem.column - 1 :].startswith('"lots"')
+    assert problem.message == "case `T-2`: inputs.amount: Input should be a valid number, unable to parse string as a number"
