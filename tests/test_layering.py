@@ -11,7 +11,7 @@ Layers, lowest first (docs/DESIGN.md):
 4. ``mcec.compiler`` (the phases chained), ``mcec.run`` (running what was built),
    ``mcec.plans`` (checked plans: the check of a plan and the engine that runs it),
    ``mcec.fingerprint`` (what a durable run records of its spec);
-5. ``mcec.tools`` — the pure cores of fmt and graph;
+5. ``mcec.tools`` — the pure cores of fmt and graph; ``mcec.eval`` — a pipeline scored over a dataset;
 6. ``mcec.cli``, ``mcec.integrations``, ``mcec.lsp`` — commands, file I/O, pytest and hatch, the
    language server; ``mcec.durable`` — durable runs from Python (a run database); ``mcec.console`` —
    the web console over a run database.
@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "mcec.plans": 4,
     "mcec.fingerprint": 2,  # a checked program's digest: it reads the checker's types only
     "mcec.tools": 5,
+    "mcec.eval": 5,
     "mcec.cli": 6,
     "mcec.integrations": 6,
     "mcec.lsp": 6,
@@ -60,7 +61,7 @@ CONFINED: dict[str, tuple[str, ...]] = {
     "lsprotocol": ("mcec.lsp",),
     # a run's progress on a terminal (`mcec run`), and its OpenTelemetry spans (the SDK configured
     # for `--otel`): only they load them
-    "rich": ("mcec.run.progress",),
+    "rich": ("mcec.run.progress", "mcec.eval.render", "mcec.eval.runner"),
     "opentelemetry": ("agentmonad.otel", "mcec.run.telemetry"),
     # the web console's server (the mcec[console] extra): only `mcec console` loads it
     "starlette": ("mcec.console", "mcec.cli.console"),

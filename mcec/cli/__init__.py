@@ -45,6 +45,7 @@ COMMAND_MODULES: list[str] = [
     "mcec.cli.runs",
     "mcec.cli.worker",
     "mcec.cli.console",
+    "mcec.cli.eval",
 ]
 
 
@@ -64,6 +65,7 @@ COMMAND_OF: dict[str, str] = {
     "runs": "mcec.cli.runs",
     "worker": "mcec.cli.worker",
     "console": "mcec.cli.console",
+    "eval": "mcec.cli.eval",
 }
 
 
