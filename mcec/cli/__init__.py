@@ -44,6 +44,7 @@ COMMAND_MODULES: list[str] = [
     "mcec.cli.lsp",
     "mcec.cli.runs",
     "mcec.cli.worker",
+    "mcec.cli.replay",
 ]
 
 
@@ -62,6 +63,7 @@ COMMAND_OF: dict[str, str] = {
     "lsp": "mcec.cli.lsp",
     "runs": "mcec.cli.runs",
     "worker": "mcec.cli.worker",
+    "replay": "mcec.cli.replay",
 }
 
 

@@ -298,17 +298,22 @@ def _run_pipeline(module: pytypes.ModuleType, pipeline: str, state: Any, value: 
         run = getattr(module, pipeline)
         outcome = asyncio.run(run_observed(pipeline, site, lambda: run(state, value)))
     except Defect as defect:
-        payload = {
-            "ok": False,
-            "defect": {
-                "message": safe_text(defect),
-                "site": str(defect.site) if defect.site is not None else None,
-                "cause": describe_error(defect.cause) if defect.cause is not None else None,
-            },
-            "state": shown(defect.state),
-        }
-        return RunReport(payload, 1)
+        return defect_report(defect)
     return report(outcome)
+
+
+def defect_report(defect: Defect) -> RunReport:
+    """The JSON report of a run that ended with a Defect."""
+    payload = {
+        "ok": False,
+        "defect": {
+            "message": safe_text(defect),
+            "site": str(defect.site) if defect.site is not None else None,
+            "cause": describe_error(defect.cause) if defect.cause is not None else None,
+        },
+        "state": shown(defect.state),
+    }
+    return RunReport(payload, 1)
 
 
 def llm_run_config(program: Program, options: list[str]) -> LLMConfig | None:

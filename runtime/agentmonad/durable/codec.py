@@ -31,7 +31,11 @@ __all__ = [
 
 class RecordError(Exception):
     """A result cannot be recorded (its value is not serialisable as its type), or a recorded
-    one no longer validates against today's types."""
+    one no longer validates against today's types. A replayed one names the effect: ``key``,
+    its identity, and ``record``, what was recorded there (None until the journal says)."""
+
+    key: str | None = None
+    record: Mapping[str, Any] | None = None
 
 
 @final

@@ -131,7 +131,14 @@ class StopAsked(BaseException):
 
 
 class ReplayMismatch(Exception):
-    """A resumed run reached an effect whose record is of another kind or step: the spec changed."""
+    """A resumed run reached an effect whose record is of another kind or step: the spec changed.
+    ``key`` is the effect's identity and ``record`` what the run recorded there (a replay of a
+    recorded run, :mod:`agentmonad.record`, names it)."""
+
+    def __init__(self, message: str, key: str | None = None, record: Record | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.record = record
 
 
 class Store(Protocol):
@@ -220,8 +227,16 @@ class DurableJournal:
 
     def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {},
                  answers: Mapping[str, tuple[object, object]] = {}, *, clock: Callable[[], float] = time.time,
-                 stop_asked: Callable[[], bool] | None = None) -> None:
+                 stop_asked: Callable[[], bool] | None = None,
+                 missing: Callable[[str, Effect], BaseException | None] | None = None,
+                 asks_people: bool = False) -> None:
         self.store = store
+        #: For an effect with no record (its identity, the effect): the exception to raise instead of
+        #: running it, or None to run it (a replay of a recorded run, :mod:`agentmonad.record`).
+        self._missing = missing
+        #: Whether an ``ask`` with no record asks the run's person (its answer recorded) rather than
+        #: waiting for an answer given to the run later (a recorded run, not a durable one).
+        self._asks_people = asks_people
         #: Whether someone asked the run to stop: consulted before each effect starts (:class:`StopAsked`).
         self._stop_asked = stop_asked
         self.types = types
@@ -320,7 +335,8 @@ class DurableJournal:
         if record.get("kind") != kind or (step is not None and record.get("step") != step):
             was = f"{record.get('kind')} {record.get('step')!r}"
             raise ReplayMismatch(
-                f"effect {key} of this run was {was} and is now {kind} {step!r}: the spec changed since the run started"
+                f"effect {key} of this run was {was} and is now {kind} {step!r}: the spec changed since the run started",
+                key, record,
             )
 
     def _types(self, effect: Effect) -> SiteTypes:
@@ -406,11 +422,12 @@ class DurableJournal:
                 if "raised" in record["result"]:  # no answer came in time (its deadline passed)
                     raise decode_error(record["result"]["raised"], ERRORS)
                 return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
-            return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
+            return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]  # validated as the site's type
         self._stop_if_asked()
         if self._doomed:
             await self._expire_doomed()
-        if effect.kind == "human":
+        self._raise_missing(key, effect)
+        if effect.kind == "human" and not self._asks_people:
             return await self._asked(key, effect, call)  # type: ignore[return-value]  # the answer type the run asks with
         self.performed += 1
         context, capture = self._inside(path, number, effect)
@@ -442,6 +459,13 @@ class DurableJournal:
         if raised:
             raise raised[0]
         return returned[0]
+
+    def _raise_missing(self, key: str, effect: Effect) -> None:
+        """With a ``missing`` hook, raise what it says for an effect with no record (if anything)."""
+        if self._missing is not None:
+            problem = self._missing(key, effect)
+            if problem is not None:
+                raise problem
 
     def _stop_if_asked(self) -> None:
         if self._stop_asked is not None and self._stop_asked():
@@ -602,8 +626,9 @@ class DurableJournal:
         record = self._recorded.get(key)
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
-            return self._replay(path, record, effect)  # type: ignore[return-value]
+            return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]
         self._stop_if_asked()
+        self._raise_missing(key, effect)
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         started = time.time()
@@ -619,6 +644,16 @@ class DurableJournal:
             reset_run_context(token)
         self.store.keep(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
         return result
+
+
+def _keyed(replay: Callable[[], _T], key: str, record: Record) -> _T:
+    """``replay()``; a recorded value that no longer validates (:class:`RecordError`) is told
+    with the effect's identity and record."""
+    try:
+        return replay()
+    except RecordError as exc:
+        exc.key, exc.record = key, record
+        raise
 
 
 def branch_key() -> str:
