@@ -1,6 +1,7 @@
 """``mcec replay FILE``, and ``mcec run … --record FILE`` (docs/language.md §17): recorded runs.
 
-A replay prints ``{"replayed": N, "same_outcome": bool, "outcome": …}`` and exits 0 when the
+A replay prints ``{"replayed": N, "performed": M, "same_outcome": bool, "outcome": …}`` (effects
+answered from the file, effects run for real) and exits 0 when the
 Outcome is the recorded one (or, with ``--allow-different-outcome``, whatever it is: the
 difference is shown on stderr); 1 when it differs, or when the run asked for an effect the
 recording does not hold, or holds as another effect or with a value of another type (a
@@ -97,7 +98,7 @@ def run_replay(args: argparse.Namespace, out: TextIO) -> int:
     for difference in replayed.differences:
         print(f"mcec replay: effect {difference.key} ({difference.kind} at {difference.site}) gave another result than "
               f"recorded:\n  recorded: {difference.recorded}\n  now:      {difference.now}", file=sys.stderr)
-    out.write(dumps({"replayed": replayed.replayed, "same_outcome": replayed.same, "outcome": replayed.ran.encoded}) + "\n")
+    out.write(dumps({"replayed": replayed.replayed, "performed": replayed.performed, "same_outcome": replayed.same, "outcome": replayed.ran.encoded}) + "\n")
     if not replayed.same:
         print(outcome_diff(dict(recording.outcome), replayed.ran.encoded), file=sys.stderr)
         return EXIT_OK if args.allow_different_outcome else EXIT_ERRORS

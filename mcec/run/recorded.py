@@ -52,11 +52,13 @@ class Ran:
 @dataclass(frozen=True, slots=True)
 class Replayed:
     """A finished replay: the run, whether its Outcome is the recorded one, how many effects were
-    answered from the file, and the differences of the effects run for real."""
+    answered from the file and how many ran for real (``live`` kinds), and the differences of
+    those from the recording."""
 
     ran: Ran
     same: bool
     replayed: int
+    performed: int
     differences: tuple[EffectDifference, ...]
 
     @property
@@ -169,7 +171,7 @@ def replay_run(module: pytypes.ModuleType, program: Program, recording: Recordin
         result = _run(module, program, recording.pipeline, state, value, interpreted, replayer, None, site)
     encoded = _encoded(module, recording.pipeline, result)
     return Replayed(Ran(result, encoded), same_outcome(recording.outcome, encoded), replayer.replayed,
-                    tuple(replayer.differences))
+                    replayer.journal.performed, tuple(replayer.differences))
 
 
 # -- diagnostics ----------------------------------------------------------------------------------
