@@ -229,12 +229,23 @@ def replay_diagnostic(failure: Exception, defect: Defect, program: Program, reco
         if isinstance(failure, ReplayMismatch):
             message = f"the replay asks for {asked} here, where the recording holds {expected}"
         else:
-            message = f"the recording holds {expected} here, with a value that is not of the type this effect gives now: {failure}"
+            message = (f"the recording holds {expected} here, with a value that is not of the type this effect gives now "
+                       f"({_validation(failure)})")
         recorded_span = spans.get(str(record.get("site"))) if record else None
         if recorded_span is not None and recorded_span != span:
             labels = (Label(recorded_span, "the recorded effect was made here"),)
         help_text = "the spec changed before this effect; record the run again if the change is intended"
     return error(REPLAY_CODE, message, span, labels, help=help_text)
+
+
+def _validation(failure: Exception) -> str:
+    """What did not validate, in pydantic's words without its links (the error's cause)."""
+    from pydantic import ValidationError
+
+    cause = failure.__cause__
+    if isinstance(cause, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'the value'}: {e['msg']}" for e in cause.errors())
+    return str(failure)
 
 
 def outcome_diff(recorded: dict[str, Any], now: dict[str, Any]) -> str:
