@@ -1,4 +1,4 @@
-"""``mcec runs list|show|resume|cancel|waiting|answer|expire``: the durable runs in a run database (docs/language.md §13).
+"""``mcec runs list|show|resume|cancel|waiting|answer|expire|export``: the durable runs in a run database (docs/language.md §13).
 
 Bad input (an unknown run id, an unreachable database, a spec changed since the run started) is
 a message on stderr and exit status 2, never a traceback.
@@ -56,6 +56,8 @@ def add_runs(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     answer.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
     action("expire", "resume every waiting run whose question's deadline (within S) passed: it goes on with NoAnswer",
            False)
+    export = action("export", "write a run that ended as a recording, for `mcec replay` (docs/language.md §17)", True)
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="the recording to write (a .mcerun.json file)")
 
 
 def run_runs(args: argparse.Namespace, out: TextIO) -> int:
@@ -64,13 +66,27 @@ def run_runs(args: argparse.Namespace, out: TextIO) -> int:
 
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "list": _list, "show": _show, "resume": _resume, "cancel": _cancel, "waiting": _waiting, "answer": _answer,
-        "expire": _expire,
+        "expire": _expire, "export": _export,
     }
     try:
         return handlers[args.action](args, out)
     except DurableError as exc:
         print(f"mcec runs {args.action}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _export(args: argparse.Namespace, out: TextIO) -> int:
+    """``mcec runs export ID -o FILE``: the recording written; its path and effect count printed."""
+    from mcec.durable.export import export
+
+    recording = export(args.run_id, db=args.db)
+    try:
+        recording.write(args.output)
+    except OSError as exc:
+        print(f"mcec runs export: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    out.write(json.dumps({"run_id": args.run_id, "recording": args.output, "effects": len(recording.effects)}) + "\n")
+    return EXIT_OK
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:

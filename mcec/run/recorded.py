@@ -34,8 +34,8 @@ from mcec.check.typed import Program
 from mcec.diagnostics import Code, Diagnostic, Label, error
 from mcec.span import Span
 
-__all__ = ["REPLAY_CODE", "Ran", "Replayed", "record_run", "replay_run", "replay_diagnostic", "spec_of",
-           "site_spans", "outcome_diff"]
+__all__ = ["REPLAY_CODE", "Ran", "Replayed", "record_run", "replay_run", "replay_diagnostic", "site_spans",
+           "outcome_diff", "resolve_spec", "model_namespaces", "state_as_json"]
 
 #: The code of a replay that fails at an effect (docs/language.md §8, §17).
 REPLAY_CODE: Final[Code] = "MCE040"
@@ -80,13 +80,9 @@ def _types(program: Program, module: pytypes.ModuleType, interpreted: bool) -> T
     return spec_info(module).type_table()
 
 
-def spec_of(module: pytypes.ModuleType) -> SpecInfo:
-    """The compiled spec's :class:`~agentmonad.spec.SpecInfo`."""
-    return spec_info(module)
-
-
-def _models(module: pytypes.ModuleType) -> list[object]:
-    """The models the spec and the specs it uses declare (module globals of the generated code)."""
+def model_namespaces(module: pytypes.ModuleType) -> list[object]:
+    """What may be a model the spec or a spec it uses declares: the generated modules' globals
+    (what :func:`agentmonad.record.model_secrets` reads)."""
     found: list[object] = list(vars(module).values())
     for used in spec_info(module).uses:
         if used in sys.modules:
@@ -141,18 +137,18 @@ def record_run(module: pytypes.ModuleType, program: Program, *, spec: str, pipel
     recorder = Recorder(_types(program, module, interpreted))
     with _configured(llm):
         result = _run(module, program, pipeline, state, value, interpreted, recorder, human, site)
-        secrets = model_secrets(_models(module))
+        secrets = model_secrets(model_namespaces(module))
     encoded = _encoded(module, pipeline, result)
     info = spec_info(module)
     recording = recorder.recording(
         spec=spec, spec_sha256=info.source_sha256, pipeline=pipeline, runner="interpreted" if interpreted else "compiled",
-        input=json.loads(input_json), state=json.loads(state_json) if state_json is not None else _state_json(info, state),
+        input=json.loads(input_json), state=json.loads(state_json) if state_json is not None else state_as_json(info, state),
         outcome=encoded, secrets=secrets, models=models,
     )
     return Ran(result, encoded), recording
 
 
-def _state_json(info: SpecInfo, state: Any) -> object:
+def state_as_json(info: SpecInfo, state: Any) -> object:
     """The first state as JSON (the state type's defaults when the run was given none)."""
     from agentmonad.durable.codec import encode_value
 
