@@ -136,7 +136,7 @@ def record_run(module: pytypes.ModuleType, program: Program, *, spec: str, pipel
     in it: the keys and URL credentials of the models the run may call are masked)."""
     recorder = Recorder(_types(program, module, interpreted))
     with _configured(llm):
-        result = _run(module, program, pipeline, state, value, interpreted, recorder, human, site)
+        result = _run(module, program, pipeline, state, value, interpreted, recorder.journal, human, site)
         secrets = model_secrets(model_namespaces(module))
     encoded = _encoded(module, pipeline, result)
     info = spec_info(module)
@@ -167,7 +167,7 @@ def replay_run(module: pytypes.ModuleType, program: Program, recording: Recordin
         result = _run(module, program, recording.pipeline, state, value, interpreted, replayer, None, site)
     encoded = _encoded(module, recording.pipeline, result)
     return Replayed(Ran(result, encoded), same_outcome(recording.outcome, encoded), replayer.replayed,
-                    replayer.journal.performed, tuple(replayer.differences))
+                    replayer.performed, tuple(replayer.differences))
 
 
 # -- diagnostics ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ on it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
@@ -37,7 +38,7 @@ from .outcome import Err, Ok, Outcome
 
 __all__ = [
     "RECORDING_VERSION", "RECORDING_SUFFIX", "Recording", "RecordingError", "Recorder", "Replayer", "NotRecorded",
-    "EffectDifference", "RecordedDefect", "DEFECT", "encode_outcome", "same_outcome", "redacted", "model_secrets", "MASK", "LIVE_KINDS",
+    "EffectDifference", "RecordedDefect", "DEFECT", "CANCELLED", "encode_outcome", "same_outcome", "redacted", "model_secrets", "MASK", "LIVE_KINDS",
 ]
 
 _T = TypeVar("_T")
@@ -121,9 +122,19 @@ class Recording:
         except (KeyError, TypeError) as exc:
             raise RecordingError(f"not a recording: {exc}") from None
 
+    def text(self) -> str:
+        """The recording as the file has it: JSON, one field a line and one effect a line (so a
+        diff of two recordings shows the effects that changed)."""
+        data = self.as_json()
+        effects, outcome = data.pop("effects"), data.pop("outcome")
+        lines = ["{", *(f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in data.items()), '  "effects": [']
+        lines += [f"    {json.dumps(e, ensure_ascii=False)}{',' if i < len(effects) - 1 else ''}" for i, e in enumerate(effects)]
+        lines += ["  ],", f'  "outcome": {json.dumps(outcome, ensure_ascii=False)}', "}"]
+        return "\n".join(lines) + "\n"
+
     def write(self, path: str | Path) -> None:
-        """Write the recording to ``path`` as readable JSON."""
-        Path(path).write_text(json.dumps(self.as_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        """Write the recording to ``path`` (:meth:`text`)."""
+        Path(path).write_text(self.text(), encoding="utf-8")
 
     @staticmethod
     def read(path: str | Path) -> Recording:
@@ -191,7 +202,10 @@ def redacted(data: object, secrets: Collection[str]) -> object:
 
     def text(value: str) -> str:
         for secret in ordered:
-            value = value.replace(secret, MASK)
+            if secret in value:
+                value = value.replace(secret, MASK)
+        if "@" not in value:  # no URL with user info: most strings
+            return value
         return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", value)
 
     def walk(value: object) -> object:
@@ -269,50 +283,32 @@ class _Journaled:
 #: its replay fails the same way at the same place).
 DEFECT = "defect"
 
+#: The result of a recorded effect whose call was cancelled while it ran (a ``par`` sibling failed,
+#: a ``timeout`` fired): its replay waits where it is until the same thing cancels it again.
+CANCELLED = "cancelled"
+
 
 @final
-class Recorder(_Journaled):
-    """The journal a recorded run attaches (``hooks(journal=recorder)``): every effect runs and
-    its record is kept; an ``ask`` asks the run's person; an effect whose call raises an error
-    its site does not declare is kept as a :data:`DEFECT`. :meth:`recording` makes the file's
-    content once the run has ended."""
+class Recorder:
+    """What a recorded run attaches: :attr:`journal` (``hooks(journal=recorder.journal)``), a
+    durable journal over a memory store: every effect runs and its record is kept; an ``ask``
+    asks the run's person; an effect whose call raises an error its site does not declare is
+    kept as a :data:`DEFECT`. :meth:`recording` makes the file's content once the run has ended."""
 
     def __init__(self, types: TypeTable) -> None:
         self.store = MemoryStore()
         self.types = types
-        self.journal = DurableJournal(self.store, types, asks_people=True)
+        self.journal = DurableJournal(self.store, types, asks_people=True, defect=self._note_defect)
         self._defects: list[Record] = []
 
-    def _note_defect(self, effect: Effect, key: str, exc: Exception) -> None:
-        types = self.types.get(effect.site)
-        if effect.kind == "pause" or (types is not None and isinstance(exc, types.errors)):
-            return  # a declared error is recorded by the journal itself
+    def _note_defect(self, key: str, effect: Effect, exc: BaseException) -> None:
+        """The journal's defect hook: an effect whose call raised an error its site does not
+        declare (a :data:`DEFECT`), or was cancelled (:data:`CANCELLED`: a sibling failed first)."""
+        result = {CANCELLED: True} if isinstance(exc, asyncio.CancelledError) else {DEFECT: encode_error(exc)}
         self._defects.append({"key": key, "kind": effect.kind,
                               "step": effect.site.step if effect.site is not None else effect.kind,
                               "site": str(effect.site) if effect.site is not None else None,
-                              "result": {DEFECT: encode_error(exc)}, "usage": []})
-
-    def _wrapped(self, effect: Effect, call: Callable[[], Awaitable[_T]]) -> Callable[[], Awaitable[_T]]:
-        async def noted() -> _T:
-            key = branch_key()  # inside the effect's own call: its identity
-            try:
-                return await call()
-            except Exception as exc:
-                self._note_defect(effect, key, exc)
-                raise
-
-        return noted
-
-    def _wrapped_sync(self, effect: Effect, call: Callable[[], _T]) -> Callable[[], _T]:
-        def noted() -> _T:
-            key = branch_key()
-            try:
-                return call()
-            except Exception as exc:
-                self._note_defect(effect, key, exc)
-                raise
-
-        return noted
+                              "result": result, "usage": []})
 
     def recording(self, *, spec: str, spec_sha256: str, pipeline: str, runner: str, input: object, state: object,
                   outcome: Mapping[str, Any], secrets: Collection[str] = (), models: tuple[str, ...] = ()) -> Recording:
@@ -374,27 +370,38 @@ class Replayer(_Journaled):
         for key in self._all:
             path = tuple(key.split("/")[:-1])
             self._branches[path] = self._branches.get(path, 0) + 1
-        self._full = _full_results([r for r in recording.effects if DEFECT not in r["result"]])
-        replayed = {k: r for k, r in self._all.items() if r.get("kind") not in self.live and DEFECT not in r["result"]}
+        self._full = _full_results([r for r in recording.effects if not _unended(r)])
+        replayed = {k: r for k, r in self._all.items() if r.get("kind") not in self.live and not _unended(r)}
+        #: The keys of the effects the recorded run's cancellation cut short: their replay waits.
+        self._cancelled = {k for k, r in self._all.items() if CANCELLED in r["result"]}
+        self._parked = 0
         #: The effects run for real whose results differ from the recording's, in the order they ended.
         self.differences: list[EffectDifference] = []
         self.journal = DurableJournal(MemoryStore(), types, replayed, missing=self._missing)
 
     @property
     def replayed(self) -> int:
-        """How many effects were answered from the recording (a recorded defect raised again too)."""
-        return self.journal.replayed + self._raised
+        """How many effects were answered from the recording (a recorded defect raised again, a
+        recorded cancellation waited for again, too)."""
+        return self.journal.replayed + self._raised + self._parked
+
+    @property
+    def performed(self) -> int:
+        """How many effects ran for real (of the ``live`` kinds)."""
+        return self.journal.performed - self._parked
 
     _raised = 0
 
     def _missing(self, key: str, effect: Effect) -> BaseException | None:
         record = self._all.get(key)
-        if record is not None and DEFECT in record["result"] and effect.kind not in self.live:
+        if record is not None and _unended(record) and effect.kind not in self.live:
             if record.get("kind") != effect.kind or (effect.site is not None and record.get("step") != effect.site.step):
                 return ReplayMismatch(f"effect {key} of the recording is {record.get('kind')} {record.get('step')!r}, "
                                       f"not {effect.kind}", key, record)
-            self._raised += 1
-            return _defect(record["result"][DEFECT])
+            if DEFECT in record["result"]:
+                self._raised += 1
+                return _defect(record["result"][DEFECT])
+            return None  # cancelled in the recorded run: its call waits to be cancelled again (_parking)
         if effect.kind in self.live:
             return None  # run for real (and compared: _wrapped)
         path = tuple(key.split("/")[:-1])
@@ -413,7 +420,7 @@ class Replayer(_Journaled):
 
     def _wrapped(self, effect: Effect, call: Callable[[], Awaitable[_T]]) -> Callable[[], Awaitable[_T]]:
         if effect.kind not in self.live:
-            return call
+            return self._parking(call) if self._cancelled else call
 
         async def compared() -> _T:
             key = branch_key()  # inside the effect's own call: its identity
@@ -422,6 +429,19 @@ class Replayer(_Journaled):
             return result
 
         return compared
+
+    def _parking(self, call: Callable[[], Awaitable[_T]]) -> Callable[[], Awaitable[_T]]:
+        """``call``, unless its effect was cancelled in the recorded run: then a wait until the
+        replay cancels it again (nothing else reaches a call the journal lets run)."""
+
+        async def parked() -> _T:
+            if branch_key() not in self._cancelled:  # inside the effect's own call: its identity
+                return await call()
+            self._parked += 1
+            await asyncio.get_running_loop().create_future()
+            raise AssertionError("unreachable: a parked effect ends by its cancellation")
+
+        return parked
 
     def _wrapped_sync(self, effect: Effect, call: Callable[[], _T]) -> Callable[[], _T]:
         if effect.kind not in self.live:
@@ -471,6 +491,12 @@ def _defect(data: Mapping[str, Any]) -> Exception:
         except Exception:
             pass
     return RecordedDefect(qualified, list(data.get("args", [])))
+
+
+def _unended(record: Record) -> bool:
+    """A record of an effect whose call did not end with a result (a defect, a cancellation)."""
+    result = record["result"]
+    return DEFECT in result or CANCELLED in result
 
 
 def _value_part(result: Mapping[str, Any]) -> dict[str, Any]:

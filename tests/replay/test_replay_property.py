@@ -89,3 +89,20 @@ def test_a_run_that_ends_in_a_defect_replays_the_same_defect_without_running_the
         monkeypatch.setattr(toolbox, "crash", crash)
         replayed = replay_run(module, program, recording, interpreted=interpreted)
         assert replayed.ran.encoded == outcome and replayed.same and calls == []
+
+
+def test_an_effect_a_failing_sibling_cancelled_waits_in_the_replay_until_it_is_cancelled_again() -> None:
+    """``par``: ``even_only`` fails while ``slow_inc`` is under way, which the group cancels; the
+    recording keeps that cancellation, and the replay's ``slow_inc`` waits where it was until the
+    replayed failure cancels it again (found by the property above: it asked for an effect the
+    recording did not hold)."""
+    from spec_gen import HEADER
+
+    spec = HEADER + "pipeline main : int -> int = (even_only >>= (par <crash, even_only, slow_inc> >>= add_triple));\n"
+    program, module = compile_spec(spec)
+    for interpreted in (False, True):
+        outcome, recording = recorded(program, module, -2, interpreted)
+        assert "err" in outcome and outcome["err"]["type"] == "toolbox.Odd"
+        assert [e["result"] for e in recording.effects if "cancelled" in e["result"]] == [{"cancelled": True}]
+        replayed = replay_run(module, program, recording, interpreted=interpreted)
+        assert replayed.failure is None and replayed.ran.encoded == outcome and replayed.performed == 0

@@ -229,7 +229,8 @@ class DurableJournal:
                  answers: Mapping[str, tuple[object, object]] = {}, *, clock: Callable[[], float] = time.time,
                  stop_asked: Callable[[], bool] | None = None,
                  missing: Callable[[str, Effect], BaseException | None] | None = None,
-                 asks_people: bool = False) -> None:
+                 asks_people: bool = False,
+                 defect: Callable[[str, Effect, BaseException], None] | None = None) -> None:
         self.store = store
         #: For an effect with no record (its identity, the effect): the exception to raise instead of
         #: running it, or None to run it (a replay of a recorded run, :mod:`agentmonad.record`).
@@ -237,6 +238,10 @@ class DurableJournal:
         #: Whether an ``ask`` with no record asks the run's person (its answer recorded) rather than
         #: waiting for an answer given to the run later (a recorded run, not a durable one).
         self._asks_people = asks_people
+        #: Told of an effect whose call raised an error its site does not declare (a defect: not
+        #: recorded here, it runs again on resume) or was cancelled, with its identity (a recorded
+        #: run keeps both).
+        self._defect = defect
         #: Whether someone asked the run to stop: consulted before each effect starts (:class:`StopAsked`).
         self._stop_asked = stop_asked
         self.types = types
@@ -439,9 +444,15 @@ class DurableJournal:
             token = set_run_context(context)
             try:
                 result = await call()
+            except asyncio.CancelledError as exc:
+                if self._defect is not None:
+                    self._defect(key, effect, exc)
+                raise
             except Exception as exc:
                 declared = self._raised(effect, exc)
                 if declared is None:
+                    if self._defect is not None and effect.kind != "pause":
+                        self._defect(key, effect, exc)
                     raise  # a defect (or a cancellation): not recorded, it runs again on resume
                 raised.append(exc)
                 return self._record(key, effect, declared, capture.calls if capture else [], started)
@@ -639,6 +650,8 @@ class DurableJournal:
             raised = self._raised(effect, exc)
             if raised is not None:
                 self.store.keep(self._record(key, effect, raised, capture.calls if capture else [], started))
+            elif self._defect is not None and effect.kind != "pause":
+                self._defect(key, effect, exc)
             raise
         finally:
             reset_run_context(token)
