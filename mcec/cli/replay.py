@@ -86,6 +86,9 @@ def run_replay(args: argparse.Namespace, out: TextIO) -> int:
     except (RunError, InputError) as exc:
         print(f"mcec replay: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for difference in replayed.differences:  # first: they say why the run went elsewhere
+        print(f"mcec replay: effect {difference.key} ({difference.kind} at {difference.site}) gave another result than "
+              f"recorded:\n  recorded: {difference.recorded}\n  now:      {difference.now}", file=sys.stderr)
     failure = replayed.failure
     if failure is not None:
         from agentmonad import Defect
@@ -95,9 +98,6 @@ def run_replay(args: argparse.Namespace, out: TextIO) -> int:
         reporter.add([replay_diagnostic(failure, replayed.ran.result, result.program, recording)], result.source)
         reporter.flush()
         return EXIT_ERRORS
-    for difference in replayed.differences:
-        print(f"mcec replay: effect {difference.key} ({difference.kind} at {difference.site}) gave another result than "
-              f"recorded:\n  recorded: {difference.recorded}\n  now:      {difference.now}", file=sys.stderr)
     out.write(dumps({"replayed": replayed.replayed, "performed": replayed.performed, "same_outcome": replayed.same, "outcome": replayed.ran.encoded}) + "\n")
     if not replayed.same:
         print(outcome_diff(dict(recording.outcome), replayed.ran.encoded), file=sys.stderr)

@@ -151,9 +151,11 @@ class Recording:
 
     def redacted(self, secrets: Collection[str]) -> Recording:
         """This recording with ``secrets`` (and URL credentials) masked everywhere (:func:`redacted`)."""
-        data = redacted(self.as_json(), secrets)
-        assert isinstance(data, dict)
-        return Recording.from_json(data)
+        masked = redacted([self.spec, self.pipeline, self.runner, self.input, self.state, list(self.effects),
+                           dict(self.outcome), list(self.models)], secrets)
+        assert isinstance(masked, list)
+        spec, pipeline, runner, input, state, effects, outcome, models = masked
+        return Recording(spec, self.spec_sha256, pipeline, runner, input, state, tuple(effects), outcome, tuple(models))
 
 
 # -- outcomes -------------------------------------------------------------------------------------
