@@ -14,7 +14,8 @@ calls on a real stdio server, each ``--tool-delay``), run four ways in one proce
   from it, no model server or tool server asked.
 
 Per run, this process's CPU time (``process_time``: the servers' processes are not counted) and
-wall time. The figures are medians over the rounds: ``record_cpu_ratio`` (recorded / plain CPU:
+wall time, each run started from a clean heap (``gc.collect()`` before it, untimed: a run that
+keeps more objects must not make the next one pay for its collection). The figures are medians over the rounds: ``record_cpu_ratio`` (recorded / plain CPU:
 the target is ≤ 1.05), its A/A (plain_again / plain), and ``replay_speedup`` (the recorded run's
 wall time over the replay's: the target is ≥ 10).
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -96,6 +98,7 @@ async def measure(server: ModelServer, *, rounds: int, warmup: int) -> dict[str,
             for number in range(warmup + rounds):
                 order = SYSTEMS[number % len(SYSTEMS):] + SYSTEMS[: number % len(SYSTEMS)]
                 for name in order:
+                    gc.collect()  # each run starts from a clean heap: no run pays for another's garbage
                     t0, c0 = time.perf_counter(), time.process_time()
                     await runs[name]()
                     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

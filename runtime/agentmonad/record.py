@@ -7,10 +7,10 @@ ask result by its identity and site, as typed JSON — and its Outcome. The effe
 records of the durable journal (:mod:`agentmonad.durable.journal`): the same identities (branch
 path and number), the same typed values (:mod:`agentmonad.durable.codec`), the same check
 that a record is of the effect a run asks for. A run is recorded by attaching a
-:class:`Recorder` (a :class:`~agentmonad.durable.DurableJournal` over a memory store that asks
-people rather than waiting for them) and replayed by attaching a :class:`Replayer` (the same
-journal given the records, which raises :class:`NotRecorded` for an effect it does not hold
-instead of running it).
+:class:`Recorder`'s journal (a :class:`~agentmonad.durable.DurableJournal` over a memory store
+that asks people rather than waiting for them, and keeps the effects that ended in a defect or
+were cancelled) and replayed by attaching a :class:`Replayer` (the same journal given the
+records, which raises :class:`NotRecorded` for an effect it does not hold instead of running it).
 
 A recording holds no secret: every string in it has the run's model keys and the user info of
 its endpoints' URLs replaced by ``***`` (:func:`redacted`), and any URL's ``user:password@``

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ..concurrency import give_up_slot
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
 from ..control import Deadline, deadlines_around
 from ..human import ERRORS, Asking, NoAnswer, Question
+from ..outcome import Site
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
@@ -217,7 +219,13 @@ class _Capture:
 
 
 def _site_text(effect: Effect) -> str | None:
-    return str(effect.site) if effect.site is not None else None
+    return _site_str(effect.site) if effect.site is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _site_str(site: Site) -> str:
+    """``str(site)``, formatted once per site (every record of a site names it)."""
+    return str(site)
 
 
 @final
