@@ -71,12 +71,10 @@ class Replayed:
         return None
 
 
-def _types(program: Program, module: pytypes.ModuleType, interpreted: bool) -> TypeTable:
-    """The types a run records its effects with, as a durable run of the same runner does."""
-    if interpreted:
-        from mcec.durable.types import type_table
-
-        return type_table(program)
+def _types(module: pytypes.ModuleType) -> TypeTable:
+    """The types a run records its effects with: its compiled module's (``SPEC_INFO``), which are
+    those of the checked program too (tests/codegen/test_spec_info.py), so the interpreter's run
+    of the same spec records with them as well."""
     return spec_info(module).type_table()
 
 
@@ -134,7 +132,7 @@ def record_run(module: pytypes.ModuleType, program: Program, *, spec: str, pipel
                site: Site | None = None) -> tuple[Ran, Recording]:
     """Run ``pipeline`` as ``mcec run`` does, recording it: the run, and its recording (no secret
     in it: the keys and URL credentials of the models the run may call are masked)."""
-    recorder = Recorder(_types(program, module, interpreted))
+    recorder = Recorder(_types(module))
     with _configured(llm):
         result = _run(module, program, pipeline, state, value, interpreted, recorder.journal, human, site)
         secrets = model_secrets(model_namespaces(module))
@@ -162,7 +160,7 @@ def replay_run(module: pytypes.ModuleType, program: Program, recording: Recordin
     info = spec_info(module)
     state_text = json.dumps(recording.state)
     value, state = info.prepare(recording.pipeline, json.dumps(recording.input), state_text)
-    replayer = Replayer(recording, _types(program, module, interpreted), live)
+    replayer = Replayer(recording, _types(module), live)
     with _configured(llm):
         result = _run(module, program, recording.pipeline, state, value, interpreted, replayer, None, site)
     encoded = _encoded(module, recording.pipeline, result)
