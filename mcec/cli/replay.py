@@ -124,12 +124,13 @@ def run_recorded(args: argparse.Namespace, out: TextIO, result: Any, module: pyt
     from agentmonad import Defect
 
     shown = defect_report(ran.result) if isinstance(ran.result, Defect) else report(ran.result)
+    out.write(dumps(shown.payload) + "\n")  # the run happened: its report is printed whatever becomes of the file
     try:
         recording.write(args.record)
     except (OSError, RecordingError) as exc:
-        print(f"mcec run: --record {args.record}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        print(f"mcec run: --record {args.record}: cannot write it: {getattr(exc, 'strerror', None) or exc}",
+              file=sys.stderr)
         return EXIT_USAGE
-    out.write(dumps(shown.payload) + "\n")
     return shown.status
 
 

@@ -166,3 +166,16 @@ def test_a_file_that_is_not_a_recording_is_one_line_and_exit_2(tmp_path: Path, m
     assert done.returncode == 2 and done.stderr.strip() == "mcec replay: a recording of version 99; this mcec reads version 1"
     missing = mcec_in_process("replay", "nowhere.mcerun.json", cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "cannot read nowhere.mcerun.json" in missing.stderr
+
+
+def test_a_recording_that_cannot_be_written_is_one_line_and_exit_2_after_the_report(
+    tmp_path: Path, mcec_in_process: Any
+) -> None:
+    (tmp_path / "impl.py").write_text(IMPL)
+    (tmp_path / "edit.mce").write_text(HEADER + RECORDED)
+    done = mcec_in_process("run", "edit.mce", "main", "--input", '"x"', "--record", "missing/main.mcerun.json", cwd=tmp_path)
+    assert done.returncode == 2 and json.loads(done.stdout)["value"] == "X -- mcec"
+    assert done.stderr == "mcec run: --record missing/main.mcerun.json: cannot write it: No such file or directory\n"
+    refused = mcec_in_process("run", "edit.mce", "main", "--input", '"x"', "--record", "r.mcerun.json", "--trace",
+                              cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr == "mcec run: --record does not go with --trace or --stream\n"
