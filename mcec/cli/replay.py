@@ -35,9 +35,10 @@ def add_replay(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     )
     command.add_argument("file", metavar="FILE", help="the recording (a .mcerun.json file)")
     command.add_argument("--spec", default=None, metavar="SPEC", help="the spec to run (default: the recorded one)")
-    command.add_argument("--interpret", action="store_true",
-                         help="run with the reference interpreter (default: as the run was recorded)")
-    command.add_argument("--compiled", action="store_true", help="run the compiled code (default: as recorded)")
+    runner = command.add_mutually_exclusive_group()
+    runner.add_argument("--interpret", action="store_true",
+                        help="run with the reference interpreter (default: as the run was recorded)")
+    runner.add_argument("--compiled", action="store_true", help="run the compiled code (default: as recorded)")
     command.add_argument("--allow-different-outcome", action="store_true",
                          help="pass whatever the Outcome: show how it differs from the recorded one")
     which = command.add_mutually_exclusive_group()
