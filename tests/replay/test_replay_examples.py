@@ -50,7 +50,8 @@ def _mcec(args: list[str], cwd: Path, env: dict[str, str], stdin: str = "") -> s
 def test_a_recording_of_each_example_replays_offline_with_the_same_outcome(name: str, tmp_path: Path) -> None:
     folder, spec, pipeline, value, models, answers = RUNS[name]
     cwd = ROOT / folder
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    ledger = tmp_path / "ledger.txt"  # where the support desk pays refunds (examples/support/desk.py)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}, "SUPPORT_LEDGER": str(ledger)}
     recording = tmp_path / f"{name.split()[0]}.mcerun.json"
     options = [o for m in models for o in ("--model", m)]
     ran = _mcec(["run", spec, pipeline, "--input", value, *options, "--record", str(recording)], cwd, env, answers)
@@ -67,6 +68,9 @@ def test_a_recording_of_each_example_replays_offline_with_the_same_outcome(name:
     assert result["same_outcome"] is True and result["performed"] == 0
     assert result["outcome"] == data["outcome"]
     assert result["outcome"]["ok"] == report["value"]  # the value `mcec run` printed, as recorded
+    paid = ledger.read_text().splitlines() if ledger.exists() else []
+    assert paid == (["T-2 paid 250.00 to bo"] if name.startswith("support") else [])  # the recorded run paid; the replay did not
     # the other runner replays the same recording too (the effects are the same, docs/language.md §7)
     again = _mcec(["replay", str(recording), "--interpret"], cwd, offline)
     assert again.returncode == 0 and json.loads(again.stdout)["outcome"] == data["outcome"], again.stdout + again.stderr
+    assert (ledger.read_text().splitlines() if ledger.exists() else []) == paid
