@@ -315,7 +315,7 @@ class Recorder:
     def recording(self, *, spec: str, spec_sha256: str, pipeline: str, runner: str, input: object, state: object,
                   outcome: Mapping[str, Any], secrets: Collection[str] = (), models: tuple[str, ...] = ()) -> Recording:
         """The recording of the run that ended (its records kept so far), secrets masked."""
-        kept = [{k: r[k] for k in _KEPT if k in r} for r in self.store.records]
+        kept = [{k: r[k] for k in _KEPT if k in r} for r in self.store.flushed()]
         recorded = {str(r["key"]) for r in kept}
         # an effect inside another's call may have failed first: the outer one's defect is its own
         kept += [d for d in self._defects if d["key"] not in recorded]

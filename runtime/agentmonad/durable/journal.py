@@ -193,6 +193,13 @@ class MemoryStore:
         self.records.extend(self._pending)
         self._pending.clear()
 
+    def flushed(self) -> list[Record]:
+        """:attr:`records` with the records left with :meth:`later` kept too (:meth:`flush`
+        without an event loop: what a run that ended recorded, its last deadline's expiry too)."""
+        self.records.extend(self._pending)
+        self._pending.clear()
+        return self.records
+
 
 @final
 @dataclass(frozen=True, slots=True)
