@@ -26,7 +26,7 @@ from agentmonad.context import HumanInput, hooks
 from agentmonad.durable import RecordError, ReplayMismatch, TypeTable
 from agentmonad.observe import run_observed
 from agentmonad.record import (
-    EffectDifference, NotRecorded, Recorder, Recording, Replayer, encode_outcome, model_secrets, same_outcome,
+    CANCELLED, EffectDifference, NotRecorded, Recorder, Recording, Replayer, encode_outcome, model_secrets, same_outcome,
 )
 from agentmonad.spec import SpecInfo, spec_info
 
@@ -220,7 +220,10 @@ def replay_diagnostic(failure: Exception, defect: Defect, program: Program, reco
     else:
         record = getattr(failure, "record", None) or {}
         expected = _described(record) if record else "another effect"
-        if isinstance(failure, ReplayMismatch):
+        if isinstance(failure, ReplayMismatch) and CANCELLED in (record.get("result") or {}):
+            message = (f"the recording holds {expected} here as cancelled (a sibling failed, or a deadline fired, "
+                       f"while it ran), and nothing cancelled it in the replay")
+        elif isinstance(failure, ReplayMismatch):
             message = f"the replay asks for {asked} here, where the recording holds {expected}"
         else:
             message = (f"the recording holds {expected} here, with a value that is not of the type this effect gives now "

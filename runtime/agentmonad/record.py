@@ -289,6 +289,10 @@ DEFECT = "defect"
 #: a ``timeout`` fired): its replay waits where it is until the same thing cancels it again.
 CANCELLED = "cancelled"
 
+#: How long a replayed effect that the recorded run's cancellation cut short waits to be cancelled
+#: again before the replay fails there (the cancellation comes at once when the spec is unchanged).
+PARKED_SECONDS = 10.0
+
 
 @final
 class Recorder:
@@ -437,11 +441,17 @@ class Replayer(_Journaled):
         replay cancels it again (nothing else reaches a call the journal lets run)."""
 
         async def parked() -> _T:
-            if branch_key() not in self._cancelled:  # inside the effect's own call: its identity
+            key = branch_key()  # inside the effect's own call: its identity
+            if key not in self._cancelled:
                 return await call()
             self._parked += 1
-            await asyncio.get_running_loop().create_future()
-            raise AssertionError("unreachable: a parked effect ends by its cancellation")
+            # what cancelled it (a sibling's replayed failure, a deadline fired again) comes at
+            # once in a replay; a spec changed so that nothing does must not wait for ever
+            await asyncio.sleep(PARKED_SECONDS)
+            record = self._all[key]
+            raise ReplayMismatch(f"effect {key} was cancelled in the recorded run (a sibling failed, or a deadline "
+                                 f"fired), and nothing cancelled it in the replay within {PARKED_SECONDS:g} s",
+                                 key, record)
 
         return parked
 

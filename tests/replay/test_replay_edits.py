@@ -8,6 +8,7 @@ difference when it is not (unless ``--allow-different-outcome``)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,9 @@ RECORDED = "pipeline main : str -> str =\n    fetch\n    >>= shout\n    >>= sign
 
 
 @pytest.fixture
-def recorded(tmp_path: Path, mcec_in_process: Any) -> Path:
+def recorded(tmp_path: Path, mcec_in_process: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder with the spec, its implementation, and a recording of ``main`` on ``" hello "``."""
+    monkeypatch.delitem(sys.modules, "impl", raising=False)  # this folder's, not another test's
     (tmp_path / "impl.py").write_text(IMPL)
     (tmp_path / "edit.mce").write_text(HEADER + RECORDED)
     done = mcec_in_process("run", "edit.mce", "main", "--input", '" hello "', "--record", "main.mcerun.json", cwd=tmp_path)
@@ -156,6 +158,9 @@ def test_an_implementation_changed_behind_a_recorded_step_still_replays_the_reco
     """The recording answers the step: what its implementation does now is not asked."""
     impl = recorded / "impl.py"
     impl.write_text(impl.read_text().replace("value.upper()", "value.lower()"))
+    sys.modules.pop("impl", None)  # the changed implementation, imported anew
+    ran = mcec_in_process("run", "edit.mce", "main", "--input", '" hello "', cwd=recorded)
+    assert json.loads(ran.stdout)["value"] == "hello -- mcec"  # what the step does now
     done = _replay(recorded, mcec_in_process, RECORDED)
     assert done.returncode == 0 and json.loads(done.stdout)["outcome"]["ok"] == "HELLO -- mcec", done.stderr
 
@@ -179,3 +184,74 @@ def test_a_recording_that_cannot_be_written_is_one_line_and_exit_2_after_the_rep
     refused = mcec_in_process("run", "edit.mce", "main", "--input", '"x"', "--record", "r.mcerun.json", "--trace",
                               cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr == "mcec run: --record does not go with --trace or --stream\n"
+
+
+PAR_IMPL = '''\
+import asyncio
+from dataclasses import dataclass
+
+from agentmonad import Err, Ok
+
+
+@dataclass(frozen=True)
+class Log:
+    n: int = 0
+
+
+class Bad(Exception):
+    pass
+
+
+def fail(state: Log, value: str) -> Err[Log, Bad]:
+    return Err(Bad(value), state)
+
+
+async def slow(state: Log, value: str) -> Ok[Log, str]:
+    await asyncio.sleep(30)
+    return Ok(value, state)
+
+
+def same(value: str) -> str:
+    return value
+
+
+def pair(values: tuple[str, str]) -> str:
+    return "".join(values)
+'''
+
+PAR_SPEC = '''\
+from parimpl import Log, Bad
+import parimpl as impl
+
+state Log
+error Bad
+
+step fail       : str -> str ! Bad = impl.fail
+async step slow : str -> str = impl.slow
+fn same         : str -> str = impl.same
+fn pair         : tuple[str, str] -> str = impl.pair
+
+'''
+
+
+def test_an_effect_cancelled_in_the_recorded_run_that_nothing_cancels_in_the_replay_fails_there(
+    tmp_path: Path, mcec_in_process: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fail` failed while `slow` was under way: `slow` is recorded as cancelled. With `fail`
+    edited away nothing cancels it in the replay: the replay fails at `slow` (after a wait, made
+    short here), never hangs."""
+    import agentmonad.record
+
+    monkeypatch.setattr(agentmonad.record, "PARKED_SECONDS", 0.2)
+    (tmp_path / "parimpl.py").write_text(PAR_IMPL)  # not `impl`: this process imported the other tests' already
+    (tmp_path / "par.mce").write_text(PAR_SPEC + "pipeline main : str -> str ! Bad | MergeConflict = par <fail, slow> >>= pair;\n")
+    ran = mcec_in_process("run", "par.mce", "main", "--input", '"x"', "--record", "par.mcerun.json", cwd=tmp_path)
+    assert ran.returncode == 1 and json.loads(ran.stdout)["error"]["type"] == "Bad", ran.stdout + ran.stderr
+    unchanged = mcec_in_process("replay", "par.mcerun.json", cwd=tmp_path)
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+    (tmp_path / "edited.mce").write_text(PAR_SPEC + "pipeline main : str -> str ! Bad | MergeConflict = par <same, slow> >>= pair;\n")
+    done = mcec_in_process("replay", "par.mcerun.json", "--spec", "edited.mce", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("error[MCE040]: the recording holds the step `slow` at par.mce:12:63 (effect 0.1/0) here as cancelled "
+            "(a sibling failed, or a deadline fired, while it ran), and nothing cancelled it in the replay") in done.stderr
+    assert "--> edited.mce:12:63" in done.stderr
