@@ -46,6 +46,7 @@ COMMAND_MODULES: list[str] = [
     "mcec.cli.worker",
     "mcec.cli.console",
     "mcec.cli.eval",
+    "mcec.cli.replay",
 ]
 
 
@@ -66,6 +67,7 @@ COMMAND_OF: dict[str, str] = {
     "worker": "mcec.cli.worker",
     "console": "mcec.cli.console",
     "eval": "mcec.cli.eval",
+    "replay": "mcec.cli.replay",
 }
 
 

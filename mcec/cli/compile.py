@@ -436,6 +436,10 @@ def add_run(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         help="print the answers of `stream llm` steps as they arrive (text as text, a structured "
         "answer's partials as JSON lines, one a change), then the Outcome",
     )
+    command.add_argument(
+        "--record", default=None, metavar="FILE",
+        help="write the run's effects, input and Outcome to FILE, for `mcec replay` (docs/language.md §17)",
+    )
     command.set_defaults(func=run_run)
 
 
@@ -515,7 +519,14 @@ def _run_run(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.run.timeline import Timeline
 
     if args.durable:
+        if args.record is not None:
+            print("mcec run: --record does not go with --durable (export a durable run with `mcec runs export ID -o FILE`)",
+                  file=sys.stderr)
+            return EXIT_USAGE
         return run_durable(args, out)
+    if args.record is not None and (args.trace is not None or args.stream):
+        print("mcec run: --record does not go with --trace or --stream", file=sys.stderr)
+        return EXIT_USAGE
     if args.run_id is not None or args.db is not None or args.allow_changed_spec or args.queue is not None or args.wait:
         print("mcec run: --run-id, --db, --allow-changed-spec, --queue and --wait go with --durable", file=sys.stderr)
         return EXIT_USAGE
@@ -532,6 +543,10 @@ def _run_run(args: argparse.Namespace, out: TextIO) -> int:
     except RunError as exc:
         print(f"mcec run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.record is not None:
+        from mcec.cli.replay import run_recorded
+
+        return run_recorded(args, out, result, module, value, state, llm)
     if args.interpret:  # the reference interpreter runs the checked program in the module's place
         from mcec.run.interpret import interpret
 

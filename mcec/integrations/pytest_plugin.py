@@ -26,6 +26,14 @@ written to a temporary folder
 spec's imports from the working directory, like ``mcec compile``), with mypy's
 cache under pytest's cache folder; its findings point at the spec only, never
 into that temporary folder.
+
+Recorded runs (docs/language.md §17) are collected by the same rules: a ``*.mcerun.json`` file
+(``mcec run … --record FILE``, ``mcec runs export ID -o FILE``) is one item named by its file
+name, marked ``mce``, that replays the run offline (``mcec replay FILE``): it fails with mcec's
+diagnostic at the spec line when the run asks for an effect the recording does not hold (or
+holds as another effect, or with a value of another type), and with the difference when the
+Outcome is not the recorded one. Its spec is the recorded path, from the rootdir, else beside
+the recording.
 """
 
 from __future__ import annotations
@@ -38,7 +46,11 @@ from typing import Any
 
 import pytest
 
-__all__ = ["MceCheckFailed", "MceFile", "MceItem"]
+__all__ = ["MceCheckFailed", "MceFile", "MceItem", "RecordingFile", "ReplayItem", "ReplayFailed"]
+
+#: How a recording's file name ends (``agentmonad.record.RECORDING_SUFFIX``; not imported here:
+#: collecting must not import the runtime).
+_RECORDING_SUFFIX = ".mcerun.json"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,16 +99,22 @@ def _ignored(config: pytest.Config, path: Path) -> bool:
     return False
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> MceFile | None:
-    """Collect ``*.mce`` files according to the rules in the module docstring."""
-    if file_path.suffix != ".mce":
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> MceFile | RecordingFile | None:
+    """Collect ``*.mce`` files and ``*.mcerun.json`` recordings according to the rules in the
+    module docstring."""
+    kind: type[MceFile] | type[RecordingFile]
+    if file_path.suffix == ".mce":
+        kind = MceFile
+    elif file_path.name.endswith(_RECORDING_SUFFIX):
+        kind = RecordingFile
+    else:
         return None
     config = parent.config
     if parent.session.isinitpath(file_path):
-        return MceFile.from_parent(parent, path=file_path)
+        return kind.from_parent(parent, path=file_path)
     if not _enabled(config, "mce") or _ignored(config, file_path):
         return None
-    return MceFile.from_parent(parent, path=file_path)
+    return kind.from_parent(parent, path=file_path)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -210,3 +228,77 @@ class MceItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the item comes from, as shown in reports."""
         return self.path, None, f"mce check: {self.path.name}"
+
+
+class RecordingFile(pytest.File):
+    """A recording: one :class:`ReplayItem`, named by the file's name."""
+
+    def collect(self) -> list[ReplayItem]:
+        """The single item replaying this recording."""
+        return [ReplayItem.from_parent(self, name=self.path.name)]
+
+
+class ReplayFailed(Exception):
+    """A replay did not give the recorded Outcome, or failed at an effect; carries the report."""
+
+
+class ReplayItem(pytest.Item):
+    """Replays one recording offline (``mcec replay FILE``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker("mce")
+        self.funcargs: dict[str, Any] = {}  # as MceItem's
+
+    def runtest(self) -> None:
+        """Replay the recording; raise :class:`ReplayFailed` with mcec's diagnostic, or with the
+        difference of the Outcomes."""
+        from agentmonad import Defect
+        from agentmonad.record import Recording, RecordingError
+
+        from mcec.cli.common import load_source
+        from mcec.cli.compile import ensure_importable
+        from mcec.compiler import compile_source
+        from mcec.render import render_summary, render_text
+        from mcec.run.recorded import outcome_diff, replay_diagnostic, replay_run, resolve_spec
+        from mcec.run.runner import LoadError, load_module, pipeline_site
+
+        try:
+            recording = Recording.read(self.path)
+        except RecordingError as exc:
+            raise ReplayFailed(str(exc)) from None
+        spec = resolve_spec(recording, self.path, None)
+        if not spec.is_absolute() and not spec.exists():
+            spec = self.config.rootpath / spec
+        ensure_importable(spec)
+        source, problem = load_source(spec)
+        if problem is not None or source is None:
+            raise ReplayFailed(render_text([problem] if problem else [], {}, color=False))
+        result = compile_source(source)
+        if result.program is None or result.generated is None:
+            text = render_text(result.diagnostics, {source.path: source}, color=False, limit=None)
+            raise ReplayFailed(text + render_summary(result.diagnostics, color=False))
+        try:
+            module = load_module(result.program, result.generated)
+        except LoadError as exc:
+            raise ReplayFailed(render_text([exc.diagnostic], {source.path: source}, color=False)) from None
+        replayed = replay_run(module, result.program, recording, interpreted=recording.runner == "interpreted",
+                              site=pipeline_site(result.program, recording.pipeline))
+        failure = replayed.failure
+        if failure is not None:
+            assert isinstance(replayed.ran.result, Defect)
+            diagnostic = replay_diagnostic(failure, replayed.ran.result, result.program, recording)
+            raise ReplayFailed(render_text([diagnostic], {source.path: source}, color=False))
+        if not replayed.same:
+            raise ReplayFailed(f"the replay's Outcome is not the recorded one:\n"
+                               f"{outcome_diff(dict(recording.outcome), replayed.ran.encoded)}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """mcec's own report for a replay that failed; pytest's otherwise."""
+        if isinstance(excinfo.value, ReplayFailed):
+            return str(excinfo.value).rstrip("\n")
+        return str(super().repr_failure(excinfo, style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the item comes from, as shown in reports."""
+        return self.path, None, f"mce replay: {self.path.name}"

@@ -21,7 +21,7 @@ from typing import Any, Final
 from agentmonad import Defect, Err, Ok, Outcome, Site
 from agentmonad.context import HumanInput, hooks
 from agentmonad.events import EventSink
-from agentmonad.report import RunReport, describe_error, jsonable, report, run_function, safe_text, shown
+from agentmonad.report import RunReport, defect_payload, describe_error, jsonable, report, run_function, safe_text, shown
 from agentmonad.llm import LLMConfig, llm_config, usage
 from agentmonad.llm.options import parse_model_option
 
@@ -225,6 +225,11 @@ def pipeline_site(program: Program, pipeline: str) -> Site | None:
             span = declared.span
             return Site(pipeline, os.path.basename(span.path), span.line, span.column)
     return None
+
+
+def defect_report(defect: Defect) -> RunReport:
+    """The JSON report of a run that ended with a Defect."""
+    return RunReport(defect_payload(defect), 1)
 
 
 def llm_run_config(program: Program, options: list[str]) -> LLMConfig | None:

@@ -31,7 +31,11 @@ __all__ = [
 
 class RecordError(Exception):
     """A result cannot be recorded (its value is not serialisable as its type), or a recorded
-    one no longer validates against today's types."""
+    one no longer validates against today's types. A replayed one names the effect: ``key``,
+    its identity, and ``record``, what was recorded there (None until the journal says)."""
+
+    key: str | None = None
+    record: Mapping[str, Any] | None = None
 
 
 @final
@@ -50,17 +54,23 @@ class TypeTable:
     """The :class:`SiteTypes` of every site of a run: by the exact site (``name``, file, line,
     column), else by the step's name (a checked plan's sites are in the plan's text)."""
 
-    __slots__ = ("_by_site", "_by_name")
+    __slots__ = ("_by_site", "_by_name", "_found")
 
     def __init__(self, by_site: Mapping[str, SiteTypes], by_name: Mapping[str, SiteTypes]) -> None:
         self._by_site = dict(by_site)
         self._by_name = dict(by_name)
+        #: What :meth:`get` found, by site: a run asks for the same sites again and again.
+        self._found: dict[Site, SiteTypes | None] = {}
 
     def get(self, site: Site | None) -> SiteTypes | None:
         """The types of ``site`` (None: a site this table does not know)."""
         if site is None:
             return None
-        return self._by_site.get(str(site)) or self._by_name.get(site.step)
+        try:
+            return self._found[site]
+        except KeyError:
+            found = self._found[site] = self._by_site.get(str(site)) or self._by_name.get(site.step)
+            return found
 
 
 @cache

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ..concurrency import give_up_slot
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
 from ..control import Deadline, deadlines_around
 from ..human import ERRORS, Asking, NoAnswer, Question
+from ..outcome import Site
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
@@ -131,7 +133,14 @@ class StopAsked(BaseException):
 
 
 class ReplayMismatch(Exception):
-    """A resumed run reached an effect whose record is of another kind or step: the spec changed."""
+    """A resumed run reached an effect whose record is of another kind or step: the spec changed.
+    ``key`` is the effect's identity and ``record`` what the run recorded there (a replay of a
+    recorded run, :mod:`agentmonad.record`, names it)."""
+
+    def __init__(self, message: str, key: str | None = None, record: Record | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.record = record
 
 
 class Store(Protocol):
@@ -184,6 +193,13 @@ class MemoryStore:
         self.records.extend(self._pending)
         self._pending.clear()
 
+    def flushed(self) -> list[Record]:
+        """:attr:`records` with the records left with :meth:`later` kept too (:meth:`flush`
+        without an event loop: what a run that ended recorded, its last deadline's expiry too)."""
+        self.records.extend(self._pending)
+        self._pending.clear()
+        return self.records
+
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -210,7 +226,13 @@ class _Capture:
 
 
 def _site_text(effect: Effect) -> str | None:
-    return str(effect.site) if effect.site is not None else None
+    return _site_str(effect.site) if effect.site is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _site_str(site: Site) -> str:
+    """``str(site)``, formatted once per site (every record of a site names it)."""
+    return str(site)
 
 
 @final
@@ -220,8 +242,21 @@ class DurableJournal:
 
     def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {},
                  answers: Mapping[str, tuple[object, object]] = {}, *, clock: Callable[[], float] = time.time,
-                 stop_asked: Callable[[], bool] | None = None) -> None:
+                 stop_asked: Callable[[], bool] | None = None,
+                 missing: Callable[[str, Effect], BaseException | None] | None = None,
+                 asks_people: bool = False,
+                 defect: Callable[[str, Effect, BaseException], None] | None = None) -> None:
         self.store = store
+        #: For an effect with no record (its identity, the effect): the exception to raise instead of
+        #: running it, or None to run it (a replay of a recorded run, :mod:`agentmonad.record`).
+        self._missing = missing
+        #: Whether an ``ask`` with no record asks the run's person (its answer recorded) rather than
+        #: waiting for an answer given to the run later (a recorded run, not a durable one).
+        self._asks_people = asks_people
+        #: Told of an effect whose call raised an error its site does not declare (a defect: not
+        #: recorded here, it runs again on resume) or was cancelled, with its identity (a recorded
+        #: run keeps both).
+        self._defect = defect
         #: Whether someone asked the run to stop: consulted before each effect starts (:class:`StopAsked`).
         self._stop_asked = stop_asked
         self.types = types
@@ -320,7 +355,8 @@ class DurableJournal:
         if record.get("kind") != kind or (step is not None and record.get("step") != step):
             was = f"{record.get('kind')} {record.get('step')!r}"
             raise ReplayMismatch(
-                f"effect {key} of this run was {was} and is now {kind} {step!r}: the spec changed since the run started"
+                f"effect {key} of this run was {was} and is now {kind} {step!r}: the spec changed since the run started",
+                key, record,
             )
 
     def _types(self, effect: Effect) -> SiteTypes:
@@ -406,11 +442,12 @@ class DurableJournal:
                 if "raised" in record["result"]:  # no answer came in time (its deadline passed)
                     raise decode_error(record["result"]["raised"], ERRORS)
                 return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
-            return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
+            return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]  # validated as the site's type
         self._stop_if_asked()
         if self._doomed:
             await self._expire_doomed()
-        if effect.kind == "human":
+        self._raise_missing(key, effect)
+        if effect.kind == "human" and not self._asks_people:
             return await self._asked(key, effect, call)  # type: ignore[return-value]  # the answer type the run asks with
         self.performed += 1
         context, capture = self._inside(path, number, effect)
@@ -422,9 +459,15 @@ class DurableJournal:
             token = set_run_context(context)
             try:
                 result = await call()
+            except asyncio.CancelledError as exc:
+                if self._defect is not None:
+                    self._defect(key, effect, exc)
+                raise
             except Exception as exc:
                 declared = self._raised(effect, exc)
                 if declared is None:
+                    if self._defect is not None and effect.kind != "pause":
+                        self._defect(key, effect, exc)
                     raise  # a defect (or a cancellation): not recorded, it runs again on resume
                 raised.append(exc)
                 return self._record(key, effect, declared, capture.calls if capture else [], started)
@@ -442,6 +485,13 @@ class DurableJournal:
         if raised:
             raise raised[0]
         return returned[0]
+
+    def _raise_missing(self, key: str, effect: Effect) -> None:
+        """With a ``missing`` hook, raise what it says for an effect with no record (if anything)."""
+        if self._missing is not None:
+            problem = self._missing(key, effect)
+            if problem is not None:
+                raise problem
 
     def _stop_if_asked(self) -> None:
         if self._stop_asked is not None and self._stop_asked():
@@ -602,8 +652,9 @@ class DurableJournal:
         record = self._recorded.get(key)
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
-            return self._replay(path, record, effect)  # type: ignore[return-value]
+            return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]
         self._stop_if_asked()
+        self._raise_missing(key, effect)
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         started = time.time()
@@ -614,11 +665,23 @@ class DurableJournal:
             raised = self._raised(effect, exc)
             if raised is not None:
                 self.store.keep(self._record(key, effect, raised, capture.calls if capture else [], started))
+            elif self._defect is not None and effect.kind != "pause":
+                self._defect(key, effect, exc)
             raise
         finally:
             reset_run_context(token)
         self.store.keep(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
         return result
+
+
+def _keyed(replay: Callable[[], _T], key: str, record: Record) -> _T:
+    """``replay()``; a recorded value that no longer validates (:class:`RecordError`) is told
+    with the effect's identity and record."""
+    try:
+        return replay()
+    except RecordError as exc:
+        exc.key, exc.record = key, record
+        raise
 
 
 def branch_key() -> str:
