@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
+from agentmonad.durable.runs import RunStatus
+
 from mcec.durable import DurableError, RunSummary, database_url, waiting
 
 if TYPE_CHECKING:
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["RUN_STATUSES", "RunFilter", "RunPage", "list_page", "open_questions", "state_after"]
 
 #: The statuses a run may have, as ``mcec runs list`` names them.
-RUN_STATUSES: Final = ("running", "waiting", "finished", "failed", "cancelled", "enqueued", "stopped")
+RUN_STATUSES: Final = tuple(str(status) for status in RunStatus)
 
 #: The DBOS statuses each of :data:`RUN_STATUSES` comes from (DBOS's status alone does not tell
 #: some of them apart: the run's result or its last record does).

@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, final
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, assert_never, final
 
 from .errors import DurableError
 from .request import BadRequest, RunRequest
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from .locks import HeldLock
 
 __all__ = [
-    "DurableError", "RunSummary", "answer", "cancel", "database_url", "enqueue", "enqueue_request", "list_runs",
+    "DurableError", "RunStatus", "RunSummary", "answer", "cancel", "database_url", "enqueue", "enqueue_request", "list_runs",
     "result", "resume",
     "resume_expired", "run", "show", "show_tree", "start", "waiting",
 ]
@@ -442,6 +443,26 @@ def _known(engine: Engine, run_id: str) -> RunInfo:
 # ----------------------------------------------------------------------------- reading runs
 
 
+class RunStatus(StrEnum):
+    """Where a durable run is (what ``runs list`` says): derived from its workflow's status and its
+    last record by :func:`status_of` alone."""
+
+    #: Running now, or interrupted (its process died): ``runs resume`` takes it up.
+    RUNNING = "running"
+    #: On a queue, waiting for a worker of its version.
+    ENQUEUED = "enqueued"
+    #: Waiting for people's answers.
+    WAITING = "waiting"
+    #: Ended with its pipeline's Ok.
+    FINISHED = "finished"
+    #: Ended with an error or a defect.
+    FAILED = "failed"
+    #: Cancelled (``runs resume`` takes it up again).
+    CANCELLED = "cancelled"
+    #: Could not start or go on here (its modules, its lock): resumable once the cause is fixed.
+    STOPPED = "stopped"
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class RunSummary:
@@ -450,9 +471,7 @@ class RunSummary:
     run_id: str
     spec: str
     pipeline: str
-    #: ``running`` (or interrupted: resume it), ``enqueued`` (waiting for a worker), ``finished``,
-    #: ``failed``, ``waiting``, ``cancelled``, ``stopped``.
-    status: str
+    status: RunStatus
     started: float | None
     last_step: str | None
 
@@ -466,23 +485,24 @@ def _when(epoch: float | None) -> str | None:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch)) if epoch is not None else None
 
 
-def status_of(info: RunInfo, steps: list[Record]) -> str:
-    """The run's status (see :attr:`RunSummary.status`) from its workflow and its last record."""
+def status_of(info: RunInfo, steps: list[Record]) -> RunStatus:
+    """The run's status from its workflow and its last record."""
     match info.status:
         case "CANCELLED" if steps and steps[-1].get("kind") == "waiting":
-            return "waiting"
+            return RunStatus.WAITING
         case "CANCELLED" if steps and steps[-1].get("kind") == "stopped":
-            return "stopped"
+            return RunStatus.STOPPED
         case "SUCCESS":
-            return "failed" if info.result is None or "defect" in info.result or "failed" in info.result else "finished"
+            ended = info.result is None or "defect" in info.result or "failed" in info.result
+            return RunStatus.FAILED if ended else RunStatus.FINISHED
         case "ERROR" | "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
-            return "failed"
+            return RunStatus.FAILED
         case "CANCELLED":
-            return "cancelled"
+            return RunStatus.CANCELLED
         case "ENQUEUED":
-            return "enqueued"
+            return RunStatus.ENQUEUED
         case _:
-            return "running"
+            return RunStatus.RUNNING
 
 
 def named_of(info: RunInfo) -> tuple[str, str]:
@@ -550,17 +570,17 @@ def _run_outcome(info: RunInfo, records: list[Record]) -> str | None:
     """The run's outcome kind as a trace shows it: ``ok``, ``err``, ``defect``, ``cancelled``, or
     None while it has not ended (running, or interrupted)."""
     match status_of(info, records):
-        case "running" | "waiting" | "enqueued" | "stopped":
+        case RunStatus.RUNNING | RunStatus.WAITING | RunStatus.ENQUEUED | RunStatus.STOPPED:
             return None
-        case "cancelled":
+        case RunStatus.CANCELLED:
             return "cancelled"
-        case "finished" | "failed":
+        case RunStatus.FINISHED | RunStatus.FAILED:
             result = info.result or {}
             if result.get("ok"):
                 return "ok"
             return "defect" if not result or "defect" in result or "failed" in result else "err"
         case other:
-            raise AssertionError(f"unknown run status {other!r}")
+            assert_never(other)
 
 
 def _effect(record: Record) -> dict[str, Any]:
