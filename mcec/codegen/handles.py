@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["handle_classes"]
 
 HANDLES_MODULE = "agentmonad.handles"
+#: A class of more attributes than this is built over several classes of this many each.
+CHUNK = 50
 
 
 def handle_classes(emitter: Emitter) -> list[cst.ClassDef]:
@@ -54,13 +56,30 @@ def handle_classes(emitter: Emitter) -> list[cst.ClassDef]:
                                          c.name(asks_class)])
         made = c.call(entry, c.name("__name__"), c.string(pipeline.name), c.call(c.name(asks_class)))
         runs_body.append(c.annotated(pipeline.name, annotation, made))
-    for body in (asks_body, runs_body):
-        if len(body) > 1:  # a blank line after the docstring
-            body[1] = body[1].with_changes(leading_lines=[cst.EmptyLine()])
-    return [_class(asks_class, asks_body), _class(runs_class, runs_body)]
+    return [*_classes(emitter, asks_class, asks_body), *_classes(emitter, runs_class, runs_body)]
 
 
-def _class(name: str, body: list[cst.BaseStatement]) -> cst.ClassDef:
-    """``class name:`` (no base: its attributes are the spec's names) with two blank lines before it."""
-    return cst.ClassDef(name=cst.Name(name), body=cst.IndentedBlock(body=body),
+def _classes(emitter: Emitter, name: str, body: list[cst.BaseStatement]) -> list[cst.ClassDef]:
+    """``class name:`` with ``body`` (a docstring, then attributes); past :data:`CHUNK` attributes,
+    ``class name(_name_1, _name_2, …)`` over classes of :data:`CHUNK` each, so that no statement
+    grows with the spec (a module is laid out a statement at a time)."""
+    doc, attributes = body[0], body[1:]
+    if len(attributes) <= CHUNK:
+        return [_class(name, [doc, *_spaced(attributes)], [])]
+    parts = [_class(emitter.names.fresh(f"_{name}_{start // CHUNK + 1}"), attributes[start:start + CHUNK], [])
+             for start in range(0, len(attributes), CHUNK)]
+    return [*parts, _class(name, [doc], [c.name(part.name.value) for part in parts])]
+
+
+def _spaced(attributes: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """``attributes`` with a blank line before the first (after the docstring)."""
+    if not attributes:
+        return []
+    return [attributes[0].with_changes(leading_lines=[cst.EmptyLine()]), *attributes[1:]]
+
+
+def _class(name: str, body: list[cst.BaseStatement], bases: list[cst.Name]) -> cst.ClassDef:
+    """``class name(bases):`` (no base but its parts: its attributes are the spec's names) with two
+    blank lines before it."""
+    return cst.ClassDef(name=cst.Name(name), body=cst.IndentedBlock(body=body), bases=[cst.Arg(b) for b in bases],
                         leading_lines=[cst.EmptyLine(), cst.EmptyLine()])

@@ -217,14 +217,24 @@ class RunHandle(Generic[O, AS]):
         return self._task
 
     async def _settled(self) -> dict[str, Any] | None:
-        """What the door gave the last call this handle ran here (None: none ran here)."""
-        return None if self._task is None else await self._task
+        """What the door gave the last call this handle ran here (None: none ran here). Its error
+        is raised once, to the first to wait for it: the handle goes on after a refused answer."""
+        task = self._task
+        if task is None:
+            return None
+        try:
+            return await task
+        except BaseException:
+            if self._task is task:
+                self._task = None
+            raise
 
     async def _answer(self, name: str, index: tuple[int, ...], value_json: str) -> None:
         from .durable import runs
 
         await self._settled()  # the run stops here first (this process runs one of its calls at a time)
-        await self._in_thread(lambda: runs.answer(self.run_id, name, value_json, index=index, db=self.db))
+        self._in_thread(lambda: runs.answer(self.run_id, name, value_json, index=index, db=self.db))
+        await self._settled()
 
     async def result(self, *, timeout: float | None = None) -> RunResult[O]:
         """Where the run is once it stops — ended, or waiting for people — typed: ``Finished``

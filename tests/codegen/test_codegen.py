@@ -58,10 +58,11 @@ def test_top_level_statements_are_only_imports_constants_and_functions(spec: Pat
         assert isinstance(
             statement, ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign | ast.AsyncFunctionDef | ast.ClassDef
         ), ast.dump(statement)
-        if isinstance(statement, ast.ClassDef) and not statement.bases:  # typed handles' Asks and Runs (§13)
-            assert statement.name.startswith(("Asks", "Runs"))
-            doc, *fields = statement.body
-            assert isinstance(doc, ast.Expr) and all(
+        if isinstance(statement, ast.ClassDef) and statement.name.lstrip("_").startswith(("Asks", "Runs")):
+            # typed handles' Asks and Runs (§13), built over parts of 50 attributes past 50
+            assert all(isinstance(b, ast.Name) and b.id.startswith(("_Asks", "_Runs")) for b in statement.bases)
+            fields = statement.body[1:] if isinstance(statement.body[0], ast.Expr) else statement.body
+            assert all(
                 isinstance(f, ast.AnnAssign) and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name)
                 and f.value.func.id in ("Ask", "Entry") for f in fields
             )

@@ -62,6 +62,8 @@ async def _waits_then_answered_here(support: types.ModuleType, db: str, run_id: 
     assert question.prompt == "Refund 250.0 to bo (broken)? Ticket T2." and question.index == (1,)
     await question.answer(Approval(approve=True, note="photo ok"))
     assert await handle.questions(handle.asks.approve) == []
+    with pytest.raises(DurableError, match=f"run {run_id} is not waiting for an answer \\(it is finished\\)"):
+        await question.answer(Approval(approve=False))  # answered already: refused, and the handle goes on
     ended = await handle.result()
     assert ended == Finished(run_id, "T2: refunded 250.00", Desk(log=("T2: refunded 250.00",)))
     assert type(ended.state) is Desk  # the state decoded with the spec's state type
