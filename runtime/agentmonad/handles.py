@@ -172,10 +172,17 @@ class _Watch:
         self._queue = queue
 
     def emit(self, event: Event) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
+        self._put(event)
 
-    def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+    def ended(self) -> None:
+        """The call that ran the run here returned: :meth:`RunHandle.events` stops after it."""
+        self._put(None)
+
+    def _put(self, item: Event | None) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the handle's loop has closed: no one reads its events, and the run goes on
+            pass
 
 
 @final
@@ -211,7 +218,7 @@ class RunHandle(Generic[O, AS]):
                 with watching(self.run_id, self._watch):
                     return call()
             finally:
-                self._watch.close()
+                self._watch.ended()
 
         self._task = asyncio.create_task(asyncio.to_thread(watched))
         return self._task
