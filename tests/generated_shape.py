@@ -29,3 +29,36 @@ def is_descriptor(statement: ast.stmt) -> bool:
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in DESCRIPTOR_CALLS):
             return False
     return True
+
+
+#: The classes a typed handles' class calls (agentmonad.handles, docs/language.md §13).
+HANDLE_CALLS = frozenset({"Ask", "Entry"})
+
+
+def is_handle_class(statement: ast.stmt) -> bool:
+    """A typed handles' class (``class Asks:``, ``class Runs:``, or one of their parts
+    ``_Runs_2``, §13): a docstring, then attributes ``name: T = Ask("name")`` or
+    ``name: T = Entry(__name__, "name", Asks())`` of the descriptor's nodes only — no text of a
+    spec reaches it as code."""
+    if not (isinstance(statement, ast.ClassDef) and re.fullmatch(r"_?(Asks|Runs)(_\d+)?", statement.name)
+            and not statement.decorator_list and not statement.keywords
+            and all(isinstance(b, ast.Name) and re.fullmatch(r"_(Asks|Runs)(_\d+)*", b.id) for b in statement.bases)):
+        return False
+    body = list(statement.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    for field in body:
+        if not (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and field.value is not None):
+            return False
+        call = field.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in HANDLE_CALLS):
+            return False
+        for node in [*ast.walk(field.annotation), *ast.walk(call)]:
+            if not isinstance(node, _NODES):
+                return False
+            if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.BitOr):
+                return False
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and not node.args and not node.keywords
+                                                   and re.fullmatch(r"Asks(_\d+)?", node.func.id)) and node is not call:
+                return False
+    return True

@@ -46,6 +46,7 @@ from mcec.codegen import cst as c
 from mcec.codegen import template_hashes
 from mcec.codegen.control import CONTROL_NODES, ControlEmitter
 from mcec.codegen.descriptor import spec_info_lines
+from mcec.codegen.handles import handle_classes
 from mcec.codegen.names import NameAllocator, shadows_builtin
 from mcec.span import Span
 from mcec.check.types import Builtin, ClassRef, ErrorSet, Generic, Lit, Type, Union, members, render_errors, sorted_errors
@@ -1117,6 +1118,10 @@ class Emitter:
         body: list[Placed] = [c.line(future)]
         toolboxes = self.toolbox_lines()  # placed after the functions (they name the pipelines)
         described = spec_info_lines(self)  # last: it names the pipelines and the types
+        handles = handle_classes(self)  # before it: typed handles on the pipelines' durable runs
+        if self.program.decls:  # a mypy finding in them is about the spec as a whole
+            for handle in handles:
+                self.record(handle, self.program.decls[0].span)
         # docs/language.md §7: say so at import when the spec beside the module, or a template file
         # its llm steps embed, has changed since (right after the imports, before the bindings
         # a changed spec may break)
@@ -1153,6 +1158,7 @@ class Emitter:
         if toolboxes:
             toolboxes[0] = toolboxes[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
             body.extend(toolboxes)
+        body.extend(handles)
         body.extend(described)
         if self.write is not None:  # the statements finished last (imports, bindings), in batches too
             for position, item in enumerate(body):

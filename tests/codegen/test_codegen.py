@@ -14,7 +14,7 @@ import black
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from generated_shape import is_descriptor
+from generated_shape import is_descriptor, is_handle_class
 from spec_gen import specs
 from toolbox import TState
 
@@ -58,6 +58,8 @@ def test_top_level_statements_are_only_imports_constants_and_functions(spec: Pat
         assert isinstance(
             statement, ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign | ast.AsyncFunctionDef | ast.ClassDef
         ), ast.dump(statement)
+        if is_handle_class(statement):  # typed handles' Asks and Runs (§13), over parts of 50 past 50
+            continue
         if isinstance(statement, ast.ClassDef):  # a streaming step's partial type (§14): fields only
             assert statement.name.endswith("Partial") and [ast.unparse(b) for b in statement.bases] == ["Partial"]
             doc, *fields = statement.body

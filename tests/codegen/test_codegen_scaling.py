@@ -123,3 +123,14 @@ def test_source_map_lookups_do_not_scan_every_range() -> None:
         source_map.entry(line) or source_map.nearest(line)
     # building the tables reads each range a few times; each lookup reads one or two
     assert _CountedRanges.reads <= 4 * len(ranges) + 4 * lines, (_CountedRanges.reads, len(ranges), lines)
+
+
+def test_the_typed_handles_runs_class_is_built_over_parts_of_fifty() -> None:
+    """``Runs`` (docs/language.md §13 "Typed handles") has an attribute per pipeline: past 50, over
+    classes of 50 each, so that it is no statement that grows with the spec."""
+    tree = ast.parse(generate(_program(_declarations(120))).code)
+    classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
+    assert [ast.unparse(b) for b in classes["Runs"].bases] == ["_Runs_1", "_Runs_2", "_Runs_3"]
+    parts = [[ast.unparse(f.target) for f in classes[p].body if isinstance(f, ast.AnnAssign)]
+             for p in ("_Runs_1", "_Runs_2", "_Runs_3")]
+    assert [len(p) for p in parts] == [50, 50, 20] and sum(parts, []) == [f"p{i}" for i in range(120)]

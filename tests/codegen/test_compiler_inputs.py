@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from generated_shape import DESCRIPTOR_CALLS, is_descriptor
+from generated_shape import DESCRIPTOR_CALLS, HANDLE_CALLS, is_descriptor, is_handle_class
 from spec_gen import mutate, specs
 
 from mcec.compiler import compile_source
@@ -36,10 +36,12 @@ from mcec.span import SourceFile
 def shape_problems(code: str) -> list[str]:
     """Top-level statements other than imports, Site constants, typed bindings, async defs, the
     spec's text a module with a toolbox holds (``SPEC = "…"``, docs/language.md §12) and the
-    ``SPEC_INFO`` descriptor (§7)."""
+    ``SPEC_INFO`` descriptor (§7), and the typed handles' classes (§13)."""
     problems = []
     for statement in ast.parse(code).body:
         if isinstance(statement, ast.Import | ast.ImportFrom | ast.AsyncFunctionDef) or is_descriptor(statement):
+            continue
+        if is_handle_class(statement):
             continue
         if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
             if all(isinstance(a, ast.Constant) for a in statement.value.args):
@@ -158,7 +160,7 @@ def test_server_command_strings_cannot_inject_code(command: str) -> None:
         for node in ast.walk(statement)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     }
-    assert calls <= {"Site", "StdioServer", "tool", "check_fresh"} | DESCRIPTOR_CALLS
+    assert calls <= {"Site", "StdioServer", "tool", "check_fresh", "Asks"} | DESCRIPTOR_CALLS | HANDLE_CALLS
     servers = [s for s in tree.body if isinstance(s, ast.Assign) and getattr(s.value.func, "id", "") == "StdioServer"]  # type: ignore[union-attr]
     assert len(servers) == 1
     # the command reaches the runtime exactly as the spec's string literal says

@@ -94,8 +94,11 @@ def _without_seam(code: str) -> str:
     function's entry, each call's hooked twin (the plain call kept, dedented), a pipeline's
     entry telling its run and its ``RUN_SITE_n``, and the seam's names in the import; black
     then lays the import out as before. And the ``SPEC_INFO`` descriptor the module ends with
-    (docs/language.md §7), with its import: what running the module needs, not v1's code."""
+    (docs/language.md §7), with its import: what running the module needs, not v1's code; and
+    the typed handles' ``Asks`` and ``Runs`` classes before it (§13), with their import."""
     code = RUN_ENTRY.sub("", code)
+    code = re.sub(r"^from agentmonad\.handles import [^\n]*\n", "", code, flags=re.MULTILINE)
+    code = re.sub(r"\n*^class (?:Asks|Runs):\n(?:    [^\n]*\n|\n)*(?=\S)", "\n\n\n", code, flags=re.MULTILINE)
     code = re.sub(r"^from agentmonad\.spec import [^\n]*\n", "", code, flags=re.MULTILINE)
     code = re.sub(r"\n*^SPEC_INFO = SpecInfo\(\n(?:    [^\n]*\n|\n)*\)\n", "\n", code, flags=re.MULTILINE)
     code = re.sub(r"^RUN_SITE_\d+ = Site\([^\n]*\)\n", "", code, flags=re.MULTILINE)
