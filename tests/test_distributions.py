@@ -391,27 +391,39 @@ def _text(result: Any) -> str:
 
 @pytest.mark.slow
 def test_production_serves_a_pipeline_over_mcp(deployed: Deployed) -> None:
-    """``python -m agentmonad serve`` in the venv; the MCP SDK's client (here) lists and calls it."""
+    """``python -m agentmonad serve`` in the venv; the MCP SDK's client (here) lists and calls the
+    tools, and answers the ``ask`` of ``reviewed`` as a form elicitation."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.types import ElicitRequestParams, ElicitResult
 
     params = StdioServerParameters(command=str(deployed.python),
-                                   args=["-m", "agentmonad", "serve", "greeter.greet_mce:hello"],
+                                   args=["-m", "agentmonad", "serve", "greeter.greet_mce:hello",
+                                         "greeter.greet_mce:reviewed"],
                                    env=deployed.environment(), cwd=str(deployed.folder))
+    asked: list[str] = []
+
+    async def elicit(_context: Any, request: ElicitRequestParams) -> ElicitResult:
+        asked.append(request.message)
+        return ElicitResult(action="accept", content={"answer": "Hello there, Ada!"})
 
     async def session() -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        async with stdio_client(params) as (read, write), ClientSession(read, write, elicitation_callback=elicit) as client:
             initialized = await client.initialize()
             seen["server"] = (initialized.server_info.name, initialized.server_info.version)
             seen["tools"] = (await client.list_tools()).tools
             seen["ok"] = await client.call_tool("hello", {"value": "  ada "})
             seen["err"] = await client.call_tool("hello", {"value": " "})
+            seen["reviewed"] = await client.call_tool("reviewed", {"value": "ada"})
         return seen
 
     seen = asyncio.run(session())
     assert seen["server"] == ("agentmonad:greeter.greet_mce", mcec.__version__)
-    (tool,) = seen["tools"]
-    assert tool.name == "hello" and tool.input_schema["properties"] == {"value": {"type": "string"}}
-    assert tool.description == "Pipeline hello of greet.mce: str -> str ! BlankName."
+    tools = {tool.name: tool for tool in seen["tools"]}
+    assert sorted(tools) == ["hello", "reviewed"]
+    assert tools["hello"].input_schema["properties"] == {"value": {"type": "string"}}
+    assert tools["hello"].description == "Pipeline hello of greet.mce: str -> str ! BlankName."
     assert not seen["ok"].is_error and seen["ok"].structured_content == {"result": "Hello, Ada!"}
     assert seen["err"].is_error and _text(seen["err"]).startswith("BlankName: a name is needed"), _text(seen["err"])
+    assert asked == ["Send “Hello, Ada!”? Answer with the greeting to send."]
+    assert seen["reviewed"].structured_content == {"result": "Hello there, Ada!"}, _text(seen["reviewed"])
