@@ -10,6 +10,7 @@ run a compiled spec in a fresh virtual environment holding only the runtime's wh
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.message
 import importlib.metadata as metadata
@@ -17,15 +18,18 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import venv
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
+from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
 
 import mcec
 
@@ -249,3 +253,177 @@ def test_a_compiled_module_runs_on_the_runtime_wheel_alone(wheels: dict[str, Pat
         last = done.stderr.strip().splitlines()[-1]
         assert done.returncode != 0 and last.startswith("ImportError: prompt templates"), done.stderr
         assert last.endswith("pip install 'agentmonad[llm]'"), last
+
+
+# --- Deploying a project (issue 43, 4): the build machine makes the wheels, production runs them ---
+
+#: The example project whose wheel the build hook fills with its compiled spec (greeter/greet.mce).
+PROJECT = ROOT / "examples" / "project"
+#: What production installs besides the project's wheel: the runtime with the extras it chose.
+DEPLOYED_EXTRAS = "durable,llm,mcp"
+#: Fast beats for the worker: a test need not wait a second per poll.
+FAST = ["--poll-seconds", "0.05", "--heartbeat-seconds", "0.2", "--stale-after", "1.2"]
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A fresh virtual environment holding the project's wheel and the runtime's, and a folder
+    outside the repository to run its commands in."""
+
+    python: Path
+    folder: Path
+
+    def environment(self) -> dict[str, str]:
+        """No ``PYTHONPATH``, no user site, no run database from outside."""
+        found = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV")) and k != "MCEC_DB"}
+        return found | {"PYTHONNOUSERSITE": "1", "NO_COLOR": "1"}
+
+    def command(self, *args: str) -> list[str]:
+        return [str(self.python), "-m", "agentmonad", *args]
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``python -m agentmonad ARGS…`` there, in a process of its own."""
+        return subprocess.run(self.command(*args), cwd=self.folder, env=self.environment(), capture_output=True,
+                              text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def deployed(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Deployed:
+    """Build machine: the project's wheel, built (and its spec compiled) by mcec's build hook.
+    Production: a fresh venv with that wheel and ``agentmonad[durable,llm,mcp]`` from the runtime's
+    wheel, and nothing else of this repository. One for all the tests below (a venv takes a while)."""
+    tmp = tmp_path_factory.mktemp("deploy")
+    project = tmp / "project"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("*_mce.py", "build", "dist", "__pycache__"))
+    built = _build(project, tmp / "dist")
+    with zipfile.ZipFile(built) as archive:
+        assert {"greeter/greet_mce.py", "greeter/impl.py"} <= set(archive.namelist())
+    environment = tmp / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(environment)
+    python = environment / "bin" / "python"
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--find-links",
+         str(wheels["agentmonad"].parent), str(built), f"agentmonad[{DEPLOYED_EXTRAS}]=={mcec.__version__}"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    folder = tmp / "production"
+    folder.mkdir()
+    return Deployed(python, folder)
+
+
+@pytest.mark.slow
+def test_production_has_the_runtime_and_none_of_the_compiler(deployed: Deployed) -> None:
+    listed = subprocess.run([str(deployed.python), "-m", "pip", "list", "--format", "json"], capture_output=True,
+                            text=True, timeout=120, check=True, env=deployed.environment())
+    present = {_canonical(entry["name"]) for entry in json.loads(listed.stdout)}
+    assert {"agentmonad", "greeter", "pydantic", "dbos", "psycopg-binary", "openai", "jinja2", "mcp"} <= present
+    assert not present & COMPILER_ONLY, sorted(present & COMPILER_ONLY)
+    # the installed runtime's metadata, read there: the extras chosen require none of the compiler
+    script = ("import importlib.metadata as m, json; "
+              "print(json.dumps(m.requires('agentmonad'))); print(json.dumps(m.requires('greeter')))")
+    done = subprocess.run([str(deployed.python), "-c", script], cwd=deployed.folder, env=deployed.environment(),
+                          capture_output=True, text=True, timeout=120, check=True)
+    runtime, project = (json.loads(line) for line in done.stdout.splitlines())
+    assert [str(r) for r in map(Requirement, runtime) if r.marker is None] == ["pydantic>=2.5"]
+    assert not {_canonical(Requirement(text).name) for text in runtime} & COMPILER_ONLY
+    assert project == ["agentmonad"]
+
+
+@pytest.mark.slow
+def test_production_runs_a_pipeline_of_the_wheel(deployed: Deployed) -> None:
+    done = deployed.run("run", "greeter.greet_mce:hello", "--input", '"  ada "')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"ok": True, "value": "Hello, Ada!", "state": {"names": ["Ada"]}}
+    failed = deployed.run("run", "greeter.greet_mce:hello", "--input", '"  "')
+    assert failed.returncode == 1 and json.loads(failed.stdout)["error"]["type"] == "BlankName", failed.stdout
+    # the module is the wheel's, installed in the venv, not this checkout's
+    where = subprocess.run([str(deployed.python), "-c", "import greeter.greet_mce as m; print(m.__file__)"],
+                           cwd=deployed.folder, env=deployed.environment(), capture_output=True, text=True, timeout=60)
+    assert Path(where.stdout.strip()).is_relative_to(deployed.python.parents[1]), where.stderr
+
+
+@pytest.mark.slow
+def test_production_runs_durably_and_a_run_is_answered_from_another_process(deployed: Deployed,
+                                                                            postgres_url: str) -> None:  # noqa: F811
+    """A durable run on PostgreSQL (through the ``durable`` extra's psycopg) waits for a person;
+    other processes list the question, answer it, and show the finished run."""
+    db = postgres_url
+    started = deployed.run("run", "greeter.greet_mce:reviewed", "--input", '"ada"', "--durable", "--run-id",
+                           "deploy-1", "--db", db)
+    assert started.returncode == 0, started.stderr
+    waiting = json.loads(started.stdout)
+    assert waiting["status"] == "waiting" and waiting["questions"][0]["prompt"] == "Send “Hello, Ada!”? Answer with the greeting to send."
+    listed = deployed.run("runs", "waiting", "--db", db)
+    assert [q["run_id"] for q in json.loads(listed.stdout) if q["run_id"] == "deploy-1"] == ["deploy-1"], listed.stderr
+    answered = deployed.run("runs", "answer", "deploy-1", "review", "--value", '"Hello, dear Ada!"', "--db", db)
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["value"] == "Hello, dear Ada!"
+    shown = deployed.run("runs", "show", "deploy-1", "--format", "json", "--db", db)
+    assert json.loads(shown.stdout)["status"] == "finished", shown.stderr
+
+
+@pytest.mark.slow
+def test_production_runs_a_worker(deployed: Deployed, postgres_url: str) -> None:  # noqa: F811
+    """A run enqueued by one process is run by a worker process; SIGTERM stops the worker cleanly."""
+    log = deployed.folder / "worker.log"
+    with log.open("w") as err:
+        worker = subprocess.Popen(deployed.command("worker", "greeter.greet_mce", "--db", postgres_url, "--queue",
+                                                   "deploy", *FAST), cwd=deployed.folder, env=deployed.environment(),
+                                  stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            done = deployed.run("run", "greeter.greet_mce:hello", "--input", '"grace"', "--durable", "--queue",
+                                "deploy", "--run-id", "deploy-w1", "--wait", "--db", postgres_url)
+            assert done.returncode == 0, done.stderr + log.read_text(encoding="utf-8")
+            assert json.loads(done.stdout)["value"] == "Hello, Grace!"
+        finally:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)
+            status = worker.wait(60)
+    assert status == 0 and "Traceback" not in log.read_text(encoding="utf-8"), log.read_text(encoding="utf-8")
+
+
+def _text(result: Any) -> str:
+    from mcp.types import TextContent
+
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+@pytest.mark.slow
+def test_production_serves_a_pipeline_over_mcp(deployed: Deployed) -> None:
+    """``python -m agentmonad serve`` in the venv; the MCP SDK's client (here) lists and calls the
+    tools, and answers the ``ask`` of ``reviewed`` as a form elicitation."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.types import ElicitRequestParams, ElicitResult
+
+    params = StdioServerParameters(command=str(deployed.python),
+                                   args=["-m", "agentmonad", "serve", "greeter.greet_mce:hello",
+                                         "greeter.greet_mce:reviewed"],
+                                   env=deployed.environment(), cwd=str(deployed.folder))
+    asked: list[str] = []
+
+    async def elicit(_context: Any, request: ElicitRequestParams) -> ElicitResult:
+        asked.append(request.message)
+        return ElicitResult(action="accept", content={"answer": "Hello there, Ada!"})
+
+    async def session() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write, elicitation_callback=elicit) as client:
+            initialized = await client.initialize()
+            seen["server"] = (initialized.server_info.name, initialized.server_info.version)
+            seen["tools"] = (await client.list_tools()).tools
+            seen["ok"] = await client.call_tool("hello", {"value": "  ada "})
+            seen["err"] = await client.call_tool("hello", {"value": " "})
+            seen["reviewed"] = await client.call_tool("reviewed", {"value": "ada"})
+        return seen
+
+    seen = asyncio.run(session())
+    assert seen["server"] == ("agentmonad:greeter.greet_mce", mcec.__version__)
+    tools = {tool.name: tool for tool in seen["tools"]}
+    assert sorted(tools) == ["hello", "reviewed"]
+    assert tools["hello"].input_schema["properties"] == {"value": {"type": "string"}}
+    assert tools["hello"].description == "Pipeline hello of greet.mce: str -> str ! BlankName."
+    assert not seen["ok"].is_error and seen["ok"].structured_content == {"result": "Hello, Ada!"}
+    assert seen["err"].is_error and _text(seen["err"]).startswith("BlankName: a name is needed"), _text(seen["err"])
+    assert asked == ["Send “Hello, Ada!”? Answer with the greeting to send."]
+    assert seen["reviewed"].structured_content == {"result": "Hello there, Ada!"}, _text(seen["reviewed"])

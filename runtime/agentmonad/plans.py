@@ -23,8 +23,7 @@ import dataclasses
 import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from importlib.metadata import entry_points
-from typing import Any, Generic, Protocol, TypeVar, cast, final
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, final
 
 from .context import current_run_context
 from .contract import raised
@@ -33,6 +32,9 @@ from .control import note_reached, previous_failure
 from ._show import short_repr
 from .errors import Defect, _ValueError
 from .outcome import Err, Outcome, Site
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["PlanRejected", "PlanRequest", "Toolbox", "PlanEngine", "CheckedToolbox", "Plan", "ENTRY_POINT_GROUP"]
 
@@ -287,6 +289,15 @@ def _as_text(value: object) -> str:
 
 
 _ENGINE: PlanEngine | None = None
+
+
+def entry_points(group: str) -> Sequence[EntryPoint]:
+    """The installed entry points of ``group``. importlib.metadata is imported here, when a plan is
+    first checked, not with agentmonad: it is about a tenth of the runtime's import time (benchmarks/README.md,
+    "Start-up of a compiled run")."""
+    from importlib.metadata import entry_points as installed
+
+    return tuple(installed(group=group))
 
 
 def _engine() -> PlanEngine:

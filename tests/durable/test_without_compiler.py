@@ -145,3 +145,19 @@ def test_the_blocker_blocks(tmp_path: Path) -> None:
                             f"runpy.run_path({str(BLOCKED)!r}, run_name='__main__')"], capture_output=True, text=True,
                            cwd=tmp_path, timeout=60)
     assert probe.returncode == 2 and "lark is not installed here" in probe.stderr, probe.stderr
+
+
+def test_serve_says_what_it_cannot_serve_without_the_compiler(tmp_path: Path) -> None:
+    """``python -m agentmonad serve``'s bad input: one line on stderr and exit 2, before serving."""
+    project, _ = _project(tmp_path)
+    for args, said in (
+        (["flow_mce:nope"], "flow_mce has no pipeline named 'nope' (pipelines: go)"),
+        (["flow_mce:go", "other_mce:go"], "serve the pipelines of one module at a time (given: flow_mce, other_mce)"),
+        (["flow_mce"], "name a pipeline of a compiled module as MODULE:PIPELINE"),
+        (["steps:first"], "steps is not a module mcec compiled"),
+        (["flow_mce:go", "--state", '{"calls": "many"}'], "invalid --state: calls: Input should be a valid integer"),
+    ):
+        done = _runtime(["serve", *args], project, tmp_path)
+        assert done.returncode == 2 and done.stdout == "", (args, done.stdout, done.stderr)
+        (line,) = done.stderr.splitlines()
+        assert line.startswith("python -m agentmonad serve: ") and said in line, (args, line)

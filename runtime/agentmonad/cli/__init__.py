@@ -1,5 +1,5 @@
 """The runtime's command line, ``python -m agentmonad``, for the machines that run compiled
-modules (the compiler not installed): ``run``, ``worker`` and ``runs …`` with the names, flags
+modules (the compiler not installed): ``run``, ``worker``, ``serve`` and ``runs …`` with the names, flags
 and JSON of ``mcec``'s commands of the same names (README.md, "Deploying")."""
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ PROGRAM = "python -m agentmonad"
 def _parser() -> argparse.ArgumentParser:
     from .run import add_run, add_worker
     from .runs import add_runs
+    from .serve import add_serve
 
     parser = argparse.ArgumentParser(prog=PROGRAM, description="Run compiled mcec modules, durably or not.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_run(commands)
     add_worker(commands)
+    add_serve(commands)
     add_runs(commands, PROGRAM)
     parser.set_defaults(program=PROGRAM)
     return parser

@@ -11,7 +11,7 @@ from typing import TextIO
 
 from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, Subparsers, dumps
 
-__all__ = ["add_run", "add_worker", "imported"]
+__all__ = ["TargetError", "add_run", "add_worker", "imported", "target"]
 
 
 class TargetError(Exception):
@@ -34,7 +34,8 @@ def imported(name: str) -> pytypes.ModuleType:
     return module
 
 
-def _target(text: str) -> tuple[str, str]:
+def target(text: str) -> tuple[str, str]:
+    """``MODULE:PIPELINE`` as its two names (:class:`TargetError`: it is not of that form)."""
     module, colon, pipeline = text.partition(":")
     if not colon or not module or not pipeline:
         raise TargetError(f"{text}: name a pipeline of a compiled module as MODULE:PIPELINE (e.g. billing_mce:refund)")
@@ -65,7 +66,7 @@ def run_run(args: argparse.Namespace, out: TextIO) -> int:
     from ..durable.errors import DurableError
 
     try:
-        name, pipeline = _target(args.target)
+        name, pipeline = target(args.target)
         if not args.durable:
             for flag in ("run_id", "db", "queue"):
                 if getattr(args, flag) is not None:
