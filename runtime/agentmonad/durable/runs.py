@@ -289,6 +289,21 @@ def module_name(target: pytypes.ModuleType | str) -> str:
     return target if isinstance(target, str) else target.__name__
 
 
+def compiled_version(target: pytypes.ModuleType | str) -> tuple[str, SpecVersion]:
+    """The import name and the version of the compiled module ``target`` (a module or its name,
+    imported then); :class:`DurableError` when it does not import or mcec did not compile it."""
+    from .version import CompiledVersion
+
+    name = module_name(target)
+    try:
+        module = target if isinstance(target, pytypes.ModuleType) else importlib.import_module(name)
+        return name, CompiledVersion.of(module)
+    except VersionError as exc:
+        raise DurableError(str(exc)) from None
+    except Exception as exc:
+        raise DurableError(f"importing {name} failed: {type(exc).__name__}: {first_line(exc)}") from None
+
+
 def run(target: pytypes.ModuleType | str, pipeline: str, input_json: str, *, state_json: str | None = None,
         run_id: str | None = None, db: str | None = None, allow_changed_spec: bool = False, models: Sequence[str] = (),
         elements: bool = False, events: EventSink | None = None) -> dict[str, Any]:
@@ -297,17 +312,7 @@ def run(target: pytypes.ModuleType | str, pipeline: str, input_json: str, *, sta
     of an earlier run: resume it (its own input), or give its recorded outcome when it finished.
     ``elements``: its ``each(limit=N)`` elements go on their queues as in a queued run, and this
     process takes them from there itself. ``events``: the sink the run tells what it does here."""
-    from .version import CompiledVersion
-
-    name = module_name(target)
-    try:
-        module = target if isinstance(target, pytypes.ModuleType) else importlib.import_module(name)
-    except Exception as exc:
-        raise DurableError(f"importing {name} failed: {type(exc).__name__}: {first_line(exc)}") from None
-    try:
-        version = CompiledVersion.of(module)
-    except VersionError as exc:
-        raise DurableError(str(exc)) from None
+    name, version = compiled_version(target)
     chosen = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:12]
     return start(lambda: new_request(version, pipeline=pipeline, input_json=input_json, state_json=state_json,
                                      models=models, run_id=chosen, module=name, elements=elements),
@@ -813,16 +818,7 @@ def enqueue(target: pytypes.ModuleType | str, pipeline: str, input_json: str, *,
             models: Sequence[str] = ()) -> dict[str, Any]:
     """Put a durable run of the compiled module ``target`` on ``queue`` for a worker to run instead
     of running it here: ``{"run_id", "status": "enqueued", "queue"}`` (:func:`enqueue_request`)."""
-    from .version import CompiledVersion
-
-    name = module_name(target)
-    try:
-        module = target if isinstance(target, pytypes.ModuleType) else importlib.import_module(name)
-        version = CompiledVersion.of(module)
-    except VersionError as exc:
-        raise DurableError(str(exc)) from None
-    except Exception as exc:
-        raise DurableError(f"importing {name} failed: {type(exc).__name__}: {first_line(exc)}") from None
+    name, version = compiled_version(target)
     return enqueue_request(version, lambda chosen: new_request(version, pipeline=pipeline, input_json=input_json,
                                                                state_json=state_json, models=models, run_id=chosen,
                                                                module=name),
