@@ -19,9 +19,11 @@ __all__ = ["add_runs", "run_runs"]
 
 
 def add_runs(subparsers: Subparsers[argparse.ArgumentParser], program: str,
-             handler: Callable[[argparse.Namespace, TextIO], int] | None = None) -> None:
+             handler: Callable[[argparse.Namespace, TextIO], int] | None = None,
+             more: Callable[[Subparsers[argparse.ArgumentParser]], None] | None = None) -> None:
     """``PROGRAM runs COMMAND`` (``program``: how messages name the command line, ``mcec`` or
-    ``python -m agentmonad``; ``handler``: what runs an action, :func:`run_runs` unless given)."""
+    ``python -m agentmonad``; ``handler``: what runs an action, :func:`run_runs` unless given;
+    ``more``: adds the actions only ``PROGRAM`` has, as ``mcec``'s ``runs upgrade``)."""
     command = subparsers.add_parser(
         "runs", help="list, show, resume, cancel and answer durable runs", description="The durable runs in a run database."
     )
@@ -59,6 +61,8 @@ def add_runs(subparsers: Subparsers[argparse.ArgumentParser], program: str,
     answer.add_argument("--allow-changed-spec", action="store_true", help="resume although the spec changed")
     action("expire", "resume every waiting run whose question's deadline (within S) passed: it goes on with NoAnswer",
            False)
+    if more is not None:
+        more(actions)
 
 
 def run_runs(args: argparse.Namespace, out: TextIO) -> int:

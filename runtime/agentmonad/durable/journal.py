@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar, final
+from typing import Any, NoReturn, Protocol, TypeVar, final
 
 from pydantic import ValidationError
 
@@ -40,6 +40,7 @@ from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_resul
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "StopAsked", "RecordError", "state_delta", "apply_delta",
     "whole_states", "states_seen", "OpenQuestion", "WAITING", "CANCELLED", "STOPPED", "NOT_EFFECTS", "iso_time", "epoch", "branch_key",
+    "ReplayPoint", "DryStop",
 ]
 
 _T = TypeVar("_T")
@@ -134,6 +135,32 @@ class ReplayMismatch(Exception):
     """A resumed run reached an effect whose record is of another kind or step: the spec changed."""
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class ReplayPoint:
+    """Where a dry replay (:class:`DurableJournal` with ``dry=True``) stopped: the effect at
+    ``key`` (its ``kind``, ``step`` and ``site`` text in the version replayed), the ``record`` the
+    run has there (None: none), and ``why``. ``frontier``: it stopped only because the run has no
+    record there (the first effect the run would perform next), not because a record diverges."""
+
+    key: str
+    kind: str
+    step: str
+    site: str | None
+    record: Record | None
+    why: str
+    frontier: bool
+
+
+class DryStop(BaseException):
+    """A dry replay stopped (:class:`ReplayPoint`). Not an :class:`Exception`, so no
+    ``catch``/``orelse`` of the pipeline takes it: it ends the replay."""
+
+    def __init__(self, point: ReplayPoint) -> None:
+        super().__init__(point.why)
+        self.point = point
+
+
 class Store(Protocol):
     """Where a journal's records are kept. Records of one run only."""
 
@@ -220,8 +247,16 @@ class DurableJournal:
 
     def __init__(self, store: Store, types: TypeTable, recorded: Mapping[str, Record] = {},
                  answers: Mapping[str, tuple[object, object]] = {}, *, clock: Callable[[], float] = time.time,
-                 stop_asked: Callable[[], bool] | None = None) -> None:
+                 stop_asked: Callable[[], bool] | None = None, dry: bool = False) -> None:
         self.store = store
+        #: A dry replay (``mcec runs upgrade``): it performs nothing; it stops (:class:`DryStop`) at
+        #: the first effect with no record (a question is parked on, as in a run) or whose record
+        #: does not fit this version (another kind or step, a value its types refuse).
+        self._dry = dry
+        #: Where a dry replay stopped (None: it did not).
+        self.stopped_at: ReplayPoint | None = None
+        #: The records a replay met, by key: the site text of the effect that met each.
+        self.met: dict[str, str | None] = {}
         #: Whether someone asked the run to stop: consulted before each effect starts (:class:`StopAsked`).
         self._stop_asked = stop_asked
         self.types = types
@@ -294,7 +329,14 @@ class DurableJournal:
         self._deadlines[id(deadline)] = key
         record = self._recorded.get(key)
         if record is not None:
-            self._check(record, "timeout", None, key)
+            if self._dry:
+                try:
+                    self._check(record, "timeout", None, key)
+                except ReplayMismatch as exc:
+                    self._stop_dry(key, "timeout", "timeout", None, record, str(exc), frontier=False)
+                self.met[key] = None
+            else:
+                self._check(record, "timeout", None, key)
             self._doomed[id(deadline)] = deadline  # it fired: it fires again at the same place
 
     def deadline_expired(self, deadline: Guard) -> None:
@@ -399,6 +441,8 @@ class DurableJournal:
     async def perform(self, effect: Effect, call: Callable[[], Awaitable[_T]]) -> _T:
         path, number, key = self._take()
         record = self._recorded.get(key)
+        if record is not None and self._dry:
+            return self._dry_replay(path, key, record, effect, lambda: self._replay_human(record, call))  # type: ignore[return-value]
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
             if effect.kind == "human":  # the answer, checked against the answer type the run asks with
@@ -408,6 +452,8 @@ class DurableJournal:
                 return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
             return self._replay(path, record, effect)  # type: ignore[return-value]  # validated as the site's type
         self._stop_if_asked()
+        if self._dry and effect.kind != "human":  # a question is parked on, as in a run: nothing is performed
+            self._unrecorded(key, effect)
         if self._doomed:
             await self._expire_doomed()
         if effect.kind == "human":
@@ -442,6 +488,45 @@ class DurableJournal:
         if raised:
             raise raised[0]
         return returned[0]
+
+    # -- dry replays ---------------------------------------------------------------------------
+
+    def _replay_human(self, record: Record, call: Callable[[], Awaitable[object]]) -> object:
+        """A recorded answer, checked against the answer type the run asks with (or its recorded
+        ``NoAnswer``, raised)."""
+        self.replayed += 1
+        if "raised" in record["result"]:  # no answer came in time (its deadline passed)
+            raise decode_error(record["result"]["raised"], ERRORS)
+        return _question(call).parse(record["result"]["value"])
+
+    def _dry_replay(self, path: tuple[str, ...], key: str, record: Record, effect: Effect,
+                    human: Callable[[], object] | None) -> object:
+        """A dry replay of ``record`` for ``effect``: its result (or its recorded error, raised),
+        or :class:`DryStop` when the record is of another kind or step, or its value, state or
+        error does not fit this version's types."""
+        step = effect.site.step if effect.site is not None else effect.kind
+        try:
+            self._check(record, effect.kind, step, key)
+            self.met[key] = _site_text(effect)
+            if effect.kind == "human" and human is not None:
+                return human()
+            return self._replay(path, record, effect)
+        except (ReplayMismatch, RecordError, ValidationError) as exc:
+            why = str(exc) if isinstance(exc, ReplayMismatch) else _first_line(str(exc))
+            self.met.pop(key, None)
+            self._stop_dry(key, effect.kind, step, _site_text(effect), record, why, frontier=False)
+
+    def _unrecorded(self, key: str, effect: Effect) -> None:
+        """A dry replay reached an effect the run has no record of: it stops there."""
+        step = effect.site.step if effect.site is not None else effect.kind
+        self._stop_dry(key, effect.kind, step, _site_text(effect), None, "the run has no record of it", frontier=True)
+
+    def _stop_dry(self, key: str, kind: str, step: str, site: str | None, record: Record | None, why: str, *,
+                  frontier: bool) -> NoReturn:
+        point = ReplayPoint(key, kind, step, site, record, why, frontier)
+        if self.stopped_at is None:
+            self.stopped_at = point
+        raise DryStop(point)
 
     def _stop_if_asked(self) -> None:
         if self._stop_asked is not None and self._stop_asked():
@@ -600,10 +685,14 @@ class DurableJournal:
     def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
         path, number, key = self._take()
         record = self._recorded.get(key)
+        if record is not None and self._dry:
+            return self._dry_replay(path, key, record, effect, None)  # type: ignore[return-value]
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
             return self._replay(path, record, effect)  # type: ignore[return-value]
         self._stop_if_asked()
+        if self._dry:
+            self._unrecorded(key, effect)
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         started = time.time()
@@ -619,6 +708,11 @@ class DurableJournal:
             reset_run_context(token)
         self.store.keep(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
         return result
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return " ".join(line.strip() for line in lines[:3]) if lines else text
 
 
 def branch_key() -> str:

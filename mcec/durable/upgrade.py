@@ -1,0 +1,140 @@
+"""``mcec runs upgrade``: move durable runs in flight to a new version of their spec (docs/language.md
+§13, "Changing a spec with runs in flight").
+
+The new spec is checked and compiled here; each run is classified by a dry replay of its journal
+against it (:func:`agentmonad.durable.upgrade.classify`), and the runs that can move are moved
+(:func:`agentmonad.durable.upgrade.move`), each under its run lock, in one transaction: from then
+on a resume or an answer runs the new version. The rest keep their version, with the first place
+each diverges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, final
+
+from agentmonad.durable.errors import DurableError
+
+if TYPE_CHECKING:
+    from agentmonad.durable.dbos import Engine, RunInfo
+    from agentmonad.durable.request import RunRequest
+    from agentmonad.durable.version import SpecVersion
+
+__all__ = ["Upgraded", "upgrade"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Upgraded:
+    """What ``runs upgrade`` did with one run: ``moved`` (with ``dry_run``: would move), or it
+    stays, ``why`` (where and why, one line)."""
+
+    run_id: str
+    moved: bool
+    why: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """As ``runs upgrade`` prints it."""
+        return f"{self.run_id}: moved" if self.moved else f"{self.run_id}: stays ({self.why})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """As JSON."""
+        return {"run_id": self.run_id, "moved": self.moved, "why": self.why}
+
+
+def upgrade(spec: str | Path, run_ids: Sequence[str] = (), *, all_runs: bool = False, dry_run: bool = False,
+            db: str | None = None) -> list[Upgraded]:
+    """Move the runs ``run_ids`` (``all_runs``: every live run) to the version of ``spec``; with
+    ``dry_run``, say what would move and change nothing. One :class:`Upgraded` per run, in order."""
+    from agentmonad.durable.runs import engine_for
+
+    spec = str(spec)
+    if not Path(spec).is_file():
+        raise DurableError(f"no spec {spec}")
+    if not run_ids and not all_runs:
+        raise DurableError("name the runs to move, or pass --all")
+    if run_ids and all_runs:
+        raise DurableError("name runs or pass --all, not both")
+    versions: dict[tuple[str, bool], tuple[SpecVersion, dict[str, Any]]] = {}
+    done: list[Upgraded] = []
+    with engine_for(db) as engine:
+        infos = engine.runs() if all_runs else [_known(engine, run_id) for run_id in run_ids]
+        for info in infos:
+            done.append(_upgrade_one(engine, info, spec, versions, dry_run=dry_run, named=not all_runs))
+    return [d for d in done if d.why != _SKIPPED]
+
+
+#: Why a run ``--all`` leaves out is not shown (it has ended: nothing to move).
+_SKIPPED = "\0ended"
+
+
+def _known(engine: Engine, run_id: str) -> RunInfo:
+    info = engine.run(run_id)
+    if info is None:
+        raise DurableError(f"no durable run {run_id!r} (see `mcec runs list`)")
+    return info
+
+
+def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: dict[tuple[str, bool], tuple[SpecVersion, dict[str, Any]]],
+                 *, dry_run: bool, named: bool) -> Upgraded:
+    """Classify the run ``info`` against ``spec`` and, unless ``dry_run``, move it."""
+    from agentmonad.durable.runs import _locked, request_of, status_of
+    from agentmonad.durable.upgrade import MOVABLE, Stays, classify, move
+
+    run_id = info.run_id
+    status = status_of(info, engine.steps(run_id))
+    if status not in MOVABLE:
+        if status in ("finished", "failed") and not named:
+            return Upgraded(run_id, False, _SKIPPED)
+        return Upgraded(run_id, False, f"it is {status}: only a waiting or stopped run moves")
+    request = request_of(info)
+    try:
+        version, recorded = _new_version(spec, request, versions)
+    except DurableError as exc:
+        return Upgraded(run_id, False, str(exc))
+    if request.digest == version.digest and request.spec == recorded["spec"]:
+        return Upgraded(run_id, False, "it runs this version already")
+    with _locked(engine, run_id):  # no process resumes or answers it while it is classified and moved
+        info = _known(engine, run_id)
+        status = status_of(info, engine.steps(run_id))
+        if status not in MOVABLE:
+            return Upgraded(run_id, False, f"it is {status}: only a waiting or stopped run moves")
+        verdict = classify(version, request, engine.steps(run_id))
+        if isinstance(verdict, Stays):
+            return Upgraded(run_id, False, verdict.shown)
+        if not dry_run:
+            move(engine, run_id, _moved_request(request, version, recorded), verdict)
+    return Upgraded(run_id, True)
+
+
+def _new_version(spec: str, request: RunRequest, versions: dict[tuple[str, bool], tuple[SpecVersion, dict[str, Any]]]
+                 ) -> tuple[SpecVersion, dict[str, Any]]:
+    """The version of ``spec`` the run of ``request`` would run (compiled once per pipeline), and
+    what its request records of it."""
+    from mcec.durable import _new
+
+    key = (request.pipeline, request.interpret)
+    if key not in versions:
+        versions[key] = _new(spec, request.pipeline, interpret=request.interpret)
+    return versions[key]
+
+
+def _moved_request(request: RunRequest, version: SpecVersion, recorded: dict[str, Any]) -> RunRequest:
+    """``request`` as the new version's: its spec, module, digest, fingerprint and declarations;
+    a queued run's queue named for the new version (its workers listen there)."""
+    from agentmonad.durable.queues import queue_name
+
+    queue = request.queue
+    if queue is not None:
+        queue = queue_name(_queue_of(queue), version.digest)
+    return replace(request, spec=recorded["spec"], module=recorded["module"], digest=version.digest,
+                   fingerprint=recorded["fingerprint"], declarations=recorded["declarations"], queue=queue)
+
+
+def _queue_of(name: str) -> str:
+    """The user's queue in a DBOS queue name ``mcec.Q.D12`` (:func:`agentmonad.durable.queues.queue_name`)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "mcec" else name

@@ -1,0 +1,164 @@
+"""Runs in flight moved to a new version of their spec (issue 44; docs/language.md §13, "Changing a
+spec with runs in flight"): ``mcec runs upgrade`` moves the waiting runs a dry replay shows the new
+version takes — a spec changed after the ask: a step added after the approval, a field with a
+default added to the state, lines moved — and the answers given afterwards finish them on the new
+version; a spec changed before the ask leaves every run on its version, with where and why."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mcec import durable
+from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
+from tests.durable.processes import lines, mcec
+from tests.durable.upgradebox import specs
+
+
+def _start(spec: Path, db: str, ids: list[str]) -> None:
+    for i, run_id in enumerate(ids):
+        started = durable.run(spec, "settle", json.dumps(f"R-{i}:{100 + i}"), run_id=run_id, db=db)
+        assert started["status"] == "waiting", started
+
+
+def _upgrade(args: list[str], cwd: Path, effects: Path) -> tuple[int, list[str], str]:
+    done = mcec(["runs", "upgrade", *args], cwd, effects)
+    return done.returncode, done.stdout.splitlines(), done.stderr
+
+
+def _moved_then_answered(tmp_path: Path, db: str, ids: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scenario of the issue: runs waiting at an ask, the spec changed after it, moved, answered."""
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    _start(spec, db, ids)
+    assert lines(effects) == [f"load R-{i}:{100 + i}" for i in range(len(ids))]
+    spec.write_text(specs.AFTER, encoding="utf-8")  # the deploy: the spec changed after the ask
+    with pytest.raises(durable.DurableError, match="cannot resume: the spec desk.mce changed"):
+        durable.answer(ids[0], "approve", '{"ok": true}', db=db)  # not moved yet: refused, as before
+
+    status, shown, _ = _upgrade(["--to", str(spec), "--all", "--dry-run", "--db", db], tmp_path, effects)
+    assert status == 0 and shown == [f"(dry run) {run_id}: moved" for run_id in ids]
+    with pytest.raises(durable.DurableError, match="cannot resume"):  # a dry run changed nothing
+        durable.answer(ids[0], "approve", '{"ok": true}', db=db)
+
+    status, shown, _ = _upgrade(["--to", str(spec), "--all", "--db", db], tmp_path, effects)
+    assert status == 0 and shown == [f"{run_id}: moved" for run_id in ids]
+    # the records say where the new version's sites are (the comment moved every line down)
+    load = durable.show(ids[0], db=db)["effects"][0]
+    assert load["step"] == "load" and load["site"] == "desk.mce:13:5 (load)"
+    assert [q["site"] for q in durable.waiting(db=db, run_id=ids[0])] == ["desk.mce:8:1 (approve)"]
+
+    for i, run_id in enumerate(ids):
+        ended = durable.answer(run_id, "approve", json.dumps({"ok": i % 2 == 0}), db=db)
+        paid = "paid" if i % 2 == 0 else "refused"
+        # the new version ran: its step after the approval, and its state's new field (default 0, then 1)
+        assert ended["ok"] is True and ended["value"] == f"{paid}, customer notified"
+        assert ended["state"] == {"paid": 1 if i % 2 == 0 else 0, "notified": 1}
+    after = lines(effects)[len(ids):]
+    assert sorted(after) == sorted([f"pay {i % 2 == 0}" for i in range(len(ids))]
+                                   + [f"notify {'paid' if i % 2 == 0 else 'refused'}" for i in range(len(ids))])
+    # nothing ran twice: no run loaded its refund again
+    assert sum(line.startswith("load") for line in lines(effects)) == len(ids)
+    status, shown, _ = _upgrade(["--to", str(spec), ids[0], "--db", db], tmp_path, effects)
+    assert status == 1 and shown == [f"{ids[0]}: stays (it is finished: only a waiting or stopped run moves)"]
+
+
+def _changed_before_the_ask_stays(tmp_path: Path, db: str, ids: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    _start(spec, db, ids)
+    spec.write_text(specs.BEFORE, encoding="utf-8")
+    status, shown, _ = _upgrade(["--to", str(spec), *ids, "--db", db], tmp_path, effects)
+    assert status == 1
+    assert shown == [f"{run_id}: stays (desk.mce:13:5 (check), was desk.mce:7:1 (approve): the new version runs the "
+                     "step check here (identity 1), before the question approve the run waits on (identity 1))"
+                     for run_id in ids]
+    with pytest.raises(durable.DurableError, match="cannot resume: the spec desk.mce changed"):
+        durable.answer(ids[0], "approve", '{"ok": true}', db=db)  # still the old version's run
+    spec.write_text(specs.FIRST, encoding="utf-8")  # the old version back: the runs go on under it
+    for run_id in ids:
+        ended = durable.answer(run_id, "approve", '{"ok": true}', db=db)
+        assert ended["value"] == "paid" and ended["state"] == {"paid": 1}
+    assert not any(line.startswith("check") for line in lines(effects))
+
+
+def test_runs_changed_after_the_ask_move_and_finish_on_the_new_version(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    _moved_then_answered(tmp_path, str(tmp_path / "runs.sqlite"), ["a1", "a2", "a3"], monkeypatch)
+
+
+def test_runs_changed_before_the_ask_stay_on_their_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _changed_before_the_ask_stays(tmp_path, str(tmp_path / "runs.sqlite"), ["b1", "b2"], monkeypatch)
+
+
+def test_twenty_runs_on_postgres_move_and_finish(tmp_path: Path, postgres_url: str,  # noqa: F811
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    moved, kept = tmp_path / "moved", tmp_path / "kept"
+    moved.mkdir()
+    kept.mkdir()
+    _moved_then_answered(moved, postgres_url, [f"up-{i}" for i in range(20)], monkeypatch)
+    _changed_before_the_ask_stays(kept, postgres_url, [f"keep-{i}" for i in range(20)], monkeypatch)
+
+
+def test_a_recorded_value_the_new_types_refuse_stays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    effects, db = tmp_path / "effects.txt", str(tmp_path / "runs.sqlite")
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    _start(spec, db, ["c1"])
+    new = tmp_path / "claims.mce"
+    new.write_text(specs.RETYPED, encoding="utf-8")
+    status, shown, _ = _upgrade(["--to", str(new), "c1", "--db", db], tmp_path, effects)
+    assert status == 1 and len(shown) == 1
+    assert shown[0].startswith("c1: stays (claims.mce:11:5 (load), was desk.mce:11:5 (load): what the run recorded "
+                               "for the step load does not fit the new version: the recorded value is not a Claim any "
+                               "more: 1 validation error for Claim reason Field required")
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    effects, db = tmp_path / "effects.txt", str(tmp_path / "runs.sqlite")
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    for args, message in ((["--to", "missing.mce", "--all"], "no spec missing.mce"),
+                          (["--to", str(spec)], "name the runs to move, or pass --all"),
+                          (["--to", str(spec), "x", "--all"], "name runs or pass --all, not both"),
+                          (["--to", str(spec), "nope"], "no durable run 'nope'")):
+        status, shown, stderr = _upgrade([*args, "--db", db], tmp_path, effects)
+        assert (status, shown, stderr) == (2, [], f"mcec runs upgrade: {message}" + (
+            " (see `mcec runs list`)" if message.startswith("no durable") else "") + "\n")
+
+
+def test_a_move_that_fails_midway_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request and the records are rewritten in one transaction: a rewrite refused at its
+    last row leaves the first ones as they were."""
+    from agentmonad.durable.dbos import Engine
+    from agentmonad.durable.dbos_internals import RewriteRefused, rewrite_run
+    from agentmonad.durable.runs import database_url
+
+    monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
+    db = str(tmp_path / "runs.sqlite")
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    _start(spec, db, ["d1"])
+    engine = Engine(database_url(db))
+    try:
+        (first, record), *_ = engine.step_rows("d1")
+        request = dict(engine.run("d1").request)  # type: ignore[union-attr]
+        with pytest.raises(RewriteRefused, match="step 999 is not one mcec wrote"):
+            rewrite_run(engine.client, "d1", {**request, "spec": "elsewhere.mce"},
+                        {first: {**record, "site": "moved"}, 999: {"key": "x"}})
+        assert engine.run("d1").request["spec"] == request["spec"]  # type: ignore[union-attr]
+        assert engine.step_rows("d1")[0][1]["site"] == record["site"]
+    finally:
+        engine.close()
+    with sqlite3.connect(tmp_path / "runs.sqlite") as c:  # and the workflow's own rows say the same
+        (inputs,) = c.execute("select coalesce(i.inputs, s.inputs) from workflow_status s left join workflow_input i "
+                              "on i.workflow_uuid = s.workflow_uuid where s.workflow_uuid = 'd1'").fetchone()
+    assert json.loads(inputs)["args"][0]["spec"] == request["spec"]
