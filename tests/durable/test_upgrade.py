@@ -162,3 +162,42 @@ def test_a_move_that_fails_midway_changes_nothing(tmp_path: Path, monkeypatch: p
         (inputs,) = c.execute("select coalesce(i.inputs, s.inputs) from workflow_status s left join workflow_input i "
                               "on i.workflow_uuid = s.workflow_uuid where s.workflow_uuid = 'd1'").fetchone()
     assert json.loads(inputs)["args"][0]["spec"] == request["spec"]
+
+
+def test_check_against_classifies_each_site_and_counts_the_live_runs(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mcec check NEW --against OLD``: per effect site of OLD, whether its runs carry over; with
+    ``--db``, how many live runs sit there and how many ``runs upgrade`` would move."""
+    effects, db = tmp_path / "effects.txt", str(tmp_path / "runs.sqlite")
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    old, after, before = tmp_path / "desk.mce", tmp_path / "after.mce", tmp_path / "before.mce"
+    old.write_text(specs.FIRST, encoding="utf-8")
+    after.write_text(specs.AFTER, encoding="utf-8")
+    before.write_text(specs.BEFORE, encoding="utf-8")
+    _start(old, db, ["e1", "e2"])
+    done = mcec(["check", str(after), "--against", str(old), "--db", db], tmp_path, effects)
+    fits = "carries over if its recorded values fit (the state changed type)"
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        f"desk.mce:11:5 (load) [settle] -> after.mce:13:5 (load): {fits}",
+        f"desk.mce:7:1 (approve) [settle] -> after.mce:8:1 (approve): {fits}; 2 live runs here, 2 would move",
+        f"desk.mce:13:5 (pay) [settle] -> after.mce:15:5 (pay): {fits}",
+        "after.mce:16:5 (notify) [settle]: new (runs reach it after they move)",
+    ]
+    done = mcec(["check", str(before), "--against", str(old), "--db", db], tmp_path, effects)
+    cannot = "cannot (the effects before it changed, so a run's identities no longer line up)"
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "desk.mce:11:5 (load) [settle] -> before.mce:12:5 (load): carries over",
+        f"desk.mce:7:1 (approve) [settle] -> before.mce:8:1 (approve): {cannot}; 2 live runs here, 0 would move",
+        f"desk.mce:13:5 (pay) [settle] -> before.mce:15:5 (pay): {cannot}",
+        "before.mce:13:5 (check) [settle]: new (runs reach it after they move)",
+    ]
+    # lines that only moved are no change
+    moved = tmp_path / "moved.mce"
+    moved.write_text("# moved down\n\n" + specs.FIRST, encoding="utf-8")
+    done = mcec(["check", str(moved), "--against", str(old)], tmp_path, effects)
+    assert done.returncode == 0 and all(line.endswith(": carries over") for line in done.stdout.splitlines())
+    assert len(done.stdout.splitlines()) == 3
+    bad = mcec(["check", str(moved), "--against", str(tmp_path / "gone.mce")], tmp_path, effects)
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
