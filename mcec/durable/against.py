@@ -222,11 +222,37 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
             changes.append(SiteChange(old, CARRIES_IF_FIT, f"{' and '.join(changed)} changed type", new.site))
         else:
             changes.append(SiteChange(old, CARRIES, None, new.site))
+    changes = _passed(changes)
     known = {(p.pipeline, p.label) for p in old_places}
     added = [p for p in new_places if (p.pipeline, p.label) not in known]
     if db is not None:
         changes = _with_runs(changes, old_spec, new_spec, db)
     return changes, added
+
+
+def _passed(changes: list[SiteChange]) -> list[SiteChange]:
+    """A run at a site has passed the sites before it on its way (the earlier ones of its pipeline
+    not beside it in another branch of a group it is inside): where one of them cannot carry over,
+    neither can a run here."""
+    found: list[SiteChange] = []
+    for i, change in enumerate(changes):
+        blocked = next((earlier for earlier in changes[:i] if earlier.verdict == CANNOT
+                        and earlier.old.pipeline == change.old.pipeline and not _beside(earlier.old, change.old)), None)
+        if blocked is not None and change.verdict != CANNOT:
+            change = SiteChange(change.old, CANNOT, f"a run here passed {blocked.old.site}, which cannot carry over",
+                                change.new_site)
+        found.append(change)
+    return found
+
+
+def _beside(earlier: EffectPlace, later: EffectPlace) -> bool:
+    """Whether ``later`` is in another branch (of a group it is inside) than ``earlier``: a run at
+    ``later`` need not have passed ``earlier``."""
+    common = 0
+    while (common < min(len(earlier.branch), len(later.branch))
+           and earlier.branch[common] == later.branch[common]):
+        common += 1
+    return len(earlier.branch) > common and len(later.branch) > common
 
 
 def _with_runs(changes: list[SiteChange], old_spec: str, new_spec: str, db: str) -> list[SiteChange]:

@@ -201,3 +201,21 @@ def test_check_against_classifies_each_site_and_counts_the_live_runs(tmp_path: P
     assert len(done.stdout.splitlines()) == 3
     bad = mcec(["check", str(moved), "--against", str(tmp_path / "gone.mce")], tmp_path, effects)
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
+
+
+def test_the_worked_example_of_the_language_reference(tmp_path: Path) -> None:
+    """docs/language.md §13, "Changing a spec with runs in flight": examples/support/approval.mce's
+    run waits for a person; approval_v2.mce (a step after the approval, a field in the state) takes it."""
+    from tests.durable.processes import ROOT
+
+    support = ROOT / "examples" / "support"
+    db = str(tmp_path / "runs.sqlite")
+    ticket = {"id": "T-9", "customer": "Ada", "amount": 250, "reason": "broken on arrival"}
+    started = durable.run(support / "approval.mce", "refund", json.dumps(ticket), run_id="t9", db=db)
+    assert started["status"] == "waiting"
+    done = mcec(["runs", "upgrade", "--to", str(support / "approval_v2.mce"), "--all", "--db", db], ROOT,
+                tmp_path / "effects.txt")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "t9: moved\n", "")
+    ended = durable.answer("t9", "approve", '{"approve": true}', db=db)
+    assert ended["value"] == "T-9: refunded 250.00 (customer notified)"
+    assert ended["state"] == {"paid": 1, "notified": 1}
