@@ -28,21 +28,24 @@ __all__ = ["Upgraded", "upgrade"]
 @final
 @dataclass(frozen=True, slots=True)
 class Upgraded:
-    """What ``runs upgrade`` did with one run: ``moved`` (with ``dry_run``: would move), or it
-    stays, ``why`` (where and why, one line)."""
+    """What ``runs upgrade`` did with one run: ``moved`` (with ``dry_run``: would move; ``already``:
+    it ran that version already, a move done before), or it stays, ``why`` (where and why, one line)."""
 
     run_id: str
     moved: bool
     why: str | None = None
+    already: bool = False
 
     @property
     def shown(self) -> str:
         """As ``runs upgrade`` prints it."""
+        if self.already:
+            return f"{self.run_id}: on this version already"
         return f"{self.run_id}: moved" if self.moved else f"{self.run_id}: stays ({self.why})"
 
     def as_dict(self) -> dict[str, Any]:
         """As JSON."""
-        return {"run_id": self.run_id, "moved": self.moved, "why": self.why}
+        return {"run_id": self.run_id, "moved": self.moved, "why": self.why, "already": self.already}
 
 
 def upgrade(spec: str | Path, run_ids: Sequence[str] = (), *, all_runs: bool = False, dry_run: bool = False,
@@ -96,7 +99,7 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: dict[tuple[
     except DurableError as exc:
         return Upgraded(run_id, False, str(exc))
     if request.digest == version.digest and request.spec == recorded["spec"]:
-        return Upgraded(run_id, False, "it runs this version already")
+        return Upgraded(run_id, True, already=True)
     with _locked(engine, run_id):  # no process resumes or answers it while it is classified and moved
         info = _known(engine, run_id)
         status = status_of(info, engine.steps(run_id))

@@ -219,3 +219,55 @@ def test_the_worked_example_of_the_language_reference(tmp_path: Path) -> None:
     ended = durable.answer("t9", "approve", '{"approve": true}', db=db)
     assert ended["value"] == "T-9: refunded 250.00 (customer notified)"
     assert ended["state"] == {"paid": 1, "notified": 1}
+
+
+def test_a_move_killed_midway_leaves_each_run_moved_or_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``runs upgrade --all`` killed (SIGKILL) while it moves: every run is wholly on one version —
+    its request and its records' sites agree — and a second ``runs upgrade`` moves the rest."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.durable.processes import ROOT, env
+
+    effects, db = tmp_path / "effects.txt", str(tmp_path / "runs.sqlite")
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    ids = [f"k{i}" for i in range(30)]
+    _start(spec, db, ids)
+    old_digest = _request(db, ids[0])["digest"]
+    spec.write_text(specs.AFTER, encoding="utf-8")
+    mover = subprocess.Popen([sys.executable, "-m", "mcec", "runs", "upgrade", "--to", str(spec), "--all", "--db", db],
+                             cwd=tmp_path, env={**env(effects), "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while mover.poll() is None and all(_request(db, run_id)["digest"] == old_digest for run_id in ids):
+            time.sleep(0.005)
+        mover.send_signal(signal.SIGKILL)
+    finally:
+        mover.wait()
+    moved = [run_id for run_id in ids if _request(db, run_id)["digest"] != old_digest]
+    assert moved  # it was killed once it had moved one run (or it ended first)
+    for run_id in ids:
+        effect = durable.show(run_id, db=db)["effects"][0]
+        questions = durable.waiting(db=db, run_id=run_id)
+        if run_id in moved:
+            assert (effect["site"], [q["site"] for q in questions]) == ("desk.mce:13:5 (load)", ["desk.mce:8:1 (approve)"])
+        else:
+            assert (effect["site"], [q["site"] for q in questions]) == ("desk.mce:11:5 (load)", ["desk.mce:7:1 (approve)"])
+    status, shown, _ = _upgrade(["--to", str(spec), "--all", "--db", db], tmp_path, effects)
+    assert status == 0
+    assert shown == [f"{run_id}: on this version already" if run_id in moved else f"{run_id}: moved" for run_id in ids]
+    for run_id in ids:
+        assert durable.answer(run_id, "approve", '{"ok": true}', db=db)["value"] == "paid, customer notified"
+
+
+def _request(db: str, run_id: str) -> dict[str, object]:
+    """The request the run ``run_id`` records (its workflow's input), read as DBOS reads it."""
+    with sqlite3.connect(db) as c:
+        (inputs,) = c.execute("select coalesce(i.inputs, s.inputs) from workflow_status s left join workflow_input i "
+                              "on i.workflow_uuid = s.workflow_uuid where s.workflow_uuid = ?", (run_id,)).fetchone()
+    request: dict[str, object] = json.loads(inputs)["args"][0]
+    return request
