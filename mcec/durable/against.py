@@ -4,7 +4,9 @@ at build time, before any run exists (docs/language.md §13, "Changing a spec wi
 For every effect site of the old version — a place a run can be parked at or have passed — it says
 whether a run there **carries over** (the new version has the same effect at the same place, with
 the same types), **carries over if its recorded values fit** (the same effect, but its output or
-the state changed type: ``mcec runs upgrade`` checks each run's recorded values), or **cannot**
+the state changed type: ``mcec runs upgrade`` checks each run's recorded values), **carries over
+with a migration** (only the state changed type, and the new version declares ``migrate_state``,
+:mod:`mcec.durable.migrate`), or **cannot**
 (the effect is gone, or the effects before it changed, so the run's identities no longer line up).
 
 A site's place is what it is, not where it is written: its pipeline, the ``par`` branch / ``each``
@@ -77,6 +79,7 @@ class SiteChange:
 
 
 CARRIES, CARRIES_IF_FIT, CANNOT = "carries over", "carries over if its recorded values fit", "cannot"
+MIGRATED = "carries over with a migration"
 
 
 def effect_places(program: t.Program) -> list[EffectPlace]:
@@ -200,6 +203,9 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
         assert compiled.program is not None
         programs.append(compiled.program)
         tables.append(_version(spec, interpret=False).type_table())
+    from mcec.durable.migrate import state_migration
+
+    migration = state_migration(programs[1])
     old_places, new_places = effect_places(programs[0]), effect_places(programs[1])
     by_place = {p.place: p for p in new_places}
     by_label = {(p.pipeline, p.label): p for p in new_places}
@@ -218,7 +224,9 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
         ]
         if old.question != new.question:  # a run waiting here was asked another question
             changed.insert(0, "its question")
-        if changed:
+        if changed == ["the state"] and migration is not None:
+            changes.append(SiteChange(old, MIGRATED, f"the state changed type: {migration.shown}", new.site))
+        elif changed:
             changes.append(SiteChange(old, CARRIES_IF_FIT, f"{' and '.join(changed)} changed type", new.site))
         else:
             changes.append(SiteChange(old, CARRIES, None, new.site))
@@ -264,7 +272,7 @@ def _with_runs(changes: list[SiteChange], old_spec: str, new_spec: str, db: str)
     from agentmonad.durable.runs import engine_for, request_of, status_of
     from agentmonad.durable.upgrade import MOVABLE, Moves, classify
 
-    from mcec.durable.upgrade import _new_version
+    from mcec.durable.upgrade import _new_version, prepared
 
     old_path = str(Path(old_spec).resolve())
     at: dict[str, list[bool]] = {}
@@ -280,8 +288,9 @@ def _with_runs(changes: list[SiteChange], old_spec: str, new_spec: str, db: str)
             last = records[-1] if records else {}
             sites = ([q.get("site") for q in last.get("questions", ())] if last.get("kind") == WAITING
                      else [r.get("site") for r in records if r.get("kind") not in NOT_EFFECTS][-1:])
-            version, _ = _new_version(new_spec, request, versions)
-            moves = isinstance(classify(version, request, records), Moves)
+            version, _, migration = _new_version(new_spec, request, versions)
+            migrating = prepared(request, records, migration)
+            moves = not isinstance(migrating, str) and isinstance(classify(version, *migrating), Moves)
             for site in dict.fromkeys(s for s in sites if s):
                 at.setdefault(str(site), []).append(moves)
     return [replace(c, live=len(at.get(c.old.site, [])), moving=sum(at.get(c.old.site, []))) for c in changes]

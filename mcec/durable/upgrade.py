@@ -19,6 +19,9 @@ from agentmonad.durable.errors import DurableError
 
 if TYPE_CHECKING:
     from agentmonad.durable.dbos import Engine, RunInfo
+    from agentmonad.durable.journal import Record
+
+    from mcec.durable.migrate import StateMigration
     from agentmonad.durable.request import RunRequest
     from agentmonad.durable.version import SpecVersion
 
@@ -61,7 +64,7 @@ def upgrade(spec: str | Path, run_ids: Sequence[str] = (), *, all_runs: bool = F
         raise DurableError("name the runs to move, or pass --all")
     if run_ids and all_runs:
         raise DurableError("name runs or pass --all, not both")
-    versions: dict[tuple[str, bool], tuple[SpecVersion, dict[str, Any]]] = {}
+    versions: Versions = {}
     done: list[Upgraded] = []
     with engine_for(db) as engine:
         infos = engine.runs() if all_runs else [_known(engine, run_id) for run_id in run_ids]
@@ -81,8 +84,7 @@ def _known(engine: Engine, run_id: str) -> RunInfo:
     return info
 
 
-def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: dict[tuple[str, bool], tuple[SpecVersion, dict[str, Any]]],
-                 *, dry_run: bool, named: bool) -> Upgraded:
+def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: Versions, *, dry_run: bool, named: bool) -> Upgraded:
     """Classify the run ``info`` against ``spec`` and, unless ``dry_run``, move it."""
     from agentmonad.durable.runs import _locked, request_of, status_of
     from agentmonad.durable.upgrade import MOVABLE, Stays, classify, move
@@ -95,7 +97,7 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: dict[tuple[
         return Upgraded(run_id, False, f"it is {status}: only a waiting or stopped run moves")
     request = request_of(info)
     try:
-        version, recorded = _new_version(spec, request, versions)
+        version, recorded, migration = _new_version(spec, request, versions)
     except DurableError as exc:
         return Upgraded(run_id, False, str(exc))
     if request.digest == version.digest and request.spec == recorded["spec"]:
@@ -105,24 +107,51 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: dict[tuple[
         status = status_of(info, engine.steps(run_id))
         if status not in MOVABLE:
             return Upgraded(run_id, False, f"it is {status}: only a waiting or stopped run moves")
-        verdict = classify(version, request, engine.steps(run_id))
+        migrating = prepared(request, engine.steps(run_id), migration)
+        if isinstance(migrating, str):
+            return Upgraded(run_id, False, migrating)
+        request, records = migrating
+        verdict = classify(version, request, records)
         if isinstance(verdict, Stays):
             return Upgraded(run_id, False, verdict.shown)
         if not dry_run:
-            move(engine, run_id, _moved_request(request, version, recorded), verdict)
+            move(engine, run_id, _moved_request(request, version, recorded), verdict,
+                 records if migration is not None else None)
     return Upgraded(run_id, True)
 
 
-def _new_version(spec: str, request: RunRequest, versions: dict[tuple[str, bool], tuple[SpecVersion, dict[str, Any]]]
-                 ) -> tuple[SpecVersion, dict[str, Any]]:
-    """The version of ``spec`` the run of ``request`` would run (compiled once per pipeline), and
-    what its request records of it."""
-    from mcec.durable import _new
+#: The new versions compiled for the runs moved, by pipeline and way of running: the version, what a
+#: request records of it, its state migration.
+Versions = dict[tuple[str, bool], tuple["SpecVersion", dict[str, Any], "StateMigration | None"]]
+
+
+def _new_version(spec: str, request: RunRequest, versions: Versions
+                 ) -> tuple[SpecVersion, dict[str, Any], StateMigration | None]:
+    """The version of ``spec`` the run of ``request`` would run (compiled once per pipeline), what
+    its request records of it, and its ``migrate_state`` (:mod:`mcec.durable.migrate`)."""
+    from mcec.durable import _new, _program
+    from mcec.durable.migrate import state_migration
 
     key = (request.pipeline, request.interpret)
     if key not in versions:
-        versions[key] = _new(spec, request.pipeline, interpret=request.interpret)
+        version, recorded = _new(spec, request.pipeline, interpret=request.interpret)
+        versions[key] = (version, recorded, state_migration(_program(spec, generate=not request.interpret)))
     return versions[key]
+
+
+def prepared(request: RunRequest, records: list[Record], migration: StateMigration | None
+             ) -> tuple[RunRequest, list[Record]] | str:
+    """The run's request and records as the new version reads them: its states migrated when the
+    version declares a migration; why not, when a state cannot be."""
+    from mcec.durable.migrate import MigrationFailed, migrated
+
+    if migration is None:
+        return request, records
+    try:
+        records, start = migrated(records, request.state, migration)
+    except MigrationFailed as exc:
+        return f"its recorded state cannot be migrated by {migration.shown}: {exc}"
+    return replace(request, state=start), records
 
 
 def _moved_request(request: RunRequest, version: SpecVersion, recorded: dict[str, Any]) -> RunRequest:

@@ -271,3 +271,37 @@ def _request(db: str, run_id: str) -> dict[str, object]:
                               "on i.workflow_uuid = s.workflow_uuid where s.workflow_uuid = ?", (run_id,)).fetchone()
     request: dict[str, object] = json.loads(inputs)["args"][0]
     return request
+
+
+def test_a_changed_state_type_moves_with_its_typed_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state type the recorded states do not fit (fields with no default): the runs stay; with
+    ``fn migrate_state : Desk -> SourcedDesk`` in the new spec every recorded state is migrated
+    when the run moves, and the run finishes in the migrated state."""
+    effects, db = tmp_path / "effects.txt", str(tmp_path / "runs.sqlite")
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    _start(spec, db, ["m1", "m2"])
+    spec.write_text(specs.UNMIGRATED, encoding="utf-8")
+    status, shown, _ = _upgrade(["--to", str(spec), "--all", "--db", db], tmp_path, effects)
+    assert status == 1 and all(": stays (the new version does not take its input: the state type cannot be built"
+                                in line for line in shown)
+    spec.write_text(specs.MIGRATED, encoding="utf-8")
+    checked = mcec(["check", "--fast", str(spec)], tmp_path, effects)  # `migrate_state` is not an unused fn
+    assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout
+    old = tmp_path / "old.mce"
+    old.write_text(specs.FIRST, encoding="utf-8")
+    against = mcec(["check", str(spec), "--against", str(old)], tmp_path, effects)
+    assert against.stdout.splitlines()[0] == ("old.mce:11:5 (load) [settle] -> desk.mce:15:5 (load): carries over with a "
+                                              "migration (the state changed type: migrate_state : Desk -> SourcedDesk)")
+    status, shown, _ = _upgrade(["--to", str(spec), "--all", "--dry-run", "--db", db], tmp_path, effects)
+    assert status == 0 and shown == ["(dry run) m1: moved", "(dry run) m2: moved"]
+    assert durable.show("m1", db=db)["effects"][0]["state_change"] is not None
+    status, shown, _ = _upgrade(["--to", str(spec), "--all", "--db", db], tmp_path, effects)
+    assert status == 0 and shown == ["m1: moved", "m2: moved"]
+    # the records hold the migrated states now (the move is done once, not again at each resume)
+    assert durable.show("m2", db=db)["state"] == {"paid": 0, "notified": 0, "source": "moved from v1"}
+    for run_id in ("m1", "m2"):
+        ended = durable.answer(run_id, "approve", '{"ok": true}', db=db)
+        assert ended["value"] == "paid, customer notified"
+        assert ended["state"] == {"paid": 1, "notified": 1, "source": "moved from v1"}

@@ -193,19 +193,24 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def move(engine: Engine, run_id: str, request: RunRequest, moves: Moves) -> None:
+def move(engine: Engine, run_id: str, request: RunRequest, moves: Moves, records: list[Record] | None = None) -> None:
     """Rewrite what the run ``run_id`` records of its version, in one transaction: its request
     becomes ``request``, each kept record's site text the new version's (``moves.sites``), its
-    waiting record's questions ``moves.questions``. The caller holds the run's lock."""
+    waiting record's questions ``moves.questions``; ``records`` (by key, when given): what each
+    record becomes (a migration's, see ``mcec.durable.migrate``). The caller holds the run's lock."""
     from .dbos_internals import rewrite_run
 
     rows = engine.step_rows(run_id)
+    given = {str(r.get("key")): r for r in records} if records is not None else {}
     changed: dict[int, Record] = {}
     last = max((i for i, (_, r) in enumerate(rows) if r.get("kind") == WAITING), default=None)
     for i, (function_id, record) in enumerate(rows):
         key = str(record.get("key"))
-        if key in moves.sites and moves.sites[key] != record.get("site"):
-            changed[function_id] = {**record, "site": moves.sites[key]}
-        elif i == last and moves.questions and list(moves.questions) != record.get("questions"):
-            changed[function_id] = {**record, "questions": list(moves.questions)}
+        now = given.get(key, record)
+        if key in moves.sites and moves.sites[key] != now.get("site"):
+            now = {**now, "site": moves.sites[key]}
+        elif i == last and moves.questions and list(moves.questions) != now.get("questions"):
+            now = {**now, "questions": list(moves.questions)}
+        if now != record:
+            changed[function_id] = now
     rewrite_run(engine.client, run_id, request.as_json(), changed)

@@ -101,3 +101,38 @@ async def load_claim(state: Desk, text: str) -> Outcome[Desk, Never, Claim]:
     _effect(f"load {text}")
     order, amount = text.split(":")
     return Ok(Claim(order=order, amount=float(amount), reason="damaged"), state)
+
+
+@dataclass(frozen=True)
+class SourcedDesk:
+    """A state with fields and no defaults: a first-version state cannot be read as one without a
+    migration (:func:`from_desk`)."""
+
+    paid: int
+    notified: int
+    source: str
+
+
+def from_desk(desk: Desk) -> SourcedDesk:
+    """The migration of a first-version state: what a moved run's states become."""
+    return SourcedDesk(paid=desk.paid, notified=0, source="moved from v1")
+
+
+async def load_sourced(state: SourcedDesk, text: str) -> Outcome[SourcedDesk, Never, Refund]:
+    """:func:`load`, in the migrated state."""
+    _effect(f"load {text}")
+    order, amount = text.split(":")
+    return Ok(Refund(order=order, amount=float(amount)), state)
+
+
+async def pay_sourced(state: SourcedDesk, approval: Approval) -> Outcome[SourcedDesk, Never, str]:
+    """:func:`pay`, in the migrated state."""
+    _effect(f"pay {approval.ok}")
+    return Ok("paid" if approval.ok else "refused",
+              SourcedDesk(state.paid + (1 if approval.ok else 0), state.notified, state.source))
+
+
+async def notify_sourced(state: SourcedDesk, text: str) -> Outcome[SourcedDesk, Never, str]:
+    """:func:`notify`, in the migrated state."""
+    _effect(f"notify {text}")
+    return Ok(f"{text}, customer notified", SourcedDesk(state.paid, state.notified + 1, state.source))

@@ -74,3 +74,27 @@ pipeline settle : str -> str ! NoOneToAsk | NoAnswer | BadAnswer {
     pay;
 }
 """
+
+#: Changed after the ask, with a state type a first-version state does not fit (no defaults)…
+UNMIGRATED = HEAD.replace("AuditedDesk", "AuditedDesk, SourcedDesk") + """
+state SourcedDesk
+
+async step load   : str -> Refund      = impl.load_sourced
+ask approve       : Refund -> Approval = "Refund {{ amount }} for {{ order }}?"
+async step pay    : Approval -> str    = impl.pay_sourced
+async step notify : str -> str         = impl.notify_sourced
+
+pipeline settle : str -> str ! NoOneToAsk | NoAnswer | BadAnswer {
+    load;
+    approve;
+    pay;
+    notify;
+}
+"""
+
+#: …and the same with its typed migration from the first version's state.
+MIGRATED = UNMIGRATED.replace("state SourcedDesk\n", """state SourcedDesk
+
+# runs of the first version move with their states migrated
+fn migrate_state : Desk -> SourcedDesk = impl.from_desk
+""")
