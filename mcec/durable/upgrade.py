@@ -64,6 +64,10 @@ def upgrade(spec: str | Path, run_ids: Sequence[str] = (), *, all_runs: bool = F
         raise DurableError("name the runs to move, or pass --all")
     if run_ids and all_runs:
         raise DurableError("name runs or pass --all, not both")
+    from mcec.durable import _program
+    from mcec.durable.migrate import state_migration
+
+    state_migration(_program(spec, generate=True))  # a spec that does not check, a bad migration: said once
     versions: Versions = {}
     done: list[Upgraded] = []
     with engine_for(db) as engine:

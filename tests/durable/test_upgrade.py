@@ -126,7 +126,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     effects, db = tmp_path / "effects.txt", str(tmp_path / "runs.sqlite")
     spec = tmp_path / "desk.mce"
     spec.write_text(specs.FIRST, encoding="utf-8")
+    broken = tmp_path / "broken.mce"
+    broken.write_text("pipeline x : int -> int = nope;\n", encoding="utf-8")
     for args, message in ((["--to", "missing.mce", "--all"], "no spec missing.mce"),
+                          (["--to", str(broken), "--all"],
+                           f"{broken} does not check (MCE002: unknown name `nope`); run `mcec check {broken}`"),
                           (["--to", str(spec)], "name the runs to move, or pass --all"),
                           (["--to", str(spec), "x", "--all"], "name runs or pass --all, not both"),
                           (["--to", str(spec), "nope"], "no durable run 'nope'")):
