@@ -1,5 +1,6 @@
 """The rule ``runs upgrade`` applies (agentmonad.durable.upgrade.classify), over random specs
-(tests/spec_gen.py) and random single edits: a run stopped after any number of its effects that
+(tests/spec_gen.py) and random single edits (lines moved, a step added before or after ``main``'s
+body, a ``par`` branch added beside it): a run stopped after any number of its effects that
 the classifier moves to the edited version ends, resumed there, with the same Outcome as a fresh
 run of the edited version (the toolbox's steps are deterministic, so a fresh run's effects return
 what the moved run recorded); an edit that only moves lines always moves it."""
@@ -19,7 +20,7 @@ from agentmonad.context import hooks
 from agentmonad.control import fake_retry_clock
 from agentmonad.durable import DurableJournal, MemoryStore, Record
 from agentmonad.durable.request import RunRequest
-from agentmonad.durable.upgrade import Moves, classify
+from agentmonad.durable.upgrade import Moves, Stays, classify
 from mcec.compiler import check_source
 from mcec.durable import InterpretedVersion
 from mcec.run.interpret import interpret
@@ -30,7 +31,7 @@ from spec_gen import specs
 _counter = itertools.count()
 
 #: The single edits: lines moved, a step added at the end of ``main``, a step added at its start.
-EDITS = ("lines moved", "step added after", "step added before")
+EDITS = ("lines moved", "step added after", "step added before", "par branch added")
 
 
 def _edited(text: str, edit: str) -> str:
@@ -43,6 +44,8 @@ def _edited(text: str, edit: str) -> str:
             return head + f"pipeline main : int -> int = ({body}) >>= note;\n"
         case "step added before":
             return head + f"pipeline main : int -> int = note >>= ({body});\n"
+        case "par branch added":
+            return head + f"pipeline main : int -> int = par <({body}), note> >>= add_pair;\n"
     raise AssertionError(edit)
 
 
@@ -92,6 +95,8 @@ def test_a_moved_run_ends_as_a_fresh_run_of_the_new_version(data: st.DataObject)
         event(f"{edit}, {'some' if stopped else 'no'} records: {type(verdict).__name__}")
         if edit == "lines moved":
             assert isinstance(verdict, Moves), verdict
+        if edit == "par branch added" and stopped:  # every identity of the run is now inside the group
+            assert isinstance(verdict, Stays), verdict
         if isinstance(verdict, Moves):
             resumed, _ = _run(new, value, stopped)
             fresh, _ = _run(new, value, [])
