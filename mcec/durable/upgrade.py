@@ -90,6 +90,7 @@ def _known(engine: Engine, run_id: str) -> RunInfo:
 
 def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: Versions, *, dry_run: bool, named: bool) -> Upgraded:
     """Classify the run ``info`` against ``spec`` and, unless ``dry_run``, move it."""
+    from agentmonad.durable.dbos_internals import RewriteRefused
     from agentmonad.durable.runs import _locked, request_of, status_of
     from agentmonad.durable.upgrade import MOVABLE, Stays, classify, move
 
@@ -98,7 +99,7 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: Versions, *
     if status not in MOVABLE:
         if status in ("finished", "failed") and not named:
             return Upgraded(run_id, False, _SKIPPED)
-        return Upgraded(run_id, False, f"it is {status}: only a waiting or stopped run moves")
+        return Upgraded(run_id, False, f"it is {status}: only a waiting, stopped or enqueued run moves")
     request = request_of(info)
     try:
         version, recorded, migration = _new_version(spec, request, versions)
@@ -110,7 +111,7 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: Versions, *
         info = _known(engine, run_id)
         status = status_of(info, engine.steps(run_id))
         if status not in MOVABLE:
-            return Upgraded(run_id, False, f"it is {status}: only a waiting or stopped run moves")
+            return Upgraded(run_id, False, f"it is {status}: only a waiting, stopped or enqueued run moves")
         migrating = prepared(request, engine.steps(run_id), migration)
         if isinstance(migrating, str):
             return Upgraded(run_id, False, migrating)
@@ -119,8 +120,11 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: Versions, *
         if isinstance(verdict, Stays):
             return Upgraded(run_id, False, verdict.shown)
         if not dry_run:
-            move(engine, run_id, _moved_request(request, version, recorded), verdict,
-                 records if migration is not None else None)
+            try:
+                move(engine, run_id, _moved_request(request, version, recorded), verdict,
+                     records if migration is not None else None, enqueued=status == "enqueued")
+            except RewriteRefused as exc:
+                return Upgraded(run_id, False, str(exc))
     return Upgraded(run_id, True)
 
 

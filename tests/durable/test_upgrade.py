@@ -65,7 +65,7 @@ def _moved_then_answered(tmp_path: Path, db: str, ids: list[str], monkeypatch: p
     # nothing ran twice: no run loaded its refund again
     assert sum(line.startswith("load") for line in lines(effects)) == len(ids)
     status, shown, _ = _upgrade(["--to", str(spec), ids[0], "--db", db], tmp_path, effects)
-    assert status == 1 and shown == [f"{ids[0]}: stays (it is finished: only a waiting or stopped run moves)"]
+    assert status == 1 and shown == [f"{ids[0]}: stays (it is finished: only a waiting, stopped or enqueued run moves)"]
 
 
 def _changed_before_the_ask_stays(tmp_path: Path, db: str, ids: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -309,3 +309,37 @@ def test_a_changed_state_type_moves_with_its_typed_migration(tmp_path: Path, mon
         ended = durable.answer(run_id, "approve", '{"ok": true}', db=db)
         assert ended["value"] == "paid, customer notified"
         assert ended["state"] == {"paid": 1, "notified": 1, "source": "moved from v1"}
+
+
+def test_an_enqueued_run_moves_to_the_new_versions_queue_and_its_worker_runs_it(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run enqueued for workers of the first version, moved: a worker of the new version takes it."""
+    import subprocess
+    import sys
+
+    from tests.durable.processes import ROOT, env
+
+    effects, db = tmp_path / "effects.txt", str(tmp_path / "runs.sqlite")
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    spec = tmp_path / "desk.mce"
+    spec.write_text(specs.FIRST, encoding="utf-8")
+    assert durable.enqueue(spec, "settle", json.dumps("Q-1:50"), run_id="q1", db=db)["status"] == "enqueued"
+    old_queue = _request(db, "q1")["queue"]
+    spec.write_text(specs.AFTER, encoding="utf-8")
+    status, shown, _ = _upgrade(["--to", str(spec), "q1", "--db", db], tmp_path, effects)
+    assert (status, shown) == (0, ["q1: moved"])
+    new_queue = _request(db, "q1")["queue"]
+    assert new_queue != old_queue and str(new_queue).startswith("mcec.default.")
+    with sqlite3.connect(db) as c:
+        assert c.execute("select queue_name from workflow_status where workflow_uuid = 'q1'").fetchone() == (new_queue,)
+    worker = subprocess.Popen([sys.executable, "-m", "mcec", "worker", str(spec), "--db", db, "--poll-seconds", "0.05"],
+                              cwd=tmp_path, env={**env(effects), "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        waited = durable.result("q1", db=db, timeout=90)
+        assert waited is not None and waited["status"] == "waiting", waited
+    finally:
+        worker.terminate()
+        worker.wait(60)
+    ended = durable.answer("q1", "approve", '{"ok": true}', db=db)
+    assert ended["value"] == "paid, customer notified" and ended["state"] == {"paid": 1, "notified": 1}

@@ -97,13 +97,16 @@ class RewriteRefused(Exception):
     nothing was changed."""
 
 
-def rewrite_run(client: Any, run_id: str, request: dict[str, Any], outputs: dict[int, dict[str, Any]]) -> None:
+def rewrite_run(client: Any, run_id: str, request: dict[str, Any], outputs: dict[int, dict[str, Any]],
+                queue: str | None = None) -> None:
     """Rewrite, in ONE transaction of the run database, the input of the workflow ``run_id`` (its
     request: ``request``, as mcec's JSON serializer writes a workflow's arguments) and the outputs
     of its steps ``outputs`` (by step id: the record each step keeps now). DBOS has no API to edit
     a workflow's input or its steps' outputs; its tables are ``workflow_status`` (the input in its
     ``inputs`` column, or in ``workflow_input`` — DBOS reads whichever the row has) and
-    ``operation_outputs``. A row in another serialization than mcec's is refused, never rewritten."""
+    ``operation_outputs``. A row in another serialization than mcec's is refused, never rewritten.
+    ``queue``: the run is still enqueued and goes on that DBOS queue (its ``queue_name``) — refused
+    when a worker took it from its queue meanwhile."""
     import json
 
     import sqlalchemy as sa
@@ -121,6 +124,11 @@ def rewrite_run(client: Any, run_id: str, request: dict[str, Any], outputs: dict
         if row.inputs is not None:
             c.execute(status.update().where(status.c.workflow_uuid == run_id).values(inputs=serialized))
         c.execute(inputs.update().where(inputs.c.workflow_uuid == run_id).values(inputs=serialized))
+        if queue is not None:
+            taken = c.execute(status.update().where(status.c.workflow_uuid == run_id, status.c.status == "ENQUEUED")
+                              .values(queue_name=queue))
+            if taken.rowcount != 1:
+                raise RewriteRefused(f"run {run_id} was taken from its queue meanwhile")
         for function_id, record in outputs.items():
             done = c.execute(outputs_table.update()
                              .where(outputs_table.c.workflow_uuid == run_id, outputs_table.c.function_id == function_id,

@@ -31,10 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Moves", "Stays", "Verdict", "classify", "move", "MOVABLE"]
 
-#: The statuses of a run that can move: it waits for people, or it stopped (its process could not
-#: go on, or the spec changed under it). A running or enqueued run is another process's; an ended
-#: one has nothing left to run.
-MOVABLE = ("waiting", "stopped")
+#: The statuses of a run that can move: it waits for people, it stopped (its process could not go
+#: on, or the spec changed under it), or it waits on its queue for a worker (it goes on the new
+#: version's queue). A running run is another process's; an ended one has nothing left to run.
+MOVABLE = ("waiting", "stopped", "enqueued")
 
 
 @final
@@ -193,11 +193,14 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def move(engine: Engine, run_id: str, request: RunRequest, moves: Moves, records: list[Record] | None = None) -> None:
+def move(engine: Engine, run_id: str, request: RunRequest, moves: Moves, records: list[Record] | None = None,
+         *, enqueued: bool = False) -> None:
     """Rewrite what the run ``run_id`` records of its version, in one transaction: its request
     becomes ``request``, each kept record's site text the new version's (``moves.sites``), its
     waiting record's questions ``moves.questions``; ``records`` (by key, when given): what each
-    record becomes (a migration's, see ``mcec.durable.migrate``). The caller holds the run's lock."""
+    record becomes (a migration's, see ``mcec.durable.migrate``); ``enqueued``: the run still waits on
+    its queue, and goes on ``request.queue`` (the new version's workers listen there). The caller
+    holds the run's lock."""
     from .dbos_internals import rewrite_run
 
     rows = engine.step_rows(run_id)
@@ -213,4 +216,4 @@ def move(engine: Engine, run_id: str, request: RunRequest, moves: Moves, records
             now = {**now, "questions": list(moves.questions)}
         if now != record:
             changed[function_id] = now
-    rewrite_run(engine.client, run_id, request.as_json(), changed)
+    rewrite_run(engine.client, run_id, request.as_json(), changed, request.queue if enqueued else None)
