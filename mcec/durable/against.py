@@ -224,7 +224,10 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
         ]
         if old.question != new.question:  # a run waiting here was asked another question
             changed.insert(0, "its question")
-        if changed == ["the state"] and migration is not None:
+        prompt = _prompt_changed(programs[0], programs[1], old)
+        if prompt is not None and not changed:
+            changes.append(SiteChange(old, CARRIES, prompt, new.site))
+        elif changed == ["the state"] and migration is not None:
             changes.append(SiteChange(old, MIGRATED, f"the state changed type: {migration.shown}", new.site))
         elif changed:
             changes.append(SiteChange(old, CARRIES_IF_FIT, f"{' and '.join(changed)} changed type", new.site))
@@ -236,6 +239,27 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
     if db is not None:
         changes = _with_runs(changes, old_spec, new_spec, db)
     return changes, added
+
+
+def _prompt_changed(old: t.Program, new: t.Program, place: EffectPlace) -> str | None:
+    """What a changed prompt of the ``llm`` or ``ask`` at ``place`` means for runs (None: it did
+    not change): a run that passed it keeps its recorded answer, a run not there yet is asked anew."""
+    kind, _, name = place.label.partition(" ")
+    if kind not in ("llm", "ask"):
+        return None
+    before, after = _template(old, kind, name), _template(new, kind, name)
+    if before == after:
+        return None
+    if kind == "ask":
+        return "its prompt changed: a run waiting here is shown the new prompt for the same question"
+    return "its prompt changed: a run that passed it keeps its recorded answer; a run not there yet uses the new prompt"
+
+
+def _template(program: t.Program, kind: str, name: str) -> str | None:
+    """The template of ``program``'s ``llm`` (``kind``) or ``ask`` ``name``."""
+    if kind == "llm":
+        return next((llm.template for llm in program.llms if llm.name == name), None)
+    return next((ask.template for ask in program.asks if ask.name == name), None)
 
 
 def _passed(changes: list[SiteChange]) -> list[SiteChange]:

@@ -203,6 +203,16 @@ def test_check_against_classifies_each_site_and_counts_the_live_runs(tmp_path: P
     done = mcec(["check", str(moved), "--against", str(old)], tmp_path, effects)
     assert done.returncode == 0 and all(line.endswith(": carries over") for line in done.stdout.splitlines())
     assert len(done.stdout.splitlines()) == 3
+    # a changed prompt is a change the runs carry over: the waiting ones see the new prompt
+    reworded = tmp_path / "reworded.mce"
+    reworded.write_text(specs.FIRST.replace("Refund {{ amount }}", "Pay back {{ amount }}"), encoding="utf-8")
+    done = mcec(["check", str(reworded), "--against", str(old)], tmp_path, effects)
+    assert done.stdout.splitlines()[1] == ("desk.mce:7:1 (approve) [settle] -> reworded.mce:7:1 (approve): carries over "
+                                           "(its prompt changed: a run waiting here is shown the new prompt for the "
+                                           "same question)")
+    status, shown, _ = _upgrade(["--to", str(reworded), "e1", "--db", db], tmp_path, effects)
+    assert (status, shown) == (0, ["e1: moved"])
+    assert [q["prompt"] for q in durable.waiting(db=db, run_id="e1")] == ["Pay back 100.0 for R-0?"]
     bad = mcec(["check", str(moved), "--against", str(tmp_path / "gone.mce")], tmp_path, effects)
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
 
