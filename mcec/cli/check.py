@@ -49,11 +49,18 @@ def add_check(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         help=f"show at most N diagnostics (default {DEFAULT_LIMIT}; 0 = no limit)",
     )
     add_durable_arguments(command)
+    command.add_argument("--against", default=None, metavar="OLD_SPEC",
+                         help="say, for each effect site of OLD_SPEC, whether runs in flight there carry over to PATH "
+                         "(docs/language.md §13, \"Changing a spec with runs in flight\")")
+    command.add_argument("--db", default=None, metavar="URL",
+                         help="with --against: count the live runs of OLD_SPEC at each site in this run database")
     command.set_defaults(func=run_check)
 
 
 def run_check(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``mcec check``: report every diagnostic of every spec named."""
+    if args.against is not None or args.db is not None:
+        return run_against(args, out)
     limit = args.max_diagnostics or None
     reporter = Reporter(out, args.format, limit, color_wanted(out) and args.format == "text", verbose=args.verbose)
     files, problems = collect_specs(args.paths)
@@ -94,6 +101,26 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "text" and not args.quiet:
         print(checked_line(files, len(reporter.diagnostics), fast=args.fast), file=sys.stderr)
     return EXIT_OK
+
+
+def run_against(args: argparse.Namespace, out: TextIO) -> int:
+    """``mcec check NEW --against OLD [--db URL]``: one line per effect site of OLD (what becomes
+    of the runs there, :mod:`mcec.durable.against`); exit 1 when runs at some site cannot carry over."""
+    from agentmonad.durable.errors import DurableError
+
+    from mcec.durable.against import CANNOT, compare, shown
+
+    if args.against is None or len(args.paths) != 1:
+        print("mcec check: --against OLD_SPEC takes one new spec (and --db needs --against)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        changes, added = compare(args.against, args.paths[0], db=args.db)
+    except DurableError as exc:
+        print(f"mcec check: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in shown(changes, added):
+        out.write(line + "\n")
+    return EXIT_ERRORS if any(c.verdict == CANNOT for c in changes) else EXIT_OK
 
 
 def checked_line(files: list[Path], warnings: int, *, fast: bool) -> str:

@@ -38,3 +38,22 @@ def test_pickled_rows_are_refused_by_every_decoder_dbos_picks() -> None:
                    lambda: serialization.deserialize_args("gASVAAAAAAAAAACMAU6ULg==", name, JsonSerializer())):
         with pytest.raises(dbos_internals.ForeignRow):
             decode()
+
+
+def test_the_rows_a_move_rewrites_are_where_rewrite_run_writes_them() -> None:
+    """``runs upgrade`` rewrites a run's input and its steps' outputs in DBOS's tables
+    (:func:`dbos_internals.rewrite_run`): the columns it writes are there, and DBOS still reads a
+    workflow's input from ``workflow_input`` before ``workflow_status``."""
+    import inspect
+
+    from dbos._schemas.system_database import SystemSchema
+    from dbos._sys_db import SystemDatabase
+
+    assert {"workflow_uuid", "inputs", "serialization"} <= set(SystemSchema.workflow_status.c.keys())
+    assert {"workflow_uuid", "inputs"} <= set(SystemSchema.workflow_input.c.keys())
+    assert {"workflow_uuid", "function_id", "output", "serialization"} <= set(SystemSchema.operation_outputs.c.keys())
+    source = inspect.getsource(SystemDatabase)
+    assert "self.tables.workflow_input.c.inputs,\n" in source and "self.tables.workflow_status.c.inputs," in source
+    assert JsonSerializer().name() == "mcec_json"  # the serialization rewrite_run accepts and writes
+    inputs = inspect.getsource(serialization.serialize_args)
+    assert 'i: WorkflowInputs = {"args": args, "kwargs": kwargs}' in inputs  # the input's JSON form

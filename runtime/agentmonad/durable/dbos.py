@@ -713,6 +713,11 @@ class Engine:
         steps = self.client.list_workflow_steps(run_id)
         return [s["output"] for s in steps if isinstance(s["output"], dict) and "key" in s["output"]]
 
+    def step_rows(self, run_id: str) -> list[tuple[int, Record]]:
+        """The records of ``run_id`` with their DBOS step ids, in the order they were kept."""
+        steps = self.client.list_workflow_steps(run_id)
+        return [(int(s["function_id"]), s["output"]) for s in steps if isinstance(s["output"], dict) and "key" in s["output"]]
+
     def cancel(self, run_id: str) -> None:
         """Cancel ``run_id``: a process running it stops at its next effect."""
         self.client.cancel_workflow(run_id)

@@ -19,6 +19,7 @@ from dbos._utils import INTERNAL_QUEUE_NAME
 __all__ = [
     "CANCELLED_ERRORS", "DEFAULT_QUEUE_POLLING_INTERVAL_SEC", "INTERNAL_QUEUE_NAME", "DBOSAwaitedWorkflowCancelledError",
     "ForeignRow", "dbos_instance", "internal_queue", "refuse_pickled_rows", "set_worker_concurrency", "system_engine",
+    "rewrite_run", "RewriteRefused",
 ]
 
 #: What DBOS raises in and around a workflow that was cancelled.
@@ -89,3 +90,49 @@ def refuse_pickled_rows() -> None:
     name = current.name()
     assert name == "py_pickle", f"DBOS's default serializer is {name!r}, no longer its pickle"
     serialization.DBOSDefaultSerializer = _RefusedPickle(name)
+
+
+class RewriteRefused(Exception):
+    """A run's rows are not as :func:`rewrite_run` expects (another serialization, a row gone):
+    nothing was changed."""
+
+
+def rewrite_run(client: Any, run_id: str, request: dict[str, Any], outputs: dict[int, dict[str, Any]],
+                queue: str | None = None) -> None:
+    """Rewrite, in ONE transaction of the run database, the input of the workflow ``run_id`` (its
+    request: ``request``, as mcec's JSON serializer writes a workflow's arguments) and the outputs
+    of its steps ``outputs`` (by step id: the record each step keeps now). DBOS has no API to edit
+    a workflow's input or its steps' outputs; its tables are ``workflow_status`` (the input in its
+    ``inputs`` column, or in ``workflow_input`` — DBOS reads whichever the row has) and
+    ``operation_outputs``. A row in another serialization than mcec's is refused, never rewritten.
+    ``queue``: the run is still enqueued and goes on that DBOS queue (its ``queue_name``) — refused
+    when a worker took it from its queue meanwhile."""
+    import json
+
+    import sqlalchemy as sa
+    from dbos._schemas.system_database import SystemSchema
+
+    status, inputs, outputs_table = SystemSchema.workflow_status, SystemSchema.workflow_input, SystemSchema.operation_outputs
+    serialized = json.dumps({"args": [request], "kwargs": {}})
+    with system_engine(client).begin() as c:
+        row = c.execute(sa.select(status.c.serialization, status.c.inputs)
+                        .where(status.c.workflow_uuid == run_id).with_for_update()).first()
+        if row is None:
+            raise RewriteRefused(f"run {run_id} has no workflow row")
+        if row.serialization != "mcec_json":
+            raise RewriteRefused(f"run {run_id}'s workflow row is in the {row.serialization} serialization, not mcec's")
+        if row.inputs is not None:
+            c.execute(status.update().where(status.c.workflow_uuid == run_id).values(inputs=serialized))
+        c.execute(inputs.update().where(inputs.c.workflow_uuid == run_id).values(inputs=serialized))
+        if queue is not None:
+            taken = c.execute(status.update().where(status.c.workflow_uuid == run_id, status.c.status == "ENQUEUED")
+                              .values(queue_name=queue))
+            if taken.rowcount != 1:
+                raise RewriteRefused(f"run {run_id} was taken from its queue meanwhile")
+        for function_id, record in outputs.items():
+            done = c.execute(outputs_table.update()
+                             .where(outputs_table.c.workflow_uuid == run_id, outputs_table.c.function_id == function_id,
+                                    outputs_table.c.serialization == "mcec_json")
+                             .values(output=json.dumps(record, default=str)))
+            if done.rowcount != 1:
+                raise RewriteRefused(f"run {run_id}'s step {function_id} is not one mcec wrote")

@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar, final
+from typing import Any, NoReturn, Protocol, TypeVar, final
 
 from pydantic import ValidationError
 
@@ -42,6 +42,7 @@ from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_resul
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "StopAsked", "RecordError", "state_delta", "apply_delta",
     "whole_states", "states_seen", "OpenQuestion", "WAITING", "CANCELLED", "STOPPED", "NOT_EFFECTS", "iso_time", "epoch", "branch_key",
+    "ReplayPoint", "DryStop",
 ]
 
 _T = TypeVar("_T")
@@ -141,6 +142,32 @@ class ReplayMismatch(Exception):
         super().__init__(message)
         self.key = key
         self.record = record
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReplayPoint:
+    """Where a dry replay (:class:`DurableJournal` with ``dry=True``) stopped: the effect at
+    ``key`` (its ``kind``, ``step`` and ``site`` text in the version replayed), the ``record`` the
+    run has there (None: none), and ``why``. ``frontier``: it stopped only because the run has no
+    record there (the first effect the run would perform next), not because a record diverges."""
+
+    key: str
+    kind: str
+    step: str
+    site: str | None
+    record: Record | None
+    why: str
+    frontier: bool
+
+
+class DryStop(BaseException):
+    """A dry replay stopped (:class:`ReplayPoint`). Not an :class:`Exception`, so no
+    ``catch``/``orelse`` of the pipeline takes it: it ends the replay."""
+
+    def __init__(self, point: ReplayPoint) -> None:
+        super().__init__(point.why)
+        self.point = point
 
 
 class Store(Protocol):
@@ -245,7 +272,8 @@ class DurableJournal:
                  stop_asked: Callable[[], bool] | None = None,
                  missing: Callable[[str, Effect], BaseException | None] | None = None,
                  asks_people: bool = False,
-                 defect: Callable[[str, Effect, BaseException], None] | None = None) -> None:
+                 defect: Callable[[str, Effect, BaseException], None] | None = None,
+                 dry: bool = False) -> None:
         self.store = store
         #: For an effect with no record (its identity, the effect): the exception to raise instead of
         #: running it, or None to run it (a replay of a recorded run, :mod:`agentmonad.record`).
@@ -257,6 +285,14 @@ class DurableJournal:
         #: recorded here, it runs again on resume) or was cancelled, with its identity (a recorded
         #: run keeps both).
         self._defect = defect
+        #: A dry replay (``mcec runs upgrade``): it performs nothing; it stops (:class:`DryStop`) at
+        #: the first effect with no record (a question is parked on, as in a run) or whose record
+        #: does not fit this version (another kind or step, a value its types refuse).
+        self._dry = dry
+        #: Where a dry replay stopped (None: it did not).
+        self.stopped_at: ReplayPoint | None = None
+        #: The records a replay met, by key: the site text of the effect that met each.
+        self.met: dict[str, str | None] = {}
         #: Whether someone asked the run to stop: consulted before each effect starts (:class:`StopAsked`).
         self._stop_asked = stop_asked
         self.types = types
@@ -329,7 +365,14 @@ class DurableJournal:
         self._deadlines[id(deadline)] = key
         record = self._recorded.get(key)
         if record is not None:
-            self._check(record, "timeout", None, key)
+            if self._dry:
+                try:
+                    self._check(record, "timeout", None, key)
+                except ReplayMismatch as exc:
+                    self._stop_dry(key, "timeout", "timeout", None, record, str(exc), frontier=False)
+                self.met[key] = None
+            else:
+                self._check(record, "timeout", None, key)
             self._doomed[id(deadline)] = deadline  # it fired: it fires again at the same place
 
     def deadline_expired(self, deadline: Guard) -> None:
@@ -435,6 +478,8 @@ class DurableJournal:
     async def perform(self, effect: Effect, call: Callable[[], Awaitable[_T]]) -> _T:
         path, number, key = self._take()
         record = self._recorded.get(key)
+        if record is not None and self._dry:
+            return self._dry_replay(path, key, record, effect, lambda: self._replay_human(record, call))  # type: ignore[return-value]
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
             if effect.kind == "human":  # the answer, checked against the answer type the run asks with
@@ -444,6 +489,8 @@ class DurableJournal:
                 return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
             return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]  # validated as the site's type
         self._stop_if_asked()
+        if self._dry and effect.kind != "human":  # a question is parked on, as in a run: nothing is performed
+            self._unrecorded(key, effect)
         if self._doomed:
             await self._expire_doomed()
         self._raise_missing(key, effect)
@@ -492,6 +539,45 @@ class DurableJournal:
             problem = self._missing(key, effect)
             if problem is not None:
                 raise problem
+
+    # -- dry replays ---------------------------------------------------------------------------
+
+    def _replay_human(self, record: Record, call: Callable[[], Awaitable[object]]) -> object:
+        """A recorded answer, checked against the answer type the run asks with (or its recorded
+        ``NoAnswer``, raised)."""
+        self.replayed += 1
+        if "raised" in record["result"]:  # no answer came in time (its deadline passed)
+            raise decode_error(record["result"]["raised"], ERRORS)
+        return _question(call).parse(record["result"]["value"])
+
+    def _dry_replay(self, path: tuple[str, ...], key: str, record: Record, effect: Effect,
+                    human: Callable[[], object] | None) -> object:
+        """A dry replay of ``record`` for ``effect``: its result (or its recorded error, raised),
+        or :class:`DryStop` when the record is of another kind or step, or its value, state or
+        error does not fit this version's types."""
+        step = effect.site.step if effect.site is not None else effect.kind
+        try:
+            self._check(record, effect.kind, step, key)
+            self.met[key] = _site_text(effect)
+            if effect.kind == "human" and human is not None:
+                return human()
+            return self._replay(path, record, effect)
+        except (ReplayMismatch, RecordError, ValidationError) as exc:
+            why = str(exc) if isinstance(exc, ReplayMismatch) else _first_line(str(exc))
+            self.met.pop(key, None)
+            self._stop_dry(key, effect.kind, step, _site_text(effect), record, why, frontier=False)
+
+    def _unrecorded(self, key: str, effect: Effect) -> None:
+        """A dry replay reached an effect the run has no record of: it stops there."""
+        step = effect.site.step if effect.site is not None else effect.kind
+        self._stop_dry(key, effect.kind, step, _site_text(effect), None, "the run has no record of it", frontier=True)
+
+    def _stop_dry(self, key: str, kind: str, step: str, site: str | None, record: Record | None, why: str, *,
+                  frontier: bool) -> NoReturn:
+        point = ReplayPoint(key, kind, step, site, record, why, frontier)
+        if self.stopped_at is None:
+            self.stopped_at = point
+        raise DryStop(point)
 
     def _stop_if_asked(self) -> None:
         if self._stop_asked is not None and self._stop_asked():
@@ -650,10 +736,14 @@ class DurableJournal:
     def perform_sync(self, effect: Effect, call: Callable[[], _T]) -> _T:
         path, number, key = self._take()
         record = self._recorded.get(key)
+        if record is not None and self._dry:
+            return self._dry_replay(path, key, record, effect, None)  # type: ignore[return-value]
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
             return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]
         self._stop_if_asked()
+        if self._dry:
+            self._unrecorded(key, effect)
         self._raise_missing(key, effect)
         self.performed += 1
         context, capture = self._inside(path, number, effect)
@@ -682,6 +772,10 @@ def _keyed(replay: Callable[[], _T], key: str, record: Record) -> _T:
     except RecordError as exc:
         exc.key, exc.record = key, record
         raise
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return " ".join(line.strip() for line in lines[:3]) if lines else text
 
 
 def branch_key() -> str:
