@@ -85,6 +85,8 @@ DELIBERATELY_MISSING = {"not_installed_anywhere"}
 def test_every_module_the_suite_imports_comes_with_the_test_extra() -> None:
     local = {"agentmonad"} | {p.name for p in ROOT.iterdir() if p.is_dir()}  # mcec, tests, examples, benchmarks…
     local |= {p.stem for p in (ROOT / "tests").rglob("*.py")} | {p.name for p in (ROOT / "tests").rglob("*") if p.is_dir()}
+    # a spec's module compiled by a test, imported by its name (`support_mce`, of examples/support/support.mce)
+    local |= {f"{p.stem}_mce" for folder in ("examples", "tests") for p in (ROOT / folder).rglob("*.mce")}
     modules = (_imported_modules(ROOT / "tests") | _imported_modules(ROOT / "mcec")) - local - DELIBERATELY_MISSING
     third_party = sorted(m for m in modules if m not in sys.stdlib_module_names)
     owners = metadata.packages_distributions()

@@ -49,6 +49,7 @@ EXPR_EXPECTED: dict[str, set[str]] = {
     "tests/spec_gen.py": {"construct"},
     "mcec/lsp/analysis.py": {"_own_names"},
     "mcec/lsp/features.py": {"_expression_kind"},
+    "mcec/durable/against.py": {"_walk"},
 }
 
 #: The functions that must fail when a new kind of type expression is added (same copy).
@@ -76,8 +77,10 @@ DECL_EXPECTED: dict[str, set[str]] = {
 
 #: The most files a construct may cost: the ones mypy names, and the grammar. Issue 30's goal
 #: was 12; the language server (issue 34) names and shows every construct, which is two files
-#: more for an expression (hover's names and labels) and for a declaration (symbols, replay).
-MAX_FILES = 14
+#: more for an expression (hover's names and labels) and for a declaration (symbols, replay);
+#: `mcec check --against` (issue 44) decides where each expression places a run's effects, one more
+#: for an expression (a new construct must say whether runs parked after it can move).
+MAX_FILES = 15
 
 SCRATCH_SYNTAX = '''
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from spec_gen import specs
 from toolbox import TState
@@ -43,7 +43,7 @@ def recorded(program: Any, module: Any, value: int, interpreted: bool) -> tuple[
     return ran.encoded, Recording.from_json(json.loads(json.dumps(recording.as_json())))  # through the file's JSON
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=specs(), inputs=st.lists(st.integers(-60, 60), min_size=1, max_size=3))
 def test_a_replay_of_a_recording_gives_the_recorded_outcome(spec: str, inputs: list[int]) -> None:
     """Each run recorded by the compiled module and by the interpreter, each recording replayed by
@@ -53,6 +53,10 @@ def test_a_replay_of_a_recording_gives_the_recorded_outcome(spec: str, inputs: l
         for interpreted in (False, True):
             outcome, recording = recorded(program, module, value, interpreted)
             assert recording.outcome == outcome
+            # two failed effects: when they ran concurrently (elements of an `each`), which one the
+            # run ended with was the schedule's choice, and a replay answers both at once without
+            # keeping their order (docs/language.md §17, "What a replay does not reproduce")
+            assume(_failures(recording) < 2)
             for replaying in (interpreted, not interpreted):
                 replayed = replay_run(module, program, recording, interpreted=replaying)
                 where = f"input {value}, recorded {'interpreted' if interpreted else 'compiled'}, replayed " \
@@ -62,6 +66,12 @@ def test_a_replay_of_a_recording_gives_the_recorded_outcome(spec: str, inputs: l
                 # every effect the run asked for was answered from the recording: none ran again
                 assert replayed.performed == 0, where
                 assert replayed.replayed == len(recording.effects) - _inside_others(recording), where
+
+
+def _failures(recording: Recording) -> int:
+    """The recorded effects that failed with a declared error (or raised one)."""
+    return sum(1 for e in recording.effects if isinstance(e.get("result"), dict)
+               and ("err" in e["result"] or "raised" in e["result"]))
 
 
 def _inside_others(recording: Recording) -> int:

@@ -35,9 +35,11 @@ def support(tmp_path_factory: pytest.TempPathFactory) -> Iterator[types.ModuleTy
     out = tmp_path_factory.mktemp("compiled")
     assert mcec_main(["compile", str(SPEC), "-o", str(out), "--no-mypy", "-q"]) == 0
     sys.path.insert(0, str(out))
+    sys.modules.pop("support_mce", None)  # another test's module of that name (one executed in memory) is not this one
     try:
         import support_mce
 
+        assert Path(support_mce.__file__ or "").parent == out, support_mce.__file__
         yield support_mce
     finally:
         sys.path.remove(str(out))
