@@ -8,21 +8,19 @@ builtins alike); the Outcome is printed as JSON. Nothing is written to disk.
 from __future__ import annotations
 
 import ast
-import asyncio
 import difflib
 import json
 import os
 import sys
 import traceback
 import types as pytypes
-from dataclasses import dataclass
 from typing import Any, Final
 
-from agentmonad import Defect, Err, Ok, Outcome, Site
-from agentmonad.context import HumanInput, hooks
+from agentmonad import Defect, Outcome, Site
+from agentmonad.context import HumanInput
 from agentmonad.events import EventSink
 from agentmonad.report import RunReport, defect_payload, describe_error, jsonable, report, run_function, safe_text, shown
-from agentmonad.llm import LLMConfig, llm_config, usage
+from agentmonad.llm import LLMConfig
 from agentmonad.llm.options import parse_model_option
 
 from mcec.codegen import Generated, module_name_for
