@@ -363,6 +363,53 @@ def test_production_runs_durably_and_a_run_is_answered_from_another_process(depl
     assert json.loads(shown.stdout)["status"] == "finished", shown.stderr
 
 
+#: A user's program in production: it starts a run of ``reviewed`` through the module's typed handle
+#: (``start``), or opens it by its id in another process and answers its question typed (``answer``).
+HANDLE_PROGRAM = """
+import asyncio, sys
+from agentmonad.handles import Finished, Waiting
+from greeter import greet_mce
+
+async def start(run_id: str, db: str) -> None:
+    handle = await greet_mce.Runs.reviewed.start("ada", run_id=run_id, db=db)
+    waiting = await handle.result()
+    assert isinstance(waiting, Waiting), waiting
+    print(list(waiting.asks))
+
+async def answer(run_id: str, db: str) -> None:
+    handle = await greet_mce.Runs.reviewed.open(run_id, db=db)
+    question = await handle.question(handle.asks.review)
+    print(question.payload)
+    await question.answer("Hello, dear Ada!")
+    ended = await handle.result()
+    assert isinstance(ended, Finished), ended
+    print(ended.value, list(ended.state.names))
+
+asyncio.run({"start": start, "answer": answer}[sys.argv[1]](sys.argv[2], sys.argv[3]))
+"""
+
+
+@pytest.mark.slow
+def test_production_answers_a_run_through_the_typed_handle_from_another_process(deployed: Deployed,
+                                                                                 postgres_url: str) -> None:  # noqa: F811
+    """Issue 43 item 4: a program in the venv starts a durable run through ``Runs.reviewed.start``; another
+    process opens it by its id, reads the question as the ask's type and answers it through the handle."""
+    program = deployed.folder / "handles.py"
+    program.write_text(HANDLE_PROGRAM)
+
+    def user(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(deployed.python), str(program), *args, "handle-1", postgres_url],
+                              cwd=deployed.folder, env=deployed.environment(), capture_output=True, text=True,
+                              timeout=300, check=False)
+
+    started = user("start")
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.splitlines() == ["['review']"]
+    answered = user("answer")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.splitlines() == ["Hello, Ada!", "Hello, dear Ada! ['Ada']"]
+
+
 @pytest.mark.slow
 def test_production_runs_a_worker(deployed: Deployed, postgres_url: str) -> None:  # noqa: F811
     """A run enqueued by one process is run by a worker process; SIGTERM stops the worker cleanly."""
