@@ -23,11 +23,24 @@ class PassThroughJournal:
         self.record(effect, result)
         return result
 
-    def branches(self, context: Any) -> Any:
-        return context.with_index
+    def branches(self, context: Any) -> _Indexed:
+        return _Indexed(context)
 
     def deadline_entered(self, deadline: Any) -> None:
         pass
 
     def deadline_expired(self, deadline: Any) -> None:
+        pass
+
+
+class _Indexed:
+    """A group's branches with nothing but their element index (``agentmonad.context.Branches``)."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    def context(self, index: int) -> Any:
+        return self._context.with_index(index)
+
+    def ended(self, index: int) -> None:
         pass

@@ -194,8 +194,16 @@ async def _run_group(
     if run.hooked:  # its branches can give their slot up (give_up_slot)
         run = run.with_part(_Slots, _Slots(lambda i: give_up(i)))
     # a journal names the group's branches (their effects' identities do not depend on the
-    # order the branches run in); else the branch's effects just carry its element index
-    element = run.with_index if run.journal is None else run.journal.branches(run)
+    # order the branches run in) and learns which are live; else the branch's effects just
+    # carry its element index
+    branches = None if run.journal is None else run.journal.branches(run)
+    element = run.with_index if branches is None else branches.context
+    live: set[int] = set()  # the elements started and not yet taken in (told to ``branches``)
+
+    def taken_in(i: int) -> None:
+        live.discard(i)
+        if branches is not None:
+            branches.ended(i)
 
     next_index = 0
     given_up: set[int] = set()  # the elements that gave their slot up (give_up_slot): they wait on people
@@ -217,86 +225,92 @@ async def _run_group(
         else:
             task = loop.create_task(start(i))
         running[task] = i
+        live.add(i)
         task.add_done_callback(on_done)
 
-    while next_index < limit:
-        launch(next_index)
-        next_index += 1
-
-    failure: Err[Any, Any] | None = None
-    defect: Defect | None = None
-    fatal: BaseException | None = None  # KeyboardInterrupt, SystemExit, …
-    remaining = count
     try:
-        while remaining:
-            if not finished:
-                await wake[0]
-                wake[0] = loop.create_future()
-            while finished:
-                task = finished.popleft()
-                i = running.pop(task)
-                remaining -= 1
-                if group is not None:
-                    group.branch_done(task.cancelled() or task.exception() is not None or type(task.result()) is not Ok)
-                if task.cancelled():
-                    # nobody but us cancels a branch, except the branch itself;
-                    # treat a self-cancelled branch as cancellation of the group
-                    raise asyncio.CancelledError()
-                exc = task.exception()
-                if exc is not None:
-                    if not isinstance(exc, Exception):
-                        fatal = exc
+        while next_index < limit:
+            launch(next_index)
+            next_index += 1
+
+        failure: Err[Any, Any] | None = None
+        defect: Defect | None = None
+        fatal: BaseException | None = None  # KeyboardInterrupt, SystemExit, …
+        remaining = count
+        try:
+            while remaining:
+                if not finished:
+                    await wake[0]
+                    wake[0] = loop.create_future()
+                while finished:
+                    task = finished.popleft()
+                    i = running.pop(task)
+                    remaining -= 1
+                    if group is not None:
+                        group.branch_done(task.cancelled() or task.exception() is not None or type(task.result()) is not Ok)
+                    if task.cancelled():
+                        # nobody but us cancels a branch, except the branch itself;
+                        # treat a self-cancelled branch as cancellation of the group
+                        raise asyncio.CancelledError()
+                    exc = task.exception()
+                    if exc is not None:
+                        if not isinstance(exc, Exception):
+                            fatal = exc
+                        else:
+                            defect = _as_defect(exc, site, state)
+                        break
+                    result = task.result()
+                    if type(result) is Ok:
+                        values[i] = result.value
+                        states[i] = result.state
+                    elif type(result) is Err:
+                        failure = result
+                        break
                     else:
-                        defect = _as_defect(exc, site, state)
+                        defect = Defect(
+                            site if site is not None else "<par>",
+                            state,
+                            reason=_not_an_outcome(result),
+                        )
+                        break
+                    if next_index < count and i not in given_up:  # a slot given up was handed on already
+                        launch(next_index)
+                        next_index += 1
+                    taken_in(i)
+                if failure is not None or defect is not None or fatal is not None:
                     break
-                result = task.result()
-                if type(result) is Ok:
-                    values[i] = result.value
-                    states[i] = result.state
-                elif type(result) is Err:
-                    failure = result
-                    break
-                else:
-                    defect = Defect(
-                        site if site is not None else "<par>",
-                        state,
-                        reason=_not_an_outcome(result),
-                    )
-                    break
-                if next_index < count and i not in given_up:  # a slot given up was handed on already
-                    launch(next_index)
-                    next_index += 1
-            if failure is not None or defect is not None or fatal is not None:
-                break
-    except asyncio.CancelledError as cancelled:
-        # Cancelled from outside (or a branch cancelled itself): cancel and
-        # await every branch. A Defect a branch raised meanwhile — or had
-        # raised before we got to process it — is a bug and beats the
-        # cancellation (as in ``asyncio.TaskGroup``): it must not be lost.
-        others, _ = await _cancel_all(running, None, site, state)
-        if others:
-            raise _first_with_others(others)
-        # a group in progress has not completed: a timeout reports the state before it
-        note_reached(state)
-        raise
-    if failure is None and defect is None and fatal is None:
-        return merge_outcome(state, values, states, merge, site)
-    # Fail fast: cancel the siblings and wait for them, keeping every defect.
-    others, cancelled_again = await _cancel_all(running, defect, site, state)
-    if fatal is not None:
-        raise fatal
-    if defect is None and others:
-        # A defect is a bug and must not be lost behind an ordinary error
-        # (nor behind an outer cancellation that arrived meanwhile).
-        defect = _first_with_others(others)
-    if defect is not None:
-        raise defect
-    if cancelled_again:
-        again = asyncio.CancelledError()
-        note_reached(state)
-        raise again
-    assert failure is not None
-    return failure
+        except asyncio.CancelledError as cancelled:
+            # Cancelled from outside (or a branch cancelled itself): cancel and
+            # await every branch. A Defect a branch raised meanwhile — or had
+            # raised before we got to process it — is a bug and beats the
+            # cancellation (as in ``asyncio.TaskGroup``): it must not be lost.
+            others, _ = await _cancel_all(running, None, site, state)
+            if others:
+                raise _first_with_others(others)
+            # a group in progress has not completed: a timeout reports the state before it
+            note_reached(state)
+            raise
+        if failure is None and defect is None and fatal is None:
+            return merge_outcome(state, values, states, merge, site)
+        # Fail fast: cancel the siblings and wait for them, keeping every defect.
+        others, cancelled_again = await _cancel_all(running, defect, site, state)
+        if fatal is not None:
+            raise fatal
+        if defect is None and others:
+            # A defect is a bug and must not be lost behind an ordinary error
+            # (nor behind an outer cancellation that arrived meanwhile).
+            defect = _first_with_others(others)
+        if defect is not None:
+            raise defect
+        if cancelled_again:
+            again = asyncio.CancelledError()
+            note_reached(state)
+            raise again
+        assert failure is not None
+        return failure
+    finally:
+        for i in sorted(live):  # a failing or cancelled group has cancelled and awaited them
+            taken_in(i)
 
 
 def _first_with_others(defects: list[Defect]) -> Defect:

@@ -50,6 +50,7 @@ __all__ = [
     "Meter",
     "Guard",
     "Budgeted",
+    "Branches",
     "Failure",
     "RetryClock",
     "RunContext",
@@ -115,6 +116,22 @@ class Budgeted(Guard, Meter, Protocol):
     """A guard that counts tokens too: a ``Budget`` (``agentmonad.usage``)."""
 
 
+class Branches(Protocol):
+    """The branches of one ``par``/``each`` group, as its :class:`Journal` sees them: the group
+    (``agentmonad.concurrency.run_group``) asks for an element's run context when it starts the
+    element, and says when it has taken the element's end in. So a journal knows which branches are
+    live — started and not yet taken in by their group — from the group itself."""
+
+    def context(self, index: int) -> RunContext:
+        """The run context element ``index`` runs in; the element is live from now."""
+        ...
+
+    def ended(self, index: int) -> None:
+        """The group has taken element ``index``'s end in (decided on its result, or, when the group
+        fails, cancelled and awaited its siblings): it is no longer live."""
+        ...
+
+
 class Journal(Protocol):
     """Where a durable run records each effect it performs, and finds it again when it resumes
     (``agentmonad.durable`` attaches one; docs/language.md §13).
@@ -133,8 +150,8 @@ class Journal(Protocol):
         """:meth:`perform` for a sync effect."""
         ...
 
-    def branches(self, context: RunContext) -> Callable[[int], RunContext]:
-        """A ``par``/``each`` group starts in ``context``: the run context of its element ``i``."""
+    def branches(self, context: RunContext) -> Branches:
+        """A ``par``/``each`` group starts in ``context``: what names its elements' branches."""
         ...
 
     def deadline_entered(self, deadline: Guard) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, final
 
-from .context import Effect, Guard, RunContext
+from .context import Branches, Effect, Guard, RunContext
 from .durable.codec import RecordError, SiteTypes, TypeTable, encode_error, encode_result
 from .durable.journal import DurableJournal, MemoryStore, Record, ReplayMismatch, branch_key, whole_states
 from .errors import Defect
@@ -267,7 +267,7 @@ class _Journaled:
         """The durable journal's, the call wrapped."""
         return self.journal.perform_sync(effect, self._wrapped_sync(effect, call))
 
-    def branches(self, context: RunContext) -> Callable[[int], RunContext]:
+    def branches(self, context: RunContext) -> Branches:
         """The durable journal's."""
         return self.journal.branches(context)
 

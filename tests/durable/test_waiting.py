@@ -180,3 +180,37 @@ def test_an_expired_question_records_no_answer_and_the_run_goes_on() -> None:
     kept = OpenQuestion.from_json(question.as_json())
     still, _ = _run(asking()(ORDERS[0]), [{**waited, "questions": [kept.as_json()]}])
     assert [q.asked for q in still] == [kept.asked]
+
+
+def test_a_run_leaves_the_loops_task_factory_alone() -> None:
+    # the journal learns which branches are live from the group (agentmonad.context.Branches), so
+    # a loop's own task factory (an application's, an instrumentation's) stays in place while a
+    # run waits: every task of the run is made by it, and it is the one the run's steps see
+    seen: list[object] = []
+    made: list[str] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        made.append(getattr(coro, "__qualname__", "?"))
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    def noting() -> Any:
+        async def impl(state: int, text: str) -> Outcome[int, Exception, str]:
+            seen.append(asyncio.get_running_loop().get_task_factory())
+            return Ok(text, state)
+
+        return lift_step(impl, name="note", errors=(), site=NOTE, is_async=True)
+
+    program = AgentMonad.par([approve()(ORDERS[0]), noting()("x"), approve()(ORDERS[1])])
+    store = MemoryStore([])
+    journal = DurableJournal(store, TypeTable({}, {"note": SiteTypes(str, int, ())}), {}, {})
+
+    async def main() -> Any:
+        asyncio.get_running_loop().set_task_factory(factory)
+        with hooks(journal=journal, human=Refuser()):
+            ended = await journal.until_waiting(program.run(0))
+        return ended, asyncio.get_running_loop().get_task_factory()
+
+    ended, after = asyncio.run(asyncio.wait_for(main(), 10))
+    assert [q.key for q in ended] == ["0.0/0", "0.2/0"]
+    assert seen == [factory] and after is factory
+    assert len(made) >= 3  # the group's branches were made by it

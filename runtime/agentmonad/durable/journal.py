@@ -20,7 +20,6 @@ wrong value.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import copy
 import functools
 import time
@@ -229,6 +228,32 @@ class MemoryStore:
 
 
 @final
+class _GroupBranches:
+    """One group's branches as the journal names them (``NUMBER.i`` below the group's branch) and
+    keeps them live while the group has them (:meth:`DurableJournal.until_waiting`)."""
+
+    __slots__ = ("_journal", "_context", "_prefix")
+
+    def __init__(self, journal: DurableJournal, context: RunContext, prefix: tuple[str, ...]) -> None:
+        self._journal = journal
+        self._context = context
+        self._prefix = prefix  # the group's branch path with its number last
+
+    def _path(self, index: int) -> tuple[str, ...]:
+        return (*self._prefix[:-1], f"{self._prefix[-1]}.{index}")
+
+    def context(self, index: int) -> RunContext:
+        """Element ``index``'s run context: its index and its branch."""
+        path = self._path(index)
+        self._journal._branch_started(path)
+        return self._context.with_index(index).with_part(_Branch, _Branch(path))
+
+    def ended(self, index: int) -> None:
+        """The group has taken element ``index`` in."""
+        self._journal._branch_ended(self._path(index))
+
+
+@final
 @dataclass(frozen=True, slots=True)
 class _Branch:
     """The branch path of the code running here (kept in ``RunContext.parts``)."""
@@ -317,10 +342,9 @@ class DurableJournal:
         self.refused: dict[str, list[str]] = {}
         #: The keys of the effects running now: each one's own call is a live branch (below its key).
         self._running: set[str] = set()
-        #: The tasks running a ``par``/``each`` element, and its branch path (see :meth:`until_waiting`).
-        self._live: dict[asyncio.Future[Any], tuple[str, ...]] = {}
-        #: Element run contexts handed to a group and not yet started, by id: their branch paths.
-        self._handed: dict[int, tuple[RunContext, tuple[str, ...]]] = {}
+        #: The ``par``/``each`` elements live now — started by their group and not yet taken in by
+        #: it — by branch path (see :meth:`until_waiting`).
+        self._live: set[tuple[str, ...]] = set()
         self._stopping = False
         self._changed: asyncio.Event | None = None
         self._counters: dict[tuple[str, ...], int] = {}
@@ -342,19 +366,20 @@ class DurableJournal:
         self._counters[path] = number + 1
         return path, number, "/".join((*path, str(number)))
 
-    def branches(self, context: RunContext) -> Callable[[int], RunContext]:
-        """A group starts: it takes a number, its element ``i`` is the branch ``number.i``. The
-        task that runs an element is a live branch from its start to its end (:meth:`until_waiting`)."""
+    def branches(self, context: RunContext) -> _GroupBranches:
+        """A group starts: it takes a number, its element ``i`` is the branch ``number.i``, live
+        from when the group starts it until the group has taken its end in (:meth:`until_waiting`)."""
         path, number, _ = self._take()
+        return _GroupBranches(self, context, (*path, str(number)))
 
-        def element(i: int) -> RunContext:
-            branch = (*path, f"{number}.{i}")
-            element_context = context.with_index(i).with_part(_Branch, _Branch(branch))
-            if self._changed is not None:  # watched: the task the group starts with it is a live branch
-                self._handed[id(element_context)] = (element_context, branch)
-            return element_context
+    def _branch_started(self, path: tuple[str, ...]) -> None:
+        if self._changed is not None:  # watched: the run cannot be waiting while it is live and not parked
+            self._live.add(path)
 
-        return element
+    def _branch_ended(self, path: tuple[str, ...]) -> None:
+        if path in self._live:
+            self._live.discard(path)
+            self._change()
 
     # -- deadlines -----------------------------------------------------------------------------
 
@@ -647,23 +672,14 @@ class DurableJournal:
 
         The run waits when every live branch with no live branch below it is parked on an open
         question. The live branches are the run's own (the root), each ``par``/``each`` element
-        whose task has started and not ended, and the call of each effect running now (a step
-        that asks runs its question in the branch below it). A branch between two effects is
-        not parked, however long its pure work takes; so the rule is exact, not a guess from
-        how long the run stayed still. It is decided each time something changes (an effect
-        starts or ends, a question is parked, an element's task ends), once no task of the run
-        can still run: a group whose element just ended takes it in first (and may fail, and
-        cancel the parked branches), so the run is never found waiting between the two.
-
-        The element tasks are known through a task factory set on the loop while the run runs:
-        a group starts each element's task in a context holding the run context
-        :meth:`branches` handed it, which is how the factory tells them from other tasks (a
-        client's reader task that lives as long as its session is no branch)."""
-        loop = asyncio.get_running_loop()
+        its group has started and not yet taken in (the group tells, :class:`_GroupBranches`),
+        and the call of each effect running now (a step that asks runs its question in the
+        branch below it). A branch between two effects is not parked, however long its pure work
+        takes, and an element that ended stays live until its group has decided on its result
+        (a failing group first cancels and awaits its parked siblings); so the rule is exact, not
+        a guess from how long the run stayed still. It is decided each time something changes
+        (an effect starts or ends, a question is parked, a group takes an element in)."""
         self._changed = asyncio.Event()
-        previous = loop.get_task_factory()
-        factory = self._task_factory(previous)
-        loop.set_task_factory(factory)
         task = asyncio.ensure_future(run)
         try:
             while True:
@@ -671,10 +687,6 @@ class DurableJournal:
                 await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
                 changed.cancel()
                 self._changed.clear()
-                # a task of the run that can run now (a group taking in an element that just
-                # ended) runs before the run is found waiting: what it does may change that
-                while not task.done() and self.open and self._waits() and self._ready(task):
-                    await asyncio.sleep(0)
                 if task.done():
                     return task.result()
                 if self.open and self._waits():
@@ -688,47 +700,12 @@ class DurableJournal:
                     await self.store.flush()
                     return waiting
         finally:
-            if loop.get_task_factory() is factory:
-                loop.set_task_factory(previous)
             self._changed = None
-            self._handed.clear()
-
-    def _task_factory(self, previous: Any) -> Any:
-        """A task factory that knows the tasks of this run's ``par``/``each`` elements (a group
-        starts each element's task in a context holding the run context :meth:`branches` gave):
-        each is a live branch until it ends, and its end is a change to decide on."""
-
-        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:
-            task: asyncio.Future[Any] = (
-                previous(loop, coro, **kwargs) if previous is not None else asyncio.Task(coro, loop=loop, **kwargs)
-            )
-            context: contextvars.Context | None = kwargs.get("context")
-            if context is not None and self._handed:
-                handed = self._handed.pop(id(context.run(current_run_context)), None)
-                if handed is not None:
-                    self._live[task] = handed[1]
-                    task.add_done_callback(self._ended)
-            return task
-
-        return factory
-
-    def _ended(self, task: asyncio.Future[Any]) -> None:
-        self._live.pop(task, None)
-        self._change()
-
-    def _ready(self, root: asyncio.Future[Any]) -> bool:
-        """Whether a task of the run (its root, an element's) can run now rather than waits on a
-        future not done yet (CPython's ``Task._fut_waiter``: the future a task is suspended on)."""
-        for task in (root, *self._live):
-            if not task.done():
-                waiter: object = getattr(task, "_fut_waiter", _UNKNOWN)
-                if waiter is None or (isinstance(waiter, asyncio.Future) and waiter.done()):
-                    return True
-        return False
+            self._live.clear()
 
     def _waits(self) -> bool:
         """Whether every live branch with no live branch below it is parked on an open question."""
-        live = {(), *self._live.values(), *(tuple(key.split("/")) for key in self._running)}
+        live = {(), *self._live, *(tuple(key.split("/")) for key in self._running)}
         parked = {tuple(q.key.split("/")[:-1]) for q in self.open}
         below = {path[:n] for path in live for n in range(len(path))}  # the branches with one below them
         return all(path in parked for path in live - below)
@@ -787,7 +764,6 @@ def branch_key() -> str:
 _NO_STATE = object()
 _REFUSED = object()
 #: A task whose suspension this Python does not show (not CPython): taken as suspended.
-_UNKNOWN = object()
 
 
 def _question(call: Callable[[], Awaitable[object]]) -> Question[Any]:

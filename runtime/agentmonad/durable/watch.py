@@ -26,7 +26,7 @@ from ..events import Effect, EventSink
 from .journal import DurableJournal
 
 if TYPE_CHECKING:
-    from ..context import Guard, Journal, RunContext
+    from ..context import Branches, Guard, Journal, RunContext
     from ..llm.streaming import Streaming
 
 
@@ -99,7 +99,7 @@ class WatchedJournal:
         """The journal's (a model call is async: nothing to tell)."""
         return self.journal.perform_sync(effect, call)
 
-    def branches(self, context: RunContext) -> Callable[[int], RunContext]:
+    def branches(self, context: RunContext) -> Branches:
         """The journal's."""
         return self.journal.branches(context)
 
