@@ -214,7 +214,7 @@ class Question(Generic[_T]):
 @final
 class Asking:
     """The call the seam runs for a ``"human"`` effect: asks the run's handler
-    :attr:`question`. A journal finds the question here."""
+    :attr:`question` (the effect carries it too, :attr:`agentmonad.events.Effect.question`)."""
 
     __slots__ = ("question", "_handler")
 
@@ -255,7 +255,7 @@ async def ask(site: Site, name: str, question: object, answer: type[_T], prompt:
     human = run.human
     asked = Question(site, name, question, answer, prompt, run.index, deadline)
     call = Asking(asked, human.ask if human is not None else None)
-    return cast("_T", await perform(run, "human", site, call))
+    return cast("_T", await perform(run, "human", site, call, asked))
 
 
 # ------------------------------------------------------------------------- the terminal

@@ -214,3 +214,28 @@ def test_a_run_leaves_the_loops_task_factory_alone() -> None:
     assert [q.key for q in ended] == ["0.0/0", "0.2/0"]
     assert seen == [factory] and after is factory
     assert len(made) >= 3  # the group's branches were made by it
+
+
+def test_the_question_travels_on_the_human_effect() -> None:
+    # what a journal parks on and a sink shows is the effect's own question, not found in its call
+    from agentmonad.events import EffectStarted, Event
+
+    seen: list[Event] = []
+
+    class Sink:
+        def emit(self, event: Event) -> None:
+            seen.append(event)
+
+    class Yes:
+        async def ask(self, question: Question[Any]) -> object:
+            return {"ok": True}
+
+    async def main() -> Any:
+        with hooks(events=Sink(), human=Yes()):
+            return await approve()(ORDERS[1]).run(0)
+
+    outcome = asyncio.run(main())
+    assert outcome == Ok(Approval(ok=True), 0)
+    [started] = [e for e in seen if isinstance(e, EffectStarted) and e.effect.kind == "human"]
+    assert started.effect.question is not None
+    assert (started.effect.question.name, started.effect.question.payload) == ("approve", ORDERS[1])

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from ..concurrency import give_up_slot
 from ..context import Effect, Guard, RunContext, current_run_context, reset_run_context, set_run_context
 from ..control import Deadline, deadlines_around
-from ..human import ERRORS, Asking, NoAnswer, Question
+from ..human import ERRORS, NoAnswer, Question
 from ..outcome import Site
 from ..usage import record_usage
 from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
@@ -504,14 +504,11 @@ class DurableJournal:
         path, number, key = self._take()
         record = self._recorded.get(key)
         if record is not None and self._dry:
-            return self._dry_replay(path, key, record, effect, lambda: self._replay_human(record, call))  # type: ignore[return-value]
+            return self._dry_replay(path, key, record, effect, lambda: self._replay_human(record, effect))  # type: ignore[return-value]
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
-            if effect.kind == "human":  # the answer, checked against the answer type the run asks with
-                self.replayed += 1
-                if "raised" in record["result"]:  # no answer came in time (its deadline passed)
-                    raise decode_error(record["result"]["raised"], ERRORS)
-                return _question(call).parse(record["result"]["value"])  # type: ignore[no-any-return]
+            if effect.kind == "human":
+                return self._replay_human(record, effect)  # type: ignore[return-value]
             return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]  # validated as the site's type
         self._stop_if_asked()
         if self._dry and effect.kind != "human":  # a question is parked on, as in a run: nothing is performed
@@ -520,7 +517,7 @@ class DurableJournal:
             await self._expire_doomed()
         self._raise_missing(key, effect)
         if effect.kind == "human" and not self._asks_people:
-            return await self._asked(key, effect, call)  # type: ignore[return-value]  # the answer type the run asks with
+            return await self._asked(key, effect)  # type: ignore[return-value]  # the answer type the run asks with
         self.performed += 1
         context, capture = self._inside(path, number, effect)
         raised: list[Exception] = []
@@ -567,13 +564,13 @@ class DurableJournal:
 
     # -- dry replays ---------------------------------------------------------------------------
 
-    def _replay_human(self, record: Record, call: Callable[[], Awaitable[object]]) -> object:
+    def _replay_human(self, record: Record, effect: Effect) -> object:
         """A recorded answer, checked against the answer type the run asks with (or its recorded
         ``NoAnswer``, raised)."""
         self.replayed += 1
         if "raised" in record["result"]:  # no answer came in time (its deadline passed)
             raise decode_error(record["result"]["raised"], ERRORS)
-        return _question(call).parse(record["result"]["value"])
+        return _question(effect).parse(record["result"]["value"])
 
     def _dry_replay(self, path: tuple[str, ...], key: str, record: Record, effect: Effect,
                     human: Callable[[], object] | None) -> object:
@@ -614,13 +611,13 @@ class DurableJournal:
         if self._changed is not None:
             self._changed.set()
 
-    async def _asked(self, key: str, effect: Effect, call: Callable[[], Awaitable[object]]) -> object:
+    async def _asked(self, key: str, effect: Effect) -> object:
         """A ``"human"`` effect with no record: record the answer given since the run waited
         (when it answers this very question: same payload); else, when the ask's deadline
         (``within S``, counted from when the run first asked it) has passed, record and raise
         ``NoAnswer(reason="deadline")``; else park this branch on the open question until the
         run stops to wait (:meth:`until_waiting`). The handler is never called."""
-        question = _question(call)
+        question = _question(effect)
         payload = question.payload_json
         given = self._answers.get(key)
         answer: object = _REFUSED
@@ -766,11 +763,11 @@ _REFUSED = object()
 #: A task whose suspension this Python does not show (not CPython): taken as suspended.
 
 
-def _question(call: Callable[[], Awaitable[object]]) -> Question[Any]:
-    """The question of a ``"human"`` effect's call (an :class:`agentmonad.human.Asking`)."""
-    if not isinstance(call, Asking):
-        raise RecordError(f"a human effect's call is an Asking, not {type(call).__name__}")
-    return call.question
+def _question(effect: Effect) -> Question[Any]:
+    """The question a ``"human"`` effect asks (it travels on the effect)."""
+    if effect.question is None:
+        raise RecordError(f"a human effect at {effect.site} carries no question")
+    return effect.question
 
 
 def state_delta(before: object, after: object) -> dict[str, Any]:
