@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcec import syntax
+from mcec.check import report
 from mcec.check.env import suggest
 from mcec.check.typed import TRename
-from mcec.diagnostics import Diagnostic, error
+from mcec.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
     from mcec.check.names import Declared
@@ -56,33 +57,32 @@ def migration_diagnostics(module: syntax.Module, declared: Declared) -> list[Dia
         for name, effect in table.items()
     }
     found: list[Diagnostic] = []
+    misfit = report.migration_misfit
     renamed: set[str] = set()
     for decl in module.decls:
         if isinstance(decl, syntax.FnDecl) and decl.name.text in declared.fns:
             fn = declared.fns[decl.name.text]
-            target = output_migrated(fn.name)
-            if fn.name == STATE_MIGRATION and fn.sig.output != declared.state:
+            name, gives, target = fn.name, fn.sig.output, output_migrated(fn.name)
+            if name == STATE_MIGRATION and gives != declared.state:
                 wanted = f"`{declared.state}`" if declared.state is not None else "none: it declares no state"
-                found.append(error("MCE035", f"`{fn.name}` gives `{fn.sig.output}`, but this spec's state type is "
-                                   f"{wanted}", decl.output.span,
-                                   help="a state migration takes the old version's state and gives this one's"))
+                found.append(misfit(f"`{name}` gives `{gives}`, but this spec's state type is {wanted}",
+                                    decl.output.span, "a state migration takes the old version's state and gives this one's"))
             elif target is not None and target not in effects:
-                found.append(error("MCE035", f"`{fn.name}` migrates the outputs of `{target}`, which is no step, "
-                                   "tool, llm or ask of this spec", decl.name.span, help=suggest(target, list(effects))))
-            elif target is not None and fn.sig.output != effects[target]:
-                found.append(error("MCE035", f"`{fn.name}` gives `{fn.sig.output}`, but `{target}` outputs "
-                                   f"`{effects[target]}`", decl.output.span,
-                                   help=f"an output migration takes what the old `{target}` gave and gives what "
-                                   "it gives now"))
+                found.append(misfit(f"`{name}` migrates the outputs of `{target}`, which is no step, tool, llm or ask "
+                                    "of this spec", decl.name.span, suggest(target, list(effects))))
+            elif target is not None and gives != effects[target]:
+                found.append(misfit(f"`{name}` gives `{gives}`, but `{target}` outputs `{effects[target]}`",
+                                    decl.output.span,
+                                    f"an output migration takes what the old `{target}` gave and gives what it gives now"))
         elif isinstance(decl, syntax.RenameDecl):
             old, new = decl.old.text, decl.new.text
             if new not in effects:
-                found.append(error("MCE035", f"`rename {old} -> {new}`: `{new}` is no step, tool, llm or ask of this "
-                                   "spec", decl.new.span, help=suggest(new, list(effects))))
-            elif old in effects or old in declared.env.bindings:
-                found.append(error("MCE035", f"`rename {old} -> {new}`: `{old}` is still declared here", decl.old.span,
-                                   help="a rename names what an effect was called in the version runs started on"))
+                found.append(misfit(f"`rename {old} -> {new}`: `{new}` is no step, tool, llm or ask of this spec",
+                                    decl.new.span, suggest(new, list(effects))))
+            elif old in declared.env.bindings:
+                found.append(misfit(f"`rename {old} -> {new}`: `{old}` is still declared here", decl.old.span,
+                                    "a rename names what an effect was called in the version runs started on"))
             elif old in renamed:
-                found.append(error("MCE035", f"`{old}` is renamed twice", decl.old.span))
+                found.append(misfit(f"`{old}` is renamed twice", decl.old.span))
             renamed.add(old)
     return found
