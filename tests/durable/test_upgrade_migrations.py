@@ -162,3 +162,17 @@ def test_a_run_of_a_version_with_the_migration_is_not_migrated_again(tmp_path: P
     (question,) = durable.waiting(db=db, run_id="n1")
     assert question["question"] == {"order": "R-7", "amount": 70.0, "reason": "damaged"}  # not "moved from v1"
     assert durable.answer("n1", "approve", '{"ok": true}', db=db)["value"] == "paid"
+
+
+def test_a_run_waiting_at_a_renamed_ask_moves_and_is_answered_under_the_new_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rename approve -> confirm``: the question a run waits on is the new ask's, answered by its name."""
+    db = str(tmp_path / "runs.sqlite")
+    spec, effects = _started(tmp_path, db, ["q1"], monkeypatch)
+    spec.write_text(specs.RENAMED_ASK, encoding="utf-8")
+    assert _against(spec, tmp_path, effects)[1] == ("old.mce:7:1 (approve) [settle] -> desk.mce:8:1 (confirm): carries "
+                                                    "over with a migration (renamed: rename approve -> confirm)")
+    status, shown = _upgrade(["--to", str(spec), "q1", "--db", db], tmp_path, effects)
+    assert (status, shown) == (0, ["q1: moved"])
+    assert [(q["name"], q["site"]) for q in durable.waiting(db=db, run_id="q1")] == [("confirm", "desk.mce:8:1 (confirm)")]
+    assert durable.answer("q1", "confirm", '{"ok": true}', db=db)["value"] == "paid"

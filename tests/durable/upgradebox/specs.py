@@ -114,3 +114,7 @@ RENAMED_UNDECLARED = FIRST.replace("step load :", "step fetch :").replace("    l
 
 #: …and declared.
 RENAMED = RENAMED_UNDECLARED.replace("state Desk\n", "state Desk\n\nrename load -> fetch\n")
+
+#: The first version with the ask the runs wait at renamed ``confirm``, declared.
+RENAMED_ASK = (FIRST.replace("ask approve     :", "ask confirm     :").replace("    approve;", "    confirm;")
+               .replace("state Desk\n", "state Desk\nrename approve -> confirm\n"))
