@@ -269,3 +269,26 @@ def pick_plan(request: PlanRequest) -> str:
 def recover_plan(error: PlanRejected) -> int:
     """Handler for PlanRejected: the number of errors the plan was rejected for."""
     return -10 - len(error.errors)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """``inc``'s output in a later version of a spec (tests/durable/test_upgrade_property.py): an
+    int recorded by the earlier ``inc`` is not one without a migration (:func:`counted`)."""
+
+    value: int
+
+
+def inc_counted(state: TState, value: int) -> Outcome[TState, Never, Counted]:
+    """:func:`inc`, its output a :class:`Counted`."""
+    return Ok(Counted(value + 1), replace(state, count=state.count + 1))
+
+
+def counted_value(counted: Counted) -> int:
+    """A pure fn: the int inside."""
+    return counted.value
+
+
+def counted(value: int) -> Counted:
+    """The output migration of ``inc`` (``fn migrate_output_inc : int -> Counted``)."""
+    return Counted(value)

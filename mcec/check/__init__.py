@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcec import syntax
+from mcec.check.migrations import migration_diagnostics, renames
 from mcec.check.names import DeclarationChecker, Declared, unused_warnings
 from mcec.check.pipelines import PipelineChecker
 from mcec.check.pyindex import PythonIndex
@@ -89,6 +90,7 @@ def check(
         checker = PipelineChecker(declared, declarations, sink, frozenset(unchecked))
         pipelines = checker.run()
     sink.extend(unused_warnings(module, declared))
+    sink.extend(migration_diagnostics(module, declared))
     diagnostics = sink.sorted()
     signed = replaying.recorded if signing is not None else None
     if unchecked or any(d.is_error for d in diagnostics):
@@ -124,4 +126,5 @@ def build_program(
             *pipelines,  # callees first
         ),
         source=source.text,
+        renames=renames(module),
     )

@@ -83,6 +83,7 @@ def templated(decl: syntax.Decl) -> syntax.LlmDecl | Templated | None:
             | syntax.ToolDecl()
             | syntax.ModelDecl()
             | syntax.ToolboxDecl()
+            | syntax.RenameDecl()
             | syntax.PipelineDecl()
         ):
             return None

@@ -17,6 +17,7 @@ from mcec import syntax
 from mcec.check import report
 from mcec.check.env import Binding, Env, Failure, Kind, suggest
 from mcec.check.implementations import StepContract, check_fn, check_step
+from mcec.check.migrations import is_migration
 from mcec.check.partials import partial_classes
 from mcec.check.pyindex import Missing, PyClass, PyFunction, PyModule, PythonIndex, PyValue
 from mcec.diagnostics import Diagnostic, DiagnosticSink
@@ -215,7 +216,7 @@ class DeclarationChecker:
                 self._add(Binding(decl.name.text, Kind.ASK, decl.name))
             case syntax.ToolboxDecl():
                 self._add(Binding(decl.name.text, Kind.TOOLBOX, decl.name))
-            case syntax.StateDecl() | syntax.ErrorDecl():
+            case syntax.StateDecl() | syntax.ErrorDecl() | syntax.RenameDecl():
                 pass
             case _:
                 assert_never(decl)
@@ -240,6 +241,7 @@ class DeclarationChecker:
                 | syntax.LlmDecl()
                 | syntax.AskDecl()
                 | syntax.ToolboxDecl()
+                | syntax.RenameDecl()  # checked with the migrations (mcec.check.migrations)
                 | syntax.PipelineDecl()
             ):
                 pass
@@ -271,6 +273,7 @@ class DeclarationChecker:
                 | syntax.ErrorDecl()
                 | syntax.ServerDecl()
                 | syntax.ModelDecl()
+                | syntax.RenameDecl()
             ):
                 pass
             case _:
@@ -666,7 +669,8 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
     implementations live in, and warning about each name a spec does not use
     itself buried the warnings that matter. A declaration that clashed with
     another (MCE003) is not warned about either: the error says enough. Nor is
-    ``fn migrate_state``: ``mcec runs upgrade`` uses it (docs/language.md §13).
+    a migration ``fn`` (``migrate_state``, ``migrate_output_NAME``): ``mcec runs upgrade`` uses
+    it (docs/language.md §13).
     """
     env = declared.env
     found: list[Diagnostic] = []
@@ -675,7 +679,7 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
         binding = env.bindings.get(name.text)
         if binding is None or binding.site is not name or name.text in declared.duplicated:
             return
-        if name.text not in env.used and not (kind == "fn" and name.text == "migrate_state"):
+        if name.text not in env.used and not (kind == "fn" and is_migration(name.text)):
             found.append(report.unused(kind, name.text, name.span))
 
     for decl in module.decls:
@@ -701,6 +705,7 @@ def unused_warnings(module: syntax.Module, declared: Declared) -> list[Diagnosti
                 | syntax.ModuleImport()
                 | syntax.StateDecl()
                 | syntax.ErrorDecl()
+                | syntax.RenameDecl()
                 | syntax.PipelineDecl()
             ):
                 pass

@@ -733,6 +733,11 @@ def used_state_differs(name: str, spec: str, theirs: str, ours: str, span: Span)
     )
 
 
+def migration_misfit(message: str, span: Span, help: str | None = None) -> Diagnostic:
+    """MCE035: a migration for runs in flight that does not fit what it migrates to (§13)."""
+    return error("MCE035", message, span, (), help)
+
+
 def adapter_misfit(message: str, span: Span, labels: tuple[Label, ...] = (), help: str | None = None) -> Diagnostic:
     """MCE030: a sub-agent adapter ``local(state=f) p`` that does not fit (§11)."""
     return error("MCE030", message, span, labels, help)

@@ -124,7 +124,7 @@ def _replayable(decl: syntax.Decl) -> bool:
             return False  # reads another spec
         case syntax.ModuleImport() | syntax.StateDecl() | syntax.ErrorDecl() | syntax.ServerDecl() | syntax.ModelDecl():
             return False  # not signed in pass 3
-        case syntax.ToolboxDecl():
+        case syntax.ToolboxDecl() | syntax.RenameDecl():
             return False
         case _:
             assert_never(decl)

@@ -107,6 +107,15 @@ class TStep:
 
 
 @dataclass(frozen=True, slots=True)
+class TRename:
+    """``rename OLD -> NEW``: the effect ``new`` was ``old`` in an earlier version (docs/language.md §13)."""
+
+    old: str
+    new: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class TFn:
     """A pure ``fn``: cannot fail, sees no state."""
 
@@ -563,6 +572,8 @@ class Program:
     merge: PyRef | None
     decls: tuple[TDecl, ...]
     source: str = ""
+    #: The ``rename OLD -> NEW`` declarations (docs/language.md §13), in source order.
+    renames: tuple[TRename, ...] = ()
     imports: tuple[TImport, ...] = field(init=False)
     steps: tuple[TStep, ...] = field(init=False)
     fns: tuple[TFn, ...] = field(init=False)

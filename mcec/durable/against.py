@@ -5,7 +5,8 @@ For every effect site of the old version — a place a run can be parked at or h
 whether a run there **carries over** (the new version has the same effect at the same place, with
 the same types), **carries over if its recorded values fit** (the same effect, but its output or
 the state changed type: ``mcec runs upgrade`` checks each run's recorded values), **carries over
-with a migration** (only the state changed type, and the new version declares ``migrate_state``,
+with a migration** (it was renamed, or its changed types — the state, its output, an ask's question
+from the effects before it — each have the migration the new version declares,
 :mod:`mcec.durable.migrate`), or **cannot**
 (the effect is gone, or the effects before it changed, so the run's identities no longer line up).
 
@@ -19,8 +20,9 @@ and how many of them that replay moves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never, final
 
@@ -28,6 +30,8 @@ from mcec.check import typed as t
 
 if TYPE_CHECKING:
     from agentmonad.durable.codec import TypeTable
+
+    from mcec.durable.migrate import Migrations
 
 __all__ = ["EffectPlace", "SiteChange", "compare", "effect_places"]
 
@@ -46,6 +50,8 @@ class EffectPlace:
     site: str
     #: An ask's question type (what a run waiting there was asked; "": not an ask).
     question: str = ""
+    #: The name it had in the old version, when the new one declares it renamed (None: not renamed).
+    was: str | None = None
 
     @property
     def place(self) -> tuple[str, tuple[str, ...], tuple[str, ...], str]:
@@ -203,10 +209,11 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
         assert compiled.program is not None
         programs.append(compiled.program)
         tables.append(_version(spec, interpret=False).type_table())
-    from mcec.durable.migrate import state_migration
+    from mcec.durable.migrate import migrations
 
-    migration = state_migration(programs[1])
-    old_places, new_places = effect_places(programs[0]), effect_places(programs[1])
+    declared = migrations(programs[1])
+    old_places = [_renamed(p, declared.renames) for p in effect_places(programs[0])]
+    new_places = effect_places(programs[1])
     by_place = {p.place: p for p in new_places}
     by_label = {(p.pipeline, p.label): p for p in new_places}
     changes: list[SiteChange] = []
@@ -225,10 +232,11 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
         if old.question != new.question:  # a run waiting here was asked another question
             changed.insert(0, "its question")
         prompt = _prompt_changed(programs[0], programs[1], old)
-        if prompt is not None and not changed:
+        migrated = _migrated(old, changed, declared)
+        if prompt is not None and not changed and not migrated:
             changes.append(SiteChange(old, CARRIES, prompt, new.site))
-        elif changed == ["the state"] and migration is not None:
-            changes.append(SiteChange(old, MIGRATED, f"the state changed type: {migration.shown}", new.site))
+        elif migrated and len(migrated) == len(changed) + (old.was is not None):
+            changes.append(SiteChange(old, MIGRATED, "; ".join(migrated), new.site))
         elif changed:
             changes.append(SiteChange(old, CARRIES_IF_FIT, f"{' and '.join(changed)} changed type", new.site))
         else:
@@ -241,13 +249,46 @@ def compare(old_spec: str, new_spec: str, *, db: str | None = None) -> tuple[lis
     return changes, added
 
 
+def _renamed(place: EffectPlace, renames: Mapping[str, str]) -> EffectPlace:
+    """``place`` as the new version names it when it (or an effect before it) was renamed
+    (``rename OLD -> NEW``): what matches it to the renamed effect's place."""
+    if not renames:
+        return place
+    pattern = re.compile(rf"\b(step|tool|llm|ask) ({'|'.join(map(re.escape, renames))})\b")
+
+    def named(text: str) -> str:
+        return pattern.sub(lambda m: f"{m[1]} {renames[m[2]]}", text)
+
+    label = named(place.label)
+    was = place.label.partition(" ")[2] if label != place.label else None
+    return replace(place, branch=tuple(map(named, place.branch)), before=tuple(map(named, place.before)), label=label,
+                   was=was)
+
+
+def _migrated(place: EffectPlace, changed: list[str], declared: Migrations) -> list[str]:
+    """The declared migrations that carry a run at ``place`` over its ``changed`` types (and its
+    rename), one phrase each."""
+    name = place.label.partition(" ")[2]
+    found = [f"renamed: rename {place.was} -> {name}"] if place.was is not None else []
+    for what in changed:
+        if what == "the state" and declared.state is not None:
+            found.append(f"the state changed type: {declared.state.shown}")
+        elif what == "its output" and name in declared.outputs:
+            found.append(f"its output changed type: {declared.outputs[name].shown}")
+        elif what == "its question":  # an ask's question is what the effects before it gave: migrated there
+            by = [declared.outputs[n].shown for n in (b.partition(" ")[2] for b in place.before) if n in declared.outputs]
+            if by:
+                found.append(f"its question changed type: {by[-1]}")
+    return found
+
+
 def _prompt_changed(old: t.Program, new: t.Program, place: EffectPlace) -> str | None:
     """What a changed prompt of the ``llm`` or ``ask`` at ``place`` means for runs (None: it did
     not change): a run that passed it keeps its recorded answer, a run not there yet is asked anew."""
     kind, _, name = place.label.partition(" ")
     if kind not in ("llm", "ask"):
         return None
-    before, after = _template(old, kind, name), _template(new, kind, name)
+    before, after = _template(old, kind, place.was or name), _template(new, kind, name)
     if before == after:
         return None
     if kind == "ask":
@@ -290,8 +331,6 @@ def _beside(earlier: EffectPlace, later: EffectPlace) -> bool:
 def _with_runs(changes: list[SiteChange], old_spec: str, new_spec: str, db: str) -> list[SiteChange]:
     """``changes`` with the live runs of ``old_spec`` at each site counted: where each waits (its
     questions' site) or stopped (its last effect's site), and how many a dry replay moves."""
-    from dataclasses import replace
-
     from agentmonad.durable.journal import NOT_EFFECTS, WAITING
     from agentmonad.durable.runs import engine_for, request_of, status_of
     from agentmonad.durable.upgrade import MOVABLE, Moves, classify
@@ -312,9 +351,10 @@ def _with_runs(changes: list[SiteChange], old_spec: str, new_spec: str, db: str)
             last = records[-1] if records else {}
             sites = ([q.get("site") for q in last.get("questions", ())] if last.get("kind") == WAITING
                      else [r.get("site") for r in records if r.get("kind") not in NOT_EFFECTS][-1:])
-            version, _, migration = _new_version(new_spec, request, versions)
-            migrating = prepared(request, records, migration)
-            moves = not isinstance(migrating, str) and isinstance(classify(version, *migrating), Moves)
+            version, _, declared = _new_version(new_spec, request, versions)
+            migrating = prepared(request, records, declared)
+            moves = not isinstance(migrating, str) and isinstance(
+                classify(version, *migrating, asked_anew=bool(declared.without(request.declarations).outputs)), Moves)
             for site in dict.fromkeys(s for s in sites if s):
                 at.setdefault(str(site), []).append(moves)
     return [replace(c, live=len(at.get(c.old.site, [])), moving=sum(at.get(c.old.site, []))) for c in changes]

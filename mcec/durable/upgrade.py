@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from agentmonad.durable.dbos import Engine, RunInfo
     from agentmonad.durable.journal import Record
 
-    from mcec.durable.migrate import StateMigration
+    from mcec.durable.migrate import Migrations
     from agentmonad.durable.request import RunRequest
     from agentmonad.durable.version import SpecVersion
 
@@ -65,9 +65,9 @@ def upgrade(spec: str | Path, run_ids: Sequence[str] = (), *, all_runs: bool = F
     if run_ids and all_runs:
         raise DurableError("name runs or pass --all, not both")
     from mcec.durable import _program
-    from mcec.durable.migrate import state_migration
+    from mcec.durable.migrate import migrations
 
-    state_migration(_program(spec, generate=True))  # a spec that does not check, a bad migration: said once
+    migrations(_program(spec, generate=True))  # a spec that does not check, a bad migration: said once
     versions: Versions = {}
     done: list[Upgraded] = []
     with engine_for(db) as engine:
@@ -102,7 +102,7 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: Versions, *
         return Upgraded(run_id, False, f"it is {status}: only a waiting, stopped or enqueued run moves")
     request = request_of(info)
     try:
-        version, recorded, migration = _new_version(spec, request, versions)
+        version, recorded, migrating = _new_version(spec, request, versions)
     except DurableError as exc:
         return Upgraded(run_id, False, str(exc))
     if request.digest == version.digest and request.spec == recorded["spec"]:
@@ -112,53 +112,55 @@ def _upgrade_one(engine: Engine, info: RunInfo, spec: str, versions: Versions, *
         status = status_of(info, engine.steps(run_id))
         if status not in MOVABLE:
             return Upgraded(run_id, False, f"it is {status}: only a waiting, stopped or enqueued run moves")
-        migrating = prepared(request, engine.steps(run_id), migration)
-        if isinstance(migrating, str):
-            return Upgraded(run_id, False, migrating)
-        request, records = migrating
-        verdict = classify(version, request, records)
+        asked_anew = bool(migrating.without(request.declarations).outputs)  # its questions come from migrated values
+        prepared_run = prepared(request, engine.steps(run_id), migrating)
+        if isinstance(prepared_run, str):
+            return Upgraded(run_id, False, prepared_run)
+        request, records = prepared_run
+        verdict = classify(version, request, records, asked_anew=asked_anew)
         if isinstance(verdict, Stays):
             return Upgraded(run_id, False, verdict.shown)
         if not dry_run:
             try:
                 move(engine, run_id, _moved_request(request, version, recorded), verdict,
-                     records if migration is not None else None, enqueued=status == "enqueued")
+                     records if migrating else None, enqueued=status == "enqueued")
             except RewriteRefused as exc:
                 return Upgraded(run_id, False, str(exc))
     return Upgraded(run_id, True)
 
 
 #: The new versions compiled for the runs moved, by pipeline and way of running: the version, what a
-#: request records of it, its state migration.
-Versions = dict[tuple[str, bool], tuple["SpecVersion", dict[str, Any], "StateMigration | None"]]
+#: request records of it, its migrations.
+Versions = dict[tuple[str, bool], tuple["SpecVersion", dict[str, Any], "Migrations"]]
 
 
 def _new_version(spec: str, request: RunRequest, versions: Versions
-                 ) -> tuple[SpecVersion, dict[str, Any], StateMigration | None]:
+                 ) -> tuple[SpecVersion, dict[str, Any], Migrations]:
     """The version of ``spec`` the run of ``request`` would run (compiled once per pipeline), what
-    its request records of it, and its ``migrate_state`` (:mod:`mcec.durable.migrate`)."""
+    its request records of it, and its migrations (:mod:`mcec.durable.migrate`)."""
     from mcec.durable import _new, _program
-    from mcec.durable.migrate import state_migration
+    from mcec.durable.migrate import migrations
 
     key = (request.pipeline, request.interpret)
     if key not in versions:
         version, recorded = _new(spec, request.pipeline, interpret=request.interpret)
-        versions[key] = (version, recorded, state_migration(_program(spec, generate=not request.interpret)))
+        versions[key] = (version, recorded, migrations(_program(spec, generate=not request.interpret)))
     return versions[key]
 
 
-def prepared(request: RunRequest, records: list[Record], migration: StateMigration | None
+def prepared(request: RunRequest, records: list[Record], migrating: Migrations
              ) -> tuple[RunRequest, list[Record]] | str:
-    """The run's request and records as the new version reads them: its states migrated when the
-    version declares a migration; why not, when a state cannot be."""
+    """The run's request and records as the new version reads them: renamed, its outputs and
+    states migrated as the version declares; why not, when a value cannot be."""
     from mcec.durable.migrate import MigrationFailed, migrated
 
-    if migration is None:
+    migrating = migrating.without(request.declarations)  # what its version declared too, it went through
+    if not migrating:
         return request, records
     try:
-        records, start = migrated(records, request.state, migration)
+        records, start = migrated(records, request.state, migrating)
     except MigrationFailed as exc:
-        return f"its recorded state cannot be migrated by {migration.shown}: {exc}"
+        return str(exc)
     return replace(request, state=start), records
 
 

@@ -137,7 +137,7 @@ Named = (
 def decl_name(decl: s.Decl) -> s.Name | None:
     """The name a declaration introduces (None for imports, ``state`` and ``error``)."""
     match decl:
-        case s.FromImport() | s.ModuleImport() | s.StateDecl() | s.ErrorDecl():
+        case s.FromImport() | s.ModuleImport() | s.StateDecl() | s.ErrorDecl() | s.RenameDecl():
             return None
         case (
             s.StepDecl()
@@ -182,6 +182,8 @@ def decl_kind(decl: s.Decl) -> str:
             return "ask"
         case s.ToolboxDecl():
             return "toolbox"
+        case s.RenameDecl():
+            return "rename"
         case s.PipelineDecl():
             return "pipeline"
         case _:
@@ -196,7 +198,8 @@ def signature_text(decl: s.Decl) -> str | None:
             return _squeeze(decl.span.source.text[decl.input.start : end])
         case s.FnDecl() | s.LlmDecl() | s.AskDecl():
             return _squeeze(decl.span.source.text[decl.input.start : decl.output.end])
-        case s.FromImport() | s.ModuleImport() | s.StateDecl() | s.ErrorDecl() | s.ServerDecl() | s.ModelDecl():
+        case (s.FromImport() | s.ModuleImport() | s.StateDecl() | s.ErrorDecl() | s.ServerDecl() | s.ModelDecl()
+              | s.RenameDecl()):
             return None
         case _:
             assert_never(decl)
@@ -263,6 +266,8 @@ def _decl_names(decl: s.Decl) -> list[Occurrence]:
                 case _:
                     found.extend(_expr_names(body))
             return found
+        case s.RenameDecl(new=new):  # the old name is another version's: nothing here to go to
+            return [_name(new, Role.REF)]
         case _:
             assert_never(decl)
 

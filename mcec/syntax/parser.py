@@ -699,6 +699,10 @@ class _Builder(lark.Transformer[Token, list[s.Decl]]):
         self.check_python_path(c[7])
         return self.declared(s.FnDecl(c[1], c[3], c[5], c[7], self.span(c[0], c[7])))
 
+    def rename_decl(self, c: list[_Child]) -> s.RenameDecl:
+        # RENAME name ARROW name
+        return self.declared(s.RenameDecl(c[1], c[3], self.span(c[0], c[3])))
+
     def server_decl(self, c: list[_Child]) -> s.ServerDecl:
         # SERVER name EQUAL STDIO STRING
         name: s.Name = c[1]
@@ -832,7 +836,7 @@ def _check_depth(decl: s.Decl, state: _State) -> None:
 def _roots(decl: s.Decl) -> Iterator[tuple[s.Expr | s.TypeExpr, str]]:
     """The expressions and types written in a declaration."""
     match decl:
-        case s.FromImport() | s.ModuleImport() | s.ServerDecl() | s.ModelDecl():
+        case s.FromImport() | s.ModuleImport() | s.ServerDecl() | s.ModelDecl() | s.RenameDecl():
             return
         case s.StateDecl() | s.ErrorDecl():
             yield decl.type, "type"

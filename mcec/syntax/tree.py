@@ -59,6 +59,7 @@ __all__ = [
     "PipelineDecl",
     "QualName",
     "Ref",
+    "RenameDecl",
     "Retry",
     "Spawn",
     "ServerDecl",
@@ -514,6 +515,16 @@ class ErrorDecl(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class RenameDecl(Node):
+    """``rename OLD -> NEW``: the effect ``new`` of this spec was ``old`` in an earlier version
+    (docs/language.md §13: runs in flight that passed ``old`` move to this version)."""
+
+    old: Name
+    new: Name
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class StepDecl(Node):
     """``[async] step n : A -> B [! E…] = m.f``; ``errors`` is None when ``!`` is omitted."""
 
@@ -672,6 +683,7 @@ Decl: TypeAlias = (
     | LlmDecl
     | AskDecl
     | ToolboxDecl
+    | RenameDecl
     | PipelineDecl
 )
 

@@ -736,6 +736,8 @@ class _Formatter:
                 text = f"toolbox {decl.name.text} : {signature} = " + ", ".join(e.text for e in decl.entries)
                 if len(text) > LINE_LENGTH or any(self.has_comment(decl.start, e.start) for e in decl.entries):
                     return self.toolbox(decl, signature)
+            case s.RenameDecl():
+                text = f"rename {decl.old.text} -> {decl.new.text}"
             case s.StepDecl() | s.FnDecl() | s.ToolDecl() | s.ServerDecl():
                 # tables: the caller lays these out together
                 raise FormatError(f"{type(decl).__name__} belongs in a table")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, final
 
 from .journal import NOT_EFFECTS, WAITING, DryStop, DurableJournal, MemoryStore, OpenQuestion, Record, ReplayPoint
@@ -69,9 +69,11 @@ class Stays:
 Verdict = Moves | Stays
 
 
-def classify(version: SpecVersion, request: RunRequest, records: list[Record]) -> Verdict:
+def classify(version: SpecVersion, request: RunRequest, records: list[Record], *, asked_anew: bool = False) -> Verdict:
     """Whether the run of ``request`` with ``records`` (in the order kept) can move to ``version``
-    (the module docstring's rule), replaying it with nothing performed."""
+    (the module docstring's rule), replaying it with nothing performed. ``asked_anew``: the
+    records' values were migrated, so a waiting run's questions are those the new version asks
+    from them (same identity and ask; the question itself may differ)."""
     from ..spec import InputError
     from .version import VersionError, llm_config_for
 
@@ -96,7 +98,7 @@ def classify(version: SpecVersion, request: RunRequest, records: list[Record]) -
         return Stays(f"the run recorded the {unmet.get('kind')} {unmet.get('step')} (identity {unmet.get('key')}), "
                      "which the new version never reaches", None, _site(unmet))
     if waits_on:
-        return _parks_the_same(waits_on, point, ended, journal.met)
+        return _parks_the_same(waits_on, point, ended, journal.met, asked_anew)
     return Moves(dict(journal.met), ())
 
 
@@ -139,6 +141,8 @@ def _diverges(point: ReplayPoint) -> Stays:
     if record.get("kind") != point.kind or record.get("step") != point.step:
         why = (f"the new version runs the {point.kind} {point.step} here (identity {point.key}), where the run "
                f"recorded the {record.get('kind')} {record.get('step')}")
+        if record.get("kind") == point.kind:  # the same kind of effect under another name: perhaps renamed
+            why += f" (if it was renamed, the new spec says so: `rename {record.get('step')} -> {point.step}`)"
     else:
         why = f"what the run recorded for the {point.kind} {point.step} does not fit the new version: {point.why}"
     return Stays(why, point.site, _site(record))
@@ -165,8 +169,9 @@ def _unmet(records: list[Record], met: Mapping[str, str | None]) -> Record | Non
 
 
 def _parks_the_same(waits_on: list[dict[str, Any]], point: ReplayPoint | None, ended: object,
-                    met: Mapping[str, str | None]) -> Verdict:
-    """A waiting run moves when the new version parks on the very questions it waits on."""
+                    met: Mapping[str, str | None], asked_anew: bool = False) -> Verdict:
+    """A waiting run moves when the new version parks on the very questions it waits on (with
+    ``asked_anew``, on questions of the same identity and ask)."""
     first = waits_on[0]
     asked = f"the question {first.get('name')} the run waits on (identity {first.get('key')})"
     if point is not None:
@@ -174,9 +179,12 @@ def _parks_the_same(waits_on: list[dict[str, Any]], point: ReplayPoint | None, e
                      point.site, first.get("site"))
     if not isinstance(ended, list):
         return Stays(f"the new version ends without asking {asked}", None, first.get("site"))
-    parked = {(q.key, q.name, _canonical(q.payload)): q for q in ended if isinstance(q, OpenQuestion)}
+    def identity(key: object, name: object, payload: object) -> tuple[str, str, str]:
+        return str(key), str(name), "" if asked_anew else _canonical(payload)
+
+    parked = {identity(q.key, q.name, q.payload): q for q in ended if isinstance(q, OpenQuestion)}
     for question in waits_on:
-        found = parked.get((str(question.get("key")), str(question.get("name")), _canonical(question.get("question"))))
+        found = parked.get(identity(question.get("key"), question.get("name"), question.get("question")))
         if found is None:
             return Stays(f"the new version does not ask the question {question.get('name')} the run waits on "
                          f"(identity {question.get('key')}) with the same question", None, question.get("site"))
@@ -184,7 +192,10 @@ def _parks_the_same(waits_on: list[dict[str, Any]], point: ReplayPoint | None, e
         extra = next(q for k, q in parked.items() if k[0] not in {str(w.get("key")) for w in waits_on})
         return Stays(f"the new version also asks {extra.name} (identity {extra.key}), which the run does not wait on",
                      extra.site, first.get("site"))
-    return Moves(dict(met), tuple(q.as_json() for q in ended if isinstance(q, OpenQuestion)))
+    # a question asked anew keeps when the run first asked it (its deadline counts from then)
+    asked_at = {str(q.get("key")): OpenQuestion.from_json(q).asked for q in waits_on}
+    return Moves(dict(met), tuple(replace(q, asked=asked_at.get(q.key, q.asked)).as_json()
+                                  for q in ended if isinstance(q, OpenQuestion)))
 
 
 def _canonical(value: object) -> str:

@@ -136,3 +136,15 @@ async def notify_sourced(state: SourcedDesk, text: str) -> Outcome[SourcedDesk, 
     """:func:`notify`, in the migrated state."""
     _effect(f"notify {text}")
     return Ok(f"{text}, customer notified", SourcedDesk(state.paid, state.notified + 1, state.source))
+
+
+def claim_of(refund: Refund) -> Claim:
+    """The output migration of ``load`` (a first-version refund as the claim a later version loads)."""
+    return Claim(order=refund.order, amount=refund.amount, reason="moved from v1")
+
+
+def claim_of_small(refund: Refund) -> Claim:
+    """:func:`claim_of` for refunds up to 100; it fails on a larger one (that run stays)."""
+    if refund.amount > 100:
+        raise ValueError(f"{refund.order} is over 100: ask the customer why")
+    return claim_of(refund)

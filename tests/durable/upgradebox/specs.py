@@ -98,3 +98,23 @@ MIGRATED = UNMIGRATED.replace("state SourcedDesk\n", """state SourcedDesk
 # runs of the first version move with their states migrated
 fn migrate_state : Desk -> SourcedDesk = impl.from_desk
 """)
+
+#: The changed output type of ``load`` (:data:`RETYPED`) with its typed migration…
+RETYPED_MIGRATED = RETYPED.replace("state Desk\n", """state Desk
+
+# runs that loaded a refund move with it migrated to a claim
+fn migrate_output_load : Refund -> Claim = impl.claim_of
+""")
+
+#: …and with a migration that fails on some of the recorded refunds.
+RETYPED_FAILING = RETYPED_MIGRATED.replace("impl.claim_of", "impl.claim_of_small")
+
+#: The first version with ``load`` renamed ``fetch`` (same place, same types), undeclared…
+RENAMED_UNDECLARED = FIRST.replace("step load :", "step fetch :").replace("    load;", "    fetch;")
+
+#: …and declared.
+RENAMED = RENAMED_UNDECLARED.replace("state Desk\n", "state Desk\n\nrename load -> fetch\n")
+
+#: The first version with the ask the runs wait at renamed ``confirm``, declared.
+RENAMED_ASK = (FIRST.replace("ask approve     :", "ask confirm     :").replace("    approve;", "    confirm;")
+               .replace("state Desk\n", "state Desk\nrename approve -> confirm\n"))
