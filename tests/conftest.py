@@ -169,6 +169,16 @@ def golden(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     return check
 
 
+@pytest.fixture(scope="session")
+def screenshots(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where browser tests save their screenshots: the docs' own folder under ``--update-golden``
+    (the README's pictures are refreshed on purpose), else a temporary one (a test run leaves
+    the checkout as it was)."""
+    if request.config.getoption("--update-golden"):
+        return Path(__file__).resolve().parents[1] / "docs"
+    return tmp_path_factory.mktemp("screenshots")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every mypy run of the session (in-process, and in the ``mcec`` and ``pytest``

@@ -29,7 +29,6 @@ pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SHOTS = ROOT / "docs" / "console"
 #: An ask `within 2` seconds (tests/durable/askbox/deadline.mce).
 DEADLINE = ROOT / "tests" / "durable" / "askbox" / "deadline.mce"
 #: An `each` whose element "wait" waits for a file (tests/console/holdbox/hold.mce).
@@ -88,21 +87,22 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def page(browser: Any, screenshots: Path) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     opened = context.new_page()
     opened.set_default_timeout(WAIT_MS)
     dialogs: list[str] = []
     opened.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     opened.dialogs = dialogs
+    opened.shots = screenshots / "console"  # docs/console under --update-golden
     yield opened
     context.close()
 
 
 def shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.shots.mkdir(parents=True, exist_ok=True)
     page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+    page.screenshot(path=str(page.shots / f"{name}.png"), full_page=False)
 
 
 def state_of(page: Any, row: Any) -> None:

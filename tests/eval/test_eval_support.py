@@ -28,7 +28,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent.parent
 README = ROOT / "README.md"
 BASELINE = ROOT / "examples" / "support" / "baseline.json"
-SCREENSHOT = ROOT / "docs" / "eval" / "report.png"
 TICKETS = [f"T-{n}" for n in range(1001, 1021)]
 #: The cases that fail their one run, and why.
 FAILING = {"T-1005": "grounded", "T-1006": "decision_matches", "T-1008": "decision_matches", "T-1015": "decision_matches"}
@@ -181,9 +180,11 @@ def test_a_killed_eval_resumes_without_asking_again_what_it_had_finished(tmp_pat
     assert f"{len(stored)} of 20 runs already done" in again.stderr
 
 
-def test_the_html_report_opens_in_a_real_browser_and_shows_the_table(tmp_path: Path) -> None:
+def test_the_html_report_opens_in_a_real_browser_and_shows_the_table(tmp_path: Path, screenshots: Path) -> None:
     """The page of the README's eval with T-1012 made worse, in Debian's headless chromium: the
-    table's 20 rows, the figures, the worse mark. Its screenshot is the README's (docs/eval/report.png)."""
+    table's 20 rows, the figures, the worse mark. Its screenshot is the README's (docs/eval/report.png,
+    written under ``--update-golden``)."""
+    screenshot = screenshots / "eval" / "report.png"
     from playwright.sync_api import sync_playwright
 
     done, _ = _eval(tmp_path, _readme_eval(), SUPPORT_WRITER_WORSE="T-1012")
@@ -207,11 +208,11 @@ def test_the_html_report_opens_in_a_real_browser_and_shows_the_table(tmp_path: P
             assert "worse" in worse.locator("td").last.inner_text()
             assert page.locator("tr[data-case='T-1005'] td.passed").inner_text() == "0/1"
             assert page.locator("#cases").is_visible()
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT))  # the top of the page: the figures and the first rows
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot))  # the top of the page: the figures and the first rows
         finally:
             browser.close()
-    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_more_repeats_and_an_edited_case_run_only_what_is_new(tmp_path: Path) -> None:
