@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never, final
 
 from mcec.check import typed as t
+from mcec.sites import site_text
 
 if TYPE_CHECKING:
     from agentmonad.durable.codec import TypeTable
@@ -98,10 +99,6 @@ def effect_places(program: t.Program) -> list[EffectPlace]:
     return found
 
 
-def _site(name: str, span: Any) -> str:
-    return f"{Path(span.path).name}:{span.line}:{span.column} ({name})"
-
-
 def _walk(node: t.TExpr, pipeline: str, branch: tuple[str, ...], before: tuple[str, ...], asks: dict[str, Any],
           found: list[EffectPlace]) -> tuple[str, ...]:
     """Record the effect sites of ``node`` (in ``branch``, after the effects ``before``); the
@@ -111,11 +108,11 @@ def _walk(node: t.TExpr, pipeline: str, branch: tuple[str, ...], before: tuple[s
             match kind:
                 case t.RefKind.STEP | t.RefKind.TOOL | t.RefKind.LLM:
                     label = f"{kind.word} {name}"
-                    found.append(EffectPlace(pipeline, branch, before, label, _site(name, span)))
+                    found.append(EffectPlace(pipeline, branch, before, label, site_text(name, span)))
                     return (label,)
                 case t.RefKind.ASK:
                     label = f"ask {name}"  # a person's answer is recorded at the ask's declaration
-                    found.append(EffectPlace(pipeline, branch, before, label, _site(name, asks.get(name, span)),
+                    found.append(EffectPlace(pipeline, branch, before, label, site_text(name, asks.get(name, span)),
                                              str(node.sig.input)))
                     return (label,)
                 case t.RefKind.PIPELINE:
@@ -139,7 +136,7 @@ def _walk(node: t.TExpr, pipeline: str, branch: tuple[str, ...], before: tuple[s
             _walk(body, pipeline, (*branch, f"{'.'.join(before) or '^'} each"), (), asks, found)
             return ("each",)
         case t.TSpawn(planner=planner):
-            found.append(EffectPlace(pipeline, branch, before, "spawn", _site("spawn", node.span)))
+            found.append(EffectPlace(pipeline, branch, before, "spawn", site_text("spawn", node.span)))
             _walk(planner, pipeline, (*branch, f"{'.'.join(before) or '^'} spawn"), (), asks, found)
             return ("spawn",)
         case t.TTimeout(body=body):  # a deadline takes a number when it is entered

@@ -4,10 +4,10 @@ says the same in its ``SPEC_INFO`` (``tests/codegen/test_spec_info.py`` holds th
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from mcec.check import typed as t
+from mcec.sites import site_text
 
 if TYPE_CHECKING:
     from agentmonad.durable.elements import ElementTypes
@@ -16,15 +16,10 @@ if TYPE_CHECKING:
 __all__ = ["each_sites", "element_types", "find_each", "stream_sites"]
 
 
-def _site_text(span: Any, step: str) -> str:
-    # the form of str(agentmonad.Site(step, …)): what the generated code and the interpreter give
-    return f"{os.path.basename(span.path)}:{span.line}:{span.column} ({step})"
-
-
 def each_sites(program: t.Program) -> dict[str, t.TEach]:
     """Every ``each`` with a limit in the pipelines of ``program`` (not of the specs it uses: their
     ``each`` runs in the process that runs their pipeline), by site text."""
-    return {_site_text(node.span, "each"): node for node in t.limited_eaches(program)}
+    return {site_text("each", node.span): node for node in t.limited_eaches(program)}
 
 
 def find_each(program: t.Program, site: str) -> t.TEach:
@@ -64,5 +59,5 @@ def stream_sites(program: t.Program) -> dict[str, Streaming]:
         for ref in t.stream_calls(spec):
             if ref.name not in made:
                 made[ref.name] = Streaming(output_shape(python_type(outputs[ref.name])), None)
-            sites[_site_text(ref.span, ref.name)] = made[ref.name]
+            sites[site_text(ref.name, ref.span)] = made[ref.name]
     return sites

@@ -4,22 +4,17 @@ checked program (and of the specs it uses), from the checker's signatures resolv
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from agentmonad.durable import SiteTypes, TypeTable
 
 from mcec.check import typed as t
 from mcec.run.pyobjects import error_classes, python_type
+from mcec.sites import site_text
 
 
 def _state_type(program: t.Program) -> Any:
     return python_type(program.state) if program.state is not None else type(None)
-
-
-def _site_key(name: str, span: Any) -> str:
-    # the form of agentmonad.Site's str(): what the journal looks a site up by
-    return f"{os.path.basename(span.path)}:{span.line}:{span.column} ({name})"
 
 
 def _programs(program: t.Program) -> list[t.Program]:
@@ -49,5 +44,5 @@ def type_table(program: t.Program) -> TypeTable:
             if span is None:
                 by_name[name] = types(sig)
             else:
-                by_site[_site_key(name, span)] = types(sig)
+                by_site[site_text(name, span)] = types(sig)
     return TypeTable(by_site, by_name)

@@ -27,6 +27,7 @@ from agentmonad.observe import run_observed
 from mcec.check import typed as t
 from mcec.run.pyobjects import error_classes, python_type, resolve_path, value_test
 from mcec.check.types import Lit
+from mcec.sites import site_of
 from mcec.span import Span
 
 Arrow = Callable[[Any], AgentMonad[Any, Any, Any]]
@@ -136,7 +137,7 @@ class Interpreter:
 
     def site(self, name: str, span: Span) -> Site:
         """Where a step use sits in the spec, or in a plan's text (same form as the generated code's)."""
-        return Site(name, os.path.basename(span.path), span.line, span.column)
+        return site_of(name, span)
 
     def implementation(self, name: str, path: str) -> Callable[..., Any]:
         """A step's or fn's implementation: an override, or the spec's Python object."""

@@ -26,6 +26,7 @@ from agentmonad.llm.options import parse_model_option
 from mcec.codegen import Generated, module_name_for
 from mcec.diagnostics import Code, Diagnostic, error
 from mcec.run.pyobjects import ResolveError, python_type
+from mcec.sites import site_of
 from mcec.span import Span
 from mcec.check.typed import Program, TUsed
 
@@ -221,7 +222,7 @@ def pipeline_site(program: Program, pipeline: str) -> Site | None:
     for declared in program.pipelines:
         if declared.name == pipeline:
             span = declared.span
-            return Site(pipeline, os.path.basename(span.path), span.line, span.column)
+            return site_of(pipeline, span)
     return None
 
 
