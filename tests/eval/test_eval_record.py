@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +124,27 @@ def test_record_into_a_file_or_with_two_cases_of_one_file_name_is_a_usage_error(
     assert done.stderr == ("mcec eval: --record: the cases `a/b` and `a b` would both be recorded as a_b.mcerun.json; "
                            "give them names that differ in letters or digits\n")
     assert _asked(tmp_path) == []
+
+
+def _readme_record() -> list[str]:
+    """The README's command that made examples/support/recordings, as written (after ``-m mcec``)."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Evaluating an agent", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    [line] = [ln for block in blocks for ln in block.replace("\\\n", " ").splitlines() if "--record" in ln]
+    argv = shlex.split(line)
+    assert argv[:3] == ["python3", "-m", "mcec"], line
+    return argv[3:]
+
+
+def test_the_committed_support_recordings_are_what_the_readme_command_records(tmp_path: Path) -> None:
+    argv = _readme_record()
+    assert argv[argv.index("--record") + 1] == "examples/support/recordings"
+    argv[argv.index("--record") + 1] = str(tmp_path / "recordings")
+    done = _mcec(tmp_path, *argv, "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stderr
+    committed = ROOT / "examples" / "support" / "recordings"
+    made = sorted(p.name for p in (tmp_path / "recordings").iterdir())
+    assert made == sorted(p.name for p in committed.iterdir()) == [f"{t}.mcerun.json" for t in TICKETS]
+    for name in made:  # byte for byte: record them again with that command if this fails on purpose
+        assert (tmp_path / "recordings" / name).read_text(encoding="utf-8") == (committed / name).read_text(
+            encoding="utf-8"), name
