@@ -5,7 +5,8 @@ on stderr, one a problem, exit 1), compiles and loads the spec as ``mcec run`` d
 the pipeline on every case ``--repeat`` times (``--concurrency`` at once), scores each run
 with the ``--evaluator`` functions and ``--judge`` pipelines, and writes the report: a table
 on stdout, ``report.json`` and ``report.html`` in ``--out`` (beside ``results.sqlite``, the
-finished runs a killed eval resumes from). Exit 0; 1 when a case got worse than
+finished runs a killed eval resumes from); with ``--record DIR`` every run it runs is recorded
+there too (``mcec.eval.recordings``). Exit 0; 1 when a case got worse than
 ``--baseline`` (or the dataset or the spec has errors); 2 for a usage problem.
 """
 
@@ -66,6 +67,10 @@ def add_eval(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
                          help="where report.json, report.html and results.sqlite go "
                          "(default: .mcec/eval/PIPELINE-DATASET)")
     command.add_argument("--fresh", action="store_true", help="forget the stored runs: run every case again")
+    command.add_argument("--record", default=None, metavar="DIR",
+                         help="record every run the eval runs to DIR, one CASE.mcerun.json (CASE.K.mcerun.json with "
+                         "--repeat) a run, each replayable by `mcec replay` (runs read back from the results file "
+                         "are not run, so not recorded: --fresh records every case)")
     command.set_defaults(func=run_eval_command)
 
 
@@ -88,6 +93,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     from mcec.cli.compile import compile_to_run, load_compiled
     from mcec.eval.dataset import DatasetError, load_dataset
     from mcec.eval.evaluators import EvaluatorError, python_evaluator
+    from mcec.eval.recordings import EvalRecorder, RecordingClash
     from mcec.eval.report import ReportError, build_report, read_report
     from mcec.eval.runner import EvalRun, Target, run_eval, run_name
     from mcec.eval.store import ResultStore
@@ -128,7 +134,13 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         state = _state(program, args.state)
         python = [python_evaluator(reference) for reference in args.evaluator]
         baseline = read_report(Path(args.baseline)) if args.baseline is not None else None
-    except (_Usage, EvaluatorError, ReportError, InputError) as exc:
+        recorder = None
+        if args.record is not None:
+            recorder = EvalRecorder(Path(args.record), module, spec=args.spec, pipeline=args.pipeline,
+                                    models=tuple(_for_program(options, program)), repeats=args.repeat, state=state)
+            recorder.check_names(str(loaded.case.name) for loaded in cases)
+            _writable(Path(args.record))
+    except (_Usage, EvaluatorError, ReportError, InputError, RecordingClash) as exc:
         print(f"mcec eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
     # a Python evaluator is given the dataset's case, whatever run of it it scores
@@ -151,12 +163,16 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             store.forget()
         plan = EvalRun(
             name=args.pipeline, cases=cases, repeat=args.repeat, concurrency=args.concurrency, fingerprint=digest,
-            target=Target(getattr(module, args.pipeline), state, llm, prices),
+            target=Target(getattr(module, args.pipeline), state, llm, prices, recorder),
             evaluators=[*python, *(j[0] for j in judges)], store=store, judge_prices=prices,
         )
         runs, resumed = run_eval(plan)
     finally:
         store.close()
+    if recorder is not None:
+        print(f"mcec eval: recorded {len(runs) - resumed} run{'s' if len(runs) - resumed != 1 else ''} in {args.record}"
+              + (f"; {resumed} read back from the results file {'were' if resumed != 1 else 'was'} not run, so not "
+                 f"recorded (--fresh runs and records every case)" if resumed else ""), file=sys.stderr)
     report = build_report(
         spec=str(spec), pipeline=args.pipeline, dataset=str(args.dataset), evaluators=[*args.evaluator, *args.judge],
         fingerprint=digest, cases=cases, repeat=args.repeat, runs=runs, resumed=resumed, baseline=baseline,
@@ -199,6 +215,16 @@ def _write(report: EvalReport, out_dir: Path, out: TextIO) -> int:
 
 class _Usage(Exception):
     """A usage problem of ``mcec eval`` (exit 2)."""
+
+
+def _writable(folder: Path) -> None:
+    """Make ``--record``'s folder (before any run, so a folder that cannot be is said at once)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _Usage(f"--record {folder}: cannot make the folder: {exc.strerror or exc}") from None
+    if not folder.is_dir():
+        raise _Usage(f"--record {folder}: not a folder")
 
 
 _PRICE = re.compile(r"^(?P<name>[^=]+)=(?P<prompt>[0-9.]+)/(?P<completion>[0-9.]+)$")

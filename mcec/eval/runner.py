@@ -29,6 +29,7 @@ from agentmonad.llm import LLMConfig, Usage, llm_config, usage
 
 from mcec.eval.dataset import LoadedCase
 from mcec.eval.evaluators import JudgeEvaluator
+from mcec.eval.recordings import CURRENT_RUN, EvalRecorder
 from mcec.eval.store import ResultStore, StoredRun
 
 __all__ = ["EvalRun", "PipelineFailed", "Price", "Target", "cost_of", "eval_fingerprint", "run_eval", "run_name"]
@@ -65,6 +66,8 @@ class Target:
     state: Any
     llm: LLMConfig | None
     prices: Mapping[str, Price] = field(default_factory=dict)
+    #: ``--record DIR``: each run recorded to its own file there.
+    recorder: EvalRecorder | None = None
 
     async def __call__(self, inputs: Any) -> Any:
         """One run (pydantic-evals' task): the pipeline's value; its tokens and cost as metrics."""
@@ -73,7 +76,10 @@ class Target:
             if self.llm is not None:
                 stack.enter_context(llm_config(self.llm))
             try:
-                outcome = await self.run(self.state, inputs)
+                if self.recorder is not None:
+                    outcome = await self.recorder.run(lambda: self.run(self.state, inputs), inputs)
+                else:
+                    outcome = await self.run(self.state, inputs)
             finally:
                 _spent(used, self.prices, "")
         if isinstance(outcome, Err):
@@ -178,7 +184,13 @@ def run_eval(plan: EvalRun, progress_stream: TextIO = sys.stderr) -> tuple[dict[
     judges = [e for e in plan.evaluators if isinstance(e, JudgeEvaluator)]
 
     class Stored(CaseLifecycle[Any, Any, Any]):
-        """Each finished run: the judges' tokens added to its metrics, then stored at once."""
+        """Each run: which it is, told to its task (a recorded run's file is named by it); once
+        finished, the judges' tokens added to its metrics, then stored at once."""
+
+        async def setup(self) -> None:
+            # set in the case's own task, before its task runs there (the task sees it, no other)
+            name, index, _ = keys[str(self.case.name)]
+            CURRENT_RUN.set((name, index))
 
         async def teardown(self, result: ReportCase[Any, Any, Any] | ReportCaseFailure[Any, Any, Any] | None) -> None:
             if result is None:  # cancelled: nothing finished

@@ -46,7 +46,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["MceCheckFailed", "MceFile", "MceItem", "RecordingFile", "ReplayItem", "ReplayFailed"]
+__all__ = ["MceCheckFailed", "MceFile", "MceItem", "RecordingFile", "ReplayItem", "ReplayFailed", "replay_recording"]
 
 #: How a recording's file name ends (``agentmonad.record.RECORDING_SUFFIX``; not imported here:
 #: collecting must not import the runtime).
@@ -251,47 +251,8 @@ class ReplayItem(pytest.Item):
         self.funcargs: dict[str, Any] = {}  # as MceItem's
 
     def runtest(self) -> None:
-        """Replay the recording; raise :class:`ReplayFailed` with mcec's diagnostic, or with the
-        difference of the Outcomes."""
-        from agentmonad import Defect
-        from agentmonad.record import Recording, RecordingError
-
-        from mcec.cli.common import load_source
-        from mcec.cli.compile import ensure_importable
-        from mcec.compiler import compile_source
-        from mcec.render import render_summary, render_text
-        from mcec.run.recorded import outcome_diff, replay_diagnostic, replay_run, resolve_spec
-        from mcec.run.runner import LoadError, load_module, pipeline_site
-
-        try:
-            recording = Recording.read(self.path)
-        except RecordingError as exc:
-            raise ReplayFailed(str(exc)) from None
-        spec = resolve_spec(recording, self.path, None)
-        if not spec.is_absolute() and not spec.exists():
-            spec = self.config.rootpath / spec
-        ensure_importable(spec)
-        source, problem = load_source(spec)
-        if problem is not None or source is None:
-            raise ReplayFailed(render_text([problem] if problem else [], {}, color=False))
-        result = compile_source(source)
-        if result.program is None or result.generated is None:
-            text = render_text(result.diagnostics, {source.path: source}, color=False, limit=None)
-            raise ReplayFailed(text + render_summary(result.diagnostics, color=False))
-        try:
-            module = load_module(result.program, result.generated)
-        except LoadError as exc:
-            raise ReplayFailed(render_text([exc.diagnostic], {source.path: source}, color=False)) from None
-        replayed = replay_run(module, result.program, recording, interpreted=recording.runner == "interpreted",
-                              site=pipeline_site(result.program, recording.pipeline))
-        failure = replayed.failure
-        if failure is not None:
-            assert isinstance(replayed.ran.result, Defect)
-            diagnostic = replay_diagnostic(failure, replayed.ran.result, result.program, recording)
-            raise ReplayFailed(render_text([diagnostic], {source.path: source}, color=False))
-        if not replayed.same:
-            raise ReplayFailed(f"the replay's Outcome is not the recorded one:\n"
-                               f"{outcome_diff(dict(recording.outcome), replayed.ran.encoded)}")
+        """Replay the recording (:func:`replay_recording`)."""
+        replay_recording(self.path, self.config.rootpath)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """mcec's own report for a replay that failed; pytest's otherwise."""
@@ -302,3 +263,48 @@ class ReplayItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the item comes from, as shown in reports."""
         return self.path, None, f"mce replay: {self.path.name}"
+
+
+def replay_recording(path: Path, rootpath: Path) -> None:
+    """Replay the recording at ``path`` offline as ``mcec replay`` does (its spec the recorded path:
+    from the working directory, else beside the recording, else from ``rootpath``); raise
+    :class:`ReplayFailed` with mcec's diagnostic, or with the difference of the Outcomes."""
+    from agentmonad import Defect
+    from agentmonad.record import Recording, RecordingError
+
+    from mcec.cli.common import load_source
+    from mcec.cli.compile import ensure_importable
+    from mcec.compiler import compile_source
+    from mcec.render import render_summary, render_text
+    from mcec.run.recorded import outcome_diff, replay_diagnostic, replay_run, resolve_spec
+    from mcec.run.runner import LoadError, load_module, pipeline_site
+
+    try:
+        recording = Recording.read(path)
+    except RecordingError as exc:
+        raise ReplayFailed(str(exc)) from None
+    spec = resolve_spec(recording, path, None)
+    if not spec.is_absolute() and not spec.exists():
+        spec = rootpath / spec
+    ensure_importable(spec)
+    source, problem = load_source(spec)
+    if problem is not None or source is None:
+        raise ReplayFailed(render_text([problem] if problem else [], {}, color=False))
+    result = compile_source(source)
+    if result.program is None or result.generated is None:
+        text = render_text(result.diagnostics, {source.path: source}, color=False, limit=None)
+        raise ReplayFailed(text + render_summary(result.diagnostics, color=False))
+    try:
+        module = load_module(result.program, result.generated)
+    except LoadError as exc:
+        raise ReplayFailed(render_text([exc.diagnostic], {source.path: source}, color=False)) from None
+    replayed = replay_run(module, result.program, recording, interpreted=recording.runner == "interpreted",
+                          site=pipeline_site(result.program, recording.pipeline))
+    failure = replayed.failure
+    if failure is not None:
+        assert isinstance(replayed.ran.result, Defect)
+        diagnostic = replay_diagnostic(failure, replayed.ran.result, result.program, recording)
+        raise ReplayFailed(render_text([diagnostic], {source.path: source}, color=False))
+    if not replayed.same:
+        raise ReplayFailed(f"the replay's Outcome is not the recorded one:\n"
+                           f"{outcome_diff(dict(recording.outcome), replayed.ran.encoded)}")

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, final
 
+from pydantic_core import to_json
+
 from .context import Branches, Effect, Guard, RunContext
 from .durable.codec import RecordError, SiteTypes, TypeTable, encode_error, encode_result
 from .durable.journal import DurableJournal, MemoryStore, Record, ReplayMismatch, branch_key, whole_states
@@ -81,6 +83,9 @@ class Recording:
     effects: tuple[Record, ...]
     outcome: Mapping[str, Any]
     models: tuple[str, ...] = field(default=())
+    #: The file's text once made (:meth:`text`): a recording is made, checked for secrets on this
+    #: text and written once, each effect encoded to JSON once.
+    _text: str | None = field(default=None, compare=False, repr=False)
 
     def as_json(self) -> dict[str, Any]:
         """The recording as JSON (what :meth:`write` writes)."""
@@ -125,16 +130,23 @@ class Recording:
     def text(self) -> str:
         """The recording as the file has it: JSON, one field a line and one effect a line (so a
         diff of two recordings shows the effects that changed)."""
-        data = self.as_json()
-        effects, outcome = data.pop("effects"), data.pop("outcome")
-        lines = ["{", *(f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in data.items()), '  "effects": [']
-        lines += [f"    {json.dumps(e, ensure_ascii=False)}{',' if i < len(effects) - 1 else ''}" for i, e in enumerate(effects)]
-        lines += ["  ],", f'  "outcome": {json.dumps(outcome, ensure_ascii=False)}', "}"]
-        return "\n".join(lines) + "\n"
+        if self._text is not None:
+            return self._text
+        dumps = _compact
+        fields = {"version": RECORDING_VERSION, "spec": {"path": self.spec, "sha256": self.spec_sha256},
+                  "pipeline": self.pipeline, "runner": self.runner, "input": self.input, "state": self.state,
+                  "models": list(self.models)}
+        lines = ["{", *(f'  "{k}": {dumps(v)},' for k, v in fields.items()), '  "effects": [']
+        last = len(self.effects) - 1
+        lines += [f"    {dumps(_plain(e))}{',' if i < last else ''}" for i, e in enumerate(self.effects)]
+        lines += ["  ],", f'  "outcome": {dumps(_plain(self.outcome))}', "}"]
+        text = "\n".join(lines) + "\n"
+        object.__setattr__(self, "_text", text)  # a cache of what the frozen fields give
+        return text
 
     def write(self, path: str | Path) -> None:
         """Write the recording to ``path`` (:meth:`text`)."""
-        Path(path).write_text(self.text(), encoding="utf-8")
+        Path(path).write_bytes(self.text().encode("utf-8"))
 
     @staticmethod
     def read(path: str | Path) -> Recording:
@@ -150,7 +162,10 @@ class Recording:
         return Recording.from_json(data)
 
     def redacted(self, secrets: Collection[str]) -> Recording:
-        """This recording with ``secrets`` (and URL credentials) masked everywhere (:func:`redacted`)."""
+        """This recording with ``secrets`` (and URL credentials) masked everywhere (:func:`redacted`):
+        itself when its text holds none of them (most recordings: no walk over every value)."""
+        if not _holds_secrets(self.text(), secrets):
+            return self
         masked = redacted([self.spec, self.pipeline, self.runner, self.input, self.state, list(self.effects),
                            dict(self.outcome), list(self.models)], secrets)
         assert isinstance(masked, list)
@@ -195,6 +210,48 @@ def _compared(outcome: Mapping[str, Any]) -> dict[str, Any]:
 
 #: The ``user:password@`` (or ``user@``) of a URL in any text.
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s\"']+)@")
+
+
+def _pydantic_json(value: object) -> str:
+    """``value`` as compact JSON text, non-ASCII as it is, NaN and infinities as ``json`` writes
+    them: pydantic-core's encoder, 4× the standard library's (a recording's text is most of what
+    making one costs)."""
+    return to_json(value, inf_nan_mode="constants").decode()
+
+
+_STDLIB_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _stdlib_json(value: object) -> str:
+    """The same with the standard library (a pydantic-core without ``inf_nan_mode``: pydantic < 2.7)."""
+    return _STDLIB_JSON.encode(value)
+
+
+def _json_encoder() -> Callable[[object], str]:
+    try:
+        _pydantic_json(float("nan"))
+    except TypeError:
+        return _stdlib_json
+    return _pydantic_json
+
+
+#: Encodes each part of a recording's text (and so each secret it is searched for).
+_compact = _json_encoder()
+
+
+def _plain(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` as the JSON encoder takes it (a dict: records and outcomes are, as a rule)."""
+    return data if isinstance(data, dict) else dict(data)
+
+
+def _holds_secrets(text: str, secrets: Collection[str]) -> bool:
+    """Whether :func:`redacted` could change anything of the JSON whose text is ``text``: a
+    secret occurs in a string of it exactly when its JSON-escaped form occurs in the text
+    (escaping maps character by character, and the text is made by the same encoder), and a URL's user info matches there too (the pattern
+    excludes the quote, so a match never leaves a string). False positives only cost the walk."""
+    if any(secret and _compact(secret)[1:-1] in text for secret in secrets):
+        return True
+    return "@" in text and _URL_USERINFO.search(text) is not None
 
 
 def redacted(data: object, secrets: Collection[str]) -> object:

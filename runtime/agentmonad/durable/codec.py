@@ -54,23 +54,31 @@ class TypeTable:
     """The :class:`SiteTypes` of every site of a run: by the exact site (``name``, file, line,
     column), else by the step's name (a checked plan's sites are in the plan's text)."""
 
-    __slots__ = ("_by_site", "_by_name", "_found")
+    __slots__ = ("_by_site", "_by_name", "_found", "_by_id")
 
     def __init__(self, by_site: Mapping[str, SiteTypes], by_name: Mapping[str, SiteTypes]) -> None:
         self._by_site = dict(by_site)
         self._by_name = dict(by_name)
         #: What :meth:`get` found, by site: a run asks for the same sites again and again.
         self._found: dict[Site, SiteTypes | None] = {}
+        #: The same by the site's id (with the site: a reused id is never taken for it). A generated
+        #: module's sites are constants, and hashing a Site costs more than this lookup.
+        self._by_id: dict[int, tuple[Site, SiteTypes | None]] = {}
 
     def get(self, site: Site | None) -> SiteTypes | None:
         """The types of ``site`` (None: a site this table does not know)."""
         if site is None:
             return None
+        known = self._by_id.get(id(site))
+        if known is not None and known[0] is site:
+            return known[1]
         try:
-            return self._found[site]
+            found = self._found[site]
         except KeyError:
             found = self._found[site] = self._by_site.get(str(site)) or self._by_name.get(site.step)
-            return found
+        if len(self._by_id) < 4096:  # sites made on the fly (a checked plan's) are looked up by value
+            self._by_id[id(site)] = (site, found)
+        return found
 
 
 @cache
@@ -80,7 +88,9 @@ def _adapter(type_: Any) -> TypeAdapter[Any]:
 
 def _dump(type_: Any, value: object, what: str) -> object:
     try:
-        return _adapter(type_).dump_python(value, mode="json")
+        # the adapter's serializer itself (``dump_python`` with its defaults: a wrapper that costs a
+        # few microseconds an effect)
+        return _adapter(type_).serializer.to_python(value, mode="json")
     except Exception as exc:
         raise RecordError(f"{what} cannot be recorded as {_name(type_)}: {exc}") from exc
 

@@ -204,7 +204,8 @@ class MemoryStore:
         self._pending: list[Record] = []
 
     async def step(self, key: str, body: Callable[[], Awaitable[Record]]) -> Record:
-        await self.flush()
+        if self._pending:
+            await self.flush()
         record = await body()
         self.records.append(record)
         return record
@@ -278,13 +279,29 @@ class _Capture:
 
 
 def _site_text(effect: Effect) -> str | None:
-    return _site_str(effect.site) if effect.site is not None else None
+    site = effect.site
+    if site is None:
+        return None
+    # by identity first: a generated module's sites are constants, and hashing a Site (a dataclass
+    # of four fields) costs more than the rest of this
+    known = _SITE_TEXTS.get(id(site))
+    if known is not None and known[0] is site:
+        return known[1]
+    return _site_str(site)
+
+
+#: ``str(site)`` by the site's id (with the site, so a reused id is never taken for it).
+_SITE_TEXTS: dict[int, tuple[Site, str]] = {}
 
 
 @functools.lru_cache(maxsize=4096)
 def _site_str(site: Site) -> str:
     """``str(site)``, formatted once per site (every record of a site names it)."""
-    return str(site)
+    text = str(site)
+    if len(_SITE_TEXTS) >= 4096:  # sites made on the fly (a checked plan's) must not pile up
+        _SITE_TEXTS.clear()
+    _SITE_TEXTS[id(site)] = (site, text)
+    return text
 
 
 @final
@@ -477,8 +494,8 @@ class DurableJournal:
             return result
         return {k: v for k, v in result.items() if k != "state"} | {"delta": state_delta(before, state)}
 
-    def _record(self, key: str, effect: Effect, result: dict[str, object], usage: list[list[object]], started: float) -> Record:
-        path = tuple(key.split("/")[:-1])
+    def _record(self, path: tuple[str, ...], key: str, effect: Effect, result: dict[str, object],
+                usage: list[list[object]], started: float) -> Record:
         result = self._delta_state(path, result)
         return {
             "key": key,
@@ -539,11 +556,11 @@ class DurableJournal:
                         self._defect(key, effect, exc)
                     raise  # a defect (or a cancellation): not recorded, it runs again on resume
                 raised.append(exc)
-                return self._record(key, effect, declared, capture.calls if capture else [], started)
+                return self._record(path, key, effect, declared, capture.calls if capture else [], started)
             finally:
                 reset_run_context(token)
             returned.append(result)
-            return self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started)
+            return self._record(path, key, effect, self._encode(effect, result), capture.calls if capture else [], started)
 
         self._running.add(key)
         try:
@@ -638,7 +655,7 @@ class DurableJournal:
             )
 
             async def body() -> Record:
-                return self._record(key, effect, result, [], now)
+                return self._record(tuple(key.split("/")[:-1]), key, effect, result, [], now)
 
             self._running.add(key)  # recording it is an effect running: the run is not still
             try:
@@ -728,13 +745,13 @@ class DurableJournal:
         except Exception as exc:
             raised = self._raised(effect, exc)
             if raised is not None:
-                self.store.keep(self._record(key, effect, raised, capture.calls if capture else [], started))
+                self.store.keep(self._record(path, key, effect, raised, capture.calls if capture else [], started))
             elif self._defect is not None and effect.kind != "pause":
                 self._defect(key, effect, exc)
             raise
         finally:
             reset_run_context(token)
-        self.store.keep(self._record(key, effect, self._encode(effect, result), capture.calls if capture else [], started))
+        self.store.keep(self._record(path, key, effect, self._encode(effect, result), capture.calls if capture else [], started))
         return result
 
 
