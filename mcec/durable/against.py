@@ -345,8 +345,7 @@ def _with_runs(changes: list[SiteChange], old_spec: str, new_spec: str, db: str)
             request = request_of(info)
             if request.spec != old_path:
                 continue
-            last = records[-1] if records else {}
-            sites = ([q.get("site") for q in last.get("questions", ())] if last.get("kind") == WAITING
+            sites = ([q.get("site") for q in records[-1].get("questions", ())] if records and records[-1]["kind"] == WAITING
                      else [r.get("site") for r in records if r.get("kind") not in NOT_EFFECTS][-1:])
             version, _, declared = _new_version(new_spec, request, versions)
             migrating = prepared(request, records, declared)

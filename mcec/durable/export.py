@@ -17,16 +17,13 @@ import os
 
 from agentmonad import Defect
 from agentmonad.durable.journal import NOT_EFFECTS
-from agentmonad.record import Recording, model_secrets
+from agentmonad.record import Recording, kept_of, model_secrets
 from agentmonad.spec import spec_info
 
 __all__ = ["export"]
 
 #: The fields of the report a run ended with that are not its Outcome.
 _NOT_OUTCOME = ("run_id", "usage")
-
-#: The fields of a journal record a recording keeps (as :class:`agentmonad.record.Recorder` does).
-_KEPT = ("key", "kind", "step", "site", "result", "usage")
 
 
 def export(run_id: str, *, db: str | None = None) -> Recording:
@@ -59,7 +56,7 @@ def export(run_id: str, *, db: str | None = None) -> Recording:
     described = spec_info(module)
     state_json = request.state
     _, state = described.prepare(pipeline, request.input, state_json)
-    effects = tuple({k: r[k] for k in _KEPT if k in r} for r in records if r.get("kind") not in NOT_EFFECTS)
+    effects = tuple(kept_of(r) for r in records if r["kind"] not in NOT_EFFECTS)
     first_state = json.loads(state_json) if state_json is not None else state_as_json(described, state)
     draft = Recording(_shown(spec), described.source_sha256, pipeline, "interpreted" if interpreted else "compiled",
                       json.loads(request.input), first_state, effects, {}, models)

@@ -167,7 +167,12 @@ def _output(record: Record, outputs: Mapping[str, Migration]) -> Record:
     if slot is None:
         return record
     what = f"output of {record.get('step')} (identity {record.get('key')})"
-    return {**record, "result": {**result, slot: migration.apply(result[slot], what)}}
+    migrated = result.copy()
+    if slot == "ok":
+        migrated["ok"] = migration.apply(result["ok"], what)
+    else:
+        migrated["value"] = migration.apply(result["value"], what)
+    return record | {"result": migrated}
 
 
 def _states(records: list[Record], state_json: str | None, migration: Migration) -> tuple[list[Record], str | None]:
@@ -185,8 +190,10 @@ def _states(records: list[Record], state_json: str | None, migration: Migration)
         whole = (apply_delta(copy.deepcopy(states.get(path)), result["delta"]) if "delta" in result
                  else result["state"])
         states[path] = whole
-        rest = {k: v for k, v in result.items() if k not in ("state", "delta")}
-        done.append({**record, "result": {**rest, "state": migration.apply(whole, "state")}})
+        migrated = result.copy()
+        migrated.pop("delta", None)
+        migrated["state"] = migration.apply(whole, "state")
+        done.append(record | {"result": migrated})
     start = json.loads(state_json) if state_json is not None else _default(migration)
     return done, json.dumps(migration.apply(start, "state"))
 

@@ -28,12 +28,12 @@ import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, final
+from typing import Any, Final, TypeVar, final
 
 from pydantic_core import to_json
 
 from .context import Branches, Effect, Guard, RunContext
-from .durable.codec import RecordError, SiteTypes, TypeTable, encode_error, encode_result
+from .durable.codec import RecordError, RecordResult, SiteTypes, TypeTable, encode_error, encode_result
 from .durable.journal import DurableJournal, MemoryStore, Record, ReplayMismatch, branch_key, whole_states
 from .errors import Defect
 from .outcome import Err, Ok, Outcome
@@ -57,9 +57,19 @@ MASK = "***"
 #: The effect kinds a replay may run for real instead of answering from the file.
 LIVE_KINDS = ("model", "tool", "step")
 
-#: The fields of a journal record a recording keeps (not when it ran, nor how long it took:
-#: a recording of the same run is the same file).
-_KEPT = ("key", "kind", "step", "site", "result", "usage")
+def kept_of(record: Record) -> Record:
+    """What a recording keeps of a journal record: what the effect was and gave, not when it ran
+    nor for how long (a recording of the same run is the same file)."""
+    kept: Record = {"key": record["key"], "kind": record["kind"]}
+    if "step" in record:
+        kept["step"] = record["step"]
+    if "site" in record:
+        kept["site"] = record["site"]
+    if "result" in record:
+        kept["result"] = record["result"]
+    if "usage" in record:
+        kept["usage"] = record["usage"]
+    return kept
 
 
 class RecordingError(Exception):
@@ -188,13 +198,11 @@ def encode_outcome(outcome: Outcome[Any, Any, Any] | Defect, output: Any, state:
                            "cause": encode_error(cause) if cause is not None else None},
                 "state": to_jsonable_python(outcome.state, fallback=repr)}
     types = SiteTypes(output, state if state is not None else type(None), errors)
-    if isinstance(outcome, Err):
-        encoded = encode_result(outcome, types)
-        if "site" in encoded:  # as readable text, not the journal's list
-            encoded["site"] = str(outcome.site)
-        return encoded
-    assert isinstance(outcome, Ok)
-    return encode_result(outcome, types)
+    encoded: dict[str, Any] = dict(encode_result(outcome, types))
+    if isinstance(outcome, Err) and "site" in encoded:  # as readable text, not the journal's list
+        encoded["site"] = str(outcome.site)
+    assert isinstance(outcome, (Ok, Err))
+    return encoded
 
 
 def same_outcome(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
@@ -340,11 +348,11 @@ class _Journaled:
 #: The result of a recorded effect whose call raised an error its site does not declare (a
 #: defect: a durable run does not record it, it runs again on resume; a recording keeps it, so
 #: its replay fails the same way at the same place).
-DEFECT = "defect"
+DEFECT: Final = "defect"
 
 #: The result of a recorded effect whose call was cancelled while it ran (a ``par`` sibling failed,
 #: a ``timeout`` fired): its replay waits where it is until the same thing cancels it again.
-CANCELLED = "cancelled"
+CANCELLED: Final = "cancelled"
 
 #: How long a replayed effect that the recorded run's cancellation cut short waits to be cancelled
 #: again before the replay fails there (the cancellation comes at once when the spec is unchanged).
@@ -367,7 +375,7 @@ class Recorder:
     def _note_defect(self, key: str, effect: Effect, exc: BaseException) -> None:
         """The journal's defect hook: an effect whose call raised an error its site does not
         declare (a :data:`DEFECT`), or was cancelled (:data:`CANCELLED`: a sibling failed first)."""
-        result = {CANCELLED: True} if isinstance(exc, asyncio.CancelledError) else {DEFECT: encode_error(exc)}
+        result: RecordResult = {"cancelled": True} if isinstance(exc, asyncio.CancelledError) else {"defect": encode_error(exc)}
         self._defects.append({"key": key, "kind": effect.kind,
                               "step": effect.site.step if effect.site is not None else effect.kind,
                               "site": str(effect.site) if effect.site is not None else None,
@@ -376,7 +384,7 @@ class Recorder:
     def recording(self, *, spec: str, spec_sha256: str, pipeline: str, runner: str, input: object, state: object,
                   outcome: Mapping[str, Any], secrets: Collection[str] = (), models: tuple[str, ...] = ()) -> Recording:
         """The recording of the run that ended (its records kept so far), secrets masked."""
-        kept = [{k: r[k] for k in _KEPT if k in r} for r in self.store.flushed()]
+        kept = [kept_of(r) for r in self.store.flushed()]
         recorded = {str(r["key"]) for r in kept}
         # an effect inside another's call may have failed first: the outer one's defect is its own
         kept += [d for d in self._defects if d["key"] not in recorded]
@@ -473,7 +481,7 @@ class Replayer(_Journaled):
     def _compare(self, effect: Effect, key: str, result: object) -> None:
         types = self.types.get(effect.site)
         try:
-            now: dict[str, Any] | None = encode_result(result, types) if types is not None else None
+            now: dict[str, Any] | None = dict(encode_result(result, types)) if types is not None else None
         except RecordError:
             now = None
         recorded = self._full.get(key)

@@ -170,3 +170,22 @@ def test_a_pickled_row_is_refused_never_decoded(tmp_path: Path) -> None:
         done = mcec_with([*args, "--db", db], elsewhere, MCEC_EFFECTS=str(effects))
         assert not marker.exists(), f"`mcec {' '.join(args)}` unpickled a row"
         assert "internal compiler error" not in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+def test_a_journal_row_of_another_shape_is_refused_with_a_line(tmp_path: Path) -> None:
+    # a row in mcec's own serialization whose record is not one (its key a number): every command
+    # that reads the run says so in a line and exits 2; a resume runs nothing
+    project, elsewhere, db = _project(tmp_path)
+    effects = tmp_path / "effects.txt"
+    _waiting_run(project, db, effects)
+    before = effects.read_text() if effects.exists() else ""
+    with sqlite3.connect(tmp_path / "runs.sqlite") as connection:
+        changed = connection.execute("update operation_outputs set output = ? where workflow_uuid = 'r1' "
+                                     "and serialization = 'mcec_json'",
+                                     (json.dumps({"key": 7, "kind": "step", "result": {"ok": 1}}),)).rowcount
+    assert changed >= 1
+    for args in (["runs", "show", "r1"], ["runs", "waiting"], ["runs", "resume", "r1"]):
+        done = mcec_with([*args, "--db", db], elsewhere, MCEC_EFFECTS=str(effects))
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "a journal row is not a record" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert (effects.read_text() if effects.exists() else "") == before

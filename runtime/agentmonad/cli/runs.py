@@ -65,6 +65,7 @@ def add_runs(subparsers: Subparsers[argparse.ArgumentParser], program: str,
 
 def run_runs(args: argparse.Namespace, out: TextIO) -> int:
     """Run one ``runs`` action."""
+    from ..durable.codec import RecordError
     from ..durable.errors import DurableError
 
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
@@ -73,7 +74,7 @@ def run_runs(args: argparse.Namespace, out: TextIO) -> int:
     }
     try:
         return handlers[args.action](args, out)
-    except DurableError as exc:
+    except (DurableError, RecordError) as exc:  # a record error: a row of the run database is not one
         print(f"{args.program} runs {args.action}: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -16,7 +16,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, final
+from typing import Any, TypedDict, final
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
@@ -24,7 +24,7 @@ from pydantic_core import to_jsonable_python
 from ..outcome import Err, Ok, Site
 
 __all__ = [
-    "SiteTypes", "TypeTable", "RecordError", "encode_result", "decode_result", "encode_error", "decode_error",
+    "SiteTypes", "TypeTable", "RecordError", "RecordResult", "encode_result", "decode_result", "encode_error", "decode_error",
     "encode_value", "decode_value",
 ]
 
@@ -169,12 +169,33 @@ def decode_error(data: Mapping[str, Any], errors: tuple[type, ...]) -> BaseExcep
     return error
 
 
-def encode_result(result: object, types: SiteTypes) -> dict[str, object]:
+class RecordResult(TypedDict, total=False):
+    """What an effect gave, as its record keeps it (its values typed JSON): a step's ``Ok`` as
+    ``ok``, its ``Err`` as ``err`` (with the failing step's ``site``), a bare ``value`` (a tool's,
+    a model's output, a person's answer), or ``raised`` (a declared
+    error the step raised), ``none`` (a pause), ``timeout`` (a deadline that fired); in a
+    recording also ``defect`` (an error no site declares) or ``cancelled`` (cancelled while it
+    ran). With the state after it: ``state`` whole, or ``delta`` (what changed, :func:`state_delta`)."""
+
+    ok: object
+    err: dict[str, object]
+    site: list[object]
+    value: object
+    raised: dict[str, object]
+    none: bool
+    timeout: bool
+    defect: dict[str, object]
+    cancelled: bool
+    state: object
+    delta: dict[str, object]
+
+
+def encode_result(result: object, types: SiteTypes) -> RecordResult:
     """What a step returned (an ``Ok``, a declared ``Err``, or a bare value), as JSON."""
     if type(result) is Ok:
         return {"ok": _dump(types.value, result.value, "the value"), "state": _dump(types.state, result.state, "the state")}
     if type(result) is Err:
-        encoded: dict[str, object] = {"err": encode_error(result.error), "state": _dump(types.state, result.state, "the state")}
+        encoded: RecordResult = {"err": encode_error(result.error), "state": _dump(types.state, result.state, "the state")}
         if result.site is not None:  # the step that failed (an each element's: the step inside its body)
             site = result.site
             encoded["site"] = [site.step, site.file, site.line, site.column]
@@ -182,11 +203,18 @@ def encode_result(result: object, types: SiteTypes) -> dict[str, object]:
     return {"value": _dump(types.value, result, "the value")}
 
 
-def decode_result(data: Mapping[str, Any], types: SiteTypes) -> object:
+def _recorded_site(data: list[object]) -> Site:
+    match data:
+        case [str() as step, str() as file, int() as line, int() as column]:
+            return Site(step, file, line, column)
+    raise RecordError(f"a recorded site is not [step, file, line, column]: {str(data)[:200]}")
+
+
+def decode_result(data: RecordResult, types: SiteTypes) -> object:
     """What :func:`encode_result` recorded, validated against ``types``."""
     if "ok" in data:
         return Ok(_load(types.value, data["ok"], "value"), _load(types.state, data["state"], "state"))
     if "err" in data:
-        site = Site(*data["site"]) if "site" in data else None
+        site = _recorded_site(data["site"]) if "site" in data else None
         return Err(decode_error(data["err"], types.errors), _load(types.state, data["state"], "state"), site)
     return _load(types.value, data["value"], "value")

@@ -38,7 +38,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
@@ -50,7 +50,8 @@ from .dbos_internals import (
     dbos_instance, internal_queue, refuse_pickled_rows, set_worker_concurrency, system_engine,
 )
 
-from .journal import CANCELLED, STOPPED, WAITING, Record
+from .codec import RecordError
+from .journal import CANCELLED, STOPPED, WAITING, Record, record_from_json
 
 __all__ = ["Engine", "DBOSStore", "JsonSerializer", "QueueSpec", "RunInfo", "RunNotStarted", "WORKFLOW", "WorkerInfo"]
 
@@ -206,6 +207,13 @@ class WorkerInfo:
 _runner: list[Runner] = []
 
 
+def _journal_rows(steps: Sequence[Mapping[str, Any]]) -> list[tuple[int, Record]]:
+    """The journal records among a workflow's DBOS steps (DBOS's own steps have none), each read
+    as a :class:`Record` (a row of another shape is refused), with its step id."""
+    return [(int(step["function_id"]), record_from_json(step["output"])) for step in steps
+            if isinstance(step["output"], dict) and "key" in step["output"]]
+
+
 @DBOS.workflow(name=WORKFLOW)
 async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of every durable run: replay what is recorded, record the rest."""
@@ -216,10 +224,10 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     used = max((step["function_id"] for step in recorded), default=-1)
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
         DBOS.reserve_step()
-    records = {r["key"]: r for r in (s["output"] for s in recorded) if isinstance(r, dict) and "key" in r}
     try:
+        records = {record["key"]: record for _, record in _journal_rows(recorded)}
         result = await _runner[0](request, DBOSStore(), records)
-    except RunNotStarted as exc:
+    except (RunNotStarted, RecordError) as exc:  # a row that is no record: refused, the run left resumable
         await _stop(run_id, {"key": f"{STOPPED}:{used + 1}", "kind": STOPPED, "step": STOPPED, "site": None,
                              "reason": str(exc)})
         return {"ok": False, "failed": str(exc), "resumable": True}
@@ -677,12 +685,11 @@ class Engine:
         """The result of a run whose workflow is cancelled: it waits for people (its open questions),
         it could not go on (``failed``, and ``resumable``), or it was cancelled."""
         steps = self.steps(run_id)
-        last = steps[-1] if steps else {}
-        if last.get("kind") == WAITING:
-            return {"ok": None, "status": WAITING, "questions": last.get("questions", []),
-                    "refused": last.get("refused", {})}
-        if last.get("kind") == STOPPED:
-            return {"ok": False, "failed": str(last.get("reason")), "resumable": True}
+        if steps and steps[-1]["kind"] == WAITING:
+            return {"ok": None, "status": WAITING, "questions": steps[-1].get("questions", []),
+                    "refused": steps[-1].get("refused", {})}
+        if steps and steps[-1]["kind"] == STOPPED:
+            return {"ok": False, "failed": str(steps[-1].get("reason")), "resumable": True}
         return {"ok": None, "status": CANCELLED}
 
     def run(self, run_id: str) -> RunInfo | None:
@@ -710,13 +717,11 @@ class Engine:
 
     def steps(self, run_id: str) -> list[Record]:
         """The records of ``run_id``, in the order they were kept."""
-        steps = self.client.list_workflow_steps(run_id)
-        return [s["output"] for s in steps if isinstance(s["output"], dict) and "key" in s["output"]]
+        return [record for _, record in _journal_rows(self.client.list_workflow_steps(run_id))]
 
     def step_rows(self, run_id: str) -> list[tuple[int, Record]]:
         """The records of ``run_id`` with their DBOS step ids, in the order they were kept."""
-        steps = self.client.list_workflow_steps(run_id)
-        return [(int(s["function_id"]), s["output"]) for s in steps if isinstance(s["output"], dict) and "key" in s["output"]]
+        return _journal_rows(self.client.list_workflow_steps(run_id))
 
     def cancel(self, run_id: str) -> None:
         """Cancel ``run_id``: a process running it stops at its next effect."""
@@ -747,7 +752,7 @@ async def _mcec_element(request: dict[str, Any]) -> dict[str, Any]:
     used = max((step["function_id"] for step in recorded), default=-1)
     for _ in range(used + 1):  # as _mcec_run: new effects take new step ids
         DBOS.reserve_step()
-    records = {r["key"]: r for r in (s["output"] for s in recorded) if isinstance(r, dict) and "key" in r}
+    records = {record["key"]: record for _, record in _journal_rows(recorded)}
     return await _element_runner[0](request, DBOSStore(), records)
 
 

@@ -9,6 +9,7 @@ loudly, not in a run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from dbos import Serializer
@@ -97,7 +98,7 @@ class RewriteRefused(Exception):
     nothing was changed."""
 
 
-def rewrite_run(client: Any, run_id: str, request: dict[str, Any], outputs: dict[int, dict[str, Any]],
+def rewrite_run(client: Any, run_id: str, request: dict[str, Any], outputs: Mapping[int, Mapping[str, object]],
                 queue: str | None = None) -> None:
     """Rewrite, in ONE transaction of the run database, the input of the workflow ``run_id`` (its
     request: ``request``, as mcec's JSON serializer writes a workflow's arguments) and the outputs

@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn, Protocol, TypeVar, final
+from typing import Any, NoReturn, Protocol, Required, TypedDict, TypeVar, final
 
 from pydantic import ValidationError
 
@@ -36,22 +36,47 @@ from ..control import Deadline, deadlines_around
 from ..human import ERRORS, NoAnswer, Question
 from ..outcome import Site
 from ..usage import record_usage
-from .codec import RecordError, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
+from .codec import RecordError, RecordResult, SiteTypes, TypeTable, decode_error, decode_result, encode_error, encode_result
 
 __all__ = [
     "DurableJournal", "Store", "MemoryStore", "Record", "ReplayMismatch", "StopAsked", "RecordError", "state_delta", "apply_delta",
     "whole_states", "states_seen", "OpenQuestion", "WAITING", "CANCELLED", "STOPPED", "NOT_EFFECTS", "iso_time", "epoch", "branch_key",
-    "ReplayPoint", "DryStop",
+    "ReplayPoint", "DryStop", "RecordResult", "record_from_json",
 ]
 
 _T = TypeVar("_T")
 
-#: One recorded effect, as JSON: ``key`` (its identity), ``kind``, ``step`` (the site's name),
-#: ``site`` (where, as text), ``result`` (see :mod:`agentmonad.durable.codec`; ``{"raised": error}``
-#: for a declared error the step raised, ``{"none": true}`` for a pause, ``{"timeout": true}``
-#: for a deadline that fired), ``usage`` (a model call's ``[model, prompt, completion]`` tokens),
-#: ``started`` (Unix time) and ``seconds`` (how long it ran).
-Record = dict[str, Any]
+class Record(TypedDict, total=False):
+    """One row of a run's journal, as JSON. An effect's: ``key`` (its identity), ``kind``, ``step``
+    (the site's name), ``site`` (where, as text), ``result``, ``usage`` (a model call's
+    ``[model, prompt, completion]`` tokens), ``started`` (Unix time) and ``seconds`` (how long it
+    ran). Of a run that stopped (:data:`NOT_EFFECTS`): ``questions`` (:data:`WAITING`, each as
+    :meth:`OpenQuestion.as_json`, and ``refused``: the answers refused, by question key),
+    ``reason`` (:data:`STOPPED`). Read from a database by
+    :func:`record_from_json`, which refuses a row of another shape."""
+
+    key: Required[str]
+    kind: Required[str]
+    step: str | None
+    site: str | None
+    result: RecordResult
+    usage: list[list[object]]
+    started: float
+    seconds: float
+    questions: list[dict[str, object]]
+    refused: dict[str, list[str]]
+    reason: str
+
+
+def record_from_json(data: object) -> Record:
+    """``data`` (a journal row read from a database) as a :class:`Record`: a JSON object whose
+    ``key`` and ``kind`` are strings and whose ``result``, when it has one, is an object; else
+    :class:`RecordError` (a row written by something other than this runtime is not guessed at)."""
+    if not isinstance(data, dict) or not isinstance(data.get("key"), str) or not isinstance(data.get("kind"), str):
+        raise RecordError(f"a journal row is not a record (no key and kind): {str(data)[:200]}")
+    if not isinstance(data.get("result", {}), dict) or not isinstance(data.get("usage", []), list):
+        raise RecordError(f"the journal row {data['key']} has a result or usage of another shape")
+    return data  # type: ignore[return-value]  # its shape checked above; its values are typed JSON
 
 
 #: The kind of the record a durable run keeps when it stops to wait for people: ``questions``,
@@ -454,6 +479,8 @@ class DurableJournal:
         """The result ``record`` recorded (its tokens counted again, so budgets decide the same)."""
         self.replayed += 1
         for model, prompt, completion in record.get("usage", ()):
+            if not (isinstance(model, str) and isinstance(prompt, int) and isinstance(completion, int)):
+                raise RecordError(f"the record {record['key']} has tokens of another shape: {[model, prompt, completion]}")
             record_usage(model, prompt, completion)
         result = self._full_state(path, record["result"])
         if effect.kind == "pause":
@@ -463,10 +490,10 @@ class DurableJournal:
             raise decode_error(result["raised"], types.errors)
         return decode_result(result, types)
 
-    def _encode(self, effect: Effect, result: object) -> dict[str, object]:
+    def _encode(self, effect: Effect, result: object) -> RecordResult:
         return {"none": True} if effect.kind == "pause" else encode_result(result, self._types(effect))
 
-    def _raised(self, effect: Effect, exc: Exception) -> dict[str, object] | None:
+    def _raised(self, effect: Effect, exc: Exception) -> RecordResult | None:
         """A raised error's record when the step declares it (else None: it is a defect, not recorded)."""
         if effect.kind == "pause":
             return None
@@ -475,15 +502,16 @@ class DurableJournal:
             return None
         return {"raised": encode_error(exc)}
 
-    def _full_state(self, path: tuple[str, ...], result: dict[str, Any]) -> dict[str, Any]:
+    def _full_state(self, path: tuple[str, ...], result: RecordResult) -> RecordResult:
         """``result`` with its state whole (a record keeps the change since its branch's last state)."""
         if "delta" in result:
-            result = {k: v for k, v in result.items() if k != "delta"} | {"state": apply_delta(self._states.get(path), result["delta"])}
+            result = result.copy()
+            result["state"] = apply_delta(self._states.get(path), result.pop("delta"))
         if "state" in result:
             self._states[path] = result["state"]
         return result
 
-    def _delta_state(self, path: tuple[str, ...], result: dict[str, object]) -> dict[str, object]:
+    def _delta_state(self, path: tuple[str, ...], result: RecordResult) -> RecordResult:
         """``result`` with its state as the change since its branch's last state, when there is one."""
         if "state" not in result:
             return result
@@ -492,9 +520,12 @@ class DurableJournal:
         self._states[path] = state
         if before is _NO_STATE:
             return result
-        return {k: v for k, v in result.items() if k != "state"} | {"delta": state_delta(before, state)}
+        changed = result.copy()
+        del changed["state"]
+        changed["delta"] = state_delta(before, state)
+        return changed
 
-    def _record(self, path: tuple[str, ...], key: str, effect: Effect, result: dict[str, object],
+    def _record(self, path: tuple[str, ...], key: str, effect: Effect, result: RecordResult,
                 usage: list[list[object]], started: float) -> Record:
         result = self._delta_state(path, result)
         return {
@@ -649,7 +680,7 @@ class DurableJournal:
         expired = given is None and question.deadline is not None and now >= asked + question.deadline
         if (given is not None and answer is not _REFUSED) or expired:
             self.performed += 1
-            result: dict[str, object] = (
+            result: RecordResult = (
                 {"raised": encode_error(NoAnswer(question.name, "deadline", question.deadline))} if expired
                 else {"value": given[1] if given is not None else None}
             )

@@ -137,7 +137,7 @@ def _site(record: Mapping[str, Any]) -> str | None:
 
 def _diverges(point: ReplayPoint) -> Stays:
     """A record that the new version's effect at its identity does not take."""
-    record = point.record or {}
+    record: Mapping[str, object] = point.record or {}
     if record.get("kind") != point.kind or record.get("step") != point.step:
         why = (f"the new version runs the {point.kind} {point.step} here (identity {point.key}), where the run "
                f"recorded the {record.get('kind')} {record.get('step')}")
@@ -150,8 +150,7 @@ def _diverges(point: ReplayPoint) -> Stays:
 
 def _waiting_questions(records: list[Record]) -> list[dict[str, Any]]:
     """The questions the run waits on: those of its last record, when it is a waiting one."""
-    last = records[-1] if records else {}
-    return list(last.get("questions", ())) if last.get("kind") == WAITING else []
+    return list(records[-1].get("questions", ())) if records and records[-1]["kind"] == WAITING else []
 
 
 def _unmet(records: list[Record], met: Mapping[str, str | None]) -> Record | None:
