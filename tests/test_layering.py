@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "mcec.gcpause": 0,
     "mcec.version": 0,
     "mcec.syntax": 1,
+    "mcec.sites": 1,  # a span as the runtime's Site: the span and agentmonad only
     "mcec.check": 2,
     "mcec.codegen": 3,
     "mcec.compiler": 4,

@@ -27,16 +27,13 @@ the same spec (tests/codegen/test_differential.py; see docs/DESIGN.md).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
 from .context import Effect as Effect
 from .context import EffectKind as EffectKind
 from .context import RunContext
 from .observe import EffectSpan
 from .outcome import Site
-
-if TYPE_CHECKING:
-    from .human import Question
 
 __all__ = ["EffectKind", "Effect", "perform", "perform_sync"]
 
@@ -58,12 +55,13 @@ def _failed(span: EffectSpan | None, exc: BaseException) -> None:
 
 
 async def perform(context: RunContext, kind: EffectKind, site: Site | None, call: Callable[[], Awaitable[_T]],
-                  question: Question[Any] | None = None) -> _T:
+                  question: object = None) -> _T:
     """Run ``call()`` (an async effect of ``kind`` at ``site``; a ``"human"`` one asks
-    ``question``) with the hooks of ``context`` told: the sink before and after
-    (:class:`~agentmonad.events.EffectStarted`, :class:`~agentmonad.events.EffectEnded`); with a
-    journal attached, the call runs only when the journal has no recorded result for it. An
-    exception (a step's raised error, a cancellation) is told to the sink and propagates unchanged."""
+    ``question``, an :class:`agentmonad.human.Question`) with the hooks of ``context`` told: the
+    sink before and after (:class:`~agentmonad.events.EffectStarted`,
+    :class:`~agentmonad.events.EffectEnded`); with a journal attached, the call runs only when the
+    journal has no recorded result for it. An exception (a step's raised error, a cancellation) is
+    told to the sink and propagates unchanged."""
     effect = Effect(kind, site, context.index, question)
     span = _started(context, effect)
     try:

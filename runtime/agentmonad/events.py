@@ -42,13 +42,10 @@ import asyncio
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, final
+from typing import Literal, Protocol, TypeAlias, final
 
 from .errors import Defect
 from .outcome import Err, Site
-
-if TYPE_CHECKING:
-    from .human import Question
 
 __all__ = [
     "Event",
@@ -128,13 +125,14 @@ class Effect:
     """One effect of a run, as hooks see it (:mod:`agentmonad.effects`): its ``kind``, its
     ``site`` in the spec (``None`` for a step built without one), and ``index``, the element
     indices of the ``each``/``par`` branches it runs in, outermost first (``()`` outside any).
-    A ``"human"`` effect carries its ``question`` (what a durable journal parks on and a sink
-    may show); it takes no part in comparing effects."""
+    A ``"human"`` effect carries its ``question`` (an :class:`agentmonad.human.Question`, typed
+    ``object`` here so that this module stays below the one that asks: what a durable journal parks
+    on and a sink may show); it takes no part in comparing effects."""
 
     kind: EffectKind
     site: Site | None
     index: tuple[int, ...]
-    question: Question[Any] | None = field(default=None, compare=False)
+    question: object = field(default=None, compare=False)
 
 
 

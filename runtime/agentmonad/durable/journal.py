@@ -813,7 +813,7 @@ _REFUSED = object()
 
 def _question(effect: Effect) -> Question[Any]:
     """The question a ``"human"`` effect asks (it travels on the effect)."""
-    if effect.question is None:
+    if not isinstance(effect.question, Question):
         raise RecordError(f"a human effect at {effect.site} carries no question")
     return effect.question
 
