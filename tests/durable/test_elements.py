@@ -205,3 +205,80 @@ def test_a_batch_spread_over_three_workers_survives_one_killed(postgres_url: str
             except subprocess.TimeoutExpired:
                 w.kill()
                 w.communicate()
+
+
+def test_an_element_run_on_a_queue_waits_for_a_person_as_one_run_here_does(postgres_url: str, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/language.md "`each` over workers": an element that asks stops its workflow (resumable) and
+    the run waits on its question as its own — every question of the batch open at once, whatever the
+    limit — answered by index as in a run that keeps its elements; a bad answer is refused and the
+    question stays open; each element's work ran once, and the Outcome is the in-process run's."""
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("MCEC_EFFECTS", str(effects))
+    monkeypatch.syspath_prepend(str(ROOT))
+    values = [1, 2, 3]
+    tag = time.monotonic_ns()
+    ended: dict[str, dict[str, Any]] = {}
+    for how, elements in (("inline", False), ("queued", True)):
+        run_id = f"{how}-asking-{tag}"
+        waiting = durable.run(SPEC, "asking", json.dumps(values), db=postgres_url, run_id=run_id, elements=elements)
+        assert waiting["status"] == "waiting", waiting
+        asked = sorted((q["name"], q["index"], q["question"]) for q in waiting["questions"])
+        assert asked == [("keep", [0], 10), ("keep", [1], 20), ("keep", [2], 30)], (how, asked)
+        with pytest.raises(durable.DurableError, match="bad answer to keep"):
+            durable.answer(run_id, "keep", '"all"', index=[1], db=postgres_url)
+        for i, left in ((2, [[0], [1]]), (0, [[1]])):
+            still = durable.answer(run_id, "keep", str(values[i] * 3), index=[i], db=postgres_url)
+            assert still["status"] == "waiting" and sorted(q["index"] for q in still["questions"]) == left, (how, still)
+        ended[how] = durable.answer(run_id, "keep", "6", index=[1], db=postgres_url)
+    assert ended["inline"]["ok"] is True and ended["inline"]["value"] == [3, 6, 9]
+    assert _without_id(ended["queued"]) == _without_id(ended["inline"])
+    assert set(_elements(postgres_url, f"queued-asking-{tag}").values()) == {"SUCCESS"}
+    assert Counter(_lines(effects)) == Counter({f"work {n}": 2 for n in values})  # once per run, not per answer
+
+
+def test_a_workers_element_asks_and_the_answer_from_another_process_sends_it_on(postgres_url: str,
+                                                                                tmp_path: Path) -> None:
+    """Across processes: a run enqueued for a `mcec worker` hands its elements to it; each asks, so
+    the run waits with the three questions; `mcec runs answer` in processes of their own answers
+    them, and the worker — not the answering process — takes each answered element up again."""
+    from mcec.durable.queues import enqueue
+
+    env = _env(tmp_path)
+    worker = subprocess.Popen([sys.executable, "-m", "mcec", "worker", str(SPEC), "--db", postgres_url,
+                               "--poll-seconds", "0.05", "--heartbeat-seconds", "0.5", "--stale-after", "4"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+
+    def mcec(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mcec", *args, "--db", postgres_url], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=120, check=False)
+
+    try:
+        run_id = f"asked-{time.monotonic_ns()}"
+        assert enqueue(str(SPEC), "asking", "[1, 2, 3]", run_id=run_id, db=postgres_url)["status"] == "enqueued"
+        deadline = time.monotonic() + 90
+        questions: list[dict[str, Any]] = []
+        while len(questions) < 3 and time.monotonic() < deadline:
+            listed = mcec("runs", "waiting", "--format", "json")
+            questions = [q for q in json.loads(listed.stdout or "[]") if q["run_id"] == run_id]
+            time.sleep(0.2)
+        assert sorted(q["index"] for q in questions) == [[0], [1], [2]], (questions, worker.poll())
+        for i, kept in ((0, 3), (1, 6)):
+            answered = mcec("runs", "answer", run_id, "keep", "--value", str(kept), "--index", str(i))
+            assert answered.returncode == 0 and json.loads(answered.stdout)["status"] == "waiting", answered.stderr
+        done = mcec("runs", "answer", run_id, "keep", "--value", "9", "--index", "2")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["value"] == [3, 6, 9]
+        log = _log(tmp_path)
+        assert {e["pid"] for e in log} == {worker.pid}, log  # every element ran (and went on) on the worker
+        assert sum(e["event"] == "waiting" for e in log) == 3 and sum(e["event"] == "ended" for e in log) == 3
+        work = Counter(line.split(" ", 1)[1] for line in (tmp_path / "effects.txt").read_text().splitlines())
+        assert work == Counter({"work 1": 1, "work 2": 1, "work 3": 1})
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+        try:
+            worker.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.communicate()

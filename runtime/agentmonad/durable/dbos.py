@@ -753,7 +753,12 @@ async def _mcec_element(request: dict[str, Any]) -> dict[str, Any]:
     for _ in range(used + 1):  # as _mcec_run: new effects take new step ids
         DBOS.reserve_step()
     records = {record["key"]: record for _, record in _journal_rows(recorded)}
-    return await _element_runner[0](request, DBOSStore(), records)
+    result = await _element_runner[0](request, DBOSStore(), records)
+    if "waiting" in result:  # as a run's: its questions kept, the workflow cancelled (resumed once answered)
+        questions = result["waiting"]
+        await _stop(element_id, {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING,
+                                 "site": None, "questions": questions, "refused": result.get("refused", {})})
+    return result
 
 
 #: DBOS's statuses of a workflow that has ended.
@@ -775,6 +780,13 @@ class ElementQueues:
         """Put the cancelled element ``element_id`` back on ``queue``: DBOS runs it again from its
         recorded steps."""
         await self._client.resume_workflow_async(element_id, queue_name=queue)
+
+    async def waiting(self, element_id: str) -> Record | None:
+        """The waiting record of the cancelled element ``element_id`` when it stopped to wait for
+        people (None: it was cancelled otherwise)."""
+        steps = await asyncio.to_thread(self._client.list_workflow_steps, element_id)
+        rows = _journal_rows(steps)
+        return rows[-1][1] if rows and rows[-1][1]["kind"] == WAITING else None
 
     async def enqueue(self, queue: str, element_id: str, request: dict[str, Any]) -> None:
         """Put the element ``element_id`` on ``queue`` (an id that exists already: attached to, not run again)."""

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .journal import Record, Store
     from .version import SpecVersion
 
-__all__ = ["ELEMENT_LOG", "distributor", "execute_element"]
+__all__ = ["ELEMENT_LOG", "distributor", "element_identity", "execute_element"]
 
 #: An environment variable naming a file a worker appends a line to (JSON: pid, element id,
 #: ``started``/``ended``) for every element it runs: where the elements of a run went.
@@ -94,7 +94,8 @@ async def execute_element(data: dict[str, Any], store: Store, records: dict[str,
         llm = llm_config_for(version, list(request.models))
     except (BadRequest, VersionError, LookupError, ValueError) as exc:
         return {"failed": f"this worker cannot run the element: {exc}"}
-    journal = DurableJournal(store, version.type_table(), records)
+    identity = element_identity(request.run_id)
+    journal = DurableJournal(store, version.type_table(), records, _answers_to(request.run_id, identity))
     tokens = _Tokens()
     deadline = data.get("deadline")
 
@@ -124,10 +125,29 @@ async def execute_element(data: dict[str, Any], store: Store, records: dict[str,
         await store.flush()
     except Defect as defect:
         return {"defect": defect_payload(defect)["defect"]}
-    if isinstance(ended, list):
-        return {"failed": "an each element run by a worker cannot wait for people (ask it outside the each, or run the each without a queue)"}
+    if isinstance(ended, list):  # it waits for people: the run asks them (its workflow stops, resumable)
+        _log("waiting", data)
+        return {"waiting": [q.as_json() for q in ended], "refused": journal.refused}
     _log("ended", data)
     return {"outcome": encode_result(ended, types.result), "usage": tokens.calls}
+
+
+def element_identity(run_id: str) -> str:
+    """The identity, in its run's journal, of the element whose workflow runs here (its workflow id
+    is ``RUN/IDENTITY``, :mod:`agentmonad.durable.elements`)."""
+    from .dbos import workflow_id
+
+    return (workflow_id() or "").removeprefix(f"{run_id}/")
+
+
+def _answers_to(run_id: str, identity: str) -> dict[str, tuple[object, object]]:
+    """The answers given to the run ``run_id``'s questions that this element asks, by its own keys
+    (:func:`agentmonad.durable.elements.run_question_key` backwards)."""
+    from .dbos import given_answers
+
+    prefix = f"{identity}/"
+    return {key.removeprefix(prefix).replace("|", "/"): given for key, given in given_answers(run_id).items()
+            if key.startswith(prefix)}
 
 
 class _Nothing:

@@ -25,7 +25,7 @@ import asyncio
 import math
 import time
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, final
 
 from ..context import RunContext, current_run_context
@@ -35,9 +35,9 @@ from ..errors import Defect
 from ..outcome import Outcome, Site
 from ..usage import record_usage
 from .codec import SiteTypes, decode_result, encode_value
-from .journal import branch_key
+from .journal import DurableJournal, OpenQuestion, Record, branch_key
 
-__all__ = ["Backend", "ElementDistributor", "ElementFailed", "ElementTypes", "deadline_of"]
+__all__ = ["Backend", "ElementDistributor", "ElementFailed", "ElementTypes", "deadline_of", "run_question_key"]
 
 
 class ElementFailed(Exception):
@@ -66,6 +66,11 @@ class Backend(Protocol):
         """Put the element ``element_id`` on ``queue``."""
         ...
 
+    def waiting(self, element_id: str) -> Awaitable[Record | None]:
+        """The waiting record of the cancelled element ``element_id`` when it stopped to wait for
+        people (None: it was cancelled otherwise)."""
+        ...
+
     def ended(self, element_ids: list[str]) -> Awaitable[dict[str, tuple[str, Any]]]:
         """Of ``element_ids``, those that ended: status and result."""
         ...
@@ -73,6 +78,22 @@ class Backend(Protocol):
     def cancel(self, element_ids: list[str]) -> Awaitable[None]:
         """Cancel ``element_ids``."""
         ...
+
+
+def run_question_key(identity: str, key: str) -> str:
+    """The key, in its run, of the question ``key`` an element (``identity`` in the run) asks: below
+    the element's own effect, so the run parks on it there (its ``/`` kept apart as ``|``)."""
+    return f"{identity}/{key.replace('/', '|')}"
+
+
+def _durable_journal(run: RunContext) -> DurableJournal:
+    """The durable journal of ``run`` (inside whatever wraps it: a watched run's, a recorder's)."""
+    journal: object = run.journal
+    while not isinstance(journal, DurableJournal):
+        journal = getattr(journal, "journal", None)
+        if journal is None:
+            raise AssertionError("elements are handed out by durable runs only")
+    return journal
 
 
 def deadline_of(run: RunContext) -> float | None:
@@ -101,6 +122,8 @@ class ElementDistributor:
         #: Elements awaited now, by workflow id: one poller reads all their results at once.
         self._waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         self._poller: asyncio.Task[None] | None = None
+        #: Elements that waited for people and were sent on with an answer in this run of the run.
+        self._taken_up: set[str] = set()
 
     def takes(self, site: Site, limit: int | None) -> bool:
         """An ``each`` with a limit at a site that has a queue (one without a limit runs here)."""
@@ -140,7 +163,10 @@ class ElementDistributor:
                     await asyncio.get_running_loop().create_future()
                 if status != "CANCELLED":
                     break
-                # cancelled by an earlier process of this run: it goes on from its last recorded effect
+                waiting = await self.backend.waiting(base)
+                if waiting is not None:
+                    await self._wait_for_people(waiting, base, run)
+                # cancelled by an earlier process of this run, or answered: it goes on from its last recorded effect
                 await self.backend.resume(queue, base)
         except asyncio.CancelledError:
             # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
@@ -151,6 +177,25 @@ class ElementDistributor:
                 pass
             raise
         return self._outcome(site, state, types.result, base, status, result)
+
+    async def _wait_for_people(self, waiting: Record, element_id: str, run: RunContext) -> None:
+        """The element stopped to wait for people (its ``waiting`` record): when one of its
+        questions was answered (or its deadline passed) since, it goes on (once in this run of the
+        run: an answer it refused brings it back waiting, with why); else this branch of the run
+        parks on them as its own — under the element's identity and index — and never returns."""
+        journal = _durable_journal(run)
+        identity = element_id.removeprefix(f"{self.run_id}/")
+        now = time.time()
+        questions = []
+        for asked in (OpenQuestion.from_json(q) for q in waiting.get("questions", ())):
+            key = run_question_key(identity, asked.key)
+            due = journal.answered(key, asked.payload) or (asked.deadline is not None and now >= asked.deadline)
+            if due and element_id not in self._taken_up:
+                self._taken_up.add(element_id)
+                return  # the element takes it in when it goes on
+            questions.append(replace(asked, key=key, index=(*run.index, *asked.index)))
+        refused = {run_question_key(identity, key): why for key, why in waiting.get("refused", {}).items()}
+        await journal.park(questions, refused)
 
     async def _cancel(self, handed: asyncio.Future[None], element_id: str) -> None:
         """Cancel the element once it is on the queue (or its enqueue failed)."""

@@ -23,7 +23,7 @@ import asyncio
 import copy
 import functools
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol, Required, TypedDict, TypeVar, final
@@ -698,18 +698,32 @@ class DurableJournal:
                 raise NoAnswer(question.name, "deadline", question.deadline)
             return answer
         site = _site_text(effect)
-        opened = OpenQuestion(key, question.name, site, tuple(question.index), payload, question.schema,
-                              question.prompt, asked, question.deadline)
-        self.open.append(opened)
+        await self.park([OpenQuestion(key, question.name, site, tuple(question.index), payload, question.schema,
+                                      question.prompt, asked, question.deadline)], {})
+        raise AssertionError("unreachable")
+
+    async def park(self, questions: Sequence[OpenQuestion], refused: Mapping[str, list[str]]) -> NoReturn:
+        """Park the branch running here on ``questions`` (with the answers to them ``refused``,
+        by key) until the run stops to wait (:meth:`until_waiting`): an ``ask`` with no answer yet,
+        or an ``each`` element a worker ran that waits for people (each key below the element's
+        own). Its ``each`` slot goes to the next element at once."""
+        self.open.extend(questions)
+        self.refused.update(refused)
         self._change()
         give_up_slot()  # it waits on a person: the next element of its `each` starts now
         try:
             await asyncio.get_running_loop().create_future()  # parked until the run stops (cancelled)
         finally:
             if not self._stopping:  # its branch was cancelled by the run itself (a sibling failed): not open
-                self.open.remove(opened)
+                for question in questions:
+                    self.open.remove(question)
                 self._change()
         raise AssertionError("unreachable")
+
+    def answered(self, key: str, payload: object) -> bool:
+        """Whether an answer was given to the question ``key`` asked with ``payload`` since the run waited."""
+        given = self._answers.get(key)
+        return given is not None and given[0] == payload
 
     async def until_waiting(self, run: Awaitable[_T]) -> _T | list[OpenQuestion]:
         """Run ``run`` (the pipeline) until it ends — its result — or until it waits: then the
