@@ -31,6 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 SLOW_FILES = (
     # issues 43-46 (2026-12-06): many runs, properties over random specs, mypy, subprocesses
     "tests/durable/test_upgrade.py",
+    # wheels built, a fresh production venv installed and driven (~56 s in-process, 2026-12-06)
+    "tests/test_distributions.py",
+    # migrations through `mcec runs upgrade` on SQLite and Postgres (~33 s), the eval's recordings (~24 s)
+    # and the support recordings replayed (~12 s): 2026-12-06
+    "tests/durable/test_upgrade_migrations.py",
+    "tests/eval/test_eval_record.py",
+    "tests/replay/test_support_recordings.py",
     "tests/replay/test_replay_property.py",
     "tests/durable/test_upgrade_property.py",
     "tests/eval/test_eval_support.py",
@@ -72,8 +79,6 @@ SLOW_FILES = (
     "tests/cli/test_cli_trace.py",
     "tests/cli/test_files_nothing_lost.py",
     "tests/durable/test_journal.py",
-    # a fresh venv with the runtime's wheel alone (~12 s): early, not at the tail of a worker's queue
-    "tests/test_distributions.py",
     "tests/durable/test_element_resumed.py",
 )
 
