@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 import types as pytypes
 from collections.abc import Collection, Iterator
@@ -32,6 +31,7 @@ from agentmonad.spec import SpecInfo, spec_info
 
 from mcec.check.typed import Program
 from mcec.diagnostics import Code, Diagnostic, Label, error
+from mcec.sites import site_text
 from mcec.span import Span
 
 __all__ = ["REPLAY_CODE", "Ran", "Replayed", "record_run", "replay_run", "replay_diagnostic", "site_spans",
@@ -171,10 +171,6 @@ def replay_run(module: pytypes.ModuleType, program: Program, recording: Recordin
 # -- diagnostics ----------------------------------------------------------------------------------
 
 
-def _site_key(name: str, span: Span) -> str:
-    return f"{os.path.basename(span.path)}:{span.line}:{span.column} ({name})"
-
-
 def site_spans(program: Program) -> dict[str, Span]:
     """The span of every effect site of ``program`` and of the specs it uses, by the site's text
     (what the journal records as ``site``)."""
@@ -186,7 +182,7 @@ def site_spans(program: Program) -> dict[str, Span]:
         spec = stack.pop()
         for name, span, _ in recorded_effects(spec):
             if span is not None:
-                spans.setdefault(_site_key(name, span), span)
+                spans.setdefault(site_text(name, span), span)
         for used in spec.uses:
             if used.program.path not in seen:
                 seen.add(used.program.path)

@@ -141,13 +141,16 @@ def element_identity(run_id: str) -> str:
 
 
 def _answers_to(run_id: str, identity: str) -> dict[str, tuple[object, object]]:
-    """The answers given to the run ``run_id``'s questions that this element asks, by its own keys
-    (:func:`agentmonad.durable.elements.run_question_key` backwards)."""
+    """The answers given to the run ``run_id``'s questions that this element asks, by its own keys."""
     from .dbos import given_answers
+    from .elements import element_question_key
 
-    prefix = f"{identity}/"
-    return {key.removeprefix(prefix).replace("|", "/"): given for key, given in given_answers(run_id).items()
-            if key.startswith(prefix)}
+    answers: dict[str, tuple[object, object]] = {}
+    for key, given in given_answers(run_id).items():
+        own = element_question_key(identity, key)
+        if own is not None:
+            answers[own] = given
+    return answers
 
 
 class _Nothing:

@@ -37,7 +37,7 @@ from ..usage import record_usage
 from .codec import SiteTypes, decode_result, encode_value
 from .journal import DurableJournal, OpenQuestion, Record, branch_key
 
-__all__ = ["Backend", "ElementDistributor", "ElementFailed", "ElementTypes", "deadline_of", "run_question_key"]
+__all__ = ["Backend", "ElementDistributor", "ElementFailed", "ElementTypes", "deadline_of", "element_question_key", "run_question_key"]
 
 
 class ElementFailed(Exception):
@@ -84,6 +84,13 @@ def run_question_key(identity: str, key: str) -> str:
     """The key, in its run, of the question ``key`` an element (``identity`` in the run) asks: below
     the element's own effect, so the run parks on it there (its ``/`` kept apart as ``|``)."""
     return f"{identity}/{key.replace('/', '|')}"
+
+
+def element_question_key(identity: str, run_key: str) -> str | None:
+    """:func:`run_question_key` backwards: the element's own key of the run's question ``run_key``
+    (None: the question is not one the element ``identity`` asks)."""
+    prefix = f"{identity}/"
+    return run_key.removeprefix(prefix).replace("|", "/") if run_key.startswith(prefix) else None
 
 
 def _durable_journal(run: RunContext) -> DurableJournal:
