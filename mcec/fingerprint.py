@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
@@ -83,7 +84,7 @@ def fingerprint(program: Program) -> SpecFingerprint:
     parts: dict[str, str] = {}
     base = package_root(program.path)
     for spec in _specs(program):
-        parts[f"spec:{_spec_name(spec.path, base)}"] = _sha(_canonical(_program_shape(spec, base)))
+        parts[f"spec:{_spec_name(spec.path, base)}"] = _spec_part(spec, base)
     for cls in _recorded_classes(program):
         path = _class_path(cls)
         fields = class_fields(cls)
@@ -136,6 +137,7 @@ def _specs(program: Program) -> Iterator[Program]:
         stack.extend(used.program for used in spec.uses)
 
 
+@functools.lru_cache(maxsize=8192)  # every fingerprint names each spec it uses: resolve each path once
 def _spec_name(path: str, base: Path) -> str:
     """A spec's path as parts name it: relative to ``base`` (the folder the run's spec's package
     starts in: where its imports start) when under it, with ``/`` separators, so that the same
@@ -145,6 +147,26 @@ def _spec_name(path: str, base: Path) -> str:
         return resolved.relative_to(base).as_posix()
     except ValueError:
         return resolved.as_posix()
+
+
+#: Each spec's part, by the identity of its checked program and the base its names start from:
+#: a spec is part of the fingerprint of every spec using it, so a chain of N specs (each
+#: fingerprinted as its module is generated) walked each one N times without this. A checked
+#: program is immutable, so identity is enough (the program is kept beside it so that its id is
+#: not reused while the entry lives).
+_spec_parts: dict[tuple[int, Path], tuple[Program, str]] = {}
+
+
+def _spec_part(spec: Program, base: Path) -> str:
+    """The digest of ``spec``'s shape (:func:`_program_shape`), made once per program."""
+    kept = _spec_parts.get((id(spec), base))
+    if kept is not None and kept[0] is spec:
+        return kept[1]
+    part = _sha(_canonical(_program_shape(spec, base)))
+    if len(_spec_parts) >= 4096:  # a long-lived process (the language server) keeps the latest
+        _spec_parts.pop(next(iter(_spec_parts)))
+    _spec_parts[(id(spec), base)] = (spec, part)
+    return part
 
 
 def _program_shape(program: Program, base: Path) -> object:

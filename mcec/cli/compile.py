@@ -129,25 +129,43 @@ def _used_elsewhere(results: list[CompileResult], written: list[GeneratedFile]) 
     return [u for name, u in sorted(used.items()) if os.path.realpath(u.path) not in wrote]
 
 
+#: The used modules named one by one in the warning; past these, how many more and the one fix.
+_NAMED_UNGENERATED = 3
+
+
 def _warn_not_generated(used: list[UsedModule]) -> None:
     """Say on stderr which used specs' modules are missing or stale on disk: the module just
-    compiled imports them, so it cannot run (or runs an old pipeline) until they are compiled."""
-    for module in used:
-        if not module.path.exists():
-            state = "is not generated yet"
-        elif recorded_sha256(module.path) is None:
-            state = "is a file mcec did not generate"
-        else:  # its spec or template files changed (§7), judged as the module's import judges itself
-            stale = stale_module_beside(Path(module.spec))
-            if stale is None:
-                continue
-            state = f"is stale ({stale.reason(quote='`')} after it was generated)"
+    compiled imports them, so it cannot run (or runs an old pipeline) until they are compiled.
+    A long chain of used specs is summed up after the first few, not a warning per spec."""
+    found = [(module, state) for module in used if (state := _module_state(module)) is not None]
+    for module, state in found[:_NAMED_UNGENERATED]:
         print(
             f"warning: `{module.path}` (from `{module.spec}`) {state}; the modules compiled here import it, "
             f"so they cannot run as they are until it is compiled\n"
             f"  = help: run `mcec compile {module.spec}` too, or `mcec build {Path(module.spec).parent}`",
             file=sys.stderr,
         )
+    rest = found[_NAMED_UNGENERATED:]
+    if rest:
+        folder = os.path.commonpath([str(Path(module.spec).parent.resolve()) for module, _ in rest])
+        shown = os.path.relpath(folder) if not os.path.relpath(folder).startswith("..") else folder
+        print(
+            f"warning: {len(rest)} more modules of specs used here are not generated yet or stale "
+            f"(`{rest[0][0].path}` … `{rest[-1][0].path}`)\n"
+            f"  = help: run `mcec build {shown}`",
+            file=sys.stderr,
+        )
+
+
+def _module_state(module: UsedModule) -> str | None:
+    """Why a used spec's module on disk cannot be what the compiled module imports (None: it can)."""
+    if not module.path.exists():
+        return "is not generated yet"
+    if recorded_sha256(module.path) is None:
+        return "is a file mcec did not generate"
+    # its spec or template files changed (§7), judged as the module's import judges itself
+    stale = stale_module_beside(Path(module.spec))
+    return None if stale is None else f"is stale ({stale.reason(quote='`')} after it was generated)"
 
 
 def _make_output_dir(out_dir: Path) -> None:

@@ -41,6 +41,7 @@ CODE ARGS…``), else on mcec's own.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -144,23 +145,29 @@ class GeneratedFile:
     temporary: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class UsedModule:
     """The generated module of a spec another one uses (docs/language.md §11), as it is now:
-    ``module`` its dotted name, ``path`` where it belongs beside its spec, ``code`` its text;
-    ``spec`` that spec's path."""
+    ``module`` its dotted name, ``path`` where it belongs beside its spec, ``spec`` that spec's
+    path, ``program`` its checked program; :attr:`code` its text."""
 
     module: str
     path: Path
-    code: str
-    spec: str = ""
+    spec: str
+    program: Program
+
+    @functools.cached_property
+    def code(self) -> str:
+        """The module's text, generated when first asked for: only mypy reads it, and a compile
+        without mypy of a spec that uses hundreds of others would generate each of them for nothing."""
+        from mcec.codegen import generate
+
+        return generate(self.program).code
 
 
 def used_modules(program: Program) -> list[UsedModule]:
     """The generated modules of the specs ``program`` uses, directly or through others, generated
     from the specs as they are now (the files beside them may be missing or stale)."""
-    from mcec.codegen import generate
-
     found: dict[str, UsedModule] = {}
     stack = list(program.uses)
     while stack:
@@ -169,8 +176,7 @@ def used_modules(program: Program) -> list[UsedModule]:
             continue
         leaf = used.module.rpartition(".")[2]
         path = Path(used.spec).parent / f"{leaf}.py"
-        code = generate(used.program).code
-        found[used.module] = UsedModule(used.module, path, code, used.spec)
+        found[used.module] = UsedModule(used.module, path, used.spec, used.program)
         stack.extend(used.program.uses)
     return [found[name] for name in sorted(found)]
 
