@@ -1,12 +1,16 @@
 """``mcec`` as a subprocess for the durable-run tests: the environment the spec helpers read
-(``MCEC_EFFECTS``: the file a step appends a line to per call; ``MCEC_PACE``: its pause) and the
-lines that file holds."""
+(``MCEC_EFFECTS``: the file a step appends a line to per call; ``MCEC_PACE``: its pause), the
+lines that file holds, and :class:`Zygote`, which forks ``mcec`` processes that start warm."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,3 +43,108 @@ def mcec(args: list[str], cwd: Path, effects: Path, pace: float = 0) -> subproce
 def lines(path: Path) -> list[str]:
     """The lines of ``path`` (none when it does not exist)."""
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+class Child:
+    """An ``mcec`` process forked by a :class:`Zygote`: its pid, and (once it ended) its exit
+    status and output."""
+
+    def __init__(self, ident: int, stdout: Path, stderr: Path) -> None:
+        self.ident, self._stdout, self._stderr = ident, stdout, stderr
+        self._pid: int | None = None
+        self._status: int | None = None
+        self._changed = threading.Condition()
+
+    def _set(self, message: dict[str, int]) -> None:
+        with self._changed:
+            if "pid" in message:
+                self._pid = message["pid"]
+            if "status" in message:
+                self._status = message["status"]
+            self._changed.notify_all()
+
+    @property
+    def pid(self) -> int:
+        """The child's process id (waits until it is forked)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._pid is not None, timeout=120):
+                raise TimeoutError("the zygote forked no child")
+            assert self._pid is not None
+            return self._pid
+
+    def poll(self) -> int | None:
+        """The exit status once the child ended (minus the signal that ended it), else None."""
+        return self._status
+
+    def kill(self) -> None:
+        """SIGKILL the child (it may have ended already)."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Wait for the child to end: its exit status and output, as ``subprocess.run`` gives them."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._status is not None, timeout=timeout):
+                raise TimeoutError(f"mcec child {self._pid} did not end within {timeout} s")
+        assert self._status is not None
+        return subprocess.CompletedProcess([], self._status, self._stdout.read_text(encoding="utf-8"),
+                                           self._stderr.read_text(encoding="utf-8"))
+
+
+class Zygote:
+    """A warmed-up parent of ``mcec`` processes (:mod:`tests.durable.zygote`): each :meth:`start`
+    forks one, a real process of its own that skips the imports and the compile of ``specs``."""
+
+    def __init__(self, specs: list[Path], folder: Path) -> None:
+        self._folder = folder
+        self._process = subprocess.Popen([sys.executable, "-m", "tests.durable.zygote", *map(str, specs)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                                         env=environment())
+        assert self._process.stdout is not None and self._process.stdin is not None
+        ready = self._process.stdout.readline()
+        if json.loads(ready or "{}").get("ready") is not True:
+            self._process.kill()
+            raise RuntimeError(f"the zygote did not start: {ready!r}")
+        self._children: dict[int, Child] = {}
+        self._lock = threading.Lock()
+        self._count = itertools.count()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            message = json.loads(line)
+            with self._lock:
+                child = self._children[message["id"]]
+            child._set(message)
+
+    def start(self, args: list[str], cwd: Path, **variables: str) -> Child:
+        """Fork ``mcec ARGS`` in ``cwd`` with ``variables`` set in its environment."""
+        ident = next(self._count)
+        out, err = self._folder / f"child-{ident}.out", self._folder / f"child-{ident}.err"
+        child = Child(ident, out, err)
+        with self._lock:
+            self._children[ident] = child
+            command = {"id": ident, "args": args, "cwd": str(cwd), "env": variables, "stdout": str(out),
+                       "stderr": str(err)}
+            assert self._process.stdin is not None
+            self._process.stdin.write(json.dumps(command) + "\n")
+            self._process.stdin.flush()
+        return child
+
+    def run(self, args: list[str], cwd: Path, timeout: float = 120, **variables: str) -> subprocess.CompletedProcess[str]:
+        """``mcec ARGS`` in a forked child, waited for (as :func:`mcec_with`)."""
+        return self.start(args, cwd, **variables).wait(timeout)
+
+    def close(self) -> None:
+        """Stop forking: the zygote ends once its children have."""
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        try:
+            self._process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()

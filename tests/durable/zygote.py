@@ -1,0 +1,110 @@
+"""A warmed-up parent for the durable-run tests' ``mcec`` processes (run by :class:`tests.durable.
+processes.Zygote`): ``python -m tests.durable.zygote SPEC…`` imports mcec and DBOS, checks and
+compiles each SPEC and executes its module, once; then, for each command it reads, forks a child
+that runs ``mcec ARGS`` as a process of its own.
+
+A child is a real process — its own DBOS launch, its own database connections, its own run lock,
+killed by SIGKILL like any other — that starts where every ``mcec`` process of a durable test
+spent 2–3 s of its CPU: importing the compiler and DBOS and compiling the spec (the fork keeps
+what :mod:`mcec.durable` compiled and executed, by the spec's text, so a child whose spec is
+unchanged compiles nothing). That is what lets the kill-point and race properties run enough
+examples in CI to find a one-in-ten race. Nothing here opens a database or starts a thread
+before a fork: a child inherits no connection and no lock.
+
+Protocol, one JSON object per line. In: ``{"id", "args", "cwd", "env", "stdout", "stderr"}`` (the
+child's environment is the zygote's updated with ``env``; its output goes to the two files).
+Out: ``{"id", "pid"}`` once the child is forked, ``{"id", "status"}`` once it has ended (its exit
+status, or minus the signal that ended it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+
+
+def _warm(specs: list[str]) -> None:
+    """Import what a durable ``mcec`` process imports, and compile each spec as its run will."""
+    import agentmonad.durable.dbos  # noqa: F401  (DBOS and SQLAlchemy: most of the import time)
+    import mcec.cli  # noqa: F401
+    from mcec.durable import _version
+
+    for spec in specs:
+        _version(spec, interpret=False)
+
+
+def _child(command: dict[str, object]) -> None:
+    """In the forked child: become ``mcec ARGS`` in the command's folder, environment and files."""
+    status = 70
+    try:
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            target = os.open(str(command[name]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(target, fd)
+            os.close(target)
+        # new stream objects over the new descriptors (the parent's may hold a lock mid-write)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+        sys.stdin = open(os.devnull, encoding="utf-8")
+        os.chdir(str(command["cwd"]))
+        os.environ.update({str(k): str(v) for k, v in dict(command["env"]).items()})  # type: ignore[call-overload]
+        if str(command["cwd"]) not in sys.path:
+            sys.path.insert(0, str(command["cwd"]))
+        from mcec.cli import main
+
+        status = main([str(a) for a in command["args"]])  # type: ignore[attr-defined]
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - a child never returns into the zygote's loop
+        import traceback
+
+        traceback.print_exc()
+        status = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
+
+
+def _say(message: dict[str, object]) -> None:
+    sys.__stdout__.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+    sys.__stdout__.flush()  # type: ignore[union-attr]
+
+
+def main(specs: list[str]) -> None:
+    """Warm up, say ``{"ready": true}``, then fork a child per command until stdin closes."""
+    _warm(specs)
+    _say({"ready": True})
+    children: dict[int, object] = {}
+    stdin = sys.stdin.buffer
+    buffered = b""
+    open_input = True
+    while open_input or children:
+        readable, _, _ = select.select([stdin] if open_input else [], [], [], 0.01)
+        if readable:
+            chunk = os.read(stdin.fileno(), 65536)
+            if not chunk:
+                open_input = False
+            buffered += chunk
+            while b"\n" in buffered:
+                line, buffered = buffered.split(b"\n", 1)
+                command = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    _child(command)
+                children[pid] = command["id"]
+                _say({"id": command["id"], "pid": pid})
+        while children:  # reap every child that ended
+            pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            ident = children.pop(pid, None)
+            if ident is not None:
+                _say({"id": ident, "status": os.waitstatus_to_exitcode(wait_status)})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
