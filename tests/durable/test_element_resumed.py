@@ -64,6 +64,43 @@ def test_a_cancelled_element_resumes_from_its_last_recorded_effect(
     assert ran == Counter(["work 1", "work 2", "work 3", "gated 10", "gated 20", "gated 30"]), ran
 
 
+def test_a_cancel_of_the_run_stops_its_element_before_the_elements_next_effect(
+    tmp_path: Path, postgres_url: str  # noqa: F811  (the fixture)
+) -> None:
+    """Asked to stop while its only element holds inside its first effect, the run stops the element
+    before the element's next effect (it went on to it and the run finished, cancel or not), and is
+    ``cancelled``; resumed, the element replays what it recorded and runs the rest."""
+    from agentmonad.durable.dbos import STOP_POLL_SECONDS, Engine
+
+    effects, gates = tmp_path / "effects.txt", tmp_path / "gates"
+    gates.mkdir()
+    variables = {"MCEC_EFFECTS": str(effects), "MCEC_GATES": str(gates), "MCEC_PACE": "0"}
+    run_id = f"holding-{time.monotonic_ns()}"
+    script = (f"from mcec import durable; durable.run({str(SPEC)!r}, 'holding', '[7]', db={postgres_url!r}, "
+              f"run_id={run_id!r}, elements=True)")
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=environment(**variables), cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while _ran(effects) != ["hold 7"]:
+        _until(process.poll() is None, "the element at its gate", deadline)
+        time.sleep(0.01)
+    engine = Engine(postgres_url)
+    try:
+        engine.ask_to_stop(run_id)  # what `runs cancel` writes first
+    finally:
+        engine.close()
+    time.sleep(STOP_POLL_SECONDS)  # no process reads "not asked" from before the ask any more
+    (gates / "7").touch()
+    _, err = process.communicate(timeout=120)
+    assert _ran(effects) == ["hold 7"], err
+    listed = json.loads(mcec_with(["runs", "list", "--format", "json", "--db", postgres_url], tmp_path).stdout)
+    assert {r["run_id"]: r["status"] for r in listed}[run_id] == "cancelled", err
+    resumed = mcec_with(["runs", "resume", run_id, "--db", postgres_url], tmp_path, **variables)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["value"] == [70]
+    assert _ran(effects) == ["hold 7", "work 7"]
+
+
 def test_an_element_that_cannot_start_stops_its_run_resumable(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811  (the fixture)
 ) -> None:
