@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LockLost", "Workload", "execute_body", "held"]
 
-#: The result of a body that was asked to stop (``runs cancel``).
-CANCELLED_RESULT: dict[str, Any] = {"ok": None, "status": "cancelled"}
-
-
 class LockLost(BaseException):
     """This process no longer holds the lock of the run it runs (on Postgres: the lock's connection
     ended), so another process may run the run now: it stops before its next effect."""
@@ -75,9 +71,15 @@ async def execute_body(run_id: str, load: Callable[[], Workload], store: Store,
     from .journal import DurableJournal, ReplayMismatch, StopAsked
     from .watch import watched
 
-    stop = _stop_check(run_id, stop_asked(run_id))
+    lock, asked = held.get(run_id), stop_asked(run_id)
+
+    def stop() -> bool:  # before each effect: was the run asked to stop? does this process still hold its lock?
+        if lock is not None and not lock.held():
+            raise LockLost()
+        return asked()
+
     if stop():  # cancelled while it waited (or before it started): record that, run nothing
-        return CANCELLED_RESULT
+        return {"ok": None, "status": "cancelled"}
     try:
         work = load()
     except (BadRequest, VersionError, InputError, DurableError, LookupError, ValueError) as exc:
@@ -85,7 +87,8 @@ async def execute_body(run_id: str, load: Callable[[], Workload], store: Store,
     journal = DurableJournal(store, work.version.type_table(), records, work.answers, stop_asked=stop)
     try:
         attached = watched(journal, work.version.streams(), work.events)  # a replayed streamed answer told to the sink
-        with hooks(journal=attached, events=work.events) as run, llm_config(work.llm) if work.llm else nullcontext():
+        models = llm_config(work.llm) if work.llm is not None else nullcontext()
+        with hooks(journal=attached, events=work.events) as run, models:
             token = set_run_context(run.with_meter(work.meter).with_part(ElementsHook, work.elements))
             try:
                 async with asyncio.timeout(None if work.deadline is None else max(work.deadline - time.time(), 0.0)):
@@ -103,7 +106,7 @@ async def execute_body(run_id: str, load: Callable[[], Workload], store: Store,
                             "its next effect") from None
     except StopAsked:  # `runs cancel`: every effect that completed is recorded; it ends cancelled
         await store.flush()
-        return CANCELLED_RESULT
+        return {"ok": None, "status": "cancelled"}
     except Defect as defect:
         # the spec changed under it, or an element of it could not start: resumable as it is
         if isinstance(defect.cause, (ReplayMismatch, RunNotStarted)):
@@ -112,16 +115,3 @@ async def execute_body(run_id: str, load: Callable[[], Workload], store: Store,
     if isinstance(ended, list):  # it waits for people: their open questions
         return {"ok": None, "status": "waiting", "questions": [q.as_json() for q in ended], "refused": journal.refused}
     return work.ended(ended)
-
-
-def _stop_check(run_id: str, asked: Callable[[], bool]) -> Callable[[], bool]:
-    """What a body's journal consults before each effect: whether its run was asked to stop
-    (``asked``); and, while this process holds the run's lock, that it still does (:class:`LockLost` if not)."""
-    lock = held.get(run_id)
-
-    def check() -> bool:
-        if lock is not None and not lock.held():
-            raise LockLost()
-        return asked()
-
-    return check

@@ -197,8 +197,8 @@ class WorkerInfo:
     heartbeat: float
 
 
-#: What runs each workflow in this process, by its name (:data:`WORKFLOW`, :data:`ELEMENT_WORKFLOW`).
-_runners: dict[str, Runner] = {}
+#: What runs a durable run's body in this process (:meth:`Engine.launch` gives it).
+_runner: list[Runner] = []
 
 
 def _journal_rows(steps: Sequence[Mapping[str, Any]]) -> list[tuple[int, Record]]:
@@ -213,17 +213,18 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of every durable run."""
     if _launched:  # this process's run has started: its private queue is polled at DBOS's pace again
         _launched[0].poll_private_slowly()
-    return await _replayed(WORKFLOW, request)
+    assert _runner, "a durable run starts through Engine"
+    return await _replayed(_runner[0], request)
 
 
-async def _replayed(workflow: str, request: dict[str, Any]) -> dict[str, Any]:
+async def _replayed(runner: Runner, request: dict[str, Any]) -> dict[str, Any]:
     """The body of every workflow (a run's, an ``each`` element's): replay what is recorded, record
     the rest. A body that waits for people records its open questions (a step of their own) and
     the workflow cancels itself: a cancelled workflow is one DBOS resumes (a finished one it does
     not), and it holds nothing in memory or in a queue, so an answer from any process resumes it
     (:meth:`Engine.resume`); a cancelled one, or one that cannot run here, the same way."""
     workflow_id = DBOS.workflow_id
-    assert workflow_id is not None and workflow in _runners, f"{workflow} runs in a process that gave its runner"
+    assert workflow_id is not None
     # read outside the workflow (a read inside it would be a step of its own)
     recorded = await asyncio.to_thread(_client[0].list_workflow_steps, workflow_id)
     used = max((step["function_id"] for step in recorded), default=-1)
@@ -231,7 +232,7 @@ async def _replayed(workflow: str, request: dict[str, Any]) -> dict[str, Any]:
         DBOS.reserve_step()
     try:
         records = {record["key"]: record for _, record in _journal_rows(recorded)}
-        result = await _runners[workflow](request, DBOSStore(), records)
+        result = await runner(request, DBOSStore(), records)
     except (RunNotStarted, RecordError) as exc:  # a row that is no record: refused, the workflow left resumable
         await _stop(workflow_id, {"key": f"{STOPPED}:{used + 1}", "kind": STOPPED, "step": STOPPED, "site": None,
                                   "reason": str(exc)})
@@ -428,7 +429,7 @@ class Engine:
         mark the resuming process holds. So no mcec process takes from the internal queue, and a
         process that resumes a run puts it on its private queue (``mcec-resume-<executor>``,
         registered before launch so that its poller starts with DBOS, dropped by :meth:`close`)."""
-        _runners[WORKFLOW] = runner
+        _runner[:] = [runner]
         _launched[:] = [self]
         self.executor_id = executor_id or f"mcec-{uuid.uuid4().hex}"
         if resumes:
@@ -718,16 +719,13 @@ class Engine:
 ELEMENT_WORKFLOW = "mcec_element"
 
 
-def set_element_runner(runner: Runner) -> None:
-    """What runs an element's workflow in this process (``mcec`` gives it before launch)."""
-    _runners[ELEMENT_WORKFLOW] = runner
-
-
 @DBOS.workflow(name=ELEMENT_WORKFLOW)
 async def _mcec_element(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of one ``each`` element: its body's effects are recorded here, so a worker
     that dies mid-element leaves a workflow another one resumes from its last completed effect."""
-    return await _replayed(ELEMENT_WORKFLOW, request)
+    from .element_runs import execute_element
+
+    return await _replayed(execute_element, request)
 
 
 #: DBOS's statuses of a workflow that has ended.

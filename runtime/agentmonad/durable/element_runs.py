@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .journal import Record, Store
     from .version import SpecVersion
 
-__all__ = ["ELEMENT_LOG", "distributor", "element_identity", "execute_element"]
+__all__ = ["ELEMENT_LOG", "distributor", "execute_element"]
 
 #: An environment variable naming a file a worker appends a line to (JSON: pid, element id,
 #: ``started``/``ended``) for every element it runs: where the elements of a run went.
@@ -100,7 +100,7 @@ async def execute_element(data: dict[str, Any], store: Store, records: dict[str,
             return {"outcome": encode_result(outcome, types.result), "usage": tokens}
 
         deadline = data.get("deadline")  # the run's timeout: no effect of the element starts after it
-        return Workload(version, call, _answers_to(request.run_id, element_identity(request.run_id)), llm, tokens,
+        return Workload(version, call, _answers_to(request.run_id), llm, tokens,
                         ended, deadline=float(deadline) if deadline is not None else None)
 
     _log("started", data)
@@ -110,18 +110,12 @@ async def execute_element(data: dict[str, Any], store: Store, records: dict[str,
     return result
 
 
-def element_identity(run_id: str) -> str:
-    """The identity, in its run's journal, of the element whose workflow runs here (its workflow id
-    is ``RUN/IDENTITY``, :mod:`agentmonad.durable.elements`)."""
-    from .dbos import workflow_id
-
-    return (workflow_id() or "").removeprefix(f"{run_id}/")
-
-
-def _answers_to(run_id: str, identity: str) -> dict[str, tuple[object, object]]:
-    """The answers given to the run ``run_id``'s questions that this element asks, by its own keys."""
-    from .dbos import given_answers
+def _answers_to(run_id: str) -> dict[str, tuple[object, object]]:
+    """The answers given to the run ``run_id``'s questions that the element running here asks, by its
+    own keys (its identity in the run's journal: its workflow id is ``RUN/IDENTITY``)."""
+    from .dbos import given_answers, workflow_id
     from .elements import element_question_key
 
+    identity = (workflow_id() or "").removeprefix(f"{run_id}/")
     return {own: given for key, given in given_answers(run_id).items()
             if (own := element_question_key(identity, key)) is not None}

@@ -16,10 +16,9 @@ run's journal): a run resumed before an element ended attaches to the same workf
 cancelled (a sibling failed, the run was cancelled, an enclosing ``timeout`` fired) cancels its
 element's workflow. An element found cancelled when a run (re)attaches — cancelled by an earlier
 process of the run — is resumed: the same workflow, on its queue again, replays the effects it
-recorded and runs the rest. An element's body runs as a run's does
-(:func:`agentmonad.durable.body.execute_body`), so it stops by itself like one: to wait for
-people (the run asks them), when its run is asked to stop (the run stops too), or when it cannot
-start where it runs (resumed once; stopped again, the run stops with its reason, resumable).
+recorded and runs the rest. An element stops itself as a run does (:mod:`agentmonad.durable.body`):
+to wait for people (the run asks them), when its run is asked to stop (the run stops too), or when
+it cannot start where it runs (sent on once more; stopped again, the run stops with it, resumable).
 """
 
 from __future__ import annotations
@@ -61,10 +60,9 @@ class ElementTypes:
 
 
 class ElementEnded(TypedDict, total=False):
-    """The result of an element's workflow that ended (JSON; :func:`agentmonad.durable.element_runs.execute_element`):
-    its body's Outcome (``outcome``, typed JSON) and the tokens of its model calls (``usage``: model,
-    prompt and completion tokens of each); or the ``defect`` it ended with; or ``expired``: its
-    run's deadline passed before it ended."""
+    """What an element's workflow ended with (:func:`agentmonad.durable.element_runs.execute_element`):
+    its body's Outcome (typed JSON) and the tokens of each model call (model, prompt, completion);
+    or its ``defect``; or ``expired``: its run's deadline passed first."""
 
     outcome: Any
     usage: list[list[Any]]
@@ -146,8 +144,7 @@ class ElementDistributor:
         #: Elements awaited now, by workflow id: one poller reads all their results at once.
         self._waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         self._poller: asyncio.Task[None] | None = None
-        #: Elements sent on in this run of the run after they waited for people (with an answer) or
-        #: could not start.
+        #: Elements sent on in this run of the run after they waited for people or could not start.
         self._taken_up: set[str] = set()
 
     def takes(self, site: Site, limit: int | None) -> bool:
@@ -189,8 +186,7 @@ class ElementDistributor:
                 if status != "CANCELLED":
                     break
                 await self._stopped(await self.backend.stopped(base), base, site, state, run)
-                # it goes on from its last recorded effect
-                await self.backend.resume(queue, base)
+                await self.backend.resume(queue, base)  # it goes on from its last recorded effect
         except asyncio.CancelledError:
             # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
             # cancel must reach the database even if this task is cancelled again meanwhile)
@@ -203,15 +199,15 @@ class ElementDistributor:
 
     async def _stopped(self, why: Record | None, element_id: str, site: Site, state: Any, run: RunContext) -> None:
         """The element's workflow is cancelled, ``why`` (None: by an earlier process of this run):
-        return when it is to go on; raise when the run stops with it."""
-        kind = why.get("kind") if why is not None else None
-        if why is not None and kind == WAITING:
+        return when it is to go on, raise when the run stops with it. One that could not start goes
+        on once in this run of the run; one its run's cancel stopped stops the run (unless resumed since)."""
+        if why is not None and why["kind"] == WAITING:
             await self._wait_for_people(why, element_id, run)
-        elif why is not None and kind == STOPPED:  # it could not start where it ran: once more, then the run stops
+        elif why is not None and why["kind"] == STOPPED:
             if element_id in self._taken_up:
                 raise Defect(site, state, RunNotStarted(f"element {element_id}: {why.get('reason')}"))
             self._taken_up.add(element_id)
-        elif kind == CANCELLED:  # its run was asked to stop: so does this branch, unless the run was resumed since
+        elif why is not None and why["kind"] == CANCELLED:
             _durable_journal(run).stop_if_asked()
 
     async def _wait_for_people(self, waiting: Record, element_id: str, run: RunContext) -> None:

@@ -77,12 +77,9 @@ def database_url(db: str | None = None) -> str:
 def engine_for(db: str | None) -> Iterator[Engine]:
     """DBOS on the run database (a clear :class:`DurableError` when it cannot be reached)."""
     try:
-        from .dbos import Engine, set_element_runner
+        from .dbos import Engine
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise DurableError(f"durable runs need DBOS: pip install 'agentmonad[durable]' ({exc})") from exc
-    from .element_runs import execute_element
-
-    set_element_runner(execute_element)  # this process may run `each` elements of queued runs
     url = database_url(db)
     try:
         engine = Engine(url)
