@@ -197,8 +197,9 @@ class WorkerInfo:
     heartbeat: float
 
 
-#: What runs a durable run's body in this process (:meth:`Engine.launch` gives it).
-_runner: list[Runner] = []
+#: What runs each workflow's body in this process, by workflow name: a run's (:meth:`Engine.launch`
+#: gives it), an element's (:func:`agentmonad.durable.runs.engine_for`: any process may run one).
+runners: dict[str, Runner] = {}
 
 
 def _journal_rows(steps: Sequence[Mapping[str, Any]]) -> list[tuple[int, Record]]:
@@ -213,8 +214,7 @@ async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of every durable run."""
     if _launched:  # this process's run has started: its private queue is polled at DBOS's pace again
         _launched[0].poll_private_slowly()
-    assert _runner, "a durable run starts through Engine"
-    return await _replayed(_runner[0], request)
+    return await _replayed(runners[WORKFLOW], request)
 
 
 async def _replayed(runner: Runner, request: dict[str, Any]) -> dict[str, Any]:
@@ -429,7 +429,7 @@ class Engine:
         mark the resuming process holds. So no mcec process takes from the internal queue, and a
         process that resumes a run puts it on its private queue (``mcec-resume-<executor>``,
         registered before launch so that its poller starts with DBOS, dropped by :meth:`close`)."""
-        _runner[:] = [runner]
+        runners[WORKFLOW] = runner
         _launched[:] = [self]
         self.executor_id = executor_id or f"mcec-{uuid.uuid4().hex}"
         if resumes:
@@ -723,9 +723,7 @@ ELEMENT_WORKFLOW = "mcec_element"
 async def _mcec_element(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of one ``each`` element: its body's effects are recorded here, so a worker
     that dies mid-element leaves a workflow another one resumes from its last completed effect."""
-    from .element_runs import execute_element
-
-    return await _replayed(execute_element, request)
+    return await _replayed(runners[ELEMENT_WORKFLOW], request)
 
 
 #: DBOS's statuses of a workflow that has ended.

@@ -18,12 +18,11 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, final
 
 from .request import RunRequest
-from .version import VersionError, element_queue, loader
+from .version import SpecVersion, VersionError, element_queue, loader
 
 if TYPE_CHECKING:
     from ..concurrency import ElementsHook
     from .journal import Record, Store
-    from .version import SpecVersion
 
 __all__ = ["ELEMENT_LOG", "distributor", "execute_element"]
 

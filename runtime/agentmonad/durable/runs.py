@@ -77,9 +77,12 @@ def database_url(db: str | None = None) -> str:
 def engine_for(db: str | None) -> Iterator[Engine]:
     """DBOS on the run database (a clear :class:`DurableError` when it cannot be reached)."""
     try:
-        from .dbos import Engine
+        from .dbos import ELEMENT_WORKFLOW, Engine, runners
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise DurableError(f"durable runs need DBOS: pip install 'agentmonad[durable]' ({exc})") from exc
+    from .element_runs import execute_element
+
+    runners[ELEMENT_WORKFLOW] = execute_element  # this process may run `each` elements of queued runs
     url = database_url(db)
     try:
         engine = Engine(url)
