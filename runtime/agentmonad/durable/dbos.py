@@ -51,7 +51,8 @@ from .dbos_internals import (
 )
 
 from .codec import RecordError
-from .journal import CANCELLED, STOPPED, WAITING, Record, record_from_json
+from .errors import RunNotStarted
+from .journal import CANCELLED, NOT_EFFECTS, STOPPED, WAITING, Record, record_from_json
 
 __all__ = ["Engine", "DBOSStore", "JsonSerializer", "QueueSpec", "RunInfo", "RunNotStarted", "WORKFLOW", "WorkerInfo"]
 
@@ -61,17 +62,9 @@ WORKFLOW = "mcec_run"
 #: fingerprint's business, carried by the queue names, not DBOS's code hash).
 APPLICATION = "mcec"
 
-#: What runs a run: its request, the store to record in, and the records it has so far (by key);
-#: gives the run's result (JSON).
+#: What runs a workflow's body (a run's, an element's): its request, the store to record in, and the
+#: records it has so far (by key); gives its result (JSON).
 Runner = Callable[[dict[str, Any], "DBOSStore", dict[str, Record]], Awaitable[dict[str, Any]]]
-
-
-class RunNotStarted(Exception):
-    """A runner could not run the run in this process, for a cause outside the run (a module that
-    fails to import, a model module missing, a spec that changed under it): nothing is recorded as
-    its outcome. The workflow records a ``stopped`` record with the reason and cancels itself, so
-    the run stays resumable (DBOS resumes a cancelled workflow, never an ended one), and a resume
-    with the cause fixed goes on from its last completed effect."""
 
 
 @final
@@ -204,7 +197,9 @@ class WorkerInfo:
     heartbeat: float
 
 
-_runner: list[Runner] = []
+#: What runs each workflow's body in this process, by workflow name: a run's (:meth:`Engine.launch`
+#: gives it), an element's (:func:`agentmonad.durable.runs.engine_for`: any process may run one).
+runners: dict[str, Runner] = {}
 
 
 def _journal_rows(steps: Sequence[Mapping[str, Any]]) -> list[tuple[int, Record]]:
@@ -216,41 +211,44 @@ def _journal_rows(steps: Sequence[Mapping[str, Any]]) -> list[tuple[int, Record]
 
 @DBOS.workflow(name=WORKFLOW)
 async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
-    """The workflow of every durable run: replay what is recorded, record the rest."""
-    run_id = DBOS.workflow_id
-    assert run_id is not None and _runner, "a durable run starts through Engine"
-    _resumed_here()  # this process's run has started: its private queue is polled at DBOS's pace again
-    recorded = await _recorded(run_id)
+    """The workflow of every durable run."""
+    if _launched:  # this process's run has started: its private queue is polled at DBOS's pace again
+        _launched[0].poll_private_slowly()
+    return await _replayed(runners[WORKFLOW], request)
+
+
+async def _replayed(runner: Runner, request: dict[str, Any]) -> dict[str, Any]:
+    """The body of every workflow (a run's, an ``each`` element's): replay what is recorded, record
+    the rest. A body that waits for people records its open questions (a step of their own) and
+    the workflow cancels itself: a cancelled workflow is one DBOS resumes (a finished one it does
+    not), and it holds nothing in memory or in a queue, so an answer from any process resumes it
+    (:meth:`Engine.resume`); a cancelled one, or one that cannot run here, the same way."""
+    workflow_id = DBOS.workflow_id
+    assert workflow_id is not None
+    # read outside the workflow (a read inside it would be a step of its own)
+    recorded = await asyncio.to_thread(_client[0].list_workflow_steps, workflow_id)
     used = max((step["function_id"] for step in recorded), default=-1)
     for _ in range(used + 1):  # new effects take new step ids (DBOS's own replay is by call order)
         DBOS.reserve_step()
     try:
         records = {record["key"]: record for _, record in _journal_rows(recorded)}
-        result = await _runner[0](request, DBOSStore(), records)
-    except (RunNotStarted, RecordError) as exc:  # a row that is no record: refused, the run left resumable
-        await _stop(run_id, {"key": f"{STOPPED}:{used + 1}", "kind": STOPPED, "step": STOPPED, "site": None,
-                             "reason": str(exc)})
+        result = await runner(request, DBOSStore(), records)
+    except (RunNotStarted, RecordError) as exc:  # a row that is no record: refused, the workflow left resumable
+        await _stop(workflow_id, {"key": f"{STOPPED}:{used + 1}", "kind": STOPPED, "step": STOPPED, "site": None,
+                                  "reason": str(exc)})
         return {"ok": False, "failed": str(exc), "resumable": True}
     if result.get("status") == WAITING:
-        await _wait(run_id, result)
+        questions = result.get("questions", [])
+        await _stop(workflow_id, {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING,
+                                  "site": None, "questions": questions, "refused": result.get("refused", {})})
     elif result.get("status") == CANCELLED:
-        await _stop(run_id, {"key": CANCELLED, "kind": CANCELLED, "step": CANCELLED, "site": None})
+        await _stop(workflow_id, {"key": CANCELLED, "kind": CANCELLED, "step": CANCELLED, "site": None})
     return result
 
 
-async def _wait(run_id: str, result: dict[str, Any]) -> None:
-    """The run stops to wait for people (docs/language.md §13): its open questions are recorded
-    (a step of their own) and the workflow cancels itself. A cancelled workflow is one DBOS
-    resumes (a finished one it does not), and it holds nothing in memory or in a queue: an
-    answer from any process resumes it (:meth:`Engine.resume`)."""
-    questions = result.get("questions", [])
-    await _stop(run_id, {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING, "site": None,
-                         "questions": questions, "refused": result.get("refused", {})})
-
-
 async def _stop(run_id: str, record: Record) -> None:
-    """Keep ``record`` (a step of its own: why the run stops) and cancel the workflow. A waiting
-    run cancelled by the user keeps a ``cancelled`` record the same way, after its waiting one."""
+    """Keep ``record`` (a step of its own: why the workflow stops) and cancel the workflow. A
+    waiting run cancelled by the user keeps a ``cancelled`` record the same way, after its waiting one."""
 
     async def kept() -> Record:
         return record
@@ -259,13 +257,6 @@ async def _stop(run_id: str, record: Record) -> None:
     # through the client, outside the workflow: DBOS's own cancel inside it would be an operation
     # of the workflow, taking a step id a resumed run's next effect is then given
     await asyncio.to_thread(_client[0].cancel_workflow, run_id)
-
-
-async def _recorded(run_id: str) -> list[Any]:
-    """The steps ``run_id`` recorded so far, read outside the workflow (a read inside it would be
-    a step of its own)."""
-    client = _client[0]
-    return await asyncio.to_thread(client.list_workflow_steps, run_id)
 
 
 _client: list[DBOSClient] = []
@@ -403,13 +394,6 @@ RESUME_POLL_SECONDS = 0.05
 RESULT_POLL_SECONDS = 0.1
 
 
-
-def _resumed_here() -> None:
-    """A run has started in this process: its private queue back to DBOS's pace (:meth:`Engine.launch`)."""
-    if _launched:
-        _launched[0].poll_private_slowly()
-
-
 @final
 class Engine:
     """DBOS configured for durable runs on the database at ``url`` (``sqlite:///…`` or
@@ -445,7 +429,7 @@ class Engine:
         mark the resuming process holds. So no mcec process takes from the internal queue, and a
         process that resumes a run puts it on its private queue (``mcec-resume-<executor>``,
         registered before launch so that its poller starts with DBOS, dropped by :meth:`close`)."""
-        _runner[:] = [runner]
+        runners[WORKFLOW] = runner
         _launched[:] = [self]
         self.executor_id = executor_id or f"mcec-{uuid.uuid4().hex}"
         if resumes:
@@ -734,31 +718,12 @@ class Engine:
 #: The name of the workflow an ``each`` element handed to a queue is.
 ELEMENT_WORKFLOW = "mcec_element"
 
-_element_runner: list[Runner] = []
-
-
-def set_element_runner(runner: Runner) -> None:
-    """What runs an element's workflow in this process (``mcec`` gives it before launch)."""
-    _element_runner[:] = [runner]
-
 
 @DBOS.workflow(name=ELEMENT_WORKFLOW)
 async def _mcec_element(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of one ``each`` element: its body's effects are recorded here, so a worker
     that dies mid-element leaves a workflow another one resumes from its last completed effect."""
-    element_id = DBOS.workflow_id
-    assert element_id is not None and _element_runner, "an element runs in a process that set its runner"
-    recorded = await _recorded(element_id)
-    used = max((step["function_id"] for step in recorded), default=-1)
-    for _ in range(used + 1):  # as _mcec_run: new effects take new step ids
-        DBOS.reserve_step()
-    records = {record["key"]: record for _, record in _journal_rows(recorded)}
-    result = await _element_runner[0](request, DBOSStore(), records)
-    if "waiting" in result:  # as a run's: its questions kept, the workflow cancelled (resumed once answered)
-        questions = result["waiting"]
-        await _stop(element_id, {"key": f"{WAITING}:{len(questions)}", "kind": WAITING, "step": WAITING,
-                                 "site": None, "questions": questions, "refused": result.get("refused", {})})
-    return result
+    return await _replayed(runners[ELEMENT_WORKFLOW], request)
 
 
 #: DBOS's statuses of a workflow that has ended.
@@ -781,12 +746,12 @@ class ElementQueues:
         recorded steps."""
         await self._client.resume_workflow_async(element_id, queue_name=queue)
 
-    async def waiting(self, element_id: str) -> Record | None:
-        """The waiting record of the cancelled element ``element_id`` when it stopped to wait for
-        people (None: it was cancelled otherwise)."""
+    async def stopped(self, element_id: str) -> Record | None:
+        """Why the cancelled element ``element_id`` stopped itself: its last record when that is a
+        ``waiting``, ``stopped`` or ``cancelled`` one (None: its run cancelled it)."""
         steps = await asyncio.to_thread(self._client.list_workflow_steps, element_id)
         rows = _journal_rows(steps)
-        return rows[-1][1] if rows and rows[-1][1]["kind"] == WAITING else None
+        return rows[-1][1] if rows and rows[-1][1]["kind"] in NOT_EFFECTS else None
 
     async def enqueue(self, queue: str, element_id: str, request: dict[str, Any]) -> None:
         """Put the element ``element_id`` on ``queue`` (an id that exists already: attached to, not run again)."""

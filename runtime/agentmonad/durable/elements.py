@@ -16,7 +16,9 @@ run's journal): a run resumed before an element ended attaches to the same workf
 cancelled (a sibling failed, the run was cancelled, an enclosing ``timeout`` fired) cancels its
 element's workflow. An element found cancelled when a run (re)attaches — cancelled by an earlier
 process of the run — is resumed: the same workflow, on its queue again, replays the effects it
-recorded and runs the rest.
+recorded and runs the rest. An element stops itself as a run does (:mod:`agentmonad.durable.body`):
+to wait for people (the run asks them), when its run is asked to stop (the run stops too), or when
+it cannot start where it runs (sent on once more; stopped again, the run stops with it, resumable).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import math
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, final
+from typing import Any, Protocol, TypedDict, cast, final
 
 from ..context import RunContext, current_run_context
 from ..control import deadlines_around
@@ -35,9 +37,11 @@ from ..errors import Defect
 from ..outcome import Outcome, Site
 from ..usage import record_usage
 from .codec import SiteTypes, decode_result, encode_value
-from .journal import DurableJournal, OpenQuestion, Record, branch_key
+from .errors import RunNotStarted
+from .journal import CANCELLED, STOPPED, WAITING, DurableJournal, OpenQuestion, Record, branch_key
 
-__all__ = ["Backend", "ElementDistributor", "ElementFailed", "ElementTypes", "deadline_of", "element_question_key", "run_question_key"]
+__all__ = ["Backend", "ElementDistributor", "ElementEnded", "ElementFailed", "ElementTypes", "deadline_of",
+           "element_question_key", "run_question_key"]
 
 
 class ElementFailed(Exception):
@@ -55,6 +59,17 @@ class ElementTypes:
     result: SiteTypes
 
 
+class ElementEnded(TypedDict, total=False):
+    """What an element's workflow ended with (:func:`agentmonad.durable.element_runs.execute_element`):
+    its body's Outcome (typed JSON) and the tokens of each model call (model, prompt, completion);
+    or its ``defect``; or ``expired``: its run's deadline passed first."""
+
+    outcome: Any
+    usage: list[list[Any]]
+    defect: dict[str, Any]
+    expired: bool
+
+
 class Backend(Protocol):
     """The queues the elements go on (:class:`agentmonad.durable.dbos.ElementQueues`)."""
 
@@ -66,9 +81,9 @@ class Backend(Protocol):
         """Put the element ``element_id`` on ``queue``."""
         ...
 
-    def waiting(self, element_id: str) -> Awaitable[Record | None]:
-        """The waiting record of the cancelled element ``element_id`` when it stopped to wait for
-        people (None: it was cancelled otherwise)."""
+    def stopped(self, element_id: str) -> Awaitable[Record | None]:
+        """Why the cancelled element ``element_id`` stopped itself: its ``waiting``, ``stopped`` or
+        ``cancelled`` record (None: its run cancelled it)."""
         ...
 
     def ended(self, element_ids: list[str]) -> Awaitable[dict[str, tuple[str, Any]]]:
@@ -129,7 +144,7 @@ class ElementDistributor:
         #: Elements awaited now, by workflow id: one poller reads all their results at once.
         self._waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         self._poller: asyncio.Task[None] | None = None
-        #: Elements that waited for people and were sent on with an answer in this run of the run.
+        #: Elements sent on in this run of the run after they waited for people or could not start.
         self._taken_up: set[str] = set()
 
     def takes(self, site: Site, limit: int | None) -> bool:
@@ -170,11 +185,8 @@ class ElementDistributor:
                     await asyncio.get_running_loop().create_future()
                 if status != "CANCELLED":
                     break
-                waiting = await self.backend.waiting(base)
-                if waiting is not None:
-                    await self._wait_for_people(waiting, base, run)
-                # cancelled by an earlier process of this run, or answered: it goes on from its last recorded effect
-                await self.backend.resume(queue, base)
+                await self._stopped(await self.backend.stopped(base), base, site, state, run)
+                await self.backend.resume(queue, base)  # it goes on from its last recorded effect
         except asyncio.CancelledError:
             # fail-fast, the run cancelled, a timeout: the element stops too (shielded: the
             # cancel must reach the database even if this task is cancelled again meanwhile)
@@ -184,6 +196,19 @@ class ElementDistributor:
                 pass
             raise
         return self._outcome(site, state, types.result, base, status, result)
+
+    async def _stopped(self, why: Record | None, element_id: str, site: Site, state: Any, run: RunContext) -> None:
+        """The element's workflow is cancelled, ``why`` (None: by an earlier process of this run):
+        return when it is to go on, raise when the run stops with it. One that could not start goes
+        on once in this run of the run; one its run's cancel stopped stops the run (unless resumed since)."""
+        if why is not None and why["kind"] == WAITING:
+            await self._wait_for_people(why, element_id, run)
+        elif why is not None and why["kind"] == STOPPED:
+            if element_id in self._taken_up:
+                raise Defect(site, state, RunNotStarted(f"element {element_id}: {why.get('reason')}"))
+            self._taken_up.add(element_id)
+        elif why is not None and why["kind"] == CANCELLED:
+            _durable_journal(run).stop_if_asked()
 
     async def _wait_for_people(self, waiting: Record, element_id: str, run: RunContext) -> None:
         """The element stopped to wait for people (its ``waiting`` record): when one of its
@@ -213,19 +238,15 @@ class ElementDistributor:
         await self.backend.cancel([element_id])
 
     def _outcome(self, site: Site, state: Any, types: SiteTypes, element_id: str, status: str, result: Any) -> Outcome[Any, Any, Any]:
-        if status == "SUCCESS" and isinstance(result, dict) and "outcome" in result:
-            for model, prompt, completion in result.get("usage", ()):
+        ended = cast(ElementEnded, result if status == "SUCCESS" and isinstance(result, dict) else {})
+        if "outcome" in ended:
+            for model, prompt, completion in ended.get("usage", ()):
                 record_usage(str(model), int(prompt), int(completion))  # the run's meters and this record's
-            outcome: Outcome[Any, Any, Any] = decode_result(result["outcome"], types)  # type: ignore[assignment]  # an ok or err
+            outcome: Outcome[Any, Any, Any] = decode_result(ended["outcome"], types)  # type: ignore[assignment]  # an ok or err
             return outcome
-        if status == "SUCCESS" and isinstance(result, dict) and result.get("expired"):
+        if ended.get("expired"):
             raise Defect(site, state, ElementFailed(f"element {element_id} ran past the run's deadline, which has not fired here"))
-        if isinstance(result, dict) and "defect" in result:
-            message = str(result["defect"].get("message"))
-        elif isinstance(result, dict) and "failed" in result:
-            message = str(result["failed"])
-        else:
-            message = f"its workflow ended {status}: {result}"
+        message = str(ended["defect"].get("message")) if "defect" in ended else f"its workflow ended {status}: {result}"
         raise Defect(site, state, ElementFailed(f"element {element_id}: {message}"))
 
     async def _ended(self, element_id: str) -> tuple[str, Any]:

@@ -558,7 +558,7 @@ class DurableJournal:
             if effect.kind == "human":
                 return self._replay_human(record, effect)  # type: ignore[return-value]
             return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]  # validated as the site's type
-        self._stop_if_asked()
+        self.stop_if_asked()
         if self._dry and effect.kind != "human":  # a question is parked on, as in a run: nothing is performed
             self._unrecorded(key, effect)
         if self._doomed:
@@ -649,7 +649,8 @@ class DurableJournal:
             self.stopped_at = point
         raise DryStop(point)
 
-    def _stop_if_asked(self) -> None:
+    def stop_if_asked(self) -> None:
+        """Raise :class:`StopAsked` when someone asked the run to stop (what each effect does before it starts)."""
         if self._stop_asked is not None and self._stop_asked():
             raise StopAsked()
 
@@ -777,7 +778,7 @@ class DurableJournal:
         if record is not None:
             self._check(record, effect.kind, effect.site.step if effect.site is not None else effect.kind, key)
             return _keyed(lambda: self._replay(path, record, effect), key, record)  # type: ignore[return-value]
-        self._stop_if_asked()
+        self.stop_if_asked()
         if self._dry:
             self._unrecorded(key, effect)
         self._raise_missing(key, effect)

@@ -39,12 +39,10 @@ from .request import BadRequest, RunRequest
 from .version import SpecVersion, VersionError, first_line, loader
 
 if TYPE_CHECKING:
-    from ..concurrency import ElementsHook
     from ..events import EventSink
     from ..timeline import Node
     from .dbos import Engine, RunInfo, WorkerInfo
     from .journal import Record, Store
-    from .locks import HeldLock
 
 __all__ = [
     "DurableError", "RunStatus", "RunSummary", "answer", "cancel", "database_url", "enqueue", "enqueue_request", "list_runs",
@@ -79,12 +77,12 @@ def database_url(db: str | None = None) -> str:
 def engine_for(db: str | None) -> Iterator[Engine]:
     """DBOS on the run database (a clear :class:`DurableError` when it cannot be reached)."""
     try:
-        from .dbos import Engine, set_element_runner
+        from .dbos import ELEMENT_WORKFLOW, Engine, runners
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise DurableError(f"durable runs need DBOS: pip install 'agentmonad[durable]' ({exc})") from exc
     from .element_runs import execute_element
 
-    set_element_runner(execute_element)  # this process may run `each` elements of queued runs
+    runners[ELEMENT_WORKFLOW] = execute_element  # this process may run `each` elements of queued runs
     url = database_url(db)
     try:
         engine = Engine(url)
@@ -137,102 +135,35 @@ def request_of(info: RunInfo) -> RunRequest:
 # ----------------------------------------------------------------------------- the run itself
 
 
-class LockLost(BaseException):
-    """This process no longer holds the lock of the run it runs (on Postgres: the lock's connection
-    ended), so another process may run the run now: it stops before its next effect."""
-
-
 async def execute(data: dict[str, Any], store: Store, records: dict[str, Record]) -> dict[str, Any]:
-    """Run one durable run's pipeline with its journal (the workflow's body): the Outcome as JSON."""
-    from ..concurrency import ElementsHook
-    from ..context import current_run_context, hooks, reset_run_context, set_run_context
-    from ..errors import Defect
-    from ..llm import llm_config, usage
-    from ..report import defect_payload, report
-    from ..spec import InputError
-    from .dbos import RunNotStarted, given_answers, stop_asked
-    from .journal import DurableJournal, ReplayMismatch, StopAsked
+    """Run one durable run's pipeline with its journal (the ``mcec_run`` workflow's body,
+    :func:`agentmonad.durable.body.execute_body`): the Outcome as JSON."""
+    from ..report import report
+    from ..usage import Usage
+    from .body import Workload, execute_body
+    from .dbos import given_answers
+    from .element_runs import distributor
     from .version import llm_config_for
-    from .watch import sink_for, watched
+    from .watch import sink_for
 
     run_id = str(data.get("run_id"))
-    stop = _stop_check(run_id, stop_asked(run_id))
-    if stop():  # cancelled while it waited (or before it started): record that, run nothing
-        return {"ok": None, "status": "cancelled"}
-    sink = sink_for(run_id)  # `--stream`: this process watches the run
-    try:
+
+    def load() -> Workload:
         request = RunRequest.from_json(data)
         version = loader().load(request)
         llm = llm_config_for(version, list(request.models))
         value, state = version.prepare(request.pipeline, request.input, request.state)
-        journal = DurableJournal(store, version.type_table(), records, given_answers(run_id), stop_asked=stop)
         function = version.pipeline(request.pipeline)
-    except (BadRequest, VersionError, InputError, DurableError) as exc:  # the cause is outside the run: resumable
-        raise RunNotStarted(str(exc)) from None
-    elements = _elements(version, request)
-    try:
-        attached = watched(journal, version.streams(), sink)  # a replayed streamed answer is told to the sink
-        with hooks(journal=attached, events=sink), llm_config(llm) if llm is not None else _nothing(), usage() as used:
-            token = set_run_context(current_run_context().with_part(ElementsHook, elements)) if elements else None
-            try:
-                ended = await journal.until_waiting(function(state, value))
-            finally:
-                if token is not None:
-                    reset_run_context(token)
-        await store.flush()
-        if isinstance(ended, list):  # it waits for people: their open questions
-            return {"ok": None, "status": "waiting", "questions": [q.as_json() for q in ended],
-                    "refused": journal.refused}
-        outcome = ended
-    except LockLost:
-        raise RunNotStarted("this process lost the run's lock (its database connection ended) and stopped it before "
-                            "its next effect") from None
-    except StopAsked:  # `runs cancel`: every effect that completed is recorded; the run ends cancelled
-        await store.flush()
-        return {"ok": None, "status": "cancelled"}
-    except Defect as defect:
-        if isinstance(defect.cause, ReplayMismatch):  # the spec changed under it: resumable under the one it started with
-            raise RunNotStarted(str(defect.cause)) from None
-        return defect_payload(defect)
-    payload = report(outcome).payload
-    if llm is not None:
-        payload["usage"] = used.as_dict()
-    return payload
+        used = Usage()
 
+        def ended(outcome: Any) -> dict[str, Any]:
+            payload = report(outcome).payload
+            return {**payload, "usage": used.as_dict()} if llm is not None else payload
 
-def _stop_check(run_id: str, asked: Callable[[], bool]) -> Callable[[], bool]:
-    """What a run's journal consults before each effect: whether it was asked to stop (``asked``);
-    and, while this process holds the run's lock, that it still does (:class:`LockLost` if not)."""
-    held = _held.get(run_id)
+        return Workload(version, lambda: function(state, value), given_answers(run_id), llm, used, ended,
+                        events=sink_for(run_id), elements=distributor(version, request))  # `--stream`: watched here
 
-    def check() -> bool:
-        if held is not None and not held.held():
-            raise LockLost()
-        return asked()
-
-    return check
-
-
-def _elements(version: SpecVersion, request: RunRequest) -> ElementsHook | None:
-    """The element distributor of a run enqueued for workers (its request names its queue) or
-    started with ``elements=True``: its ``each(limit=N)`` elements go on their queues. A run started
-    in-process runs them itself, resumed or not."""
-    from ..concurrency import ElementsHook
-    from .element_runs import distributor
-
-    if not (request.elements or request.queue) or not version.each_limits():
-        return None
-    return ElementsHook(distributor(version, request))
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-#: The run locks this process holds now, by run id: what its runs consult before each effect
-#: (a process that lost a run's lock stops the run, see :func:`execute`).
-_held: dict[str, HeldLock] = {}
+    return await execute_body(run_id, load, store, records)
 
 
 @contextmanager
@@ -240,15 +171,16 @@ def _locked(engine: Engine, run_id: str) -> Iterator[None]:
     """Hold the run's lock in its database (:mod:`agentmonad.durable.locks`): one process at a time
     starts, resumes, answers or cancels it. Another process's hold is waited for, up to
     :data:`LOCK_WAIT` seconds."""
+    from .body import held
     from .locks import LockBusy, run_lock
 
     try:
         with run_lock(engine.url, run_id, wait=LOCK_WAIT) as lock:
-            _held[run_id] = lock
+            held[run_id] = lock
             try:
                 yield
             finally:
-                _held.pop(run_id, None)
+                held.pop(run_id, None)
     except LockBusy as exc:
         raise DurableError(str(exc)) from None
 

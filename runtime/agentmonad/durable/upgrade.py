@@ -17,8 +17,8 @@ its records' site texts, its waiting record's questions — in one transaction o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, final
 
@@ -108,7 +108,7 @@ async def _replayed(journal: DurableJournal, run: Any, llm: Any) -> object:
     from ..context import hooks
     from ..llm import llm_config
 
-    with hooks(journal=journal), llm_config(llm) if llm is not None else _nothing():
+    with hooks(journal=journal), llm_config(llm) if llm is not None else nullcontext():
         try:
             return await journal.until_waiting(run)
         except BaseException as exc:  # a DryStop, alone or in a par/each group's exception group
@@ -123,11 +123,6 @@ def _is_dry_stop(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_is_dry_stop(inner) for inner in exc.exceptions)
     return isinstance(exc.__cause__ or exc.__context__, DryStop)
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def _site(record: Mapping[str, Any]) -> str | None:

@@ -105,3 +105,12 @@ async def gated(state: Tally, n: int) -> Outcome[Tally, Refused, str]:
         await asyncio.sleep(0.01)
     _effect(f"gated {n}")
     return Ok(f"#{n}", state)
+
+
+async def hold(state: Tally, n: int) -> Outcome[Tally, Refused, int]:
+    """Notes that it holds, then waits until the file ``n`` exists in the folder ``MCEC_GATES``."""
+    _effect(f"hold {n}")
+    gate = os.path.join(os.environ["MCEC_GATES"], str(n))
+    while not os.path.exists(gate):
+        await asyncio.sleep(0.01)
+    return Ok(n, state)
