@@ -30,7 +30,17 @@ def env(effects: Path, pace: float = 0) -> dict[str, str]:
 
 
 def mcec_with(args: list[str], cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
-    """``mcec ARGS`` in ``cwd``, in :func:`environment` with ``variables``."""
+    """``mcec ARGS`` in ``cwd``, in :func:`environment` with ``variables``: a process of its own,
+    forked from this test process's :func:`shared_zygote` (it starts with the libraries imported);
+    with ``MCEC_TESTS_FRESH=1`` in the tests' environment, started from nothing as a user's is."""
+    if os.environ.get("MCEC_TESTS_FRESH") == "1":
+        return fresh_mcec_with(args, cwd, **variables)
+    return shared_zygote().run(args, cwd, environ=environment(**variables))
+
+
+def fresh_mcec_with(args: list[str], cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    """:func:`mcec_with` in a process started from nothing (``python -m mcec``): for what only a
+    new interpreter shows."""
     return subprocess.run([sys.executable, "-m", "mcec", *args], capture_output=True, text=True, cwd=cwd,
                           env=environment(**variables), timeout=120)
 
@@ -121,23 +131,34 @@ class Zygote:
                 child = self._children[message["id"]]
             child._set(message)
 
-    def start(self, args: list[str], cwd: Path, **variables: str) -> Child:
-        """Fork ``mcec ARGS`` in ``cwd`` with ``variables`` set in its environment."""
+    def start(self, args: list[str], cwd: Path, environ: dict[str, str] | None = None, **variables: str) -> Child:
+        """Fork ``mcec ARGS`` in ``cwd`` with ``variables`` set in its environment (``environ``:
+        the whole environment, which must keep :func:`environment`'s ``PYTHONPATH``: a fork keeps
+        the zygote's import path)."""
+        if environ is not None and environ.get("PYTHONPATH") != str(ROOT):
+            raise ValueError("a forked mcec keeps the zygote's PYTHONPATH: use fresh_mcec_with")
         ident = next(self._count)
         out, err = self._folder / f"child-{ident}.out", self._folder / f"child-{ident}.err"
         child = Child(ident, out, err)
         with self._lock:
             self._children[ident] = child
-            command = {"id": ident, "args": args, "cwd": str(cwd), "env": variables, "stdout": str(out),
-                       "stderr": str(err)}
+            command = {"id": ident, "args": args, "cwd": str(cwd), "stdout": str(out), "stderr": str(err),
+                       "env": {**(environ or {}), **variables}, "replace_env": environ is not None}
             assert self._process.stdin is not None
             self._process.stdin.write(json.dumps(command) + "\n")
             self._process.stdin.flush()
         return child
 
-    def run(self, args: list[str], cwd: Path, timeout: float = 120, **variables: str) -> subprocess.CompletedProcess[str]:
-        """``mcec ARGS`` in a forked child, waited for (as :func:`mcec_with`)."""
-        return self.start(args, cwd, **variables).wait(timeout)
+    def run(self, args: list[str], cwd: Path, timeout: float = 120, environ: dict[str, str] | None = None,
+            **variables: str) -> subprocess.CompletedProcess[str]:
+        """``mcec ARGS`` in a forked child, waited for (``subprocess.TimeoutExpired`` after ``timeout``
+        seconds, the child killed, as ``subprocess.run`` does)."""
+        child = self.start(args, cwd, environ, **variables)
+        try:
+            return child.wait(timeout)
+        except TimeoutError:
+            child.kill()
+            raise subprocess.TimeoutExpired(["mcec", *args], timeout) from None
 
     def close(self) -> None:
         """Stop forking: the zygote ends once its children have."""
@@ -148,3 +169,28 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+
+
+_shared: list[Zygote] = []
+_shared_lock = threading.Lock()
+
+
+def shared_zygote() -> Zygote:
+    """This test process's zygote (no spec compiled: libraries imported), started when first
+    needed and ended with the process."""
+    with _shared_lock:
+        if not _shared:
+            import atexit
+            import tempfile
+
+            import shutil
+
+            folder = Path(tempfile.mkdtemp(prefix="mcec-zygote-"))
+            _shared.append(Zygote([], folder))
+
+            def end() -> None:
+                _shared[0].close()
+                shutil.rmtree(folder, ignore_errors=True)
+
+            atexit.register(end)
+        return _shared[0]

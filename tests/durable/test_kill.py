@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
 
-from tests.durable.processes import Zygote, lines, mcec
+from tests.durable.processes import Zygote, fresh_mcec_with, lines
 
 FLOW = Path(__file__).parent / "flowbox" / "flow.mce"
 #: Effects that can be in flight at once in flow.mce: two `each` elements, or the two `par` branches.
@@ -91,8 +91,8 @@ def _check_resumed(zygote: Zygote, tmp: Path, db: str, kill_after: float) -> Non
     _REFERENCE["finished_checked"] = True
     # resuming a finished run prints its recorded outcome and runs nothing (checked once per database),
     # in a process started from nothing, as a user's is
-    again = mcec(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id, "--db", db],
-                 tmp, effects, PACE)
+    again = fresh_mcec_with(["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id,
+                             "--db", db], tmp, MCEC_EFFECTS=str(effects), MCEC_PACE=str(PACE))
     assert again.returncode == 0 and _outcome(again.stdout) == _REFERENCE["outcome"]
     assert Counter(lines(effects)) == after
 

@@ -13,7 +13,7 @@ before a fork: a child inherits no connection and no lock.
 
 Protocol, one JSON object per line. In: ``{"id", "args", "cwd", "env", "stdout", "stderr"}`` (the
 child's environment is the zygote's updated with ``env``; its output goes to the two files).
-Out: ``{"id", "pid"}`` once the child is forked, ``{"id", "status"}`` once it has ended (its exit
+``replace_env``: the environment is ``env`` alone. Out: ``{"id", "pid"}`` once the child is forked, ``{"id", "status"}`` once it has ended (its exit
 status, or minus the signal that ended it).
 """
 
@@ -23,50 +23,52 @@ import json
 import os
 import select
 import sys
+from pathlib import Path
+from typing import Any, NoReturn
 
 
 def _warm(specs: list[str]) -> None:
-    """Import what a durable ``mcec`` process imports, and compile each spec as its run will."""
+    """Import what an ``mcec`` process imports (libraries only: nothing that registers itself, as
+    :mod:`mcec.durable` does with the runtime, and none of the user's modules), and compile each
+    spec as its durable run will."""
     import agentmonad.durable.dbos  # noqa: F401  (DBOS and SQLAlchemy: most of the import time)
+    import mcec.check  # noqa: F401
     import mcec.cli  # noqa: F401
-    from mcec.durable import _version
+    import mcec.codegen  # noqa: F401
+    import mcec.compiler  # noqa: F401
 
-    for spec in specs:
-        _version(spec, interpret=False)
+    if specs:
+        from mcec.durable import _version
+
+        for spec in specs:
+            _version(spec, interpret=False)
 
 
-def _child(command: dict[str, object]) -> None:
-    """In the forked child: become ``mcec ARGS`` in the command's folder, environment and files."""
-    status = 70
-    try:
-        for fd, name in ((1, "stdout"), (2, "stderr")):
-            target = os.open(str(command[name]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.dup2(target, fd)
-            os.close(target)
-        # new stream objects over the new descriptors (the parent's may hold a lock mid-write)
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
-        sys.stdin = open(os.devnull, encoding="utf-8")
-        os.chdir(str(command["cwd"]))
-        os.environ.update({str(k): str(v) for k, v in dict(command["env"]).items()})  # type: ignore[call-overload]
-        if str(command["cwd"]) not in sys.path:
-            sys.path.insert(0, str(command["cwd"]))
-        from mcec.cli import main
+def _child(command: dict[str, Any]) -> NoReturn:
+    """In the forked child: become ``python -m mcec ARGS`` in the command's folder, environment and
+    files, and end as that process ends (``SystemExit`` unwinds out of the zygote's loop, so the
+    interpreter shuts down as any process does: exit handlers, threads joined, streams flushed)."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        target = os.open(str(command[name]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # new stream objects over the new descriptors (the parent's may hold a lock mid-write)
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
+    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", closefd=False)
+    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)
+    cwd = str(command["cwd"])
+    os.chdir(cwd)
+    if command.get("replace_env"):
+        os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in command["env"].items()})
+    sys.path[0] = cwd  # what `python -m` puts first: the folder it started in
+    import mcec.cli
 
-        status = main([str(a) for a in command["args"]])  # type: ignore[attr-defined]
-    except SystemExit as exc:
-        status = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - a child never returns into the zygote's loop
-        import traceback
-
-        traceback.print_exc()
-        status = 70
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(status)
+    sys.argv = [str(Path(mcec.cli.__file__).with_name("__main__.py")), *map(str, command["args"])]
+    raise SystemExit(mcec.cli.main(sys.argv[1:]))
 
 
 def _say(message: dict[str, object]) -> None:
