@@ -20,6 +20,7 @@ import pytest
 from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
 
 from mcec import durable
+from tests.durable.processes import shared_zygote
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = Path(__file__).parent / "elementbox" / "elements.mce"
@@ -249,9 +250,8 @@ def test_a_workers_element_asks_and_the_answer_from_another_process_sends_it_on(
                                "--poll-seconds", "0.05", "--heartbeat-seconds", "0.5", "--stale-after", "4"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
 
-    def mcec(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "mcec", *args, "--db", postgres_url], capture_output=True,
-                              text=True, env=env, cwd=tmp_path, timeout=120, check=False)
+    def mcec(*args: str) -> subprocess.CompletedProcess[str]:  # a process of its own (forked warm)
+        return shared_zygote().run([*args, "--db", postgres_url], tmp_path, environ=env)
 
     try:
         run_id = f"asked-{time.monotonic_ns()}"
