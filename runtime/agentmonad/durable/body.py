@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LockLost", "Workload", "execute_body", "held"]
 
+
 class LockLost(BaseException):
     """This process no longer holds the lock of the run it runs (on Postgres: the lock's connection
     ended), so another process may run the run now: it stops before its next effect."""
