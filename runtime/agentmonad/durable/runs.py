@@ -330,6 +330,8 @@ WORKER_STALE_AFTER = 10.0
 
 def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, Any]:
     """Resume ``run_id`` (the caller holds its lock)."""
+    from .body import LOCK_LOST, held
+
     info = _known(engine, run_id)
     if info.status == "SUCCESS" and info.result is not None:
         return _payload(run_id, info.result)
@@ -338,7 +340,13 @@ def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, 
     engine.take_up(run_id)  # resumed: no longer asked to stop
     version = _refuse_changed(request, allow_changed_spec)
     _launch(engine, version, request)
-    return _payload(run_id, asyncio.run(engine.resume(run_id)))
+    resumed = asyncio.run(engine.resume(run_id))
+    lock = held.get(run_id)
+    if resumed.get("resumable") and resumed.get("failed") == LOCK_LOST and lock is not None and lock.held():
+        # not this process's stop: the process that lost the lock this one took stopped the run
+        # (its record, then its cancel) just as this resume put it on its queue; it is this one's now
+        resumed = asyncio.run(engine.resume(run_id))
+    return _payload(run_id, resumed)
 
 
 def _refuse_changed(request: RunRequest, allow_changed_spec: bool) -> SpecVersion | None:
