@@ -5,16 +5,18 @@ anywhere that matters. In every example:
 
 - **a resume racing a worker**: ``mcec runs resume`` of a run enqueued for a worker, before the
   worker takes it, while it runs it, or after it finished. The resume is either refused in one
-  line (exit 2: the worker runs it; or no such run yet) or gives the run's Outcome; the run ends
-  with the Outcome of an uninterrupted run, and each of its effects ran once — never in both.
+  line (exit 2: the run is on the workers' queue, or a worker runs it, or it does not exist yet)
+  or gives the run's Outcome; the run ends with the Outcome of an uninterrupted run, with no
+  further resume, and each of its effects ran once, in one process.
 - **an answer racing an unrelated durable run**: ``mcec runs answer`` of a waiting run while
   another process of the same database starts or runs a run of its own. The answer exits 0 with
   the answered run's Outcome (the answer is never lost), and the answered run's effect ran once,
   in the answering process — never in the unrelated one.
-- **a cancel during a step**: ``mcec runs cancel`` anywhere in a run of sixty sync steps. Once it
-  returned no effect starts; the run ends ``cancelled``; one ``runs resume`` finishes it with
-  the Outcome of an uninterrupted run, no completed step run twice (the step in flight when the
-  cancel came is recorded).
+- **a cancel during a step**: ``mcec runs cancel`` anywhere in a run of twenty sync steps, or as
+  it ends. Once it returned no effect starts; the run ends ``cancelled``; one ``runs resume``
+  finishes it with the Outcome of an uninterrupted run, no completed step run twice (the step in
+  flight when the cancel came is recorded). A cancel that comes too late is refused in one line,
+  and the run ends as an uninterrupted one.
 - **a lock lost** (Postgres): the connection of the run's advisory lock is ended by the server
   (``pg_terminate_backend``) anywhere in the run, and ``runs resume`` is started — while the
   first process may still be inside a step, or after it ended. The first process stops before
