@@ -29,6 +29,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 #: every other file). :func:`pytest_collection_modifyitems` starts them first. A new file that takes
 #: more than about 15 s belongs here: a slow file started last sets the tail of the parallel run.
 SLOW_FILES = (
+    # the race properties of durable runs, 22 examples each on SQLite and Postgres (~137 s, 2026-12-06)
+    "tests/durable/test_races.py",
     # issues 43-46 (2026-12-06): many runs, properties over random specs, mypy, subprocesses
     "tests/durable/test_upgrade.py",
     # wheels built, a fresh production venv installed and driven (~56 s in-process, 2026-12-06)

@@ -86,12 +86,16 @@ class Child:
         """The exit status once the child ended (minus the signal that ended it), else None."""
         return self._status
 
-    def kill(self) -> None:
-        """SIGKILL the child (it may have ended already)."""
+    def kill(self, how: signal.Signals = signal.SIGKILL) -> None:
+        """Send ``how`` (SIGKILL unless told) to the child (it may have ended already)."""
         try:
-            os.kill(self.pid, signal.SIGKILL)
+            os.kill(self.pid, how)
         except ProcessLookupError:
             pass
+
+    def stderr_so_far(self) -> str:
+        """What the child wrote on stderr until now (it may still run: a worker's log)."""
+        return self._stderr.read_text(encoding="utf-8") if self._stderr.exists() else ""
 
     def wait(self, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Wait for the child to end: its exit status and output, as ``subprocess.run`` gives them."""

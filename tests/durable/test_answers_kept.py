@@ -1,8 +1,8 @@
 """An answer is a row of the run database (docs/language.md §15): `runs answer` records it before
 the run goes on, and only the answering process (or one it hands the run to) runs the run. An
 answer whose process is killed while the run goes on is not lost, and the run's other questions
-can still be answered; an unrelated durable run in another process never takes up a run that an
-answer resumes."""
+can still be answered. (An unrelated durable run in another process never takes up a run that an
+answer resumes: a property of tests/durable/test_races.py.)"""
 
 from __future__ import annotations
 
@@ -102,32 +102,3 @@ def test_an_answer_whose_process_is_killed_is_kept_and_the_other_questions_stay_
     noted = sorted(line.rsplit(" ", 1)[0] for line in _lines(effects) if line.startswith("noted"))
     assert noted == ["noted False", "noted True"]
 
-
-def test_an_unrelated_durable_run_never_takes_up_an_answered_run(tmp_path: Path) -> None:
-    project, db, effects = _project(tmp_path)
-    runs = [f"w{i}" for i in range(4)]
-    for run_id in runs:
-        started = mcec_with(["run", "claims.mce", "settle", "--input", f'"{run_id}"', "--durable", "--run-id", run_id,
-                             "--db", db], project, MCEC_EFFECTS=str(effects))
-        assert json.loads(started.stdout)["status"] == "waiting", started.stderr
-    # a long durable run of another process on the same database, running all the while
-    chain = Path(__file__).parent / "syncbox" / "chain.mce"
-    other = subprocess.Popen(
-        [sys.executable, "-m", "mcec", "run", str(chain), "chain", "--input", "0", "--durable", "--run-id", "other",
-         "--db", db], cwd=project, env=environment(MCEC_EFFECTS=str(tmp_path / "chain.txt"), MCEC_PACE="5"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not _lines(tmp_path / "chain.txt") and time.monotonic() < deadline:
-            time.sleep(0.01)
-        for run_id in runs:
-            answered = mcec_with(["runs", "answer", run_id, "approve", "--value", "true", "--db", db], project,
-                                 MCEC_EFFECTS=str(effects))
-            assert answered.returncode == 0, answered.stderr
-            assert json.loads(answered.stdout).get("value") == ["paid"], (run_id, answered.stdout)
-            assert other.poll() is None, "the other run ended before every answer was given"
-        # every answered run was run by its answering process, never by the other run's
-        assert not any(line.endswith(f" {other.pid}") for line in _lines(effects))
-    finally:
-        other.kill()
-        other.communicate()

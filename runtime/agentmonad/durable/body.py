@@ -24,13 +24,16 @@ if TYPE_CHECKING:
     from .journal import Record, Store
     from .locks import HeldLock
 
-__all__ = ["LockLost", "Workload", "execute_body", "held"]
+__all__ = ["LOCK_LOST", "LockLost", "Workload", "execute_body", "held"]
 
 
 class LockLost(BaseException):
     """This process no longer holds the lock of the run it runs (on Postgres: the lock's connection
     ended), so another process may run the run now: it stops before its next effect."""
 
+
+#: Why a process that lost a run's lock stopped it.
+LOCK_LOST = "this process lost the run's lock (its database connection ended) and stopped it before its next effect"
 
 #: The run locks this process holds now, by run id: what its bodies consult before each effect
 #: (a process that lost a run's lock stops the run, :class:`LockLost`).
@@ -103,8 +106,7 @@ async def execute_body(run_id: str, load: Callable[[], Workload], store: Store,
         await store.flush()
         return {"expired": True}
     except LockLost:
-        raise RunNotStarted("this process lost the run's lock (its database connection ended) and stopped it before "
-                            "its next effect") from None
+        raise RunNotStarted(LOCK_LOST) from None
     except StopAsked:  # `runs cancel`: every effect that completed is recorded; it ends cancelled
         await store.flush()
         return {"ok": None, "status": "cancelled"}

@@ -171,7 +171,7 @@ def _locked(engine: Engine, run_id: str) -> Iterator[None]:
     """Hold the run's lock in its database (:mod:`agentmonad.durable.locks`): one process at a time
     starts, resumes, answers or cancels it. Another process's hold is waited for, up to
     :data:`LOCK_WAIT` seconds."""
-    from .body import held
+    from .body import LOCK_LOST, held
     from .locks import LockBusy, run_lock
 
     try:
@@ -181,6 +181,11 @@ def _locked(engine: Engine, run_id: str) -> Iterator[None]:
                 yield
             finally:
                 held.pop(run_id, None)
+            if not lock.held():
+                # the lock went while it ran the run: it stopped the run (before an effect, or DBOS
+                # refused the record of the effect in flight once another process took the run
+                # over), and an outcome it was handed then is the other process's doing
+                _payload(run_id, {"ok": False, "failed": LOCK_LOST, "resumable": True})
     except LockBusy as exc:
         raise DurableError(str(exc)) from None
 
@@ -325,6 +330,8 @@ WORKER_STALE_AFTER = 10.0
 
 def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, Any]:
     """Resume ``run_id`` (the caller holds its lock)."""
+    from .body import LOCK_LOST, held
+
     info = _known(engine, run_id)
     if info.status == "SUCCESS" and info.result is not None:
         return _payload(run_id, info.result)
@@ -333,7 +340,13 @@ def _resume(engine: Engine, run_id: str, allow_changed_spec: bool) -> dict[str, 
     engine.take_up(run_id)  # resumed: no longer asked to stop
     version = _refuse_changed(request, allow_changed_spec)
     _launch(engine, version, request)
-    return _payload(run_id, asyncio.run(engine.resume(run_id)))
+    resumed = asyncio.run(engine.resume(run_id))
+    lock = held.get(run_id)
+    if resumed.get("resumable") and resumed.get("failed") == LOCK_LOST and lock is not None and lock.held():
+        # not this process's stop: the process that lost the lock this one took stopped the run
+        # (its record, then its cancel) just as this resume put it on its queue; it is this one's now
+        resumed = asyncio.run(engine.resume(run_id))
+    return _payload(run_id, resumed)
 
 
 def _refuse_changed(request: RunRequest, allow_changed_spec: bool) -> SpecVersion | None:
@@ -363,7 +376,12 @@ def _its_worker(engine: Engine, info: RunInfo, request: RunRequest) -> WorkerInf
 
 def _refuse_a_workers_run(engine: Engine, info: RunInfo, request: RunRequest) -> None:
     """A run a live worker is running goes on there: resuming it here too would run its next
-    effect in both processes."""
+    effect in both processes. So does a run still on its workers' queue: a worker may take it
+    between this look and the resume, which DBOS would put back on a queue of its own under the
+    worker (``ENQUEUED`` again, whatever process holds it)."""
+    if info.status == "ENQUEUED" and request.queue and info.queue == request.queue:
+        raise DurableError(f"run {info.run_id} is enqueued for a worker of its version: a worker takes it up "
+                           f"(`mcec runs cancel {info.run_id}`, then `mcec runs resume {info.run_id}`, runs it here)")
     worker = _its_worker(engine, info, request)
     if worker is not None:
         raise DurableError(f"run {info.run_id} is being run by worker {worker.executor_id} (pid {worker.pid} on "
@@ -555,6 +573,9 @@ def cancel(run_id: str, *, db: str | None = None) -> None:
         with _locked(engine, run_id):
             info = _known(engine, run_id)
             status = status_of(info, engine.steps(run_id))
+            if status in ("finished", "failed"):  # it ended before it saw the ask: as if it came after
+                engine.take_up(run_id)
+                raise DurableError(f"run {run_id} has already ended ({status}): there is nothing to cancel")
             if status == "waiting":
                 # a waiting run's workflow is already CANCELLED in DBOS (the state DBOS resumes): it is
                 # resumed only to record that it is cancelled (its run sees the row), running nothing
