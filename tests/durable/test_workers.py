@@ -31,8 +31,9 @@ from mcec import durable
 ROOT = Path(__file__).resolve().parents[2]
 WORK = Path(__file__).parent / "workerbox" / "work.mce"
 STEPS = ("first", "second", "third")
-#: Fast beats for tests: a worker is taken for dead after 1.2 s of silence.
-FAST = ["--poll-seconds", "0.05", "--heartbeat-seconds", "0.2", "--stale-after", "1.2"]
+#: Fast beats for tests: a worker is taken for dead after 3 s of silence (15 missed beats: on a
+#: busy machine a live worker's beat can be a second late, and 1.2 s took one for dead).
+FAST = ["--poll-seconds", "0.05", "--heartbeat-seconds", "0.2", "--stale-after", "3"]
 
 
 def _env(effects: Path, pace: float) -> dict[str, str]:
