@@ -66,7 +66,7 @@ async def execute_body(run_id: str, load: Callable[[], Workload], store: Store,
     replayed: its result, its open questions (``"status": "waiting"``) or ``"status": "cancelled"``.
     :class:`RunNotStarted` when it cannot run here (``load`` failed, the lock is lost, the spec changed)."""
     from ..concurrency import ElementsHook
-    from ..context import hooks, reset_run_context, set_run_context
+    from ..context import current_run_context, hooks, reset_run_context, set_run_context
     from ..errors import Defect
     from ..llm import llm_config
     from ..report import defect_payload
@@ -92,8 +92,9 @@ async def execute_body(run_id: str, load: Callable[[], Workload], store: Store,
     try:
         attached = watched(journal, work.version.streams(), work.events)  # a replayed streamed answer told to the sink
         models = llm_config(work.llm) if work.llm is not None else nullcontext()
-        with hooks(journal=attached, events=work.events) as run, models:
-            token = set_run_context(run.with_meter(work.meter).with_part(ElementsHook, work.elements))
+        with hooks(journal=attached, events=work.events), models:
+            # the context as both left it (the one `hooks` yields has no model config yet)
+            token = set_run_context(current_run_context().with_meter(work.meter).with_part(ElementsHook, work.elements))
             try:
                 async with asyncio.timeout(None if work.deadline is None else max(work.deadline - time.time(), 0.0)):
                     ended = await journal.until_waiting(work.call())
