@@ -19,10 +19,14 @@ status, or minus the signal that ended it).
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import os
 import select
 import sys
+import threading
+import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -46,8 +50,7 @@ def _warm(specs: list[str]) -> None:
 
 def _child(command: dict[str, Any]) -> NoReturn:
     """In the forked child: become ``python -m mcec ARGS`` in the command's folder, environment and
-    files, and end as that process ends (``SystemExit`` unwinds out of the zygote's loop, so the
-    interpreter shuts down as any process does: exit handlers, threads joined, streams flushed)."""
+    files, and end as that process ends (:func:`_end`)."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
         target = os.open(str(command[name]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
@@ -65,10 +68,34 @@ def _child(command: dict[str, Any]) -> NoReturn:
         os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in command["env"].items()})
     sys.path[0] = cwd  # what `python -m` puts first: the folder it started in
-    import mcec.cli
+    try:
+        import mcec.cli
 
-    sys.argv = [str(Path(mcec.cli.__file__).with_name("__main__.py")), *map(str, command["args"])]
-    raise SystemExit(mcec.cli.main(sys.argv[1:]))
+        sys.argv = [str(Path(mcec.cli.__file__).with_name("__main__.py")), *map(str, command["args"])]
+        status = mcec.cli.main(sys.argv[1:])
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
+        traceback.print_exc()
+        status = 1
+    _end(status)
+
+
+def _end(status: int) -> NoReturn:
+    """End as an interpreter ends a process — its other threads waited for, its exit handlers run
+    (DBOS's, OpenTelemetry's exporters), its streams flushed — but without tearing the modules
+    down: that walked the whole heap inherited from the zygote (~0.4 s of CPU a child, most of
+    the races' cost), which a process started from nothing does not have."""
+    # the interpreter's own first two exit steps (private, both: what Py_FinalizeEx calls): the
+    # threading module's exit hooks (thread pools told to stop) and the joins, then atexit's
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def _say(message: dict[str, object]) -> None:
@@ -79,6 +106,9 @@ def _say(message: dict[str, object]) -> None:
 def main(specs: list[str]) -> None:
     """Warm up, say ``{"ready": true}``, then fork a child per command until stdin closes."""
     _warm(specs)
+    # what the warm-up made is never collected in a child: the collector need not walk it there
+    # (and copy its pages, which are shared with the zygote until written)
+    gc.freeze()
     _say({"ready": True})
     children: dict[int, object] = {}
     stdin = sys.stdin.buffer
