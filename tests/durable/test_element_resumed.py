@@ -21,38 +21,57 @@ from tests.durable.processes import environment, lines, mcec_with
 SPEC = Path(__file__).parent / "elementbox" / "elements.mce"
 
 
-def _until(found: bool | None, what: str, deadline: float) -> None:
-    assert found or time.monotonic() < deadline, f"never: {what}"
+def _started(tmp: Path, db: str, pipeline: str, input_json: str, run_id: str,
+             variables: dict[str, str]) -> subprocess.Popen[str]:
+    """A process running ``pipeline`` durably as ``run_id``, taking its run's elements from their
+    queues itself (``elements=True``), as a worker does."""
+    script = (f"from mcec import durable; durable.run({str(SPEC)!r}, {pipeline!r}, {input_json!r}, db={db!r}, "
+              f"run_id={run_id!r}, elements=True)")
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=environment(**variables), cwd=tmp)
+
+
+def _until_ran(effects: Path, expected: list[str], process: subprocess.Popen[str], what: str) -> None:
+    """Wait until the steps did ``expected``, in any order (the test fails if ``process`` ends first,
+    or two minutes pass)."""
+    deadline = time.monotonic() + 120
+    while sorted(_ran(effects)) != sorted(expected):
+        assert process.poll() is None and time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.01)
+
+
+def _ask_to_stop(db: str, run_id: str) -> None:
+    """What `runs cancel` writes first."""
+    from agentmonad.durable.dbos import Engine
+
+    engine = Engine(db)
+    try:
+        engine.ask_to_stop(run_id)
+    finally:
+        engine.close()
+
+
+def _status(tmp: Path, db: str, run_id: str) -> str:
+    """The run's status as `runs list` shows it."""
+    listed = json.loads(mcec_with(["runs", "list", "--format", "json", "--db", db], tmp).stdout)
+    return str({r["run_id"]: r["status"] for r in listed}[run_id])
 
 
 def test_a_cancelled_element_resumes_from_its_last_recorded_effect(
     tmp_path: Path, postgres_url: str  # noqa: F811  (the fixture)
 ) -> None:
-    from agentmonad.durable.dbos import Engine
-
     effects, gates = tmp_path / "effects.txt", tmp_path / "gates"
     gates.mkdir()
     variables = {"MCEC_EFFECTS": str(effects), "MCEC_GATES": str(gates), "MCEC_PACE": "0"}
     run_id = f"gated-{time.monotonic_ns()}"
-    script = (f"from mcec import durable; durable.run({str(SPEC)!r}, 'twostep', '[1, 2, 3]', db={postgres_url!r}, "
-              f"run_id={run_id!r}, elements=True)")
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=environment(**variables), cwd=tmp_path)
-    deadline = time.monotonic() + 120
+    process = _started(tmp_path, postgres_url, "twostep", "[1, 2, 3]", run_id, variables)
     # each(limit=2): elements 0 and 1 did `work` (recorded) and wait in `gated`
-    while sorted(_ran(effects)) != ["work 1", "work 2"]:
-        _until(process.poll() is None, "elements 0 and 1 at their gates", deadline)
-        time.sleep(0.01)
-    engine = Engine(postgres_url)
-    try:
-        engine.ask_to_stop(run_id)  # what `runs cancel` writes first
-    finally:
-        engine.close()
+    _until_ran(effects, ["work 1", "work 2"], process, "elements 0 and 1 at their gates")
+    _ask_to_stop(postgres_url, run_id)
     (gates / "10").touch()  # element 0 ends; the run stops before handing out element 2, cancelling element 1
     _, err = process.communicate(timeout=120)
     assert sorted(_ran(effects)) == ["gated 10", "work 1", "work 2"], err
-    listed = json.loads(mcec_with(["runs", "list", "--format", "json", "--db", postgres_url], tmp_path).stdout)
-    assert {r["run_id"]: r["status"] for r in listed}[run_id] == "cancelled", err
+    assert _status(tmp_path, postgres_url, run_id) == "cancelled", err
 
     for n in (20, 30):
         (gates / str(n)).touch()
@@ -70,31 +89,20 @@ def test_a_cancel_of_the_run_stops_its_element_before_the_elements_next_effect(
     """Asked to stop while its only element holds inside its first effect, the run stops the element
     before the element's next effect (it went on to it and the run finished, cancel or not), and is
     ``cancelled``; resumed, the element replays what it recorded and runs the rest."""
-    from agentmonad.durable.dbos import STOP_POLL_SECONDS, Engine
+    from agentmonad.durable.dbos import STOP_POLL_SECONDS
 
     effects, gates = tmp_path / "effects.txt", tmp_path / "gates"
     gates.mkdir()
     variables = {"MCEC_EFFECTS": str(effects), "MCEC_GATES": str(gates), "MCEC_PACE": "0"}
     run_id = f"holding-{time.monotonic_ns()}"
-    script = (f"from mcec import durable; durable.run({str(SPEC)!r}, 'holding', '[7]', db={postgres_url!r}, "
-              f"run_id={run_id!r}, elements=True)")
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=environment(**variables), cwd=tmp_path)
-    deadline = time.monotonic() + 120
-    while _ran(effects) != ["hold 7"]:
-        _until(process.poll() is None, "the element at its gate", deadline)
-        time.sleep(0.01)
-    engine = Engine(postgres_url)
-    try:
-        engine.ask_to_stop(run_id)  # what `runs cancel` writes first
-    finally:
-        engine.close()
+    process = _started(tmp_path, postgres_url, "holding", "[7]", run_id, variables)
+    _until_ran(effects, ["hold 7"], process, "the element at its gate")
+    _ask_to_stop(postgres_url, run_id)
     time.sleep(STOP_POLL_SECONDS)  # no process reads "not asked" from before the ask any more
     (gates / "7").touch()
     _, err = process.communicate(timeout=120)
     assert _ran(effects) == ["hold 7"], err
-    listed = json.loads(mcec_with(["runs", "list", "--format", "json", "--db", postgres_url], tmp_path).stdout)
-    assert {r["run_id"]: r["status"] for r in listed}[run_id] == "cancelled", err
+    assert _status(tmp_path, postgres_url, run_id) == "cancelled", err
     resumed = mcec_with(["runs", "resume", run_id, "--db", postgres_url], tmp_path, **variables)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["value"] == [70]
