@@ -41,6 +41,7 @@ from mcec.check.pyindex import package_root
 from mcec.check.pyclasses import annotation_text, class_fields, class_kind, classes_in, python_type
 from mcec.check.typed import Program, TDecl, TFromImport, TModuleImport, TPipeline, TUsed
 from mcec.check.types import ClassRef, Generic, Type, Union
+from mcec.memo import IdentityMemo
 from mcec.span import Span
 
 __all__ = ["SpecFingerprint", "describe_change", "fingerprint"]
@@ -149,24 +150,15 @@ def _spec_name(path: str, base: Path) -> str:
         return resolved.as_posix()
 
 
-#: Each spec's part, by the identity of its checked program and the base its names start from:
-#: a spec is part of the fingerprint of every spec using it, so a chain of N specs (each
-#: fingerprinted as its module is generated) walked each one N times without this. A checked
-#: program is immutable, so identity is enough (the program is kept beside it so that its id is
-#: not reused while the entry lives).
-_spec_parts: dict[tuple[int, Path], tuple[Program, str]] = {}
+#: Each spec's part, by its checked program and the base its names start from: a spec is part of
+#: the fingerprint of every spec using it, so a chain of N specs (each fingerprinted as its module
+#: is generated) walked each one N times without this.
+_spec_parts: IdentityMemo[Program, str] = IdentityMemo(4096)
 
 
 def _spec_part(spec: Program, base: Path) -> str:
     """The digest of ``spec``'s shape (:func:`_program_shape`), made once per program."""
-    kept = _spec_parts.get((id(spec), base))
-    if kept is not None and kept[0] is spec:
-        return kept[1]
-    part = _sha(_canonical(_program_shape(spec, base)))
-    if len(_spec_parts) >= 4096:  # a long-lived process (the language server) keeps the latest
-        _spec_parts.pop(next(iter(_spec_parts)))
-    _spec_parts[(id(spec), base)] = (spec, part)
-    return part
+    return _spec_parts.get(spec, lambda: _sha(_canonical(_program_shape(spec, base))), base)
 
 
 def _program_shape(program: Program, base: Path) -> object:

@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "mcec.diagnostics": 0,
     "mcec.render": 0,
     "mcec.gcpause": 0,
+    "mcec.memo": 0,
     "mcec.version": 0,
     "mcec.syntax": 1,
     "mcec.sites": 1,  # a span as the runtime's Site: the span and agentmonad only

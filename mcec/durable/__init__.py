@@ -39,6 +39,8 @@ from agentmonad.durable.version import (
     CompiledVersion, ModuleLoader, SpecVersion, VersionError, importable_from, set_loader,
 )
 
+from mcec.memo import IdentityMemo
+
 if TYPE_CHECKING:
     from agentmonad.durable.codec import TypeTable
     from agentmonad.durable.elements import ElementTypes
@@ -106,22 +108,15 @@ def _durable_problems(program: Program, pipeline: str) -> list[str]:
 
 #: The module of each compiled spec this process ran, executed once (a worker runs many runs of
 #: one spec: executing the generated code again for each was most of a small run's CPU), by the
-#: identity of the generated code (kept with it: :data:`_compiled_specs` keeps what it is made of).
-_modules: dict[int, tuple[Generated, pytypes.ModuleType]] = {}
+#: generated code (:data:`_compiled_specs` keeps what it is made of; as it, the latest 32).
+_modules: IdentityMemo[Generated, pytypes.ModuleType] = IdentityMemo(32)
 
 
 def _module_of(program: Program, generated: Generated) -> pytypes.ModuleType:
     """``generated`` executed as its module, once per process (:data:`_modules`)."""
     from mcec.run.runner import load_module
 
-    kept = _modules.get(id(generated))
-    if kept is not None and kept[0] is generated:
-        return kept[1]
-    module = load_module(program, generated)
-    if len(_modules) >= 32:  # as _compiled_specs: a long-lived process keeps the latest
-        _modules.pop(next(iter(_modules)))
-    _modules[id(generated)] = (generated, module)
-    return module
+    return _modules.get(generated, lambda: load_module(program, generated))
 
 
 def _version(spec: str, *, interpret: bool) -> SpecVersion:

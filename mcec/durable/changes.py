@@ -28,6 +28,7 @@ from typing import Any, assert_never
 from mcec.check import typed as t
 from mcec.check.pyindex import package_root
 from mcec.fingerprint import SpecFingerprint, _canonical, _sha, _shape, _spec_name, _specs, describe_change
+from mcec.memo import IdentityMemo
 from mcec.span import Span
 
 __all__ = ["declarations", "describe_changes"]
@@ -39,23 +40,16 @@ SCHEME = 1
 Line = tuple[int, str, list[str]]
 
 
-#: The records of the programs this process recorded runs of (by identity, the program kept so
-#: that its id is not reused): a batch that enqueues many runs of one checked spec makes it once.
-_made: dict[int, tuple[t.Program, dict[str, Any]]] = {}
+#: The records of the programs this process recorded runs of (a long-lived process that runs many
+#: specs keeps the latest 32): a batch that enqueues many runs of one checked spec makes it once.
+_made: IdentityMemo[t.Program, dict[str, Any]] = IdentityMemo(32)
 
 
 def declarations(program: t.Program) -> dict[str, Any]:
     """What a durable run records of its spec's parts (the module docstring), as JSON data:
     ``{"scheme": 1, "specs": {SPEC: {"decls": {KEY: DIGEST}, "templates": {KEY: [NAME, DIGEST]},
     "lines": {PIPELINE: [[LINE, DIGEST, [NAME, …]], …]}}}}``; SPEC as the fingerprint names it."""
-    kept = _made.get(id(program))
-    if kept is not None and kept[0] is program:
-        return kept[1]
-    made = _declarations(program)
-    if len(_made) >= 32:  # a long-lived process that runs many specs keeps the latest
-        _made.pop(next(iter(_made)))
-    _made[id(program)] = (program, made)
-    return made
+    return _made.get(program, lambda: _declarations(program))
 
 
 def _declarations(program: t.Program) -> dict[str, Any]:
