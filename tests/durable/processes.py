@@ -4,13 +4,18 @@ lines that file holds, and :class:`Zygote`, which forks ``mcec`` processes that 
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +58,15 @@ def mcec(args: list[str], cwd: Path, effects: Path, pace: float = 0) -> subproce
 def lines(path: Path) -> list[str]:
     """The lines of ``path`` (none when it does not exist)."""
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def until(ready: Callable[[], bool], what: str, timeout: float = 60, every: float = 0.005) -> None:
+    """Wait until ``ready()``, asking every ``every`` seconds; the test fails, saying ``what`` it
+    waited for, after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(every)
 
 
 class Child:
@@ -184,11 +198,6 @@ def shared_zygote() -> Zygote:
     needed and ended with the process."""
     with _shared_lock:
         if not _shared:
-            import atexit
-            import tempfile
-
-            import shutil
-
             folder = Path(tempfile.mkdtemp(prefix="mcec-zygote-"))
             _shared.append(Zygote([], folder))
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
 
-from tests.durable.processes import Zygote, fresh_mcec_with, lines
+from tests.durable.processes import Zygote, fresh_mcec_with, lines, until
 
 FLOW = Path(__file__).parent / "flowbox" / "flow.mce"
 #: Effects that can be in flight at once in flow.mce: two `each` elements, or the two `par` branches.
@@ -75,9 +75,7 @@ def _check_resumed(zygote: Zygote, tmp: Path, db: str, kill_after: float) -> Non
     args = ["run", str(FLOW), "flow", "--input", '"a,b,c"', "--durable", "--run-id", run_id, "--db", db]
     process = zygote.start(args, tmp, **paced)
     # the kill is timed from the first effect (the process's start-up is not the run)
-    deadline = time.monotonic() + 60
-    while not effects.exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
+    until(lambda: effects.exists() or process.poll() is not None, "the run's first effect")
     time.sleep(kill_after)
     process.kill()
     process.wait()

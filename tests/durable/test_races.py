@@ -40,7 +40,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ from hypothesis import strategies as st
 from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
 
 from agentmonad.durable.runs import result
-from tests.durable.processes import Child, Zygote, lines
+from tests.durable.processes import Child, Zygote, lines, until
 
 FOLDER = Path(__file__).parent
 CHAIN = FOLDER / "syncbox" / "chain.mce"
@@ -98,13 +98,6 @@ def _fresh(prefix: str) -> str:
     return f"{prefix}-{time.monotonic_ns()}"
 
 
-def _until(ready: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
-
-
 def _refused(done: subprocess.CompletedProcess[str], *reasons: str) -> None:
     """``done`` is a refusal: exit status 2 and one line saying one of ``reasons``."""
     message = done.stderr.strip()
@@ -136,7 +129,7 @@ def _serve(zygote: Zygote, folder: Path, db: str) -> Served:
     effects = folder / "worker-effects.txt"
     child = zygote.start(["worker", str(WORK), "--db", db, "--queue", QUEUE, "--poll-seconds", "0.05"], folder,
                          MCEC_EFFECTS=str(effects), MCEC_PACE=str(WORKER_PACE))
-    _until(lambda: "serving" in child.stderr_so_far() or child.poll() is not None, "the worker to serve")
+    until(lambda: "serving" in child.stderr_so_far() or child.poll() is not None, "the worker to serve")
     assert child.poll() is None, child.stderr_so_far()
     return Served(child, db, effects)
 
@@ -191,7 +184,7 @@ def _resume_racing_a_worker(zygote: Zygote, served: Served, tmp: Path, resume_le
         log = served.child.stderr_so_far()
         return log.count(f"run {run_id} started") == log.count(f"run {run_id} finished") + log.count(f"run {run_id} stopped")
 
-    _until(worker_done, "the worker to end the run")
+    until(worker_done, "the worker to end the run")
     ran = [line.split() for line in lines(served.effects) if f" {run_id} " in line]
     assert len({pid for _, _, pid in ran}) == 1, f"two processes ran {run_id}: {ran}"
     assert Counter(step for step, _, _ in ran) == Counter({"first": 1, "second": 1, "third": 1}), ran
@@ -294,7 +287,7 @@ def _cancel_during_a_step(zygote: Zygote, tmp: Path, db: str, cancel_after: floa
     run_id = _fresh("rc")
     args, effects = _chain(tmp, run_id, db)
     running = zygote.start(args, tmp, MCEC_EFFECTS=str(effects), MCEC_PACE=str(CHAIN_PACE))
-    _until(lambda: bool(lines(effects)) or running.poll() is not None, "the run's first effect")
+    until(lambda: bool(lines(effects)) or running.poll() is not None, "the run's first effect")
     time.sleep(cancel_after)
     cancelled = zygote.run(["runs", "cancel", run_id, "--db", db], tmp)
     after_cancel = lines(effects)
@@ -362,7 +355,7 @@ def test_a_process_that_lost_the_run_lock_stops_before_its_next_effect_on_postgr
     run_id = _fresh("rl")
     args, effects = _chain(tmp_path, run_id, postgres_url)
     running = zygote.start(args, tmp_path, MCEC_EFFECTS=str(effects), MCEC_PACE=str(LOCK_PACE))
-    _until(lambda: bool(lines(effects)) or running.poll() is not None, "the run's first effect")
+    until(lambda: bool(lines(effects)) or running.poll() is not None, "the run's first effect")
     resume = ["runs", "resume", run_id, "--db", postgres_url]
     resuming = None
     if resume_lead is not None and resume_lead < 0:

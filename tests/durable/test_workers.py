@@ -27,6 +27,7 @@ import pytest
 from pgserver import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server the tests start)
 
 from mcec import durable
+from tests.durable.processes import until
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = Path(__file__).parent / "workerbox" / "work.mce"
@@ -62,7 +63,7 @@ class Worker:
         return self.log.read_text(encoding="utf-8")
 
     def wait_for(self, what: str, timeout: float = 60) -> None:
-        _until(lambda: what in self.text() or self.process.poll() is not None, timeout, f"{what!r} in {self.log}")
+        until(lambda: what in self.text() or self.process.poll() is not None, f"{what!r} in {self.log}", timeout, every=0.02)
         assert what in self.text(), self.text()
 
     def stop(self, how: signal.Signals = signal.SIGTERM, timeout: float = 60) -> int:
@@ -119,13 +120,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterat
     for worker in made.workers:  # SIGTERM: each drains and exits 0 (a test killed none of them)
         status = worker.stop()
         assert status == 0 and "Traceback" not in worker.text(), worker.text()
-
-
-def _until(ready: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def _effects(path: Path) -> list[tuple[str, str, str]]:
@@ -198,7 +192,7 @@ def test_the_runs_of_a_killed_worker_are_recovered_by_the_others(
     _enqueue(fleet.db, queue, inputs)
     # two live workers on the queue (and the fleet) all look for dead workers and may take the runs up
     others = [workers([WORK], fleet.db, queue, effects, 0.005) for _ in range(2)]
-    _until(lambda: len(_effects(effects)) == 3, 60, "the victim's first steps")
+    until(lambda: len(_effects(effects)) == 3, "the victim's first steps", 60, every=0.02)
     for other in others:
         other.wait_for(f"serving mcec.{queue}.")
     before = _effects(effects)
@@ -231,7 +225,7 @@ def test_sigterm_drains_and_leaves_what_outlasts_the_grace_to_another_worker(
     worker = workers([WORK], postgres_url, queue, effects, 0.1, "--concurrency", "2", "--drain-seconds", "4")
     worker.wait_for("serving mcec.drain.")
     _enqueue(postgres_url, queue, ["d0", "slowd1"])
-    _until(lambda: worker.text().count("started (") == 2, 60, "both runs started")
+    until(lambda: worker.text().count("started (") == 2, "both runs started", 60, every=0.02)
     assert worker.stop(signal.SIGTERM) == 0, worker.text()
     log = worker.text()
     assert "SIGTERM: taking no more runs; draining 2 in flight" in log, log

@@ -11,10 +11,10 @@ unchanged compiles nothing). That is what lets the kill-point and race propertie
 examples in CI to find a one-in-ten race. Nothing here opens a database or starts a thread
 before a fork: a child inherits no connection and no lock.
 
-Protocol, one JSON object per line. In: ``{"id", "args", "cwd", "env", "stdout", "stderr"}`` (the
-child's environment is the zygote's updated with ``env``; its output goes to the two files).
-``replace_env``: the environment is ``env`` alone. Out: ``{"id", "pid"}`` once the child is forked, ``{"id", "status"}`` once it has ended (its exit
-status, or minus the signal that ended it).
+Protocol, one JSON object per line. In: ``{"id", "args", "cwd", "env", "replace_env", "stdout",
+"stderr"}`` (the child's environment is the zygote's updated with ``env``, or ``env`` alone with
+``replace_env``; its output goes to the two files). Out: ``{"id", "pid"}`` once the child is
+forked, ``{"id", "status"}`` once it has ended (its exit status, or minus the signal that ended it).
 """
 
 from __future__ import annotations
