@@ -185,18 +185,25 @@ def _locked(engine: Engine, run_id: str) -> Iterator[None]:
                 # the lock went while it ran the run: it stopped the run (before an effect, or DBOS
                 # refused the record of the effect in flight once another process took the run
                 # over), and an outcome it was handed then is the other process's doing
-                _payload(run_id, {"ok": False, "failed": LOCK_LOST, "resumable": True})
+                raise _stopped(run_id, LOCK_LOST)
     except LockBusy as exc:
         raise DurableError(str(exc)) from None
 
 
 def _payload(run_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A workflow's result as the caller gets it (``run_id`` added); :class:`DurableError` for a run
+    that stopped or failed."""
     if result.get("resumable"):
-        raise DurableError(f"run {run_id} stopped: {first_line(Exception(str(result['failed'])))} (nothing of it is "
-                           f"lost: fix that, then `mcec runs resume {run_id}`)")
+        raise _stopped(run_id, str(result["failed"]))
     if "failed" in result:
         raise DurableError(f"run {run_id}: {result['failed']}")
     return {**result, "run_id": run_id}
+
+
+def _stopped(run_id: str, reason: str) -> DurableError:
+    """The error of a run that stopped for ``reason``, resumable once that is fixed."""
+    return DurableError(f"run {run_id} stopped: {first_line(Exception(reason))} (nothing of it is lost: fix that, "
+                        f"then `mcec runs resume {run_id}`)")
 
 
 def new_request(version: SpecVersion, *, pipeline: str, input_json: str, state_json: str | None = None,
