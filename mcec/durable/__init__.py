@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from mcec.check.typed import Program
     from mcec.codegen import Generated
     from mcec.compiler import CompileResult
+    from mcec.fingerprint import SpecFingerprint
 
 __all__ = [
     "DurableError", "RunSummary", "SpecLoader", "answer", "cancel", "check_run_id", "database_url", "enqueue",
@@ -100,10 +101,25 @@ def _compiled(spec: str, *, generate: bool) -> CompileResult:
 
 def _durable_problems(program: Program, pipeline: str) -> list[str]:
     """What stops ``pipeline`` from running durably, from the build-time check (values or state
-    that cannot be recorded as typed JSON)."""
+    that cannot be recorded as typed JSON); once per program and pipeline."""
     from mcec.check.durable import check_durable
 
-    return [f"{d.code}: {d.message} ({d.span.path}:{d.span.line})" for d in check_durable(program, pipeline)]
+    return _problems.get(program, lambda: [f"{d.code}: {d.message} ({d.span.path}:{d.span.line})"
+                                           for d in check_durable(program, pipeline)], pipeline)
+
+
+def _fingerprint(program: Program) -> SpecFingerprint:
+    """The program's fingerprint, once per program: its recorded classes are
+    imported when it is first made, and stay as they are in the process."""
+    from mcec.fingerprint import fingerprint
+
+    return _fingerprints.get(program, lambda: fingerprint(program))
+
+
+#: What a run of a checked program needs made of it, by program (and pipeline): a process that
+#: starts, answers or resumes one run after another makes it once.
+_problems: IdentityMemo[Program, list[str]] = IdentityMemo(64)
+_fingerprints: IdentityMemo[Program, SpecFingerprint] = IdentityMemo(32)
 
 
 #: The module of each compiled spec this process ran, executed once (a worker runs many runs of
@@ -238,12 +254,12 @@ class SpecLoader:
         if request.spec is None or request.fingerprint is None:
             return ModuleLoader().changed(request, version)
         from mcec.durable.changes import describe_changes
-        from mcec.fingerprint import SpecFingerprint, fingerprint
+        from mcec.fingerprint import SpecFingerprint
 
         program = _program(request.spec, generate=not request.interpret)
         recorded = SpecFingerprint.from_json(request.fingerprint)
         try:  # it imports the modules of the types the run records: the user's code
-            current = fingerprint(program)
+            current = _fingerprint(program)
         except Exception as exc:
             lines = str(exc).strip().splitlines()
             raise DurableError(f"run {request.run_id} cannot resume here: importing the modules of "
@@ -264,7 +280,6 @@ def _new(spec: str, pipeline: str, *, interpret: bool) -> tuple[SpecVersion, dic
     """The version ``spec``'s runs of ``pipeline`` run, refused when it cannot run durably, and what
     their requests record of it for mcec (to say what changed, should it change)."""
     from mcec.durable.changes import declarations
-    from mcec.fingerprint import fingerprint
 
     program = _program(spec, generate=not interpret)
     problems = _durable_problems(program, pipeline)
@@ -273,7 +288,7 @@ def _new(spec: str, pipeline: str, *, interpret: bool) -> tuple[SpecVersion, dic
     version = _version(spec, interpret=interpret)
     module = version.module.__name__ if isinstance(version, CompiledVersion) else None
     return version, {"spec": str(Path(spec).resolve()), "module": module, "interpret": interpret,
-                     "fingerprint": fingerprint(program).to_json(), "declarations": declarations(program)}
+                     "fingerprint": _fingerprint(program).to_json(), "declarations": declarations(program)}
 
 
 def run(

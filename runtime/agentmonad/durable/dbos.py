@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -212,8 +213,6 @@ def _journal_rows(steps: Sequence[Mapping[str, Any]]) -> list[tuple[int, Record]
 @DBOS.workflow(name=WORKFLOW)
 async def _mcec_run(request: dict[str, Any]) -> dict[str, Any]:
     """The workflow of every durable run."""
-    if _launched:  # this process's run has started: its private queue is polled at DBOS's pace again
-        _launched[0].poll_private_slowly()
     return await _replayed(runners[WORKFLOW], request)
 
 
@@ -225,6 +224,26 @@ async def _replayed(runner: Runner, request: dict[str, Any]) -> dict[str, Any]:
     (:meth:`Engine.resume`); a cancelled one, or one that cannot run here, the same way."""
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None
+    try:
+        return await _replay(runner, request, workflow_id)
+    finally:
+        told = _endings.get(workflow_id)
+        if told is not None and not told.done():
+            told.set_result(None)
+
+
+#: The resumes waiting in this process for their run to end here (:meth:`Engine.resume`), by run id.
+_endings: dict[str, concurrent.futures.Future[None]] = {}
+
+
+def _ending(run_id: str) -> concurrent.futures.Future[None]:
+    """What tells this process's resume of ``run_id`` that its workflow's body returned here."""
+    ended: concurrent.futures.Future[None] = concurrent.futures.Future()
+    _endings[run_id] = ended
+    return ended
+
+
+async def _replay(runner: Runner, request: dict[str, Any], workflow_id: str) -> dict[str, Any]:
     # read outside the workflow (a read inside it would be a step of its own)
     recorded = await asyncio.to_thread(_client[0].list_workflow_steps, workflow_id)
     used = max((step["function_id"] for step in recorded), default=-1)
@@ -390,8 +409,12 @@ def _write_ahead(url: str) -> None:
 #: and how often it reads whether the run has ended. DBOS's defaults, 1 s each, made every `runs
 #: resume`, `runs answer` and `runs cancel` of a waiting run wait about 2 s doing nothing
 #: (benchmarks/README.md, "Test suite").
-RESUME_POLL_SECONDS = 0.05
+RESUME_POLL_SECONDS = 0.02
 RESULT_POLL_SECONDS = 0.1
+#: How long DBOS stays launched in a process after its last call (:meth:`Engine.release`).
+RESUME_GRACE_SECONDS = 2.0
+#: How often the result of a run that ended in this process is read until DBOS has written it.
+ENDED_POLL_SECONDS = 0.002
 
 
 @final
@@ -403,9 +426,16 @@ class Engine:
     def __init__(self, url: str) -> None:
         self.url = url
         self._launched = False
+        #: How DBOS was launched (:meth:`launch`'s arguments): launched so again, it is kept as it is.
+        self._launched_as: tuple[object, ...] | None = None
         self._private: str | None = None
-        #: Whether the private queue is still polled every RESUME_POLL_SECONDS (its run not started yet).
+        #: Whether the private queue is polled every RESUME_POLL_SECONDS (since the launch: once slowed,
+        #: its poller may sleep a slow interval before it reads a new pace, so DBOS is launched anew).
         self._private_fast = False
+        #: The calls holding the engine (:meth:`hold`) and what stops DBOS once none has for a while.
+        self._busy = 0
+        self._timer: threading.Timer | None = None
+        self._pace = threading.RLock()
         self.executor_id: str | None = None
         self._tables_made = False
         if url not in _migrated:  # a new database gets DBOS's tables (an up-to-date one is left as it is)
@@ -428,9 +458,19 @@ class Engine:
         process polls, any process could take it — without the answer, the lock or the cancel
         mark the resuming process holds. So no mcec process takes from the internal queue, and a
         process that resumes a run puts it on its private queue (``mcec-resume-<executor>``,
-        registered before launch so that its poller starts with DBOS, dropped by :meth:`close`)."""
+        registered before launch so that its poller starts with DBOS, dropped by :meth:`close`).
+
+        Launched already as asked, DBOS is kept as it is (a process that runs one run after another
+        launches once); launched otherwise — or another engine launched — it is stopped first: DBOS
+        is one per process."""
         runners[WORKFLOW] = runner
+        launched_as = (runner, tuple(queues), executor_id, poll_seconds, resumes)
+        if self._launched and self._launched_as == launched_as and (self._private is None or self._private_fast):
+            return
+        for engine in list(_launched):
+            engine.stop()
         _launched[:] = [self]
+        self._launched_as = launched_as
         self.executor_id = executor_id or f"mcec-{uuid.uuid4().hex}"
         if resumes:
             self._private = f"mcec-resume-{self.executor_id}"
@@ -462,13 +502,45 @@ class Engine:
             DBOS.register_queue(q.name, global_concurrency=q.concurrency, worker_concurrency=q.worker_concurrency,
                                 polling_interval_sec=poll_seconds, on_conflict="always_update")
 
-    def poll_private_slowly(self) -> None:
-        """Poll the private queue at DBOS's pace from now on (DBOS reloads a queue's row at every
-        poll): the run it was polled fast for has started."""
-        if self._private is not None and self._private_fast:
-            self._private_fast = False
-            self.client.register_queue(self._private, polling_interval_sec=DEFAULT_QUEUE_POLLING_INTERVAL_SEC,
-                                       on_conflict="always_update")
+    def hold(self) -> None:
+        """A call of this process uses the engine: DBOS stays as it is until :meth:`release`."""
+        with self._pace:
+            self._busy += 1
+            if self._timer is not None:
+                self._timer.cancel()
+
+    def release(self) -> None:
+        """The call that held the engine is done: DBOS, launched, is stopped RESUME_GRACE_SECONDS
+        later unless another call holds it by then (a process that runs or answers one run after
+        another launches once; one left idle holds no connection and polls nothing). Launched to
+        take `each` elements from their queues, it stops at once: a process takes elements of other
+        runs only while it runs its own (a worker is the process that serves queues)."""
+        with self._pace:
+            self._busy -= 1
+            if not self._busy and self._launched_as is not None and self._launched_as[1]:  # its queues
+                self.stop()
+            else:
+                self._start_timer()
+
+    def _start_timer(self) -> None:
+        if self._launched:
+            self._timer = threading.Timer(RESUME_GRACE_SECONDS, self._on_timer)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _on_timer(self) -> None:
+        with self._pace:
+            if not self._busy and self._launched and self.in_flight():
+                self._start_timer()  # an `each` element it took from a queue still runs here: later
+            elif not self._busy:
+                self.stop()
+            elif self._private is not None and self._private_fast:
+                # a long call: its run started long ago; polling for it fast would cost ~10 % of a
+                # core. The next launch starts DBOS anew (its poller may sleep a slow interval).
+                self._private_fast = False
+                with contextlib.suppress(Exception):  # the database went away: the next launch starts anew
+                    self.client.register_queue(self._private, polling_interval_sec=DEFAULT_QUEUE_POLLING_INTERVAL_SEC,
+                                               on_conflict="always_update")
 
     def enqueue(self, run_id: str, request: dict[str, Any], queue: str) -> None:
         """Put the run ``run_id`` with ``request`` on the DBOS queue ``queue`` for a worker to take
@@ -629,8 +701,11 @@ class Engine:
         """How many runs this process is running now."""
         return len(dbos_instance()._active_workflows_set.activeList())
 
-    def close(self) -> None:
-        """Stop DBOS (if launched) and the client."""
+    def stop(self) -> None:
+        """Stop DBOS, if this engine launched it (reading runs goes on: :meth:`close` ends that)."""
+        with self._pace:
+            if self._timer is not None:
+                self._timer.cancel()
         if self._private is not None:
             try:  # its poller sees the row gone and stops; a run still on it is resumed elsewhere later
                 self.client.delete_queue(self._private)
@@ -639,9 +714,13 @@ class Engine:
             self._private = None
         if self._launched:
             DBOS.destroy(destroy_registry=False)
-            self._launched = False
+            self._launched, self._launched_as = False, None
             if _launched and _launched[0] is self:
                 _launched.clear()
+
+    def close(self) -> None:
+        """Stop DBOS (if launched) and the client."""
+        self.stop()
         self.client.destroy()
 
     async def start(self, run_id: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -655,8 +734,23 @@ class Engine:
         """Resume the run ``run_id`` (interrupted, failed, cancelled or waiting) and wait for its
         result (or for it to wait again)."""
         assert self._private is not None, "resume after launch(resumes=True)"
-        handle = await DBOS.resume_workflow_async(run_id, queue_name=self._private)
-        return await self._result(run_id, handle.get_result(polling_interval_sec=RESULT_POLL_SECONDS))
+        ended = _ending(run_id)
+        try:
+            handle = await DBOS.resume_workflow_async(run_id, queue_name=self._private)
+            # it runs here (this process's private queue): its end is told here, its result then read
+            # at once; DBOS's reading every RESULT_POLL_SECONDS is the fallback
+            polled = asyncio.ensure_future(handle.get_result(polling_interval_sec=RESULT_POLL_SECONDS))
+            told = asyncio.wrap_future(ended)
+            await asyncio.wait([polled, told], return_when=asyncio.FIRST_COMPLETED)
+            if not polled.done():
+                soon = asyncio.ensure_future(handle.get_result(polling_interval_sec=ENDED_POLL_SECONDS))
+                await asyncio.wait([polled, soon], timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+                if soon.done():  # else DBOS has not written it in a second: read it at the slow pace
+                    polled, soon = soon, polled
+                soon.cancel()
+            return await self._result(run_id, polled)
+        finally:
+            _endings.pop(run_id, None)
 
     async def _result(self, run_id: str, result: Awaitable[Any]) -> dict[str, Any]:
         try:

@@ -21,6 +21,7 @@ it — the ``.mce`` source and the compiler are not needed. The runs are DBOS wo
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib
 import json
 import os
@@ -73,9 +74,16 @@ def database_url(db: str | None = None) -> str:
     return resolved(chosen)
 
 
+#: The engine this process keeps on its run database from one call to the next (one: DBOS is one
+#: per process): launching DBOS and opening its client cost more than a short run's own work, and
+#: DBOS is made to be launched once by a process. Closed when the process ends, or by :func:`close`.
+_kept: list[Engine] = []
+
+
 @contextmanager
-def engine_for(db: str | None) -> Iterator[Engine]:
-    """DBOS on the run database (a clear :class:`DurableError` when it cannot be reached)."""
+def engine_for(db: str | None, *, keep: bool = True) -> Iterator[Engine]:
+    """DBOS on the run database (a clear :class:`DurableError` when it cannot be reached): the one
+    this process keeps (``keep``), else one of its own, closed at the end (a worker's)."""
     try:
         from .dbos import ELEMENT_WORKFLOW, Engine, runners
     except ImportError as exc:  # pragma: no cover - the extra is missing
@@ -84,16 +92,42 @@ def engine_for(db: str | None) -> Iterator[Engine]:
 
     runners[ELEMENT_WORKFLOW] = execute_element  # this process may run `each` elements of queued runs
     url = database_url(db)
-    try:
-        engine = Engine(url)
-    except Exception as exc:
-        from .urls import redacted
+    if keep and _kept and _kept[0].url == url:
+        engine = _kept[0]
+    else:
+        if keep:
+            close()
+        try:
+            engine = Engine(url)
+        except Exception as exc:
+            from .urls import redacted
 
-        raise DurableError(f"cannot open the run database {shown_url(url)}: {redacted(first_line(exc), url)}") from None
+            raise DurableError(f"cannot open the run database {shown_url(url)}: {redacted(first_line(exc), url)}") from None
+        if keep:
+            _kept.append(engine)
+    if keep:
+        engine.hold()
     try:
         yield engine
+    except BaseException as exc:
+        if keep and not isinstance(exc, DurableError):  # it may have left DBOS broken: the next call starts anew
+            close()
+        raise
     finally:
-        engine.close()
+        if keep:
+            engine.release()
+        else:
+            engine.close()
+
+
+def close() -> None:
+    """Close the engine this process keeps on its run database (:func:`engine_for`), if any: DBOS
+    stops (no run of this process may be running). Done when the process ends."""
+    while _kept:
+        _kept.pop().close()
+
+
+atexit.register(close)
 
 
 def shown_url(url: str) -> str:

@@ -160,7 +160,7 @@ def _work(db: str | None, queues: list[QueueSpec], executor_id: str, runner: Run
           stopping: threading.Event, signalled: list[str], say: Callable[[str], None]) -> None:
     """The worker's life once its specs are compiled: launch, beat and recover until stopped, drain."""
     names = sorted(q.name for q in queues)
-    with engine_for(db) as engine:
+    with engine_for(db, keep=False) as engine:
         engine.executor_id = executor_id
         try:
             engine.heartbeat(names)  # a row before any run is taken: a worker killed at once is recoverable
