@@ -9,6 +9,7 @@ of a spec's pipeline that survive a crash and resume from their last completed e
 >>> [r.run_id for r in durable.list_runs()]
 >>> durable.show("nightly")["effects"][0]["step"]
 >>> durable.cancel("nightly")
+>>> durable.close()                  # DBOS stops (it does when the process ends, or after 2 s idle)
 
 The door is the runtime's, :mod:`agentmonad.durable.runs`, which runs compiled modules; this
 module adds the spec-path form: it checks and compiles the spec (in memory, as ``mcec run``
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any, final
 from agentmonad.durable.errors import DurableError
 from agentmonad.durable.request import RunRequest
 from agentmonad.durable.runs import (
-    RunSummary, answer, cancel, check_run_id, database_url, list_runs, result, resume, resume_expired, show, show_tree,
+    RunSummary, answer, cancel, check_run_id, close, database_url, list_runs, result, resume, resume_expired, show, show_tree,
     waiting,
 )
 from agentmonad.durable.version import (
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from mcec.fingerprint import SpecFingerprint
 
 __all__ = [
-    "DurableError", "RunSummary", "SpecLoader", "answer", "cancel", "check_run_id", "database_url", "enqueue",
+    "DurableError", "RunSummary", "SpecLoader", "answer", "cancel", "check_run_id", "close", "database_url", "enqueue",
     "list_runs", "result", "resume", "resume_expired", "run", "serve_worker", "show", "show_tree", "waiting",
 ]
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from .journal import Record, Store
 
 __all__ = [
-    "DurableError", "RunStatus", "RunSummary", "answer", "cancel", "database_url", "enqueue", "enqueue_request", "list_runs",
+    "DurableError", "RunStatus", "RunSummary", "answer", "cancel", "close", "database_url", "enqueue", "enqueue_request", "list_runs",
     "result", "resume",
     "resume_expired", "run", "show", "show_tree", "start", "waiting",
 ]

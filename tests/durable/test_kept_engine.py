@@ -1,0 +1,96 @@
+"""A process keeps its run database and DBOS launched between durable calls (docs/language.md §13,
+"From Python"): calls one after another launch DBOS once; an idle process stops it; a process
+that took `each` elements from their queues for its own run takes no more once the call returns;
+a call on another database closes the first; ``durable.close()`` closes it now."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentmonad.durable import dbos, runs
+from mcec import durable
+from tests.durable.processes import until
+
+DESK = Path(__file__).parent / "askbox" / "desk.mce"
+ELEMENTS = Path(__file__).parent / "elementbox" / "elements.mce"
+
+
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every launch of DBOS in this process from now on (the database it was launched on)."""
+    launched: list[str] = []
+    launch = dbos.DBOS.launch
+
+    def counted() -> None:
+        launched.append(str(runs._kept[0].url) if runs._kept else "?")
+        launch()
+
+    monkeypatch.setattr(dbos.DBOS, "launch", staticmethod(counted))
+    durable.close()
+    yield launched
+    durable.close()
+
+
+def _launched() -> bool:
+    return bool(runs._kept) and runs._kept[0] in dbos._launched
+
+
+def test_calls_one_after_another_launch_dbos_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  launches: list[str]) -> None:
+    monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.setattr(dbos, "RESUME_GRACE_SECONDS", 600.0)  # not idle in this test, however slow the machine
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    for n in range(3):
+        waiting = durable.run(DESK, "settle", json.dumps(f"A-{n}:120"), run_id=f"r{n}", db=db)
+        assert waiting["status"] == "waiting", waiting
+        done = durable.answer(f"r{n}", "approve", '{"ok": true}', db=db)
+        assert done["ok"] is True, done
+        assert durable.resume(f"r{n}", db=db) == done  # a finished run: its recorded outcome
+    assert len(launches) == 1 and _launched()
+    assert [r.status for r in durable.list_runs(db=db)] == ["finished"] * 3
+    durable.close()
+    assert not runs._kept and not dbos._launched
+    assert not [t for t in threading.enumerate() if t.name.startswith("queue-worker")]
+
+
+def test_an_idle_process_stops_dbos_and_launches_it_again_when_called(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      launches: list[str]) -> None:
+    monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.setattr(dbos, "RESUME_GRACE_SECONDS", 0.1)
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    assert durable.run(DESK, "settle", '"A-1:120"', run_id="r1", db=db)["status"] == "waiting"
+    until(lambda: not _launched(), "DBOS to stop in an idle process")
+    assert not [t for t in threading.enumerate() if t.name.startswith("queue-worker")]
+    assert durable.answer("r1", "approve", '{"ok": true}', db=db)["ok"] is True
+    assert len(launches) == 2
+
+
+def test_a_call_on_another_database_closes_the_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     launches: list[str]) -> None:
+    monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.setattr(dbos, "RESUME_GRACE_SECONDS", 600.0)
+    first, second = (f"sqlite:///{tmp_path / name}" for name in ("a.sqlite", "b.sqlite"))
+    assert durable.run(DESK, "settle", '"A-1:120"', run_id="r1", db=first)["status"] == "waiting"
+    assert durable.run(DESK, "settle", '"A-1:120"', run_id="r1", db=second)["status"] == "waiting"
+    assert launches == [first, second] and [e.url for e in runs._kept] == [second]
+    assert durable.answer("r1", "approve", '{"ok": true}', db=first)["ok"] is True
+    assert [r.status for r in durable.list_runs(db=second)] == ["waiting"]
+
+
+def test_a_process_that_took_elements_for_its_run_takes_no_more_once_it_returns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launches: list[str]) -> None:
+    """Listening to the element queues after the call would take elements of other processes' runs
+    (a worker is the process that serves queues): it stops DBOS as the call returns."""
+    monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.setattr(dbos, "RESUME_GRACE_SECONDS", 600.0)
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    done = durable.run(ELEMENTS, "stateless", "[1, 2, 3]", run_id="e1", db=db, elements=True)
+    assert done["ok"] is True, done
+    assert not _launched()
+    assert durable.run(DESK, "settle", '"A-1:120"', run_id="r1", db=db)["status"] == "waiting"
+    assert _launched() and len(launches) == 2  # a plain run's launch is kept
