@@ -15,17 +15,25 @@ turn), the notes a list channel with ``operator.add`` (each step adds only its n
 
 Rows (targets from the issue):
 
-1. **per durable step** (≤ 1.0× LangGraph): ``mcec.durable.run(spec, "steady", …)`` against
-   ``graph.invoke(…, durability="sync")``, each a cold start (DBOS launched / the saver opened
-   and the graph compiled for the run), wall ms per step as the slope between two sizes (so
-   start-up cancels), median of the rounds.
+mcec's side is the product's run path (issue 42, item 1): the spec compiled ahead (``mcec
+compile``, as a deployment does) and its module run by the runtime — ``agentmonad.durable.runs``
+in-process, ``python -m agentmonad`` as a command, no compiler on the run path. The spec form (the
+sugar that checks and compiles the spec in the calling process: ``mcec.durable``, ``mcec run
+SPEC --durable``, ``mcec runs resume``) is timed beside it in rows 2 and 3 ("mcec spec form").
+
+1. **per durable step** (≤ 1.0× LangGraph): ``runs.run(module, "steady", …)`` against
+   ``graph.invoke(…, durability="sync")``, each call as a program makes it (the process keeps
+   DBOS launched between calls, as DBOS is made to be; LangGraph opens its saver and compiles
+   its graph for the call), wall ms per step as the slope between two sizes (so start-up
+   cancels), median of the rounds.
 2. **resume** of a 200-step run killed (``os._exit`` inside the step) at step 150 (≤ 1.0×):
-   in-process, the wall of the call that finishes the run (``mcec.durable.resume`` / ``invoke(None)``
-   on the same thread); and as a command (``mcec runs resume ID`` / a script that invokes the
-   graph again with the thread id). The killed runs are made by subprocesses, outside the clock.
+   in-process, the wall of the call that finishes the run (``runs.resume`` / ``invoke(None)``
+   on the same thread); and as a command (``python -m agentmonad runs resume ID`` / a script that
+   invokes the graph again with the thread id). The killed runs are made by subprocesses, outside
+   the clock (so an in-process resume comes after its process was idle: DBOS launched anew).
 3. **ask → waiting → answer → finished** in-process (≤ 1.0×): ``prepare >>= approve >>= close``
-   with an ``ask``, ``mcec.durable.run`` then ``mcec.durable.answer``, against the same three
-   nodes with ``interrupt()`` and ``Command(resume=…)``; each call a cold start as in row 1.
+   with an ``ask``, ``runs.run`` then ``runs.answer``, against the same three nodes with
+   ``interrupt()`` and ``Command(resume=…)``.
 4. **recorded bytes per step** (≤ 1/10 of LangGraph's): mcec's records as
    benchmarks/durable_bench.py counts them (each step's output as stored, JSON) against the bytes
    of LangGraph's rows for the thread (its checkpoints' and metadata's blobs, its writes, and on
@@ -59,6 +67,8 @@ from benchmarks.durable_bench import recorded_bytes
 ROOT = Path(__file__).resolve().parent.parent
 #: The package the workload is written to (in a temporary folder put on ``sys.path``).
 PACKAGE = "durable_peers_spec"
+#: The spec's module, compiled ahead by :func:`write_workload`.
+MODULE = f"{PACKAGE}.loop_mce"
 #: The environment variable that makes a step kill its process (``os._exit``) at that turn.
 KILL_ENV = "PEERS_BENCH_KILL_AT"
 #: Row 2: the run's length and the turn it is killed at.
@@ -324,6 +334,10 @@ def write_workload(folder: Path) -> Path:
     (package / "loop.mce").write_text(SPEC)
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
+    from mcec.cli import main as mcec
+
+    if mcec(["compile", str(package / "loop.mce")]) != 0:  # the module runs are made of, as a deployment compiles it
+        raise RuntimeError(f"mcec compile {package / 'loop.mce'} failed")
     return package / "loop.mce"
 
 
@@ -358,45 +372,51 @@ class Sides:
     # ---- mcec
 
     def mcec_run(self, turns: int, pipeline: str = "steady") -> tuple[float, str]:
-        from mcec import durable
+        from agentmonad.durable import runs
 
         run_id = f"m{uuid.uuid4().hex[:10]}"
         started = time.perf_counter()
-        report = durable.run(self.spec, pipeline, json.dumps({"n": 0, "left": turns}), run_id=run_id, db=self.mcec_db)
+        report = runs.run(MODULE, pipeline, json.dumps({"n": 0, "left": turns}), run_id=run_id, db=self.mcec_db)
         elapsed = time.perf_counter() - started
         assert report.get("ok") is True and report["value"] == {"n": turns}, report
         return elapsed, run_id
 
-    def mcec_killed(self) -> str:
-        """A run of :data:`RESUME_TURNS` turns killed at :data:`KILLED_AT` by its own process."""
+    def mcec_killed(self, spec_form: bool = False) -> str:
+        """A run of :data:`RESUME_TURNS` turns killed at :data:`KILLED_AT` by its own process,
+        started from the compiled module (``python -m agentmonad run``) or the spec (``mcec run``)."""
         run_id = f"k{uuid.uuid4().hex[:10]}"
-        _, done = self.command(["-m", "mcec", "run", str(self.spec), "steady", "--input",
-                                json.dumps({"n": 0, "left": RESUME_TURNS}), "--durable", "--run-id", run_id,
-                                "--db", self.mcec_db], kill_at=KILLED_AT, check=False)
+        start = ["mcec", "run", str(self.spec), "steady"] if spec_form else ["agentmonad", "run", f"{MODULE}:steady"]
+        _, done = self.command(["-m", *start, "--input", json.dumps({"n": 0, "left": RESUME_TURNS}), "--durable",
+                                "--run-id", run_id, "--db", self.mcec_db], kill_at=KILLED_AT, check=False)
         assert done.returncode == 9, (done.returncode, done.stderr[-2000:])
         return run_id
 
     def mcec_resume(self, run_id: str) -> float:
-        from mcec import durable
+        from agentmonad.durable import runs
 
         started = time.perf_counter()
-        report = durable.resume(run_id, db=self.mcec_db)
+        report = runs.resume(run_id, db=self.mcec_db)
         elapsed = time.perf_counter() - started
         assert report.get("ok") is True and report["value"] == {"n": RESUME_TURNS}, report
         return elapsed
 
-    def mcec_resume_command(self, run_id: str) -> float:
-        elapsed, done = self.command(["-m", "mcec", "runs", "resume", run_id, "--db", self.mcec_db])
+    def mcec_resume_command(self, run_id: str, spec_form: bool = False) -> float:
+        elapsed, done = self.command(["-m", "mcec" if spec_form else "agentmonad", "runs", "resume", run_id,
+                                      "--db", self.mcec_db])
         assert json.loads(done.stdout)["value"] == {"n": RESUME_TURNS}, done.stdout
         return elapsed
 
-    def mcec_ask(self) -> float:
+    def mcec_ask(self, spec_form: bool = False) -> float:
+        from agentmonad.durable import runs
         from mcec import durable
 
         run_id = f"a{uuid.uuid4().hex[:10]}"
         started = time.perf_counter()
-        waiting = durable.run(self.spec, "asking", json.dumps({"n": 0, "left": 1}), run_id=run_id, db=self.mcec_db)
-        finished = durable.answer(run_id, "approve", "true", db=self.mcec_db)
+        if spec_form:
+            waiting = durable.run(self.spec, "asking", json.dumps({"n": 0, "left": 1}), run_id=run_id, db=self.mcec_db)
+        else:
+            waiting = runs.run(MODULE, "asking", json.dumps({"n": 0, "left": 1}), run_id=run_id, db=self.mcec_db)
+        finished = runs.answer(run_id, "approve", "true", db=self.mcec_db)
         elapsed = time.perf_counter() - started
         assert waiting.get("status") == "waiting", waiting
         assert finished.get("ok") is True and finished["value"] == {"n": 1}, finished
@@ -456,9 +476,11 @@ def _compare(samples: dict[str, list[float]], scale: float, target: float, unit:
     """mcec's median over LangGraph's (its A/A: LangGraph's second copy over its first)."""
     medians = {name: statistics.median(values) * scale for name, values in samples.items()}
     ratio = medians["mcec"] / medians["langgraph"] if medians["langgraph"] > 0 else float("inf")
+    spec_form = {"spec_form_ratio": round(medians["mcec_spec"] / medians["langgraph"], 3)} if "mcec_spec" in medians else {}
     return {
         unit: {name: round(value, 3) for name, value in medians.items()},
         "ratio": round(ratio, 3),
+        **spec_form,
         "aa": round(medians["langgraph_again"] / medians["langgraph"], 3) if medians["langgraph"] > 0 else None,
         "target": target,
         "target_met": ratio <= target,
@@ -489,10 +511,12 @@ def bench_resume(sides: Sides, rounds: int) -> dict[str, Any]:
     """Row 2: the resume of a run killed at step :data:`KILLED_AT` of :data:`RESUME_TURNS`, in
     process and as a command, wall ms (the killed runs are made outside the clock). Run after
     :func:`bench_step`, whose warm-up imported both sides in this process."""
-    killed = {"mcec": sides.mcec_killed, "langgraph": sides.lg_killed, "langgraph_again": sides.lg_killed}
+    killed = {"mcec": sides.mcec_killed, "langgraph": sides.lg_killed, "langgraph_again": sides.lg_killed,
+              "mcec_spec": lambda: sides.mcec_killed(spec_form=True)}
     resumes = {"mcec": sides.mcec_resume, "langgraph": sides.lg_resume, "langgraph_again": sides.lg_resume}
     commands = {"mcec": sides.mcec_resume_command, "langgraph": sides.lg_resume_command,
-                "langgraph_again": sides.lg_resume_command}
+                "langgraph_again": sides.lg_resume_command,
+                "mcec_spec": lambda run_id: sides.mcec_resume_command(run_id, spec_form=True)}
     in_process = interleaved({name: _after(killed[name], resumes[name]) for name in resumes}, rounds)
     as_command = interleaved({name: _after(killed[name], commands[name]) for name in commands}, rounds)
     return {"turns": RESUME_TURNS, "killed_at": KILLED_AT, "rounds": rounds,
@@ -502,8 +526,10 @@ def bench_resume(sides: Sides, rounds: int) -> dict[str, Any]:
 def bench_ask(sides: Sides, rounds: int) -> dict[str, Any]:
     """Row 3: ask → waiting → answer → finished, in-process, wall ms."""
     sides.mcec_ask()  # warm-up
+    sides.mcec_ask(spec_form=True)
     sides.lg_ask()
-    samples = interleaved({"mcec": sides.mcec_ask, "langgraph": sides.lg_ask, "langgraph_again": sides.lg_ask}, rounds)
+    samples = interleaved({"mcec": sides.mcec_ask, "langgraph": sides.lg_ask, "langgraph_again": sides.lg_ask,
+                           "mcec_spec": lambda: sides.mcec_ask(spec_form=True)}, rounds)
     return {"rounds": rounds, **_compare(samples, 1000, 1.0, "ms")}
 
 
@@ -636,24 +662,29 @@ def print_detail(results: dict[str, Any]) -> None:
             print(f"\n### {kind}: skipped — {r['skipped']}")
             continue
         print(f"\n### {kind}{' ' + r['server'] if 'server' in r else ''} ({r['seconds']} s)\n")
-        print("| row | mcec | LangGraph | LangGraph again | mcec / LangGraph (A/A) | target | met |\n|---|---|---|---|---|---|---|")
+        print("| row | mcec | LangGraph | LangGraph again | mcec / LangGraph (A/A) | target | met | mcec spec form |\n|---|---|---|---|---|---|---|---|")
         s = r["step"]
         m = s["ms_per_step"]
-        print(f"| ms per durable step (slope {s['sizes'][0]}→{s['sizes'][1]}) | {m['mcec']} | {m['langgraph']} | {m['langgraph_again']} | {s['ratio']} ({s['aa']}) | ≤ 1.0 | {'✓' if s['target_met'] else '✗'} |")
+        print(f"| ms per durable step (slope {s['sizes'][0]}→{s['sizes'][1]}) | {m['mcec']} | {m['langgraph']} | {m['langgraph_again']} | {s['ratio']} ({s['aa']}) | ≤ 1.0 | {'✓' if s['target_met'] else '✗'} | — |")
         for key, label in (("in_process", "resume 200 killed at 150, in-process, ms"), ("command", "resume as a command, ms")):
             c = r["resume"][key]
-            print(f"| {label} | {c['ms']['mcec']} | {c['ms']['langgraph']} | {c['ms']['langgraph_again']} | {c['ratio']} ({c['aa']}) | ≤ 1.0 | {'✓' if c['target_met'] else '✗'} |")
+            print(f"| {label} | {c['ms']['mcec']} | {c['ms']['langgraph']} | {c['ms']['langgraph_again']} | {c['ratio']} ({c['aa']}) | ≤ 1.0 | {'✓' if c['target_met'] else '✗'} | {_spec_form(c)} |")
         a = r["ask"]
-        print(f"| ask → waiting → answer → finished, ms | {a['ms']['mcec']} | {a['ms']['langgraph']} | {a['ms']['langgraph_again']} | {a['ratio']} ({a['aa']}) | ≤ 1.0 | {'✓' if a['target_met'] else '✗'} |")
+        print(f"| ask → waiting → answer → finished, ms | {a['ms']['mcec']} | {a['ms']['langgraph']} | {a['ms']['langgraph_again']} | {a['ratio']} ({a['aa']}) | ≤ 1.0 | {'✓' if a['target_met'] else '✗'} | {_spec_form(a)} |")
         for pipeline in ("steady", "growing"):
             b = r["bytes"][pipeline]
-            print(f"| recorded bytes per step, {pipeline} ({r['bytes']['turns']} turns) | {b['mcec_per_step']} | {b['langgraph_per_step']} | — | {b['ratio']} | ≤ 0.1 | {'✓' if b['target_met'] else '✗'} |")
+            print(f"| recorded bytes per step, {pipeline} ({r['bytes']['turns']} turns) | {b['mcec_per_step']} | {b['langgraph_per_step']} | — | {b['ratio']} | ≤ 0.1 | {'✓' if b['target_met'] else '✗'} | — |")
         f = r["fixed"]
         e, lst, d = f["enqueue_ms"], f["runs_list_s"], f["run_durable_s"]
         print(f"\nfixed costs: enqueue {e['median_after']} ms per call (first {e['first']}; ≤ 5: {'✓' if e['target_met'] else '✗'}); "
               f"`mcec runs list` {lst['median']} s (≤ 0.6: {'✓' if lst['target_met'] else '✗'}); "
               f"`mcec run --durable` one step {d['durable']} s / not durable {d['not_durable']} s (again {d['not_durable_again']}) = {d['ratio']}×, "
               f"DBOS import {d['dbos_import']} s, allowed {d['allowed']} s: {'✓' if d['target_met'] else '✗'}")
+
+
+def _spec_form(row: dict[str, Any]) -> str:
+    """The spec form's figure and ratio of a row that timed it, else a dash."""
+    return f"{row['ms']['mcec_spec']} ({row['spec_form_ratio']}×)" if "spec_form_ratio" in row else "—"
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:

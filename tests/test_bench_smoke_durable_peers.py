@@ -25,4 +25,5 @@ def test_durable_peers_workloads_run_on_both_sides(tmp_path: Path) -> None:
         row = figures[pipeline]
         assert row["mcec_effects"] == 5, row  # one record per step: behaviour, not a figure
         assert row["mcec_bytes"] > 0 and row["langgraph_bytes"] > 0, row
-    assert sides.mcec_ask() > 0 and sides.lg_ask() > 0  # each asserts its run waited, then finished
+    # each asserts its run waited, then finished; mcec from its compiled module, then from the spec
+    assert sides.mcec_ask() > 0 and sides.mcec_ask(spec_form=True) > 0 and sides.lg_ask() > 0

@@ -29,6 +29,15 @@ def test_the_instance_and_its_internal_queue_are_reachable() -> None:
     assert "self._worker_concurrency" in source
 
 
+def test_the_instance_a_forked_child_forgets_is_where_forget_instance_drops_it() -> None:
+    import dbos._dbos as module
+    from dbos import DBOS
+
+    assert "_dbos_global_instance" in vars(module)
+    # DBOS(...) makes a new instance once the global is None (what a forked child's next launch needs)
+    assert "_dbos_global_instance is None" in __import__("inspect").getsource(DBOS.__new__)
+
+
 def test_pickled_rows_are_refused_by_every_decoder_dbos_picks() -> None:
     dbos_internals.refuse_pickled_rows()
     name = serialization.DBOSDefaultSerializer.name()

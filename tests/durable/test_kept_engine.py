@@ -6,6 +6,8 @@ a call on another database closes the first; ``durable.close()`` closes it now."
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,3 +96,30 @@ def test_a_process_that_took_elements_for_its_run_takes_no_more_once_it_returns(
     assert not _launched()
     assert durable.run(DESK, "settle", '"A-1:120"', run_id="r1", db=db)["status"] == "waiting"
     assert _launched() and len(launches) == 2  # a plain run's launch is kept
+
+
+def test_a_forked_child_opens_its_own_engine_and_the_parent_keeps_its_own(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         launches: list[str]) -> None:
+    """A process forked after a durable call (a pre-forking server, multiprocessing) inherits the
+    kept engine, whose DBOS threads do not run in it and whose connections are the parent's: the
+    child launches its own, and the parent's goes on."""
+    monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.setattr(dbos, "RESUME_GRACE_SECONDS", 600.0)
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    assert durable.run(DESK, "settle", '"A-1:120"', run_id="r1", db=db)["status"] == "waiting"
+    assert _launched()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is not collected
+        signal.alarm(60)  # a child waiting for the parent's threads would wait for ever: it dies instead
+        try:
+            answered = durable.answer("r1", "approve", '{"ok": true}', db=db)
+            started = durable.run(DESK, "settle", '"B-1:120"', run_id="r2", db=db)
+            os._exit(0 if answered["ok"] is True and started["status"] == "waiting" else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert durable.answer("r2", "approve", '{"ok": true}', db=db)["ok"] is True
+    assert [r.status for r in durable.list_runs(db=db)] == ["finished", "finished"]
+    assert len(launches) == 1  # the parent's (the child's counted in the child)

@@ -48,7 +48,7 @@ from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, SetWorkflowID
 
 from .dbos_internals import (
     CANCELLED_ERRORS, DEFAULT_QUEUE_POLLING_INTERVAL_SEC, INTERNAL_QUEUE_NAME, DBOSAwaitedWorkflowCancelledError,
-    dbos_instance, internal_queue, refuse_pickled_rows, set_worker_concurrency, system_engine,
+    dbos_instance, forget_instance, internal_queue, refuse_pickled_rows, set_worker_concurrency, system_engine,
 )
 
 from .codec import RecordError
@@ -314,6 +314,25 @@ def given_answers(run_id: str) -> dict[str, tuple[object, object]]:
     return _launched[0].answers(run_id) if _launched else {}
 
 
+#: What a forked child inherited of its parent's DBOS (instance, engines, clients): kept, never used
+#: or closed here — closing a connection inherited from the parent would end the parent's session.
+_inherited: list[object] = []
+
+
+def _forget_after_fork() -> None:
+    """In a forked child, nothing of the parent's DBOS is this process's: its threads do not run
+    here (a resume would wait for a queue poller that does not exist) and its connections are
+    the parent's. The child's next call launches its own."""
+    _inherited.extend([*_launched, *_client, *_keepers, forget_instance()])
+    _launched.clear()
+    _client.clear()
+    _keepers.clear()
+    _endings.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 #: The databases this process has brought up to DBOS's schema (once is enough: a process that
 #: enqueues many runs opens the database for each).
 _migrated: set[str] = set()
@@ -488,6 +507,10 @@ class Engine:
                 "application_version": APPLICATION,
                 "log_level": "ERROR",
                 "notification_listener_polling_interval_sec": 0.05,
+                # no round trip to ping a pooled connection before each of a step's two transactions
+                # (two of its seven on Postgres): a connection that died idle fails its statement,
+                # and DBOS retries that (db_retry) on a new one
+                "db_engine_kwargs": {"pool_pre_ping": False},
             }
         )
         # DBOS listens to every queue of the application unless told: a process must not be handed

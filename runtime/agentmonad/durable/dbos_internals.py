@@ -20,7 +20,7 @@ from dbos._utils import INTERNAL_QUEUE_NAME
 __all__ = [
     "CANCELLED_ERRORS", "DEFAULT_QUEUE_POLLING_INTERVAL_SEC", "INTERNAL_QUEUE_NAME", "DBOSAwaitedWorkflowCancelledError",
     "ForeignRow", "dbos_instance", "internal_queue", "refuse_pickled_rows", "set_worker_concurrency", "system_engine",
-    "rewrite_run", "RewriteRefused",
+    "rewrite_run", "RewriteRefused", "forget_instance",
 ]
 
 #: What DBOS raises in and around a workflow that was cancelled.
@@ -37,6 +37,18 @@ def dbos_instance() -> Any:
     from dbos._dbos import _get_dbos_instance
 
     return _get_dbos_instance()
+
+
+def forget_instance() -> Any:
+    """Drop DBOS's launched instance without shutting it down, and give it (a forked child: its
+    threads are not running here and its connections are the parent's — the caller keeps it
+    referenced, so that they are never closed from here); a later ``DBOS(...)`` makes a new one."""
+    import dbos._dbos as module
+
+    assert hasattr(module, "_dbos_global_instance"), "DBOS no longer keeps its instance there"
+    instance = module._dbos_global_instance
+    module._dbos_global_instance = None
+    return instance
 
 
 def system_engine(client: Any) -> Any:

@@ -130,6 +130,19 @@ def close() -> None:
 atexit.register(close)
 
 
+def _forget_after_fork() -> None:
+    """A forked child does not use its parent's engine (its connections are the parent's; see
+    :func:`agentmonad.durable.dbos._forget_after_fork`): its next call opens its own."""
+    if _kept:  # then .dbos is imported: its own hook has run
+        from . import dbos
+
+        dbos._inherited.extend(_kept)
+        _kept.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def shown_url(url: str) -> str:
     """``url`` without its secrets (:func:`agentmonad.durable.urls.shown`)."""
     from .urls import shown
