@@ -152,6 +152,17 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_run_database_kept_open() -> Iterator[None]:
+    """After each test, close the run database the worker keeps open between durable calls
+    (agentmonad.durable.runs.engine_for): a test starts with no DBOS launched and no file of an
+    earlier test's database open in the process."""
+    yield
+    kept = sys.modules.get("agentmonad.durable.runs")
+    if kept is not None:
+        kept.close()
+
+
+@pytest.fixture(autouse=True)
 def _dbos_logs_to_an_open_stream() -> Iterator[None]:
     """After each test, point DBOS's console log handler back at an open stream.
 

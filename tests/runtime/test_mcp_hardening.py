@@ -148,17 +148,18 @@ def test_a_process_the_server_started_ends_with_the_scope(tmp_path: Path, crash:
 # ---------------------------------------------------------------- item 13: a bounded stderr tail
 
 
-def open_file_sizes() -> list[int]:
-    """Sizes of the regular files this process holds open (temporary files included)."""
-    sizes = []
+def open_files() -> dict[tuple[int, int], int]:
+    """The regular files this process holds open (temporary files included): their sizes, by
+    device and inode."""
+    held = {}
     for fd in os.listdir("/proc/self/fd"):
         try:
             st = os.fstat(int(fd))
         except OSError:
             continue
         if (st.st_mode & 0o170000) == 0o100000:
-            sizes.append(st.st_size)
-    return sizes
+            held[(st.st_dev, st.st_ino)] = st.st_size
+    return held
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc to see open files")
@@ -166,6 +167,7 @@ def test_stderr_is_kept_as_a_bounded_tail_and_quoted_on_failure(tmp_path: Path) 
     """Three calls write 8 MB of stderr each: what the run holds of it, in memory or
     on disk, stays at most 64 KiB, and a failure still quotes its end."""
     server = box(tmp_path)
+    before = open_files()  # the worker's own (an earlier test's database, pytest's files)
 
     async def main() -> tuple[list[int], list[int], Any]:
         async with tool_scope():
@@ -175,7 +177,7 @@ def test_stderr_is_kept_as_a_bounded_tail_and_quoted_on_failure(tmp_path: Path) 
                     "ok", None
                 )
                 await asyncio.sleep(0.2)  # let the reader catch up with the pipe
-                files.append(max(open_file_sizes(), default=0))
+                files.append(max((size for file, size in open_files().items() if file not in before), default=0))
                 held.append(len(getattr(connection_of(server), "stderr", b"")))
             died = await tool(server, "crash", str)(None, {})
             return held, files, died
