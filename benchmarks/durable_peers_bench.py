@@ -40,7 +40,12 @@ SPEC --durable``, ``mcec runs resume``) is timed beside it in rows 2 and 3 ("mce
    Postgres its channel blobs), a constant and a growing state.
 5. **fixed costs**, mcec only: ``mcec.durable.queues.enqueue`` per call (≤ 5 ms), ``mcec runs
    list`` wall (≤ 0.6 s), ``mcec run --durable`` of a one-step spec against the same run not
-   durable (≤ 1.2× plus DBOS's import, measured as ``import dbos`` after mcec's CLI is imported).
+   durable (≤ 1.2× plus DBOS's import, measured as ``import dbos`` after mcec's CLI is imported);
+   a worker's own CPU per run beyond the run's work (≤ 5 ms): the CPU of ``python -m agentmonad
+   worker`` per run of ``once`` (its idle polling taken off) less this process's CPU per run of the
+   same pipeline in-process; an ``each`` element handed to a queue beyond its work (≤ 10 ms): wall
+   per element of ``batch`` run with ``elements=True`` (each element enqueued, taken from its queue
+   by this process, run as a workflow of its own, its result read back) less the same run without.
 
 Every comparison alternates the sides round by round (the order rotating), and LangGraph (the
 baseline) is timed twice per round: the ratio of its two copies is the run's A/A noise.
@@ -51,6 +56,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -120,6 +126,11 @@ def note(state: Tally, turn: Turn) -> Outcome[Tally, Never, Turn | Done]:
     return Ok(_advance(turn), Tally(state.count + 1, (*state.notes, f"turn {{turn.n:06d}}: the model said something")))
 
 
+def bump(state: Tally, n: int) -> Outcome[Tally, Never, int]:
+    """One element of a batch (row 5: an element handed to a queue)."""
+    return Ok(n + 1, state)
+
+
 def prepare(state: Tally, turn: Turn) -> Outcome[Tally, Never, Turn]:
     """The step before the question."""
     return Ok(Turn(turn.n + 1, turn.left), state)
@@ -140,12 +151,14 @@ step tick    : Turn -> Turn | Done = impl.tick
 step note    : Turn -> Turn | Done = impl.note
 step prepare : Turn -> Turn        = impl.prepare
 step close   : bool -> Done        = impl.close
+step bump    : int -> int          = impl.bump
 ask approve  : Turn -> bool
 
 pipeline steady  : Turn -> Done ! LoopExhausted = loop(1000000) tick;
 pipeline growing : Turn -> Done ! LoopExhausted = loop(1000000) note;
 pipeline asking  : Turn -> Done ! NoOneToAsk | NoAnswer | BadAnswer = prepare >>= approve >>= close;
 pipeline once    : Turn -> Turn = prepare;
+pipeline batch   : list[int] -> list[int] ! MergeConflict = each(limit=8) bump;
 '''
 
 LANGGRAPH = f'''"""The durable peers benchmark's workload, LangGraph's side: the same loop as one node going
@@ -593,6 +606,67 @@ def bench_fixed(sides: Sides, rounds: int) -> dict[str, Any]:
     }
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used so far (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_worker(sides: Sides, runs_count: int) -> dict[str, Any]:
+    """Row 5: a worker's own CPU per run beyond the run's work (≤ 5 ms), and an ``each`` element's
+    cost beyond its work when handed to a queue (≤ 10 ms)."""
+    from agentmonad.durable import runs
+
+    one = json.dumps({"n": 0, "left": 1})
+    assert runs.run(MODULE, "once", one, db=sides.mcec_db)["ok"] is True  # DBOS launched, kept between calls
+    cpu, wall = time.process_time(), time.monotonic()
+    for _ in range(runs_count):
+        assert runs.run(MODULE, "once", one, db=sides.mcec_db)["ok"] is True
+    cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    idle_cpu, idle_from = time.process_time(), time.monotonic()  # its polling between calls, as the worker's is taken off
+    time.sleep(1.0)
+    idle_here = (time.process_time() - idle_cpu) / (time.monotonic() - idle_from)
+    in_process_ms = (cpu - idle_here * wall) / runs_count * 1000
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    worker = subprocess.Popen([sys.executable, "-m", "agentmonad", "worker", MODULE, "--db", sides.mcec_db, "--queue",
+                               queue, "--poll-seconds", "0.05"], cwd=sides.folder, env=sides.env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        warm = runs.enqueue(MODULE, "once", one, queue=queue, db=sides.mcec_db)["run_id"]
+        assert runs.result(warm, db=sides.mcec_db, timeout=120) is not None, "the worker took no run"
+        idle_from, idle_cpu = time.monotonic(), _cpu_seconds(worker.pid)
+        time.sleep(3.0)
+        idle_rate = (_cpu_seconds(worker.pid) - idle_cpu) / (time.monotonic() - idle_from)
+        busy_from, busy_cpu = time.monotonic(), _cpu_seconds(worker.pid)
+        ids = [runs.enqueue(MODULE, "once", one, queue=queue, db=sides.mcec_db)["run_id"] for _ in range(runs_count)]
+        for run_id in ids:
+            assert (runs.result(run_id, db=sides.mcec_db, timeout=300) or {}).get("ok") is True, run_id
+        busy_wall = time.monotonic() - busy_from
+        worker_ms = (_cpu_seconds(worker.pid) - busy_cpu - idle_rate * busy_wall) / runs_count * 1000
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    elements = list(range(40))
+
+    def batch(handed: bool) -> float:
+        started = time.perf_counter()
+        done = runs.run(MODULE, "batch", json.dumps(elements), db=sides.mcec_db, elements=handed)
+        assert done.get("value") == [n + 1 for n in elements], done
+        return time.perf_counter() - started
+
+    walls = interleaved({"handed": lambda: batch(True), "inline": lambda: batch(False)}, 3)
+    per_element = (statistics.median(walls["handed"]) - statistics.median(walls["inline"])) / len(elements) * 1000
+    over = worker_ms - in_process_ms
+    return {
+        "worker_cpu_ms_per_run": {"worker": round(worker_ms, 2), "in_process": round(in_process_ms, 2),
+                                  "beyond": round(over, 2), "idle_cpu_share": round(idle_rate, 4), "runs": runs_count,
+                                  "target": 5.0, "target_met": over <= 5.0},
+        "element_ms": {"beyond": round(per_element, 2), "elements": len(elements), "limit": 8,
+                       "handed_s": [round(v, 3) for v in walls["handed"]], "inline_s": [round(v, 3) for v in walls["inline"]],
+                       "target": 10.0, "target_met": per_element <= 10.0},
+    }
+
+
 def bench_database(folder: Path, spec: Path, postgres: str | None, quick: bool) -> dict[str, Any]:
     """Every row on one database."""
     sides = Sides(folder, spec, postgres)
@@ -604,6 +678,7 @@ def bench_database(folder: Path, spec: Path, postgres: str | None, quick: bool) 
     out["ask"] = bench_ask(sides, rounds + 2)
     out["bytes"] = bench_bytes(sides, 300 if quick else 1_000)
     out["fixed"] = bench_fixed(sides, rounds)
+    out["worker"] = bench_worker(sides, 20 if quick else 60)
     out["seconds"] = round(time.perf_counter() - started, 1)
     return out
 
@@ -680,6 +755,10 @@ def print_detail(results: dict[str, Any]) -> None:
               f"`mcec runs list` {lst['median']} s (≤ 0.6: {'✓' if lst['target_met'] else '✗'}); "
               f"`mcec run --durable` one step {d['durable']} s / not durable {d['not_durable']} s (again {d['not_durable_again']}) = {d['ratio']}×, "
               f"DBOS import {d['dbos_import']} s, allowed {d['allowed']} s: {'✓' if d['target_met'] else '✗'}")
+        w, el = r["worker"]["worker_cpu_ms_per_run"], r["worker"]["element_ms"]
+        print(f"a worker's CPU per run {w['worker']} ms, the run's own work included (in-process the same run costs "
+              f"its caller {w['in_process']} ms): {w['beyond']} ms beyond (≤ 5: {'✓' if w['target_met'] else '✗'}); "
+              f"an element handed to a queue {el['beyond']} ms beyond its work (≤ 10: {'✓' if el['target_met'] else '✗'})")
 
 
 def _spec_form(row: dict[str, Any]) -> str:

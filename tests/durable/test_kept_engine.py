@@ -123,3 +123,23 @@ def test_a_forked_child_opens_its_own_engine_and_the_parent_keeps_its_own(tmp_pa
     assert durable.answer("r2", "approve", '{"ok": true}', db=db)["ok"] is True
     assert [r.status for r in durable.list_runs(db=db)] == ["finished", "finished"]
     assert len(launches) == 1  # the parent's (the child's counted in the child)
+
+
+def test_a_call_on_another_database_while_the_kept_one_is_held_gets_its_own(tmp_path: Path,
+                                                                           launches: list[str]) -> None:
+    """Two threads' calls (a server's): the kept engine is not closed under the call that holds it."""
+    first, second = (f"sqlite:///{tmp_path / name}" for name in ("a.sqlite", "b.sqlite"))
+    seen: list[object] = []
+    with runs.engine_for(first) as held:
+        def other() -> None:
+            with runs.engine_for(second) as own:
+                seen.append(own)
+                assert [r.run_id for r in durable.list_runs(db=second)] == []
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert seen and seen[0] is not held and runs._kept == [held]
+        assert held.runs() == []  # still open
+    with runs.engine_for(second) as now:  # nothing holds it now: the kept engine moves to the other database
+        assert runs._kept == [now] and now.url == second

@@ -532,6 +532,12 @@ class Engine:
             if self._timer is not None:
                 self._timer.cancel()
 
+    @property
+    def held(self) -> bool:
+        """Whether a call holds the engine now (:meth:`hold`)."""
+        with self._pace:
+            return self._busy > 0
+
     def release(self) -> None:
         """The call that held the engine is done: DBOS, launched, is stopped RESUME_GRACE_SECONDS
         later unless another call holds it by then (a process that runs or answers one run after

@@ -25,6 +25,7 @@ import atexit
 import importlib
 import json
 import os
+import threading
 import time
 import types as pytypes
 import uuid
@@ -78,53 +79,65 @@ def database_url(db: str | None = None) -> str:
 #: per process): launching DBOS and opening its client cost more than a short run's own work, and
 #: DBOS is made to be launched once by a process. Closed when the process ends, or by :func:`close`.
 _kept: list[Engine] = []
+_keeping = threading.RLock()
 
 
 @contextmanager
 def engine_for(db: str | None, *, keep: bool = True) -> Iterator[Engine]:
     """DBOS on the run database (a clear :class:`DurableError` when it cannot be reached): the one
-    this process keeps (``keep``), else one of its own, closed at the end (a worker's)."""
+    this process keeps (``keep``), else one of its own, closed at the end (a worker's, or a call on
+    another database while another thread's call holds the kept one)."""
     try:
-        from .dbos import ELEMENT_WORKFLOW, Engine, runners
+        from .dbos import ELEMENT_WORKFLOW, runners
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise DurableError(f"durable runs need DBOS: pip install 'agentmonad[durable]' ({exc})") from exc
     from .element_runs import execute_element
 
     runners[ELEMENT_WORKFLOW] = execute_element  # this process may run `each` elements of queued runs
     url = database_url(db)
-    if keep and _kept and _kept[0].url == url:
-        engine = _kept[0]
-    else:
-        if keep:
-            close()
-        try:
-            engine = Engine(url)
-        except Exception as exc:
-            from .urls import redacted
-
-            raise DurableError(f"cannot open the run database {shown_url(url)}: {redacted(first_line(exc), url)}") from None
-        if keep:
-            _kept.append(engine)
+    kept: Engine | None = None
     if keep:
-        engine.hold()
+        with _keeping:
+            if not _kept or (_kept[0].url != url and not _kept[0].held):
+                close()
+                _kept.append(_opened(url))
+            if _kept[0].url == url:
+                kept = _kept[0]
+                kept.hold()
+    engine = kept if kept is not None else _opened(url)
+    broken = False
     try:
         yield engine
     except BaseException as exc:
-        if keep and not isinstance(exc, DurableError):  # it may have left DBOS broken: the next call starts anew
-            close()
+        broken = not isinstance(exc, DurableError)  # it may have left DBOS broken: the next call starts anew
         raise
     finally:
-        if keep:
-            engine.release()
-        else:
+        if kept is None:
             engine.close()
+        else:
+            with _keeping:
+                kept.release()
+                if broken and not kept.held:
+                    close()
+
+
+def _opened(url: str) -> Engine:
+    from .dbos import Engine
+
+    try:
+        return Engine(url)
+    except Exception as exc:
+        from .urls import redacted
+
+        raise DurableError(f"cannot open the run database {shown_url(url)}: {redacted(first_line(exc), url)}") from None
 
 
 def close() -> None:
     """Close the engine this process keeps on its run database (:func:`engine_for`), if any: DBOS
     stops (no run of this process may be running). Done when the process ends."""
-    while _kept:
-        _kept.pop().close()
+    with _keeping:
+        while _kept:
+            _kept.pop().close()
 
 
 atexit.register(close)
