@@ -143,3 +143,19 @@ def test_a_call_on_another_database_while_the_kept_one_is_held_gets_its_own(tmp_
         assert held.runs() == []  # still open
     with runs.engine_for(second) as now:  # nothing holds it now: the kept engine moves to the other database
         assert runs._kept == [now] and now.url == second
+
+
+def test_a_database_file_deleted_between_calls_is_opened_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              launches: list[str]) -> None:
+    """A connection kept open on a deleted SQLite file would record the next run where nobody reads:
+    the next call opens the file now at that path (made anew, with DBOS's tables)."""
+    monkeypatch.setenv("MCEC_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.setattr(dbos, "RESUME_GRACE_SECONDS", 600.0)
+    path = tmp_path / "runs.sqlite"
+    db = f"sqlite:///{path}"
+    assert durable.run(DESK, "settle", '"A-1:120"', run_id="r1", db=db)["status"] == "waiting"
+    for name in ("runs.sqlite", "runs.sqlite-wal", "runs.sqlite-shm"):
+        (tmp_path / name).unlink(missing_ok=True)
+    assert durable.run(DESK, "settle", '"B-1:120"', run_id="r2", db=db)["status"] == "waiting"
+    assert path.exists() and [r.run_id for r in durable.list_runs(db=db)] == ["r2"]
+    assert durable.answer("r2", "approve", '{"ok": true}', db=db)["ok"] is True

@@ -53,6 +53,7 @@ from .dbos_internals import (
 
 from .codec import RecordError
 from .errors import RunNotStarted
+from .urls import file_identity
 from .journal import CANCELLED, NOT_EFFECTS, STOPPED, WAITING, Record, record_from_json
 
 __all__ = ["Engine", "DBOSStore", "JsonSerializer", "QueueSpec", "RunInfo", "RunNotStarted", "WORKFLOW", "WorkerInfo"]
@@ -335,7 +336,7 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 
 #: The databases this process has brought up to DBOS's schema (once is enough: a process that
 #: enqueues many runs opens the database for each).
-_migrated: set[str] = set()
+_migrated: set[tuple[str, tuple[int, int] | None]] = set()
 
 
 def _status(raw: Any) -> RunInfo:
@@ -457,11 +458,13 @@ class Engine:
         self._pace = threading.RLock()
         self.executor_id: str | None = None
         self._tables_made = False
-        if url not in _migrated:  # a new database gets DBOS's tables (an up-to-date one is left as it is)
+        if (url, file_identity(url)) not in _migrated:  # a new database gets DBOS's tables (an up-to-date one is left as it is)
             if url.startswith("sqlite"):
                 _write_ahead(url)
             DBOS.migrate(url)
-            _migrated.add(url)
+            _migrated.add((url, file_identity(url)))
+        #: The SQLite file this engine opened (None: Postgres), to tell it from one made anew since.
+        self.identity = file_identity(url)
         self.client = DBOSClient(system_database_url=url, serializer=JsonSerializer(), application_name=APPLICATION)
         _client[:] = [self.client]
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["HeldLock", "LockBusy", "run_lock"]
+__all__ = ["HeldLock", "LockBusy", "close", "run_lock"]
 
 #: How often a process waiting for a run's lock tries again, in seconds.
 POLL = 0.05
@@ -65,23 +65,19 @@ def run_lock(url: str, run_id: str, *, wait: float) -> Iterator[HeldLock]:
     """Hold the lock of the run ``run_id`` in the database at ``url`` (``sqlite:///…`` or
     ``postgresql://…``) inside the ``with`` block; wait up to ``wait`` seconds for it, then
     raise :class:`LockBusy`."""
-    import sqlalchemy as sa
-
     postgres = not url.startswith("sqlite")
-    target = sa.make_url(url).set(drivername="postgresql+psycopg") if postgres else sa.make_url(url)
-    engine = sa.create_engine(target, poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as connection:
-            holder = f"{socket.gethostname()}:{os.getpid()}"
-            take, release = (_pg_take, _pg_release) if postgres else (_sqlite_take, _sqlite_release)
-            if not postgres:
-                _sqlite_table(connection)
+    with _engine(url).connect() as connection:
+        holder = f"{socket.gethostname()}:{os.getpid()}"
+        take, release = (_pg_take, _pg_release) if postgres else (_sqlite_take, _sqlite_release)
+        let_go = False
+        try:
             deadline = time.monotonic() + wait
             while True:
                 held_by = take(connection, run_id, holder)
                 if held_by is None:
                     break
                 if time.monotonic() >= deadline:
+                    let_go = True  # nothing taken
                     raise LockBusy(f"run {run_id} is being run by another process ({held_by}) and was still "
                                    f"after {wait:g} s; try again when it waits or ends (`mcec runs list`)")
                 time.sleep(POLL)
@@ -91,8 +87,53 @@ def run_lock(url: str, run_id: str, *, wait: float) -> Iterator[HeldLock]:
             finally:
                 if lock.held():  # a lost lock has nothing to release (its connection is gone)
                     release(connection, run_id, holder)
-    finally:
-        engine.dispose()
+                    let_go = True
+        finally:
+            if not let_go:
+                # a connection that may still hold the lock (or is gone) never goes back to the pool:
+                # closed, it takes a Postgres advisory lock with it
+                connection.invalidate()
+
+
+#: The engine of each run database the locks of this process's runs are taken in (the latest: a
+#: process uses one database): its connections are pooled, since a new Postgres connection costs
+#: a server process and a handshake per lock.
+_engines: dict[str, tuple[Any, tuple[int, int] | None]] = {}
+
+
+def _engine(url: str) -> Any:
+    import sqlalchemy as sa
+
+    from .urls import file_identity
+
+    identity = file_identity(url)
+    engine, opened = _engines.get(url, (None, None))
+    if engine is None or opened != identity:  # a new database, or its file made anew since
+        close()
+        postgres = not url.startswith("sqlite")
+        target = sa.make_url(url).set(drivername="postgresql+psycopg") if postgres else sa.make_url(url)
+        engine = sa.create_engine(target, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+        if not postgres:
+            with engine.connect() as connection:
+                _sqlite_table(connection)
+        _engines[url] = engine, file_identity(url)
+    return engine
+
+
+def close() -> None:
+    """Close the pooled connections locks were taken on (a lock held now keeps its connection
+    until it is let go, then that is closed)."""
+    while _engines:
+        _engines.popitem()[1][0].dispose()
+
+
+def _forget_after_fork() -> None:
+    """A forked child never uses (or closes) the parent's connections: SQLAlchemy's own recipe."""
+    for engine, _ in _engines.values():
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _key(run_id: str) -> str:
@@ -143,9 +184,14 @@ def _sqlite_insert(connection: Any, run_id: str, holder: str) -> bool:
     """Whether this process took the free lock (its row inserted); False: a row is there."""
     import sqlalchemy as sa
 
+    insert = sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)")
+    values = {"run": run_id, "holder": holder, "since": time.time()}
     try:
-        connection.execute(sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)"),
-                           {"run": run_id, "holder": holder, "since": time.time()})
+        try:
+            connection.execute(insert, values)
+        except sa.exc.OperationalError:  # the table is made once per engine: this file was made anew since
+            _sqlite_table(connection)
+            connection.execute(insert, values)
         return True
     except sa.exc.IntegrityError:
         return False

@@ -94,12 +94,14 @@ def engine_for(db: str | None, *, keep: bool = True) -> Iterator[Engine]:
     from .element_runs import execute_element
 
     runners[ELEMENT_WORKFLOW] = execute_element  # this process may run `each` elements of queued runs
+    from .urls import file_identity
+
     url = database_url(db)
     kept: Engine | None = None
     if keep:
         with _keeping:
-            if not _kept or (_kept[0].url != url and not _kept[0].held):
-                close()
+            if not _kept or (not _kept[0].held and (_kept[0].url, _kept[0].identity) != (url, file_identity(url))):
+                close()  # another database, or the file was deleted (or made anew) since it was opened
                 _kept.append(_opened(url))
             if _kept[0].url == url:
                 kept = _kept[0]
@@ -135,9 +137,12 @@ def _opened(url: str) -> Engine:
 def close() -> None:
     """Close the engine this process keeps on its run database (:func:`engine_for`), if any: DBOS
     stops (no run of this process may be running). Done when the process ends."""
+    from .locks import close as close_locks
+
     with _keeping:
         while _kept:
             _kept.pop().close()
+        close_locks()
 
 
 atexit.register(close)

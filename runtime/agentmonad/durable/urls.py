@@ -12,10 +12,29 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["SECRET_PARAMETERS", "redacted", "resolved", "shown"]
+__all__ = ["SECRET_PARAMETERS", "file_identity", "redacted", "resolved", "shown"]
 
 #: Query parameters of a database URL whose value is a secret (libpq's and psycopg's names).
 SECRET_PARAMETERS = frozenset({"password", "passwd", "pass", "sslpassword", "sslkey_password"})
+
+
+def file_identity(url: str) -> tuple[int, int] | None:
+    """The SQLite file ``url`` opens, as its device and inode (None: not there yet, or not an
+    SQLite file). A process that keeps connections open on a database compares it from call to
+    call: a file deleted and made anew under the same path is another database, and a connection
+    still open on the old one would write where nobody reads."""
+    if not url.startswith("sqlite"):
+        return None
+    import sqlalchemy as sa
+
+    database = sa.make_url(url).database
+    if not database or database == ":memory:":
+        return None
+    try:
+        found = Path(database).stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def resolved(chosen: str) -> str:
