@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.durable.processes import environment, mcec_with
+from tests.durable.processes import environment, lines, mcec_with
 
 CLAIMS_PY = '''\
 """Claims wait for approval; each approved claim is noted slowly (MCEC_PACE) in MCEC_EFFECTS."""
@@ -72,10 +72,6 @@ def _project(tmp: Path) -> tuple[Path, str, Path]:
     return tmp, f"sqlite:///{tmp / 'runs.sqlite'}", tmp / "effects.txt"
 
 
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-
-
 def test_an_answer_whose_process_is_killed_is_kept_and_the_other_questions_stay_open(tmp_path: Path) -> None:
     project, db, effects = _project(tmp_path)
     started = mcec_with(["run", "claims.mce", "settle", "--input", '"E1,E2"', "--durable", "--run-id", "r1",
@@ -87,7 +83,7 @@ def test_an_answer_whose_process_is_killed_is_kept_and_the_other_questions_stay_
          "--db", db], cwd=project, env=environment(MCEC_EFFECTS=str(effects), MCEC_PACE="60"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not any(line.startswith("start") for line in _lines(effects)) and time.monotonic() < deadline:
+    while not any(line.startswith("start") for line in lines(effects)) and time.monotonic() < deadline:
         assert answering.poll() is None, answering.communicate()
         time.sleep(0.01)
     answering.send_signal(signal.SIGKILL)
@@ -99,6 +95,6 @@ def test_an_answer_whose_process_is_killed_is_kept_and_the_other_questions_stay_
                        project, MCEC_EFFECTS=str(effects))
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["value"] == ["paid", "refused"]
-    noted = sorted(line.rsplit(" ", 1)[0] for line in _lines(effects) if line.startswith("noted"))
+    noted = sorted(line.rsplit(" ", 1)[0] for line in lines(effects) if line.startswith("noted"))
     assert noted == ["noted False", "noted True"]
 

@@ -41,7 +41,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, NamedTuple, final
 
 import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, SetWorkflowID
@@ -437,6 +437,16 @@ RESUME_GRACE_SECONDS = 2.0
 ENDED_POLL_SECONDS = 0.002
 
 
+class _Launch(NamedTuple):
+    """How an :class:`Engine` launched DBOS: :meth:`Engine.launch`'s arguments."""
+
+    runner: Runner
+    queues: tuple[QueueSpec, ...]
+    executor_id: str | None
+    poll_seconds: float
+    resumes: bool
+
+
 @final
 class Engine:
     """DBOS configured for durable runs on the database at ``url`` (``sqlite:///…`` or
@@ -447,7 +457,7 @@ class Engine:
         self.url = url
         self._launched = False
         #: How DBOS was launched (:meth:`launch`'s arguments): launched so again, it is kept as it is.
-        self._launched_as: tuple[object, ...] | None = None
+        self._launched_as: _Launch | None = None
         self._private: str | None = None
         #: Whether the private queue is polled every RESUME_POLL_SECONDS (since the launch: once slowed,
         #: its poller may sleep a slow interval before it reads a new pace, so DBOS is launched anew).
@@ -462,9 +472,10 @@ class Engine:
             if url.startswith("sqlite"):
                 _write_ahead(url)
             DBOS.migrate(url)
-            _migrated.add((url, file_identity(url)))
-        #: The SQLite file this engine opened (None: Postgres), to tell it from one made anew since.
+        #: The SQLite file this engine opened (None: Postgres), to tell it from one made anew since
+        #: (read after the migration, which makes a missing file).
         self.identity = file_identity(url)
+        _migrated.add((url, self.identity))
         self.client = DBOSClient(system_database_url=url, serializer=JsonSerializer(), application_name=APPLICATION)
         _client[:] = [self.client]
 
@@ -486,7 +497,7 @@ class Engine:
         launches once); launched otherwise — or another engine launched — it is stopped first: DBOS
         is one per process."""
         runners[WORKFLOW] = runner
-        launched_as = (runner, tuple(queues), executor_id, poll_seconds, resumes)
+        launched_as = _Launch(runner, tuple(queues), executor_id, poll_seconds, resumes)
         if self._launched and self._launched_as == launched_as and (self._private is None or self._private_fast):
             return
         for engine in list(_launched):
@@ -549,7 +560,7 @@ class Engine:
         runs only while it runs its own (a worker is the process that serves queues)."""
         with self._pace:
             self._busy -= 1
-            if not self._busy and self._launched_as is not None and self._launched_as[1]:  # its queues
+            if not self._busy and self._launched_as is not None and self._launched_as.queues:
                 self.stop()
             else:
                 self._start_timer()

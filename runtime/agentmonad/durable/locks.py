@@ -184,14 +184,9 @@ def _sqlite_insert(connection: Any, run_id: str, holder: str) -> bool:
     """Whether this process took the free lock (its row inserted); False: a row is there."""
     import sqlalchemy as sa
 
-    insert = sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)")
-    values = {"run": run_id, "holder": holder, "since": time.time()}
     try:
-        try:
-            connection.execute(insert, values)
-        except sa.exc.OperationalError:  # the table is made once per engine: this file was made anew since
-            _sqlite_table(connection)
-            connection.execute(insert, values)
+        connection.execute(sa.text("insert into mcec_run_locks (run_id, holder, since) values (:run, :holder, :since)"),
+                           {"run": run_id, "holder": holder, "since": time.time()})
         return True
     except sa.exc.IntegrityError:
         return False

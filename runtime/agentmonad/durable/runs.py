@@ -93,9 +93,9 @@ def engine_for(db: str | None, *, keep: bool = True) -> Iterator[Engine]:
         raise DurableError(f"durable runs need DBOS: pip install 'agentmonad[durable]' ({exc})") from exc
     from .element_runs import execute_element
 
-    runners[ELEMENT_WORKFLOW] = execute_element  # this process may run `each` elements of queued runs
     from .urls import file_identity
 
+    runners[ELEMENT_WORKFLOW] = execute_element  # this process may run `each` elements of queued runs
     url = database_url(db)
     kept: Engine | None = None
     if keep:
@@ -148,14 +148,16 @@ def close() -> None:
 atexit.register(close)
 
 
+#: The engine a forked child inherited: kept referenced, never used or closed here (closing its
+#: connections would end the parent's sessions).
+_inherited: list[Engine] = []
+
+
 def _forget_after_fork() -> None:
     """A forked child does not use its parent's engine (its connections are the parent's; see
     :func:`agentmonad.durable.dbos._forget_after_fork`): its next call opens its own."""
-    if _kept:  # then .dbos is imported: its own hook has run
-        from . import dbos
-
-        dbos._inherited.extend(_kept)
-        _kept.clear()
+    _inherited.extend(_kept)
+    _kept.clear()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
